@@ -1,0 +1,1 @@
+//! rmcp server handler, transports and auth.

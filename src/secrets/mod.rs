@@ -1,0 +1,1 @@
+//! secrets: see ARCHITECTURE.md.
