@@ -221,6 +221,14 @@ pub struct MemoriesConfig {
     pub sources: Vec<String>,
     /// Monthly spend cap in USD; when reached the pipeline stops calling models. null = no cap.
     pub monthly_spend_cap_usd: Option<f64>,
+    /// Most lines `MEMORY.md` may have after consolidation (HYG-1, seed 002). Default 150, range 10..=5000.
+    pub memory_md_max_lines: usize,
+    /// Most bytes `MEMORY.md` may have (HYG-1: 15 KiB). Default 15360, range 1024..=1048576.
+    pub memory_md_max_bytes: usize,
+    /// Most lines `memory_summary.md` may have (HYG-1). Default 60, range 5..=1000.
+    pub memory_summary_max_lines: usize,
+    /// Most bytes `memory_summary.md` may have (HYG-1: 4 KiB). Default 4096, range 512..=65536.
+    pub memory_summary_max_bytes: usize,
 }
 
 impl Default for MemoriesConfig {
@@ -244,6 +252,10 @@ impl Default for MemoriesConfig {
             consolidation_thinking: "medium".into(),
             sources: vec!["codex".into(), "claude".into(), "pi".into(), "mcp".into()],
             monthly_spend_cap_usd: None,
+            memory_md_max_lines: 150,
+            memory_md_max_bytes: 15 * 1024,
+            memory_summary_max_lines: 60,
+            memory_summary_max_bytes: 4 * 1024,
         }
     }
 }
@@ -316,6 +328,10 @@ impl Config {
         range(&mut e, "memories.max_rollouts_per_startup", m.max_rollouts_per_startup, 1, 128);
         range(&mut e, "memories.min_rollout_idle_hours", m.min_rollout_idle_hours, 1, 48);
         range(&mut e, "memories.tool_result_token_budget", m.tool_result_token_budget, 0, 100_000);
+        range(&mut e, "memories.memory_md_max_lines", m.memory_md_max_lines, 10, 5000);
+        range(&mut e, "memories.memory_md_max_bytes", m.memory_md_max_bytes, 1024, 1 << 20);
+        range(&mut e, "memories.memory_summary_max_lines", m.memory_summary_max_lines, 5, 1000);
+        range(&mut e, "memories.memory_summary_max_bytes", m.memory_summary_max_bytes, 512, 64 * 1024);
         for (k, v) in [("memories.extract_thinking", &m.extract_thinking), ("memories.consolidation_thinking", &m.consolidation_thinking)] {
             if !["none", "minimal", "low", "medium", "high", "xhigh"].contains(&v.as_str()) {
                 e.push(format!("{k} = \"{v}\" is not allowed (allowed none|minimal|low|medium|high|xhigh)"));

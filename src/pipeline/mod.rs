@@ -1,1 +1,3 @@
 //! pipeline: see ARCHITECTURE.md.
+
+pub mod phase2;

@@ -1,1 +1,4 @@
 //! store: see ARCHITECTURE.md.
+
+pub mod fts;
+pub mod phase2;

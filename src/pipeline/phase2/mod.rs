@@ -1,0 +1,567 @@
+//! Phase 2 of the memory pipeline (PIPE-5, after Codex's `memories/write/src/phase2.rs`):
+//! one global job consolidates the selected raw memories of phase 1 into the memory folder
+//! through a jailed agent, within hard budgets (HYG-1), as one git commit per success.
+//!
+//! The run, in order: claim the global job `memory_consolidate_global` (lease
+//! [`LEASE_SECS`], heartbeat every [`HEARTBEAT_SECS`], retry backoff after a failure,
+//! [`COOLDOWN_SECS`] after a clean success unless forced) → open the folder (uncommitted
+//! edits found there are first committed as a snapshot, so nothing is lost) → select and
+//! sync inputs ([`select`]) → workspace diff ([`folder`]) → **no change and valid
+//! artifacts: succeed without a model call** → otherwise run the agent ([`agent`]) with the
+//! diff (INIT or incremental, [`prompt`]) → validate (budgets, summary structure,
+//! whitespace) with one repair turn → commit → read back (`git status` clean, no whitespace
+//! errors) → mark the job succeeded. Any failure restores the previous commit exactly
+//! (`reset --hard` + clean) and marks the job failed with the reason.
+//!
+//! The database and the model are reached through two seams, [`Phase2Store`] and
+//! [`agent::ConsolidationModel`], implemented over `crate::store` and `crate::providers`.
+//!
+//! Invariant: the folder's `HEAD` only ever moves to a commit whose artifacts passed
+//! validation and read-back (or a rollback/snapshot commit); a failed run leaves `HEAD` and
+//! the working tree as they were before it started (apart from the snapshot commit).
+
+pub mod agent;
+pub mod budget;
+pub mod folder;
+pub mod jail;
+pub mod prompt;
+pub mod readpath;
+pub mod select;
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::MemoriesConfig;
+use crate::{Error, Result};
+
+use agent::{AgentOptions, AgentReport, ConsolidationModel, TurnLog, TurnRecord};
+use folder::{FileChange, MemoryFolder};
+use jail::{Jail, WritePolicy};
+use select::RawMemory;
+
+/// Job kind of the global consolidation (Codex: `memory_consolidate_global`).
+pub const JOB_KIND: &str = "memory_consolidate_global";
+/// Job key of the single global job.
+pub const JOB_KEY: &str = "global";
+/// Lease of a claim, seconds (Codex: 1 hour).
+pub const LEASE_SECS: i64 = 3600;
+/// Heartbeat period while the agent runs, seconds (Codex: 90 s).
+pub const HEARTBEAT_SECS: u64 = 90;
+/// No new run within this long after a clean success unless forced, seconds (Codex: 6 h).
+pub const COOLDOWN_SECS: i64 = 6 * 3600;
+/// First retry delay after a failure, seconds; doubles per consecutive failure.
+pub const RETRY_BASE_SECS: i64 = 300;
+/// Longest retry delay, seconds (6 h).
+pub const RETRY_MAX_SECS: i64 = 6 * 3600;
+
+/// Retry delay after `consecutive_failures` (>= 1) failures: 5 min, 10 min, 20 min, ... at
+/// most 6 h.
+pub fn retry_delay(consecutive_failures: u32) -> i64 {
+    let shift = consecutive_failures.saturating_sub(1).min(16);
+    (RETRY_BASE_SECS << shift).min(RETRY_MAX_SECS)
+}
+
+/// The result of trying to claim the global job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// Claimed; the token must accompany heartbeat/succeed/fail.
+    Claimed {
+        /// Ownership token.
+        token: String,
+    },
+    /// Another worker holds a live lease.
+    Running,
+    /// A clean success happened less than [`COOLDOWN_SECS`] ago (and not forced).
+    Cooldown {
+        /// When the cooldown ends, unix seconds.
+        until: i64,
+    },
+    /// The last run failed and its retry time has not come (and not forced).
+    Backoff {
+        /// When a retry is allowed, unix seconds.
+        until: i64,
+    },
+}
+
+/// What phase 2 needs from the database (implemented by `crate::store::Store`).
+pub trait Phase2Store: Send + Sync {
+    /// Current time, unix seconds (the store's clock, so tests can move it).
+    fn now(&self) -> i64;
+    /// Claim the global job under `BEGIN IMMEDIATE` for `lease_secs`; `force` ignores the
+    /// cooldown and the retry backoff (never a live lease).
+    fn claim_global(&self, worker_id: &str, lease_secs: i64, force: bool) -> Result<Claim>;
+    /// Extend the lease; `false` when the token no longer owns the job.
+    fn heartbeat_global(&self, token: &str, lease_secs: i64) -> Result<bool>;
+    /// Mark success (starts the cooldown) and record which outputs were selected.
+    fn succeed_global(&self, token: &str, selected_thread_ids: &[String]) -> Result<bool>;
+    /// Mark failure with `reason`; schedules a retry with [`retry_delay`].
+    fn fail_global(&self, token: &str, reason: &str) -> Result<bool>;
+    /// True while a live (unexpired) claim exists.
+    fn global_running(&self) -> Result<bool>;
+    /// Every stage-1 output (phase 2 selects among them, see [`select::select`]).
+    fn raw_memories(&self) -> Result<Vec<RawMemory>>;
+    /// Raise `usage_count` by one and set `last_usage` to now for each id; returns rows
+    /// changed (unknown ids are ignored).
+    fn record_usage(&self, thread_ids: &[String]) -> Result<usize>;
+    /// Start a usage run for phase 2 (PIPE-8); returns its id.
+    fn start_run(&self, trigger: &str, model: &str) -> Result<String>;
+    /// Record one model request of run `run_id`.
+    fn log_request(&self, run_id: &str, rec: &TurnRecord) -> Result<()>;
+    /// Close run `run_id` with `outcome` (`succeeded`, `no_changes`, `failed`) and error text.
+    fn finish_run(&self, run_id: &str, outcome: &str, error: Option<&str>) -> Result<()>;
+}
+
+/// How a phase-2 attempt ended.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Nothing was done.
+    Skipped {
+        /// `disabled`, `running`, `cooldown` or `backoff`.
+        reason: String,
+        /// For cooldown/backoff: when a run becomes possible, unix seconds.
+        until: Option<i64>,
+    },
+    /// Inputs unchanged and artifacts valid: succeeded with no model call.
+    NoChanges {
+        /// Raw memories selected.
+        inputs: usize,
+    },
+    /// Inputs synced and committed without the agent (no inputs and no memory yet).
+    Synced {
+        /// The new commit, if the sync changed anything.
+        commit: Option<String>,
+    },
+    /// The agent consolidated; one new commit.
+    Consolidated {
+        /// Commit id.
+        commit: String,
+        /// Raw memories selected.
+        inputs: usize,
+        /// INIT or incremental.
+        mode: prompt::Mode,
+        /// Files changed by the commit.
+        changes: Vec<FileChange>,
+        /// What the agent did (requests, tool calls, usage, repair).
+        report: AgentReport,
+    },
+    /// The run failed; the folder is back at its previous commit; the job is marked failed.
+    Failed {
+        /// Why (also stored as the job's last error).
+        reason: String,
+        /// What the agent did before failing, if it ran.
+        report: Option<AgentReport>,
+    },
+}
+
+/// Everything a run needs.
+pub struct Phase2Deps<'a> {
+    /// State home (the folder is `<home>/memories`).
+    pub home: &'a Path,
+    /// The `memories` config block.
+    pub config: &'a MemoriesConfig,
+    /// Database seam.
+    pub store: &'a dyn Phase2Store,
+    /// The consolidation model; `None` fails a run that needs it.
+    pub model: Option<&'a dyn ConsolidationModel>,
+    /// Identifies this process in the job row.
+    pub worker_id: String,
+    /// What started the run (`startup`, `watch`, `cli`, `force`), for the usage run.
+    pub trigger: String,
+    /// Cancels the agent between requests.
+    pub cancel: CancellationToken,
+}
+
+struct RunLog<'a> {
+    store: &'a dyn Phase2Store,
+    run_id: String,
+}
+
+impl TurnLog for RunLog<'_> {
+    fn record(&self, rec: &TurnRecord) {
+        if let Err(e) = self.store.log_request(&self.run_id, rec) {
+            tracing::warn!("could not record phase-2 usage: {e}");
+        }
+    }
+}
+
+/// Run phase 2 once. `force` ignores the cooldown and the retry backoff (never a live
+/// lease). Never leaves the folder half-written; see the module doc for the sequence.
+///
+/// Errors: only database errors while claiming; every later failure is an
+/// [`Outcome::Failed`] (the job row carries the reason).
+pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
+    if !deps.config.enabled {
+        return Ok(Outcome::Skipped {
+            reason: "disabled".into(),
+            until: None,
+        });
+    }
+    let token = match deps
+        .store
+        .claim_global(&deps.worker_id, LEASE_SECS, force)?
+    {
+        Claim::Claimed { token } => token,
+        Claim::Running => {
+            return Ok(Outcome::Skipped {
+                reason: "running".into(),
+                until: None,
+            });
+        }
+        Claim::Cooldown { until } => {
+            return Ok(Outcome::Skipped {
+                reason: "cooldown".into(),
+                until: Some(until),
+            });
+        }
+        Claim::Backoff { until } => {
+            return Ok(Outcome::Skipped {
+                reason: "backoff".into(),
+                until: Some(until),
+            });
+        }
+    };
+    let mut run_id: Option<String> = None;
+    let mut agent_report: Option<AgentReport> = None;
+    let result = claimed(deps, &token, &mut run_id, &mut agent_report).await;
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            let reason = e.to_string();
+            tracing::warn!(%reason, "phase 2 failed; restoring the memory folder");
+            if let Ok(Some(f)) = MemoryFolder::open(deps.home)
+                && let Err(re) = f.restore_head()
+            {
+                tracing::error!("could not restore the memory folder after a failed run: {re}");
+            }
+            if let Err(fe) = deps.store.fail_global(&token, &reason) {
+                tracing::error!("could not mark the phase-2 job failed: {fe}");
+            }
+            Outcome::Failed {
+                reason,
+                report: agent_report,
+            }
+        }
+    };
+    if let Some(id) = &run_id {
+        let (status, err) = match &outcome {
+            Outcome::Failed { reason, .. } => ("failed", Some(reason.as_str())),
+            Outcome::NoChanges { .. } => ("no_changes", None),
+            _ => ("succeeded", None),
+        };
+        if let Err(e) = deps.store.finish_run(id, status, err) {
+            tracing::warn!("could not close the phase-2 usage run: {e}");
+        }
+    }
+    Ok(outcome)
+}
+
+async fn claimed(
+    deps: &Phase2Deps<'_>,
+    token: &str,
+    run_id: &mut Option<String>,
+    agent_report: &mut Option<AgentReport>,
+) -> Result<Outcome> {
+    let cfg = deps.config;
+    let (folder, _created) = MemoryFolder::open_or_init(deps.home)?;
+    // Uncommitted edits (by hand, or left by a crash) are kept as a snapshot commit first.
+    let pending = folder.workspace_diff(0)?;
+    if pending.has_changes() {
+        let msg = format!(
+            "Snapshot uncommitted changes before consolidation\n\n{}",
+            folder::change_lines(&pending.changes)
+        );
+        folder.commit_all(&msg)?;
+    }
+    let budget = budget::ArtifactBudget::from_config(cfg);
+    let mode = if folder.head()?.is_some() && folder.root().join(folder::MEMORY_MD).is_file() {
+        prompt::Mode::Incremental
+    } else {
+        prompt::Mode::Init
+    };
+    let now = deps.store.now();
+    let all = deps.store.raw_memories()?;
+    let sel = select::select(
+        &all,
+        now,
+        cfg.max_unused_days,
+        cfg.max_raw_memories_for_consolidation,
+    );
+    let ids: Vec<String> = sel.iter().map(|m| m.thread_id.clone()).collect();
+    let sync = select::sync(folder.root(), deps.home, &sel, now, cfg.max_unused_days)?;
+    let diff = folder.workspace_diff(prompt::MAX_DIFF_BYTES)?;
+    let violations = budget::check(folder.root(), &budget);
+    if !diff.has_changes() && violations.is_empty() {
+        deps.store.succeed_global(token, &ids)?;
+        tracing::info!(
+            inputs = sel.len(),
+            "phase 2: no changes, artifacts valid; no model call"
+        );
+        return Ok(Outcome::NoChanges { inputs: sel.len() });
+    }
+    let has_notes = folder.root().join(folder::AD_HOC_DIR).is_dir();
+    if sel.is_empty() && !has_notes && mode == prompt::Mode::Init {
+        // Nothing to consolidate and no memory to update: record the sync only.
+        let commit = folder.commit_all(&format!(
+            "Sync memory inputs: no raw memories selected\n\n{}",
+            folder::change_lines(&diff.changes)
+        ))?;
+        folder.verify_committed()?;
+        deps.store.succeed_global(token, &ids)?;
+        remove_inbox_notes(&sync.notes_moved_in);
+        return Ok(Outcome::Synced {
+            commit: commit.map(|c| c.to_string()),
+        });
+    }
+    let model = deps.model.ok_or_else(|| {
+        Error::Provider("phase 2 needs a consolidation model; set memories.consolidation_model or a default model".into())
+    })?;
+    *run_id = Some(deps.store.start_run(&deps.trigger, &model.model_id())?);
+    let log = RunLog {
+        store: deps.store,
+        run_id: run_id.clone().unwrap_or_default(),
+    };
+    let jail = Jail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
+    let system = prompt::system(&budget);
+    let task = prompt::task(mode, sel.len(), &diff);
+    let opts = AgentOptions {
+        reasoning_effort: cfg.consolidation_thinking.clone(),
+        cancel: deps.cancel.child_token(),
+        ..Default::default()
+    };
+    let root = folder.root().to_path_buf();
+    let vfolder = folder.clone();
+    let validate = move || {
+        let mut p: Vec<String> = budget::check(&root, &budget)
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
+        match vfolder.pending_whitespace_errors() {
+            Ok(ws) => p.extend(ws),
+            Err(e) => p.push(format!("could not check whitespace: {e}")),
+        }
+        p
+    };
+    let repair = move |p: &[String]| budget::repair_request_text(p, &budget);
+    let agent_fut = agent::run(
+        model, &jail, &system, &task, &opts, &log, &validate, &repair,
+    );
+    let heartbeat = heartbeat_loop(deps.store, token, opts.cancel.clone());
+    tokio::pin!(agent_fut);
+    tokio::pin!(heartbeat);
+    let result = tokio::select! {
+        r = &mut agent_fut => r,
+        e = &mut heartbeat => {
+            opts.cancel.cancel();
+            let r = agent_fut.await;
+            *agent_report = Some(match r { Ok(rep) => rep, Err(f) => f.report });
+            return Err(e);
+        }
+    };
+    let report = match result {
+        Ok(r) => r,
+        Err(f) => {
+            *agent_report = Some(f.report);
+            return Err(f.error);
+        }
+    };
+    *agent_report = Some(report.clone());
+    if !deps.store.heartbeat_global(token, LEASE_SECS)? {
+        return Err(Error::Busy(
+            "lost the phase-2 job lease before committing".into(),
+        ));
+    }
+    let changes = folder.workspace_diff(0)?.changes;
+    let msg = commit_message(mode, &sel, &sync, &changes, &report, &model.model_id());
+    let before = folder.head()?;
+    let commit = folder.commit_all(&msg)?;
+    if let Err(e) = folder.verify_committed() {
+        undo_commit(&folder, before)?;
+        return Err(e);
+    }
+    deps.store.succeed_global(token, &ids)?;
+    remove_inbox_notes(&sync.notes_moved_in);
+    let commit = match commit {
+        Some(c) => c.to_string(),
+        None => before.map(|c| c.to_string()).unwrap_or_default(),
+    };
+    tracing::info!(%commit, inputs = sel.len(), requests = report.requests, "phase 2 consolidated the memory folder");
+    Ok(Outcome::Consolidated {
+        commit,
+        inputs: sel.len(),
+        mode,
+        changes,
+        report,
+    })
+}
+
+/// Move `HEAD` back to `before` (our own commit failed its read-back) and restore the tree.
+fn undo_commit(folder: &MemoryFolder, before: Option<git2::Oid>) -> Result<()> {
+    let repo = git2::Repository::open(folder.root())
+        .map_err(|e| Error::Store(format!("memory folder: {e}")))?;
+    match before {
+        Some(id) => {
+            let obj = repo
+                .find_object(id, None)
+                .map_err(|e| Error::Store(e.to_string()))?;
+            let mut co = git2::build::CheckoutBuilder::new();
+            co.force().remove_untracked(true);
+            repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
+                .map_err(|e| Error::Store(e.to_string()))?;
+        }
+        None => {
+            // Unborn before: drop the branch ref so HEAD is unborn again.
+            if let Ok(mut r) = repo
+                .find_reference("refs/heads/master")
+                .or_else(|_| repo.find_reference("refs/heads/main"))
+            {
+                r.delete().map_err(|e| Error::Store(e.to_string()))?;
+            }
+        }
+    }
+    folder.restore_head()
+}
+
+fn remove_inbox_notes(paths: &[std::path::PathBuf]) {
+    for p in paths {
+        if let Err(e) = std::fs::remove_file(p) {
+            tracing::warn!("could not remove consolidated note {}: {e}", p.display());
+        }
+    }
+}
+
+async fn heartbeat_loop(store: &dyn Phase2Store, token: &str, cancel: CancellationToken) -> Error {
+    let mut tick = tokio::time::interval(Duration::from_secs(HEARTBEAT_SECS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = cancel.cancelled() => return Error::Cancelled("consolidation cancelled".into()),
+        }
+        match store.heartbeat_global(token, LEASE_SECS) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Error::Busy(
+                    "lost the phase-2 job lease (another worker took it over)".into(),
+                );
+            }
+            Err(e) => return e,
+        }
+    }
+}
+
+fn commit_message(
+    mode: prompt::Mode,
+    sel: &[RawMemory],
+    sync: &select::SyncReport,
+    changes: &[FileChange],
+    report: &AgentReport,
+    model: &str,
+) -> String {
+    let outputs: Vec<&str> = changes
+        .iter()
+        .map(|c| c.path.as_str())
+        .filter(|p| *p == folder::MEMORY_MD || *p == folder::SUMMARY_MD || p.starts_with("skills/"))
+        .collect();
+    let subject = match mode {
+        prompt::Mode::Init => format!("Initialize memory from {} raw memories", sel.len()),
+        prompt::Mode::Incremental => format!(
+            "Consolidate memory: {} updated from {} raw memories",
+            if outputs.is_empty() {
+                "no artifact".to_string()
+            } else {
+                outputs.join(", ")
+            },
+            sel.len()
+        ),
+    };
+    format!(
+        "{subject}\n\nInputs: {} selected; {} rollout summaries written, {} removed; {} notes added, {} pruned.\nAgent: {model}, {} requests, {} tool calls ({} refused){}; tokens in {} (cached {}), out {}.\n\n{}",
+        sel.len(),
+        sync.written,
+        sync.removed,
+        sync.notes_moved_in.len(),
+        sync.notes_pruned,
+        report.requests,
+        report.tool_calls,
+        report.refused.len(),
+        if report.repaired {
+            ", one repair turn"
+        } else {
+            ""
+        },
+        report.usage.input_tokens,
+        report.usage.cached_input_tokens,
+        report.usage.output_tokens,
+        folder::change_lines(changes)
+    )
+}
+
+/// `codex-free memories history | diff | rollback`: run `cmd` and return the text to print.
+/// Rollback refuses with [`Error::Busy`] while a phase-2 job holds a live lease.
+pub fn history_command(
+    home: &Path,
+    cmd: &folder::MemoryHistoryCmd,
+    store: &dyn Phase2Store,
+) -> Result<String> {
+    use folder::MemoryHistoryCmd as C;
+    let Some(f) = MemoryFolder::open(home)? else {
+        return Ok(format!(
+            "No memory folder yet at {}.\n",
+            folder::folder_path(home).display()
+        ));
+    };
+    match cmd {
+        C::History { limit } => {
+            let h = f.history(*limit)?;
+            if h.is_empty() {
+                return Ok("The memory folder has no commits yet.\n".into());
+            }
+            Ok(h.iter()
+                .map(|e| {
+                    let t = chrono::DateTime::from_timestamp(e.time, 0)
+                        .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                        .unwrap_or_default();
+                    format!(
+                        "{}  {t}  {:>3} files +{} -{}  {}\n",
+                        &e.id[..10],
+                        e.files_changed,
+                        e.insertions,
+                        e.deletions,
+                        e.subject
+                    )
+                })
+                .collect())
+        }
+        C::Diff { rev } => f.show(rev.as_deref(), 4 * 1024 * 1024),
+        C::Rollback { rev } => {
+            if store.global_running()? {
+                return Err(Error::Busy(
+                    "a phase-2 consolidation is running; retry when it has finished".into(),
+                ));
+            }
+            let r = f.rollback(rev)?;
+            Ok(format!(
+                "Rolled back the memory folder to {} as new commit {}.\nPrevious state kept at {} (restore it with `memories rollback {}`).\n{}",
+                &r.restored[..10],
+                &r.commit[..10],
+                r.backup_ref,
+                r.backup_ref,
+                folder::change_lines(&r.changes)
+            ))
+        }
+    }
+}
+
+/// Raise usage counts from `<oai-mem-citation>` blocks found in `text` (a later session's
+/// assistant messages); returns the rows changed. See [`readpath::parse_citations`].
+pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {
+    let ids = readpath::cited_rollout_ids(text);
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    store.record_usage(&ids)
+}
