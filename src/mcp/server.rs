@@ -152,7 +152,12 @@ impl CodexFree {
 
     /// A handler over existing shared state (one per HTTP session).
     pub fn from_shared(shared: Arc<Shared>) -> Self {
-        Self { shared, tool_router: ToolRouter::new() }
+        let mut tool_router = ToolRouter::new();
+        let m = shared.config.get().memories;
+        if m.enabled && m.use_memories && m.dedicated_tools {
+            tool_router = tool_router + Self::memories_router();
+        }
+        Self { shared, tool_router }
     }
 
     /// The shared state.
@@ -175,7 +180,8 @@ impl CodexFree {
     /// The instructions for a new session (SRV-7): rebuilt on every initialize.
     pub fn instructions(&self) -> String {
         let config = self.shared.config.get();
-        match &self.shared.mode {
+        let memory = crate::pipeline::phase2::readpath::summary_for_instructions(&self.shared.home, &config);
+        let base = match &self.shared.mode {
             Mode::Single { root } => {
                 let ctx = ToolCtx::new(root.clone(), config, self.shared.home.clone());
                 crate::mcp::server::single_project_instructions(&ctx)
@@ -184,6 +190,10 @@ impl CodexFree {
                 "Codex Free (multi-project mode). Projects live under {}. Call get_agent_brief first; it restores this conversation's project or tells you to call set_project_root.",
                 access_root.display()
             ),
+        };
+        match memory {
+            Some(m) => format!("{base}\n\n{m}"),
+            None => base,
         }
     }
 }
