@@ -565,3 +565,402 @@ pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {
     }
     store.record_usage(&ids)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::agent::tests::{Scripted, call, reply};
+    use super::*;
+
+    /// An in-memory [`Phase2Store`] with Codex's claim rules, for unit tests of the flow.
+    #[derive(Default)]
+    pub(crate) struct MemStore {
+        pub now: Mutex<i64>,
+        pub outputs: Mutex<Vec<RawMemory>>,
+        /// (status, token, lease_until, finished_at, retry_at, failures, last_error)
+        pub job: Mutex<Option<(String, String, i64, i64, i64, u32, Option<String>)>>,
+        pub requests: Mutex<Vec<TurnRecord>>,
+    }
+
+    impl Phase2Store for MemStore {
+        fn now(&self) -> i64 {
+            *self.now.lock().unwrap()
+        }
+        fn claim_global(&self, _w: &str, lease: i64, force: bool) -> Result<Claim> {
+            let now = self.now();
+            let mut j = self.job.lock().unwrap();
+            if let Some((st, _, lease_until, fin, retry, _, _)) = j.as_ref() {
+                if st == "running" && *lease_until > now {
+                    return Ok(Claim::Running);
+                }
+                if !force && st == "done" && fin + COOLDOWN_SECS > now {
+                    return Ok(Claim::Cooldown {
+                        until: fin + COOLDOWN_SECS,
+                    });
+                }
+                if !force && st == "error" && *retry > now {
+                    return Ok(Claim::Backoff { until: *retry });
+                }
+            }
+            let failures = j.as_ref().map(|r| r.5).unwrap_or(0);
+            let token = format!("tok-{now}");
+            *j = Some((
+                "running".into(),
+                token.clone(),
+                now + lease,
+                0,
+                0,
+                failures,
+                None,
+            ));
+            Ok(Claim::Claimed { token })
+        }
+        fn heartbeat_global(&self, token: &str, lease: i64) -> Result<bool> {
+            let now = self.now();
+            let mut j = self.job.lock().unwrap();
+            match j.as_mut() {
+                Some(r) if r.1 == token && r.0 == "running" => {
+                    r.2 = now + lease;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            }
+        }
+        fn succeed_global(&self, token: &str, _ids: &[String]) -> Result<bool> {
+            let now = self.now();
+            let mut j = self.job.lock().unwrap();
+            match j.as_mut() {
+                Some(r) if r.1 == token => {
+                    *r = ("done".into(), String::new(), 0, now, 0, 0, None);
+                    Ok(true)
+                }
+                _ => Ok(false),
+            }
+        }
+        fn fail_global(&self, token: &str, reason: &str) -> Result<bool> {
+            let now = self.now();
+            let mut j = self.job.lock().unwrap();
+            match j.as_mut() {
+                Some(r) if r.1 == token => {
+                    let f = r.5 + 1;
+                    *r = (
+                        "error".into(),
+                        String::new(),
+                        0,
+                        0,
+                        now + retry_delay(f),
+                        f,
+                        Some(reason.into()),
+                    );
+                    Ok(true)
+                }
+                _ => Ok(false),
+            }
+        }
+        fn global_running(&self) -> Result<bool> {
+            let now = self.now();
+            Ok(self
+                .job
+                .lock()
+                .unwrap()
+                .as_ref()
+                .is_some_and(|r| r.0 == "running" && r.2 > now))
+        }
+        fn raw_memories(&self) -> Result<Vec<RawMemory>> {
+            Ok(self.outputs.lock().unwrap().clone())
+        }
+        fn record_usage(&self, ids: &[String]) -> Result<usize> {
+            let now = self.now();
+            let mut n = 0;
+            for m in self.outputs.lock().unwrap().iter_mut() {
+                if ids.contains(&m.thread_id) {
+                    m.usage_count += 1;
+                    m.last_usage = Some(now);
+                    n += 1;
+                }
+            }
+            Ok(n)
+        }
+        fn start_run(&self, _t: &str, _m: &str) -> Result<String> {
+            Ok("run-1".into())
+        }
+        fn log_request(&self, _r: &str, rec: &TurnRecord) -> Result<()> {
+            self.requests.lock().unwrap().push(rec.clone());
+            Ok(())
+        }
+        fn finish_run(&self, _r: &str, _o: &str, _e: Option<&str>) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    const NOW: i64 = 1_700_000_000;
+
+    fn store_with(n: usize) -> MemStore {
+        let s = MemStore::default();
+        *s.now.lock().unwrap() = NOW;
+        *s.outputs.lock().unwrap() = (0..n)
+            .map(|i| RawMemory {
+                thread_id: format!("thread-{i}"),
+                source_updated_at: NOW - 3600,
+                raw_memory: format!("- user prefers pnpm (seen in thread {i})"),
+                rollout_summary: format!("Session {i} set up pnpm."),
+                rollout_slug: Some("pnpm-setup".into()),
+                usage_count: 0,
+                last_usage: None,
+            })
+            .collect();
+        s
+    }
+
+    fn summary_text() -> String {
+        format!(
+            "v1\n{}\n- developer\n{}\n- pnpm over npm\n{}\n- verify versions live\n{}\n- MEMORY.md: tooling\n",
+            budget::SUMMARY_SECTIONS[0],
+            budget::SUMMARY_SECTIONS[1],
+            budget::SUMMARY_SECTIONS[2],
+            budget::SUMMARY_SECTIONS[3]
+        )
+    }
+
+    fn good_agent() -> Vec<agent::ModelReply> {
+        vec![
+            reply(vec![call(
+                "1",
+                "read_file",
+                serde_json::json!({"path": "raw_memories.md"}),
+            )]),
+            reply(vec![
+                call(
+                    "2",
+                    "write_file",
+                    serde_json::json!({"path": "MEMORY.md", "content": "# Memory\n\n- Use pnpm, never npm (rollouts: thread-0)\n"}),
+                ),
+                call(
+                    "3",
+                    "write_file",
+                    serde_json::json!({"path": "memory_summary.md", "content": summary_text()}),
+                ),
+            ]),
+            reply(vec![]),
+        ]
+    }
+
+    fn deps<'a>(
+        home: &'a Path,
+        cfg: &'a MemoriesConfig,
+        store: &'a MemStore,
+        model: &'a Scripted,
+    ) -> Phase2Deps<'a> {
+        Phase2Deps {
+            home,
+            config: cfg,
+            store,
+            model: Some(model),
+            worker_id: "w".into(),
+            trigger: "test".into(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn consolidates_commits_then_no_change_means_no_model_call() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(3);
+        let model = Scripted::new(good_agent());
+        let out = run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        let Outcome::Consolidated { mode, inputs, .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert_eq!((*mode, *inputs), (prompt::Mode::Init, 3));
+        assert_eq!(
+            store.requests.lock().unwrap().len(),
+            3,
+            "every request logged"
+        );
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        let h = f.history(5).unwrap();
+        assert_eq!(h.len(), 1);
+        assert!(
+            h[0].subject
+                .starts_with("Initialize memory from 3 raw memories"),
+            "{}",
+            h[0].subject
+        );
+        assert!(!f.workspace_diff(0).unwrap().has_changes());
+        // The task carried the INIT diff with the synced inputs.
+        let seen = model.seen.lock().unwrap();
+        assert!(
+            seen[0][1].content.starts_with("INIT")
+                && seen[0][1].content.contains("+- user prefers pnpm")
+        );
+        drop(seen);
+
+        // Second run, forced past the cooldown, nothing new: no model request at all.
+        let idle = Scripted::new(vec![]);
+        let out = run(&deps(home.path(), &cfg, &store, &idle), true)
+            .await
+            .unwrap();
+        assert!(matches!(out, Outcome::NoChanges { inputs: 3 }), "{out:?}");
+        assert!(idle.seen.lock().unwrap().is_empty());
+        // Without force the cooldown applies.
+        let out = run(&deps(home.path(), &cfg, &store, &idle), false)
+            .await
+            .unwrap();
+        assert!(
+            matches!(out, Outcome::Skipped { ref reason, .. } if reason == "cooldown"),
+            "{out:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn failing_budget_restores_previous_commit_and_marks_failed() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(1);
+        let model = Scripted::new(good_agent());
+        run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        let before = f.head().unwrap();
+        let memory_before = std::fs::read_to_string(f.root().join("MEMORY.md")).unwrap();
+
+        store
+            .outputs
+            .lock()
+            .unwrap()
+            .extend(store_with(2).outputs.lock().unwrap().drain(1..));
+        let long: String = (0..400).map(|i| format!("- fact {i}\n")).collect();
+        let bad = Scripted::new(vec![
+            reply(vec![call(
+                "1",
+                "write_file",
+                serde_json::json!({"path": "MEMORY.md", "content": long}),
+            )]),
+            reply(vec![]),
+            reply(vec![call(
+                "2",
+                "write_file",
+                serde_json::json!({"path": "MEMORY.md", "content": long}),
+            )]),
+            reply(vec![]),
+        ]);
+        let out = run(&deps(home.path(), &cfg, &store, &bad), true)
+            .await
+            .unwrap();
+        let Outcome::Failed { reason, report } = &out else {
+            panic!("{out:?}")
+        };
+        assert!(
+            reason.contains("400 lines, over the budget of 150"),
+            "{reason}"
+        );
+        assert!(report.as_ref().unwrap().repaired);
+        let seen = bad.seen.lock().unwrap();
+        assert!(
+            seen[2]
+                .last()
+                .unwrap()
+                .content
+                .contains("MEMORY.md: 400 lines"),
+            "repair turn asked to cut"
+        );
+        assert_eq!(f.head().unwrap(), before, "no commit");
+        assert_eq!(
+            std::fs::read_to_string(f.root().join("MEMORY.md")).unwrap(),
+            memory_before
+        );
+        assert!(
+            !f.workspace_diff(0).unwrap().has_changes(),
+            "working tree back at HEAD"
+        );
+        let job = store.job.lock().unwrap().clone().unwrap();
+        assert_eq!(job.0, "error");
+        assert!(job.6.unwrap().contains("over the budget"));
+        assert_eq!(job.4, NOW + RETRY_BASE_SECS, "retry backoff");
+    }
+
+    #[tokio::test]
+    async fn jail_refusals_touch_nothing_outside() {
+        let home = tempfile::tempdir().unwrap();
+        let outside = home.path().join("outside.txt");
+        std::fs::write(&outside, "keep").unwrap();
+        let (f, _) = MemoryFolder::open_or_init(home.path()).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(home.path(), f.root().join("skills")).unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(1);
+        let big = "x".repeat(10 * 1024 * 1024);
+        let mut script = vec![reply(vec![
+            call(
+                "a",
+                "write_file",
+                serde_json::json!({"path": "../outside.txt", "content": "pwned"}),
+            ),
+            call(
+                "b",
+                "write_file",
+                serde_json::json!({"path": outside.to_string_lossy(), "content": "pwned"}),
+            ),
+            call(
+                "c",
+                "write_file",
+                serde_json::json!({"path": "skills/outside.txt", "content": "pwned"}),
+            ),
+            call(
+                "d",
+                "write_file",
+                serde_json::json!({"path": ".hidden.md", "content": "x"}),
+            ),
+            call(
+                "e",
+                "write_file",
+                serde_json::json!({"path": "MEMORY.md", "content": big}),
+            ),
+            call(
+                "f",
+                "read_file",
+                serde_json::json!({"path": "../outside.txt"}),
+            ),
+        ])];
+        script.extend(good_agent());
+        let model = Scripted::new(script);
+        let out = run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        let Outcome::Consolidated { report, .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            report.refused.len(),
+            if cfg!(unix) { 6 } else { 5 },
+            "{:#?}",
+            report.refused
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+        assert!(!home.path().join("outside.txt.tmp").exists());
+        assert!(!f.root().join(".hidden.md").exists());
+        let names: Vec<_> = std::fs::read_dir(home.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.to_string_lossy().starts_with(".tmp")),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn retry_delay_doubles_and_caps() {
+        assert_eq!(retry_delay(1), 300);
+        assert_eq!(retry_delay(2), 600);
+        assert_eq!(retry_delay(30), RETRY_MAX_SECS);
+    }
+}
