@@ -2,10 +2,14 @@
 //! continuation lines (SRV-3) that end a cut page.
 //!
 //! A bounded tool's output is `content` followed, when the content was cut, by one footer
-//! line naming the argument that continues. The footer is separated from the content by a
-//! single `\n` **only if** the content does not already end with `\n` (see
-//! [`append_footer`]); content that is line-paged always ends with a newline, so a client
-//! strips exactly the last line to recover the bytes. The footer formats are fixed:
+//! line naming the argument that continues. How to recover the content exactly:
+//! - line and entry pages end with a complete line, so the footer follows the content's
+//!   own final `\n` directly ([`append_footer`]): drop the last line only;
+//! - byte pages (a cut line, a cut document) may end anywhere, so one separator `\n` is
+//!   always inserted before the footer ([`append_byte_footer`]): drop the last line and
+//!   that one `\n`.
+//!
+//! The footer formats are fixed:
 //!
 //! - lines: `(showing lines 1-1000 of 4820 — call again with offset=1000 for the rest)`
 //!   (1-based inclusive display, `offset` is the 0-based line to resume at);
@@ -69,6 +73,12 @@ pub fn append_footer(out: &mut String, footer: &str) {
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
+    out.push_str(footer);
+}
+
+/// Append a byte-page footer: always one separator `\n`, then `footer` (see the module doc).
+pub fn append_byte_footer(out: &mut String, footer: &str) {
+    out.push('\n');
     out.push_str(footer);
 }
 

@@ -234,6 +234,14 @@ fn count_rest(r: &mut impl BufRead) -> std::io::Result<(u64, u64)> {
     Ok((lines, bytes))
 }
 
+/// The footer a `read_file` page ends with.
+enum Footer {
+    /// Line paging: follows the page's final newline.
+    Lines(String),
+    /// Byte paging inside one line: preceded by a separator newline.
+    Bytes(String),
+}
+
 /// Return one page of a text file.
 ///
 /// Page size: at most `limit` lines (default and ceiling `output.maxFileLines`) and at most
@@ -308,7 +316,7 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
     let mut content: Vec<u8> = Vec::with_capacity(budget.min(size as usize + 1));
     let mut lines_shown = 0u64;
     let mut notes: Vec<String> = Vec::new();
-    let mut footer: Option<String> = None;
+    let mut footer: Option<Footer> = None;
     let first_line = offset + 1;
     let mut reached_eof = false;
     while (lines_shown as usize) < limit {
@@ -335,7 +343,7 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
                 let line_len = byte_offset + n as u64 + rest;
                 let end_byte = byte_offset + keep as u64;
                 content.truncate(keep);
-                footer = Some(budget::bytes_footer(byte_offset, end_byte, line_len, offset));
+                footer = Some(Footer::Bytes(budget::bytes_footer(byte_offset, end_byte, line_len, offset)));
                 break;
             }
             LineEnd::Cut => {
@@ -352,7 +360,7 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
             let (rest_lines, _) = count_rest(&mut r).ctx(|| format!("reading {shown}"))?;
             let last = offset + lines_shown;
             let total = last + rest_lines;
-            footer = Some(budget::lines_footer(first_line, last, total, last));
+            footer = Some(Footer::Lines(budget::lines_footer(first_line, last, total, last)));
         }
     }
     let text = match String::from_utf8(content) {
@@ -366,8 +374,10 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
     for n in &notes {
         append_footer(&mut out, n);
     }
-    if let Some(f) = footer {
-        append_footer(&mut out, &f);
+    match footer {
+        Some(Footer::Lines(f)) => append_footer(&mut out, &f),
+        Some(Footer::Bytes(f)) => budget::append_byte_footer(&mut out, &f),
+        None => {}
     }
     Ok(budget::enforce_ceiling(out, ctx.max_output_bytes()))
 }

@@ -7,7 +7,10 @@
 //! `output.maxToolOutputTokens` (tokens estimated as bytes / 4, see [`crate::tokens`]).
 
 pub mod budget;
+pub mod doc;
 pub mod fs;
+pub mod grep;
+pub mod patch;
 pub mod path;
 
 use std::path::{Path, PathBuf};
