@@ -128,12 +128,12 @@ enum LineEnd {
 fn read_line_bounded(r: &mut impl BufRead, out: &mut Vec<u8>, max: usize) -> std::io::Result<(usize, LineEnd)> {
     let mut taken = 0usize;
     loop {
-        if taken >= max {
-            return Ok((taken, LineEnd::Cut));
-        }
         let buf = r.fill_buf()?;
         if buf.is_empty() {
             return Ok((taken, LineEnd::Eof));
+        }
+        if taken >= max {
+            return Ok((taken, LineEnd::Cut));
         }
         let room = max - taken;
         let window = &buf[..buf.len().min(room)];

@@ -252,6 +252,9 @@ fn fold(s: &str) -> String {
         .collect()
 }
 
+/// A line comparison of one strictness level.
+type LineEq = fn(&str, &str) -> bool;
+
 /// Find `pattern` in `lines` at or after `start` with decreasing strictness. With `eof`,
 /// the position at the very end is tried first.
 fn seek(lines: &[String], pattern: &[String], start: usize, eof: bool) -> Option<usize> {
@@ -262,11 +265,11 @@ fn seek(lines: &[String], pattern: &[String], start: usize, eof: bool) -> Option
         return None;
     }
     let last = lines.len() - pattern.len();
-    let eq_levels: [&dyn Fn(&str, &str) -> bool; 4] = [
-        &|a, b| a == b,
-        &|a, b| a.trim_end() == b.trim_end(),
-        &|a, b| a.trim() == b.trim(),
-        &|a, b| fold(a) == fold(b),
+    let eq_levels: [LineEq; 4] = [
+        |a, b| a == b,
+        |a, b| a.trim_end() == b.trim_end(),
+        |a, b| a.trim() == b.trim(),
+        |a, b| fold(a) == fold(b),
     ];
     for eq in eq_levels {
         let matches_at = |i: usize| pattern.iter().enumerate().all(|(k, p)| eq(&lines[i + k], p));
