@@ -5,3 +5,4 @@ mod support;
 mod mcp_clients;
 mod mcp_transport;
 mod tools_fs;
+mod pipeline_phase2;

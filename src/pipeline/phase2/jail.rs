@@ -578,9 +578,13 @@ pub fn page_lines(
     let first = offset + 1;
     let last = offset + shown;
     if last < total {
-        out.push_str(&format!(
-            "(showing lines {first}-{last} of {total} — call again with offset={last} for the rest)\n"
+        out.push_str(&crate::tools::budget::lines_footer(
+            first as u64,
+            last as u64,
+            total as u64,
+            last as u64,
         ));
+        out.push('\n');
     }
     Page {
         text: out,

@@ -208,10 +208,14 @@ pub fn memories_list(home: &Path, cfg: &Config, a: &MemoriesListArgs) -> Result<
     }
     let last = (offset + max).min(total);
     if last < total {
-        out.push_str(&format!(
-            "(showing entries {}-{last} of {total} — call again with offset={last} for the rest)\n",
-            offset + 1
+        out.push_str(&crate::tools::budget::entries_footer(
+            "entries",
+            offset + 1,
+            last,
+            total,
+            last,
         ));
+        out.push('\n');
     }
     Ok(out)
 }
@@ -283,10 +287,14 @@ pub fn memories_search(home: &Path, cfg: &Config, a: &MemoriesSearchArgs) -> Res
     }
     let last = offset + hits.len();
     if last < total {
-        out.push_str(&format!(
-            "(showing matches {}-{last} of {total} — call again with offset={last} for the rest)\n",
-            offset + 1
+        out.push_str(&crate::tools::budget::entries_footer(
+            "matches",
+            offset + 1,
+            last,
+            total,
+            last,
         ));
+        out.push('\n');
     }
     Ok(out)
 }
