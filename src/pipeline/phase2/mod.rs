@@ -70,6 +70,8 @@ pub enum Claim {
     Claimed {
         /// Ownership token.
         token: String,
+        /// The job's input watermark when claimed (recorded as the last success's).
+        watermark: i64,
     },
     /// Another worker holds a live lease.
     Running,
@@ -94,8 +96,9 @@ pub trait Phase2Store: Send + Sync {
     fn claim_global(&self, worker_id: &str, lease_secs: i64, force: bool) -> Result<Claim>;
     /// Extend the lease; `false` when the token no longer owns the job.
     fn heartbeat_global(&self, token: &str, lease_secs: i64) -> Result<bool>;
-    /// Mark success (starts the cooldown) and record which outputs were selected.
-    fn succeed_global(&self, token: &str, selected_thread_ids: &[String]) -> Result<bool>;
+    /// Mark success (starts the cooldown), record `watermark` (from the claim) as the last
+    /// success's, and flag which outputs were selected.
+    fn succeed_global(&self, token: &str, watermark: i64, selected_thread_ids: &[String]) -> Result<bool>;
     /// Mark failure with `reason`; schedules a retry with [`retry_delay`].
     fn fail_global(&self, token: &str, reason: &str) -> Result<bool>;
     /// True while a live (unexpired) claim exists.
@@ -199,11 +202,11 @@ pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
             until: None,
         });
     }
-    let token = match deps
+    let (token, watermark) = match deps
         .store
         .claim_global(&deps.worker_id, LEASE_SECS, force)?
     {
-        Claim::Claimed { token } => token,
+        Claim::Claimed { token, watermark } => (token, watermark),
         Claim::Running => {
             return Ok(Outcome::Skipped {
                 reason: "running".into(),
@@ -225,7 +228,7 @@ pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
     };
     let mut run_id: Option<String> = None;
     let mut agent_report: Option<AgentReport> = None;
-    let result = claimed(deps, &token, &mut run_id, &mut agent_report).await;
+    let result = claimed(deps, &token, watermark, &mut run_id, &mut agent_report).await;
     let outcome = match result {
         Ok(o) => o,
         Err(e) => {
@@ -261,6 +264,7 @@ pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
 async fn claimed(
     deps: &Phase2Deps<'_>,
     token: &str,
+    watermark: i64,
     run_id: &mut Option<String>,
     agent_report: &mut Option<AgentReport>,
 ) -> Result<Outcome> {
@@ -294,7 +298,7 @@ async fn claimed(
     let diff = folder.workspace_diff(prompt::MAX_DIFF_BYTES)?;
     let violations = budget::check(folder.root(), &budget);
     if !diff.has_changes() && violations.is_empty() {
-        deps.store.succeed_global(token, &ids)?;
+        deps.store.succeed_global(token, watermark, &ids)?;
         tracing::info!(
             inputs = sel.len(),
             "phase 2: no changes, artifacts valid; no model call"
@@ -309,7 +313,7 @@ async fn claimed(
             folder::change_lines(&diff.changes)
         ))?;
         folder.verify_committed()?;
-        deps.store.succeed_global(token, &ids)?;
+        deps.store.succeed_global(token, watermark, &ids)?;
         remove_inbox_notes(&sync.notes_moved_in);
         return Ok(Outcome::Synced {
             commit: commit.map(|c| c.to_string()),
@@ -381,7 +385,7 @@ async fn claimed(
         undo_commit(&folder, before)?;
         return Err(e);
     }
-    deps.store.succeed_global(token, &ids)?;
+    deps.store.succeed_global(token, watermark, &ids)?;
     remove_inbox_notes(&sync.notes_moved_in);
     let commit = match commit {
         Some(c) => c.to_string(),
@@ -614,7 +618,7 @@ mod tests {
                 failures,
                 None,
             ));
-            Ok(Claim::Claimed { token })
+            Ok(Claim::Claimed { token, watermark: now })
         }
         fn heartbeat_global(&self, token: &str, lease: i64) -> Result<bool> {
             let now = self.now();
@@ -627,7 +631,7 @@ mod tests {
                 _ => Ok(false),
             }
         }
-        fn succeed_global(&self, token: &str, _ids: &[String]) -> Result<bool> {
+        fn succeed_global(&self, token: &str, _w: i64, _ids: &[String]) -> Result<bool> {
             let now = self.now();
             let mut j = self.job.lock().unwrap();
             match j.as_mut() {
