@@ -169,6 +169,9 @@ pub struct Phase2Deps<'a> {
     pub store: &'a dyn Phase2Store,
     /// The consolidation model; `None` fails a run that needs it.
     pub model: Option<&'a dyn ConsolidationModel>,
+    /// Why `model` is `None` (e.g. the configured model could not be resolved), reported
+    /// when a run needs the model.
+    pub model_unavailable: Option<String>,
     /// Identifies this process in the job row.
     pub worker_id: String,
     /// What started the run (`startup`, `watch`, `cli`, `force`), for the usage run.
@@ -320,7 +323,10 @@ async fn claimed(
         });
     }
     let model = deps.model.ok_or_else(|| {
-        Error::Provider("phase 2 needs a consolidation model; set memories.consolidation_model or a default model".into())
+        Error::Provider(format!(
+            "phase 2 needs the consolidation model: {}",
+            deps.model_unavailable.as_deref().unwrap_or("none configured (memories.consolidation_model)")
+        ))
     })?;
     *run_id = Some(deps.store.start_run(&deps.trigger, &model.model_id())?);
     let log = RunLog {
@@ -761,6 +767,7 @@ mod tests {
             config: cfg,
             store,
             model: Some(model),
+            model_unavailable: None,
             worker_id: "w".into(),
             trigger: "test".into(),
             cancel: CancellationToken::new(),
