@@ -161,7 +161,7 @@ impl CodexFree {
         let mut tool_router = Self::fs_router();
         let m = shared.config.get().memories;
         if m.enabled && m.use_memories && m.dedicated_tools {
-            tool_router = tool_router + Self::memories_router();
+            tool_router += Self::memories_router();
         }
         Self { shared, tool_router }
     }

@@ -224,6 +224,7 @@ pub struct AgentFailure {
 /// Errors ([`AgentFailure::error`]): [`Error::Budget`] when the artifacts are still invalid
 /// after the repair (message lists the problems); [`Error::Provider`] from the model;
 /// [`Error::Cancelled`] when cancelled or when `max_requests` is reached.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     model: &dyn ConsolidationModel,
     jail: &Jail,

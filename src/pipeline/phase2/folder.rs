@@ -715,7 +715,7 @@ fn remove_any(p: &Path) -> Result<()> {
 /// untracked files, symbolic links, and directories left empty).
 fn remove_untracked_leftovers(root: &Path, repo: &Repository) -> Result<()> {
     let head_tree = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
-    fn walk(dir: &Path, rel: &str, tree: Option<&git2::Tree<'_>>, root: &Path) -> Result<()> {
+    fn walk(dir: &Path, rel: &str, tree: Option<&git2::Tree<'_>>) -> Result<()> {
         for e in fs::read_dir(dir)
             .ctx(|| format!("listing {}", dir.display()))?
             .flatten()
@@ -736,7 +736,7 @@ fn remove_untracked_leftovers(root: &Path, repo: &Repository) -> Result<()> {
                     fs::remove_file(e.path()).ctx(|| format!("removing untracked {relp}"))?;
                 }
             } else if md.is_dir() {
-                walk(&e.path(), &relp, tree, root)?;
+                walk(&e.path(), &relp, tree)?;
                 let empty = fs::read_dir(e.path())
                     .map(|mut r| r.next().is_none())
                     .unwrap_or(false);
@@ -748,7 +748,7 @@ fn remove_untracked_leftovers(root: &Path, repo: &Repository) -> Result<()> {
         }
         Ok(())
     }
-    walk(root, "", head_tree.as_ref(), root)
+    walk(root, "", head_tree.as_ref())
 }
 
 /// `codex-free memories history | diff [REV] | rollback REV` (mounted by the CLI).

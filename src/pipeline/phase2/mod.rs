@@ -98,7 +98,12 @@ pub trait Phase2Store: Send + Sync {
     fn heartbeat_global(&self, token: &str, lease_secs: i64) -> Result<bool>;
     /// Mark success (starts the cooldown), record `watermark` (from the claim) as the last
     /// success's, and flag which outputs were selected.
-    fn succeed_global(&self, token: &str, watermark: i64, selected_thread_ids: &[String]) -> Result<bool>;
+    fn succeed_global(
+        &self,
+        token: &str,
+        watermark: i64,
+        selected_thread_ids: &[String],
+    ) -> Result<bool>;
     /// Mark failure with `reason`; schedules a retry with [`retry_delay`].
     fn fail_global(&self, token: &str, reason: &str) -> Result<bool>;
     /// True while a live (unexpired) claim exists.
@@ -325,7 +330,9 @@ async fn claimed(
     let model = deps.model.ok_or_else(|| {
         Error::Provider(format!(
             "phase 2 needs the consolidation model: {}",
-            deps.model_unavailable.as_deref().unwrap_or("none configured (memories.consolidation_model)")
+            deps.model_unavailable
+                .as_deref()
+                .unwrap_or("none configured (memories.consolidation_model)")
         ))
     })?;
     *run_id = Some(deps.store.start_run(&deps.trigger, &model.model_id())?);
@@ -583,13 +590,15 @@ mod tests {
     use super::agent::tests::{Scripted, call, reply};
     use super::*;
 
+    type JobRow = (String, String, i64, i64, i64, u32, Option<String>);
+
     /// An in-memory [`Phase2Store`] with Codex's claim rules, for unit tests of the flow.
     #[derive(Default)]
     pub(crate) struct MemStore {
         pub now: Mutex<i64>,
         pub outputs: Mutex<Vec<RawMemory>>,
         /// (status, token, lease_until, finished_at, retry_at, failures, last_error)
-        pub job: Mutex<Option<(String, String, i64, i64, i64, u32, Option<String>)>>,
+        pub job: Mutex<Option<JobRow>>,
         pub requests: Mutex<Vec<TurnRecord>>,
     }
 
@@ -624,7 +633,10 @@ mod tests {
                 failures,
                 None,
             ));
-            Ok(Claim::Claimed { token, watermark: now })
+            Ok(Claim::Claimed {
+                token,
+                watermark: now,
+            })
         }
         fn heartbeat_global(&self, token: &str, lease: i64) -> Result<bool> {
             let now = self.now();
@@ -803,12 +815,8 @@ mod tests {
         );
         assert!(!f.workspace_diff(0).unwrap().has_changes());
         // The task carried the INIT diff with the synced inputs.
-        let seen = model.seen.lock().unwrap();
-        assert!(
-            seen[0][1].content.starts_with("INIT")
-                && seen[0][1].content.contains("+- user prefers pnpm")
-        );
-        drop(seen);
+        let task = model.seen.lock().unwrap()[0][1].content.clone();
+        assert!(task.starts_with("INIT") && task.contains("+- user prefers pnpm"));
 
         // Second run, forced past the cooldown, nothing new: no model request at all.
         let idle = Scripted::new(vec![]);
@@ -871,13 +879,9 @@ mod tests {
             "{reason}"
         );
         assert!(report.as_ref().unwrap().repaired);
-        let seen = bad.seen.lock().unwrap();
+        let repair = bad.seen.lock().unwrap()[2].last().unwrap().content.clone();
         assert!(
-            seen[2]
-                .last()
-                .unwrap()
-                .content
-                .contains("MEMORY.md: 400 lines"),
+            repair.contains("MEMORY.md: 400 lines"),
             "repair turn asked to cut"
         );
         assert_eq!(f.head().unwrap(), before, "no commit");
