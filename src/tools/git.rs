@@ -99,25 +99,33 @@ pub fn git_status(ctx: &ToolCtx, a: &GitStatusArgs) -> Result<String> {
     let mut total = 0usize;
     let mut shown_end = offset;
     let mut full = false;
-    run_git(ctx, &["status", "--porcelain=v1", "--branch"], &[], read_timeout(ctx), |line| {
-        let line = String::from_utf8_lossy(line);
-        if total == 0 && branch.is_empty() && line.starts_with("## ") {
-            branch = line.into_owned();
-            return;
-        }
-        total += 1;
-        if total > offset && !full {
-            if total - offset > per_page || page.len() + line.len() + 1 > budget {
-                full = true;
-            } else {
-                page.push_str(&line);
-                page.push('\n');
-                shown_end = total;
+    run_git(
+        ctx,
+        &["status", "--porcelain=v1", "--branch"],
+        &[],
+        read_timeout(ctx),
+        |line| {
+            let line = String::from_utf8_lossy(line);
+            if total == 0 && branch.is_empty() && line.starts_with("## ") {
+                branch = line.into_owned();
+                return;
             }
-        }
-    })?;
+            total += 1;
+            if total > offset && !full {
+                if total - offset > per_page || page.len() + line.len() + 1 > budget {
+                    full = true;
+                } else {
+                    page.push_str(&line);
+                    page.push('\n');
+                    shown_end = total;
+                }
+            }
+        },
+    )?;
     if offset > total || (offset == total && total > 0) {
-        return Err(Error::InvalidArgument(format!("offset={offset} is past the last status entry ({total} entries)")));
+        return Err(Error::InvalidArgument(format!(
+            "offset={offset} is past the last status entry ({total} entries)"
+        )));
     }
     let mut out = String::new();
     out.push_str(&branch);
@@ -137,7 +145,9 @@ pub fn git_log(ctx: &ToolCtx, a: &GitLogArgs) -> Result<String> {
     let max_entries = ctx.config.output.max_entries;
     let count = a.max_count.unwrap_or(DEFAULT_LOG_COUNT.min(max_entries));
     if count == 0 || count > max_entries {
-        return Err(Error::InvalidArgument(format!("max_count = {count} is out of range (allowed 1..={max_entries}, output.maxEntries)")));
+        return Err(Error::InvalidArgument(format!(
+            "max_count = {count} is out of range (allowed 1..={max_entries}, output.maxEntries)"
+        )));
     }
     let offset = a.offset.unwrap_or(0);
     let pathspec = a.path.as_deref().map(|p| jail(ctx, p)).transpose()?;
@@ -150,10 +160,18 @@ pub fn git_log(ctx: &ToolCtx, a: &GitLogArgs) -> Result<String> {
         tail.push(p.clone().into());
     }
     let mut total_s = String::new();
-    run_git(ctx, &["rev-list", "--count", "HEAD"], &tail, read_timeout(ctx), |l| total_s.push_str(&String::from_utf8_lossy(l)))?;
+    run_git(
+        ctx,
+        &["rev-list", "--count", "HEAD"],
+        &tail,
+        read_timeout(ctx),
+        |l| total_s.push_str(&String::from_utf8_lossy(l)),
+    )?;
     let total: usize = total_s.trim().parse().unwrap_or(0);
     if offset > 0 && offset >= total {
-        return Err(Error::InvalidArgument(format!("offset={offset} is past the last commit ({total} commits)")));
+        return Err(Error::InvalidArgument(format!(
+            "offset={offset} is past the last commit ({total} commits)"
+        )));
     }
     let skip = format!("--skip={offset}");
     let n = format!("--max-count={count}");
@@ -163,7 +181,13 @@ pub fn git_log(ctx: &ToolCtx, a: &GitLogArgs) -> Result<String> {
     let mut full = false;
     run_git(
         ctx,
-        &["log", &skip, &n, "--date=iso-strict", "--format=%h %ad %an%x1f%s"],
+        &[
+            "log",
+            &skip,
+            &n,
+            "--date=iso-strict",
+            "--format=%h %ad %an%x1f%s",
+        ],
         &tail,
         read_timeout(ctx),
         |l| {
@@ -248,7 +272,9 @@ pub fn git_diff(ctx: &ToolCtx, a: &GitDiffArgs) -> Result<String> {
         });
     }
     if offset >= total {
-        return Err(Error::InvalidArgument(format!("offset={offset} is past the last diff line ({total} lines)")));
+        return Err(Error::InvalidArgument(format!(
+            "offset={offset} is past the last diff line ({total} lines)"
+        )));
     }
     for (line, len) in long_lines {
         out.push_str(&format!("(line {line} is {len} bytes and was cut at the page budget; read the file itself with read_file for all of it)\n"));
@@ -265,7 +291,9 @@ pub fn git_diff(ctx: &ToolCtx, a: &GitDiffArgs) -> Result<String> {
 /// nothing to commit, or any git failure (with git's message).
 pub fn git_commit(ctx: &ToolCtx, a: &GitCommitArgs) -> Result<String> {
     if a.message.trim().is_empty() {
-        return Err(Error::InvalidArgument("message is empty: give the commit message".into()));
+        return Err(Error::InvalidArgument(
+            "message is empty: give the commit message".into(),
+        ));
     }
     let timeout = Duration::from_millis(ctx.config.command.max_timeout);
     let msg: OsString = a.message.clone().into();
@@ -278,32 +306,65 @@ pub fn git_commit(ctx: &ToolCtx, a: &GitCommitArgs) -> Result<String> {
             run_git(ctx, &["add", "-A"], &spec, timeout, |_| {})?;
             let mut tail: Vec<OsString> = vec!["-m".into(), msg];
             tail.extend(spec);
-            run_git(ctx, &["commit", "--quiet", "--no-edit", "--only"], &tail, timeout, |_| {})?;
+            run_git(
+                ctx,
+                &["commit", "--quiet", "--no-edit", "--only"],
+                &tail,
+                timeout,
+                |_| {},
+            )?;
         }
-        Some(_) => return Err(Error::InvalidArgument("paths is empty: list the files to commit, or omit paths".into())),
+        Some(_) => {
+            return Err(Error::InvalidArgument(
+                "paths is empty: list the files to commit, or omit paths".into(),
+            ));
+        }
         None => {
             if a.all == Some(true) {
                 run_git(ctx, &["add", "-A"], &[], timeout, |_| {})?;
+            } else if run_git(ctx, &["diff", "--cached", "--quiet"], &[], timeout, |_| {}).is_ok() {
+                return Err(Error::InvalidArgument(
+                    "nothing is staged to commit: pass paths=[...] to commit given files, or all=true to commit every change in the work tree".into(),
+                ));
             }
-            run_git(ctx, &["commit", "--quiet", "--no-edit"], &["-m".into(), msg], timeout, |_| {}).map_err(|e| match e {
-                Error::InvalidArgument(m) if m.contains("nothing to commit") || m.contains("no changes added") => Error::InvalidArgument(format!(
-                    "{m}\nnothing is staged: pass paths=[...] to commit given files, or all=true to commit every change"
-                )),
-                e => e,
-            })?;
+            run_git(
+                ctx,
+                &["commit", "--quiet", "--no-edit"],
+                &["-m".into(), msg],
+                timeout,
+                |_| {},
+            )?;
         }
     }
     let mut branch = String::new();
-    run_git(ctx, &["rev-parse", "--abbrev-ref", "HEAD"], &[], read_timeout(ctx), |l| branch.push_str(&String::from_utf8_lossy(l)))?;
+    run_git(
+        ctx,
+        &["rev-parse", "--abbrev-ref", "HEAD"],
+        &[],
+        read_timeout(ctx),
+        |l| branch.push_str(&String::from_utf8_lossy(l)),
+    )?;
     let mut summary = Vec::new();
-    run_git(ctx, &["log", "-1", "--format=%h%x1f%s", "--shortstat"], &[], read_timeout(ctx), |l| {
-        let l = String::from_utf8_lossy(l).into_owned();
-        if !l.trim().is_empty() {
-            summary.push(l);
-        }
-    })?;
-    let (hash, subject) = summary.first().and_then(|s| s.split_once('\u{1f}')).unwrap_or(("?", ""));
-    let stat = summary.get(1).map(|s| s.trim().to_string()).unwrap_or_default();
+    run_git(
+        ctx,
+        &["log", "-1", "--format=%h%x1f%s", "--shortstat"],
+        &[],
+        read_timeout(ctx),
+        |l| {
+            let l = String::from_utf8_lossy(l).into_owned();
+            if !l.trim().is_empty() {
+                summary.push(l);
+            }
+        },
+    )?;
+    let (hash, subject) = summary
+        .first()
+        .and_then(|s| s.split_once('\u{1f}'))
+        .unwrap_or(("?", ""));
+    let stat = summary
+        .get(1)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
     let subject: String = subject.chars().take(200).collect();
     Ok(format!("[{} {hash}] {subject}\n{stat}", branch.trim()))
 }
@@ -313,7 +374,9 @@ fn read_timeout(ctx: &ToolCtx) -> Duration {
 }
 
 fn page_budget(ctx: &ToolCtx) -> usize {
-    ctx.max_output_bytes().saturating_sub(LINE_RESERVE).max(LINE_RESERVE)
+    ctx.max_output_bytes()
+        .saturating_sub(LINE_RESERVE)
+        .max(LINE_RESERVE)
 }
 
 /// Append the continuation line when `end < total` (1-based `offset+1`-`end` shown).
@@ -330,7 +393,13 @@ fn finish_page(mut out: String, unit: &str, offset: usize, end: usize, total: us
 }
 
 fn has_head(ctx: &ToolCtx) -> Result<bool> {
-    match run_git(ctx, &["rev-parse", "--verify", "--quiet", "HEAD"], &[], read_timeout(ctx), |_| {}) {
+    match run_git(
+        ctx,
+        &["rev-parse", "--verify", "--quiet", "HEAD"],
+        &[],
+        read_timeout(ctx),
+        |_| {},
+    ) {
         Ok(()) => Ok(true),
         Err(Error::InvalidArgument(m)) if m.contains("(exit 1)") => Ok(false),
         Err(e) => Err(e),
@@ -371,34 +440,60 @@ fn jail(ctx: &ToolCtx, p: &str) -> Result<PathBuf> {
             }
             break;
         }
-        let Some(name) = probe.file_name().map(|n| n.to_owned()) else { break };
+        let Some(name) = probe.file_name().map(|n| n.to_owned()) else {
+            break;
+        };
         rest = Path::new(&name).join(rest);
         probe.pop();
     }
-    let rel = lexical.strip_prefix(root).map(Path::to_path_buf).unwrap_or_default();
-    Ok(if rel.as_os_str().is_empty() { PathBuf::from(".") } else { rel })
+    let rel = lexical
+        .strip_prefix(root)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    Ok(if rel.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        rel
+    })
 }
 
 /// Run `git <args> <tail>` in the root and feed each stdout line (without `\n`) to
 /// `on_line`. Errors with git's stderr on a non-zero exit, and kills git's process group
 /// after `timeout`.
-fn run_git(ctx: &ToolCtx, args: &[&str], tail: &[OsString], timeout: Duration, mut on_line: impl FnMut(&[u8])) -> Result<()> {
+fn run_git(
+    ctx: &ToolCtx,
+    args: &[&str],
+    tail: &[OsString],
+    timeout: Duration,
+    mut on_line: impl FnMut(&[u8]),
+) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new("git");
-    cmd.args(["--no-pager", "--literal-pathspecs", "-c", "color.ui=never", "-c", "core.quotepath=on", "-c", "core.editor=true"])
-        .args(args)
-        .args(tail)
-        .current_dir(&ctx.root)
-        .env_clear()
-        .envs(crate::tools::exec::child_env())
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_EDITOR", "true")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    cmd.args([
+        "--no-pager",
+        "--literal-pathspecs",
+        "-c",
+        "color.ui=never",
+        "-c",
+        "core.quotepath=on",
+        "-c",
+        "core.editor=true",
+    ])
+    .args(args)
+    .args(tail)
+    .current_dir(&ctx.root)
+    .env_clear()
+    .envs(crate::tools::exec::child_env())
+    .env("GIT_OPTIONAL_LOCKS", "0")
+    .env("GIT_EDITOR", "true")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
     let sub = args.first().copied().unwrap_or("");
-    let mut child = cmd.spawn().ctx(|| format!("running git {sub} (is git installed?)"))?;
+    let mut child = cmd
+        .spawn()
+        .ctx(|| format!("running git {sub} (is git installed?)"))?;
     let pid = child.id() as i32;
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
@@ -423,8 +518,10 @@ fn run_git(ctx: &ToolCtx, args: &[&str], tail: &[OsString], timeout: Duration, m
         }
         keep
     });
-    let mut reader = BufReader::with_capacity(64 * 1024, child.stdout.take().expect("piped stdout"));
+    let mut reader =
+        BufReader::with_capacity(64 * 1024, child.stdout.take().expect("piped stdout"));
     let mut line = Vec::new();
+    let mut out_keep = Vec::new();
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
@@ -432,6 +529,11 @@ fn run_git(ctx: &ToolCtx, args: &[&str], tail: &[OsString], timeout: Duration, m
             Ok(_) => {
                 if line.last() == Some(&b'\n') {
                     line.pop();
+                }
+                if out_keep.len() < STDERR_KEEP {
+                    out_keep
+                        .extend_from_slice(&line[..line.len().min(STDERR_KEEP - out_keep.len())]);
+                    out_keep.push(b'\n');
                 }
                 on_line(&line);
             }
@@ -443,10 +545,18 @@ fn run_git(ctx: &ToolCtx, args: &[&str], tail: &[OsString], timeout: Duration, m
     let timed_out = watchdog.join().unwrap_or(false);
     let err = err_thread.join().unwrap_or_default();
     if timed_out {
-        return Err(Error::Cancelled(format!("git {sub} timed out after {} ms and was killed", timeout.as_millis())));
+        return Err(Error::Cancelled(format!(
+            "git {sub} timed out after {} ms and was killed",
+            timeout.as_millis()
+        )));
     }
     if !status.success() {
-        let msg = String::from_utf8_lossy(&err);
+        // Some failures (e.g. "nothing to commit") are reported on stdout only.
+        let msg = if err.iter().all(u8::is_ascii_whitespace) {
+            String::from_utf8_lossy(&out_keep)
+        } else {
+            String::from_utf8_lossy(&err)
+        };
         return Err(Error::InvalidArgument(format!(
             "git {sub} failed (exit {}): {}",
             status.code().unwrap_or(-1),
@@ -470,16 +580,26 @@ mod tests {
         std::os::unix::fs::symlink(base.join("proj-evil"), root.join("link")).unwrap();
         let ctx = ToolCtx::new(&root, crate::config::Config::default(), base.join("home"));
         assert_eq!(jail(&ctx, "src").unwrap(), PathBuf::from("src"));
-        assert_eq!(jail(&ctx, "src/new/file.rs").unwrap(), PathBuf::from("src/new/file.rs"));
+        assert_eq!(
+            jail(&ctx, "src/new/file.rs").unwrap(),
+            PathBuf::from("src/new/file.rs")
+        );
         assert_eq!(jail(&ctx, ".").unwrap(), PathBuf::from("."));
         for bad in ["..", "../proj-evil/x", "/etc/passwd", "link/x", "link"] {
-            assert_eq!(jail(&ctx, bad).unwrap_err().code(), "path_outside_root", "{bad}");
+            assert_eq!(
+                jail(&ctx, bad).unwrap_err().code(),
+                "path_outside_root",
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn finish_page_line() {
-        assert_eq!(finish_page("a\n".into(), "lines", 0, 1, 3), "a\n(showing lines 1-1 of 3 — call again with offset=1 for the rest)");
+        assert_eq!(
+            finish_page("a\n".into(), "lines", 0, 1, 3),
+            "a\n(showing lines 1-1 of 3 — call again with offset=1 for the rest)"
+        );
         assert_eq!(finish_page("a\n".into(), "lines", 2, 3, 3), "a");
     }
 }

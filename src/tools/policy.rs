@@ -42,30 +42,135 @@ use crate::{Error, Result};
 /// `chmod`, `dd`), `tee`, pagers and editors.
 pub const DEFAULT_ALLOWED: &[&str] = &[
     // inspection
-    "ls", "cat", "head", "tail", "wc", "file", "stat", "du", "df", "tree", "pwd", "realpath",
-    "readlink", "basename", "dirname", "which", "type", "whoami", "uname", "nproc", "date",
-    "env", "printenv",
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "file",
+    "stat",
+    "du",
+    "df",
+    "tree",
+    "pwd",
+    "realpath",
+    "readlink",
+    "basename",
+    "dirname",
+    "which",
+    "type",
+    "whoami",
+    "uname",
+    "nproc",
+    "date",
+    "env",
+    "printenv",
     // search
-    "grep", "egrep", "fgrep", "rg", "find", "fd", "fdfind",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "find",
+    "fd",
+    "fdfind",
     // text filters
-    "sed", "awk", "cut", "tr", "sort", "uniq", "diff", "cmp", "comm", "paste", "column",
-    "nl", "fold", "rev", "tac", "jq", "xxd", "od", "hexdump", "strings", "sha256sum",
-    "sha1sum", "md5sum", "base64", "iconv",
+    "sed",
+    "awk",
+    "cut",
+    "tr",
+    "sort",
+    "uniq",
+    "diff",
+    "cmp",
+    "comm",
+    "paste",
+    "column",
+    "nl",
+    "fold",
+    "rev",
+    "tac",
+    "jq",
+    "xxd",
+    "od",
+    "hexdump",
+    "strings",
+    "sha256sum",
+    "sha1sum",
+    "md5sum",
+    "base64",
+    "iconv",
     // shell utilities and builtins
-    "echo", "printf", "seq", "true", "false", "test", ":", "sleep", "read", "cd", "export",
-    "unset", "xargs", "timeout", "nice", "nohup", "stdbuf", "time", "command", "mkdir",
+    "echo",
+    "printf",
+    "seq",
+    "true",
+    "false",
+    "test",
+    ":",
+    "sleep",
+    "read",
+    "cd",
+    "export",
+    "unset",
+    "set",
+    "exit",
+    "wait",
+    "xargs",
+    "timeout",
+    "nice",
+    "nohup",
+    "stdbuf",
+    "time",
+    "command",
+    "mkdir",
     "touch",
     // version control
     "git",
     // build and test tool chains
-    "cargo", "rustc", "rustup", "rustfmt", "clippy-driver", "make", "cmake", "ctest",
-    "ninja", "gcc", "g++", "cc", "c++", "clang", "clang++", "ld", "go", "gofmt", "npm",
-    "npx", "node", "pnpm", "yarn", "tsc", "deno", "bun", "python", "python3", "pip", "pip3",
-    "pytest", "uv", "ruff", "mypy", "java", "javac", "mvn", "gradle",
+    "cargo",
+    "rustc",
+    "rustup",
+    "rustfmt",
+    "clippy-driver",
+    "make",
+    "cmake",
+    "ctest",
+    "ninja",
+    "gcc",
+    "g++",
+    "cc",
+    "c++",
+    "clang",
+    "clang++",
+    "ld",
+    "go",
+    "gofmt",
+    "npm",
+    "npx",
+    "node",
+    "pnpm",
+    "yarn",
+    "tsc",
+    "deno",
+    "bun",
+    "python",
+    "python3",
+    "pip",
+    "pip3",
+    "pytest",
+    "uv",
+    "ruff",
+    "mypy",
+    "java",
+    "javac",
+    "mvn",
+    "gradle",
 ];
 
 /// Wrappers whose operand is itself a program to check (see [`inner_program`]).
-const WRAPPERS: &[&str] = &["env", "timeout", "nice", "nohup", "stdbuf", "xargs", "command", "time"];
+const WRAPPERS: &[&str] = &[
+    "env", "timeout", "nice", "nohup", "stdbuf", "xargs", "command", "time",
+];
 
 /// Check `cmd` against the policy in `exec`. `root` is the canonical project root (used to
 /// judge `cd` targets and output redirections).
@@ -75,7 +180,9 @@ const WRAPPERS: &[&str] = &["env", "timeout", "nice", "nohup", "stdbuf", "xargs"
 /// `exec.mode = "unrestricted"`); [`Error::InvalidArgument`] when `cmd` is blank.
 pub fn check(cmd: &str, exec: &ExecConfig, root: &Path) -> Result<()> {
     if cmd.trim().is_empty() {
-        return Err(Error::InvalidArgument("cmd is empty: pass the command line to run".into()));
+        return Err(Error::InvalidArgument(
+            "cmd is empty: pass the command line to run".into(),
+        ));
     }
     if exec.mode == ExecMode::Unrestricted {
         return Ok(());
@@ -84,10 +191,16 @@ pub fn check(cmd: &str, exec: &ExecConfig, root: &Path) -> Result<()> {
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
         .map_err(|e| Error::Refused(format!("exec policy: cannot load the bash grammar ({e})")))?;
-    let tree = parser
-        .parse(cmd, None)
-        .ok_or_else(|| Error::Refused("exec policy: the command line could not be parsed".into()))?;
-    let walker = Walker { src: cmd, allowed: Allowed { extra: &exec.extra_allowed_commands }, root };
+    let tree = parser.parse(cmd, None).ok_or_else(|| {
+        Error::Refused("exec policy: the command line could not be parsed".into())
+    })?;
+    let walker = Walker {
+        src: cmd,
+        allowed: Allowed {
+            extra: &exec.extra_allowed_commands,
+        },
+        root,
+    };
     walker.node(tree.root_node())
 }
 
@@ -98,9 +211,9 @@ pub fn programs(cmd: &str) -> Result<Vec<String>> {
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
         .map_err(|e| Error::Refused(format!("exec policy: cannot load the bash grammar ({e})")))?;
-    let tree = parser
-        .parse(cmd, None)
-        .ok_or_else(|| Error::Refused("exec policy: the command line could not be parsed".into()))?;
+    let tree = parser.parse(cmd, None).ok_or_else(|| {
+        Error::Refused("exec policy: the command line could not be parsed".into())
+    })?;
     let mut out = Vec::new();
     collect_programs(tree.root_node(), cmd, &mut out);
     Ok(out)
@@ -122,7 +235,8 @@ struct Allowed<'a> {
 
 impl Allowed<'_> {
     fn contains(&self, name: &str) -> bool {
-        self.extra.iter().any(|e| e == name) || (!name.contains('/') && DEFAULT_ALLOWED.contains(&name))
+        self.extra.iter().any(|e| e == name)
+            || (!name.contains('/') && DEFAULT_ALLOWED.contains(&name))
     }
 }
 
@@ -137,14 +251,47 @@ const HOW_TO_BYPASS: &str = "rewrite the command without it, or set exec.mode to
 
 /// Named node kinds that are plain structure or plain data; their children are walked.
 const STRUCTURE: &[&str] = &[
-    "program", "list", "pipeline", "subshell", "redirected_statement", "negated_command",
-    "comment", "for_statement", "while_statement", "if_statement", "elif_clause",
-    "else_clause", "do_group", "case_statement", "case_item", "word", "number", "string",
-    "string_content", "raw_string", "ansi_c_string", "translated_string", "concatenation",
-    "simple_expansion", "variable_name", "special_variable_name", "heredoc_redirect",
-    "heredoc_start", "heredoc_body", "heredoc_content", "heredoc_end", "herestring_redirect",
-    "file_descriptor", "array", "brace_expression", "test_operator", "unary_expression",
-    "parenthesized_expression", "regex", "extglob_pattern", "variable_assignments",
+    "program",
+    "list",
+    "pipeline",
+    "subshell",
+    "redirected_statement",
+    "negated_command",
+    "comment",
+    "for_statement",
+    "while_statement",
+    "if_statement",
+    "elif_clause",
+    "else_clause",
+    "do_group",
+    "case_statement",
+    "case_item",
+    "word",
+    "number",
+    "string",
+    "string_content",
+    "raw_string",
+    "ansi_c_string",
+    "translated_string",
+    "concatenation",
+    "simple_expansion",
+    "variable_name",
+    "special_variable_name",
+    "heredoc_redirect",
+    "heredoc_start",
+    "heredoc_body",
+    "heredoc_content",
+    "heredoc_end",
+    "herestring_redirect",
+    "file_descriptor",
+    "array",
+    "brace_expression",
+    "test_operator",
+    "unary_expression",
+    "parenthesized_expression",
+    "regex",
+    "extglob_pattern",
+    "variable_assignments",
 ];
 
 impl<'a> Walker<'a> {
@@ -163,7 +310,10 @@ impl<'a> Walker<'a> {
     }
 
     fn refuse(&self, n: Node, what: String) -> Error {
-        Error::Refused(format!("exec_command refused (exec.mode = \"allowlist\"): {what} (in `{}`)", self.excerpt(n)))
+        Error::Refused(format!(
+            "exec_command refused (exec.mode = \"allowlist\"): {what} (in `{}`)",
+            self.excerpt(n)
+        ))
     }
 
     fn node(&self, n: Node) -> Result<()> {
@@ -190,7 +340,11 @@ impl<'a> Walker<'a> {
                 }
             }
             "command_substitution" => {
-                let form = if self.text(n).starts_with('`') { "backtick command substitution" } else { "command substitution `$(...)`" };
+                let form = if self.text(n).starts_with('`') {
+                    "backtick command substitution"
+                } else {
+                    "command substitution `$(...)`"
+                };
                 return Err(self.refuse(n, format!("{form} runs a hidden command line the allowlist cannot check; run the inner command on its own first, or {HOW_TO_BYPASS}")));
             }
             "process_substitution" => {
@@ -200,7 +354,10 @@ impl<'a> Walker<'a> {
                 return Err(self.refuse(n, format!("arithmetic expansion can run hidden commands through array subscripts; {HOW_TO_BYPASS}")));
             }
             "function_definition" => {
-                return Err(self.refuse(n, format!("defining shell functions is not allowed; {HOW_TO_BYPASS}")));
+                return Err(self.refuse(
+                    n,
+                    format!("defining shell functions is not allowed; {HOW_TO_BYPASS}"),
+                ));
             }
             "subscript" => {
                 return Err(self.refuse(n, format!("array subscripts are evaluated arithmetically and can run hidden commands; {HOW_TO_BYPASS}")));
@@ -236,13 +393,21 @@ impl<'a> Walker<'a> {
                 }
             } else {
                 self.node(ch)?;
-                if name.is_some() && ch.is_named() && !matches!(ch.kind(), "file_redirect" | "heredoc_redirect" | "herestring_redirect" | "comment") {
+                if name.is_some()
+                    && ch.is_named()
+                    && !matches!(
+                        ch.kind(),
+                        "file_redirect" | "heredoc_redirect" | "herestring_redirect" | "comment"
+                    )
+                {
                     args.push(ch);
                 }
             }
         }
         let Some(name) = name else { return Ok(()) };
-        let word = name.named_child(0).filter(|w| name.named_child_count() == 1 && w.kind() == "word");
+        let word = name
+            .named_child(0)
+            .filter(|w| name.named_child_count() == 1 && w.kind() == "word");
         let prog = word.map(|w| self.text(w)).filter(|t| is_plain_name(t));
         let Some(prog) = prog else {
             return Err(self.refuse(name, format!("the command name `{}` is not a plain word (quotes, variables, globs and escapes in command names cannot be checked); write the program name literally, or {HOW_TO_BYPASS}", self.excerpt(name))));
@@ -258,14 +423,23 @@ impl<'a> Walker<'a> {
             return Ok(());
         }
         let why = match prog {
-            "eval" | "source" | "." => " (it runs its arguments as a new command line the allowlist cannot see)",
-            "exec" | "builtin" | "coproc" => " (it runs another program by a path the allowlist cannot follow)",
-            "sh" | "bash" | "dash" | "zsh" | "ksh" | "fish" | "csh" | "tcsh" => " (a shell runs any command line it is given)",
+            "eval" | "source" | "." => {
+                " (it runs its arguments as a new command line the allowlist cannot see)"
+            }
+            "exec" | "builtin" | "coproc" => {
+                " (it runs another program by a path the allowlist cannot follow)"
+            }
+            "sh" | "bash" | "dash" | "zsh" | "ksh" | "fish" | "csh" | "tcsh" => {
+                " (a shell runs any command line it is given)"
+            }
             "sudo" | "su" | "doas" | "pkexec" => " (it runs programs as another user)",
             _ if prog.contains('/') => " (a program given by path must be listed verbatim)",
             _ => "",
         };
-        Err(self.refuse(at, format!("`{prog}` is not on the exec allowlist{why}; to allow it, {HOW_TO_ALLOW}")))
+        Err(self.refuse(
+            at,
+            format!("`{prog}` is not on the exec allowlist{why}; to allow it, {HOW_TO_ALLOW}"),
+        ))
     }
 
     /// Argument rules for programs that start other programs or edit files in place.
@@ -276,7 +450,10 @@ impl<'a> Walker<'a> {
                     if let Some((k, _)) = a.split_once('=')
                         && is_dangerous_var(k)
                     {
-                        return Err(self.refuse(n, format!("setting `{k}` changes which programs run; {HOW_TO_BYPASS}")));
+                        return Err(self.refuse(
+                            n,
+                            format!("setting `{k}` changes which programs run; {HOW_TO_BYPASS}"),
+                        ));
                     }
                 }
             }
@@ -302,7 +479,13 @@ impl<'a> Walker<'a> {
                     if matches!(a.as_deref(), Some("-exec" | "-execdir" | "-ok" | "-okdir")) {
                         let inner = args.get(i + 1).cloned().flatten().unwrap_or_default();
                         if !is_plain_name(&inner) {
-                            return Err(self.refuse(n, format!("cannot tell which program `find {}` runs; {HOW_TO_BYPASS}", a.as_deref().unwrap_or_default())));
+                            return Err(self.refuse(
+                                n,
+                                format!(
+                                    "cannot tell which program `find {}` runs; {HOW_TO_BYPASS}",
+                                    a.as_deref().unwrap_or_default()
+                                ),
+                            ));
                         }
                         self.program(n, &inner)?;
                     }
@@ -329,9 +512,16 @@ impl<'a> Walker<'a> {
     }
 
     fn assignment(&self, n: Node) -> Result<()> {
-        let name = n.child_by_field_name("name").or_else(|| n.named_child(0)).map(|v| self.text(v)).unwrap_or("");
+        let name = n
+            .child_by_field_name("name")
+            .or_else(|| n.named_child(0))
+            .map(|v| self.text(v))
+            .unwrap_or("");
         if is_dangerous_var(name) {
-            return Err(self.refuse(n, format!("setting `{name}` changes which programs run; {HOW_TO_BYPASS}")));
+            return Err(self.refuse(
+                n,
+                format!("setting `{name}` changes which programs run; {HOW_TO_BYPASS}"),
+            ));
         }
         Ok(())
     }
@@ -351,7 +541,13 @@ impl<'a> Walker<'a> {
         let target = literal(dest, self.src);
         let output = match op {
             "<" | "<<<" => false,
-            ">&" | "<&" if target.as_deref().is_some_and(|t| t == "-" || t.bytes().all(|b| b.is_ascii_digit())) => false,
+            ">&" | "<&"
+                if target
+                    .as_deref()
+                    .is_some_and(|t| t == "-" || t.bytes().all(|b| b.is_ascii_digit())) =>
+            {
+                false
+            }
             _ => true,
         };
         if !output {
@@ -361,14 +557,21 @@ impl<'a> Walker<'a> {
             return Err(self.refuse(n, format!("output redirection `{}` needs a literal file name (no variables, globs or `~`); {HOW_TO_BYPASS}", self.excerpt(n))));
         };
         if let Err(why) = self.path_inside(&t, true) {
-            return Err(self.refuse(n, format!("output redirection to `{t}` {why}; {HOW_TO_BYPASS}")));
+            return Err(self.refuse(
+                n,
+                format!("output redirection to `{t}` {why}; {HOW_TO_BYPASS}"),
+            ));
         }
         Ok(())
     }
 
     /// A literal path is acceptable for `cd` (`redirect == false`) or as an output file.
     fn path_inside(&self, p: &str, redirect: bool) -> std::result::Result<(), String> {
-        if p.is_empty() || p.starts_with('~') || p.starts_with('-') || p.contains(['*', '?', '[', '{', '$', '`', '\\']) {
+        if p.is_empty()
+            || p.starts_with('~')
+            || p.starts_with('-')
+            || p.contains(['*', '?', '[', '{', '$', '`', '\\'])
+        {
             return Err("is not a plain literal path".into());
         }
         let path = Path::new(p);
@@ -376,9 +579,14 @@ impl<'a> Walker<'a> {
             return Err("contains `..` (paths may not climb out of the project)".into());
         }
         if path.is_absolute() {
-            let scratch = redirect && (["/dev/null", "/dev/stdout", "/dev/stderr"].contains(&p) || path.starts_with("/tmp"));
+            let scratch = redirect
+                && (["/dev/null", "/dev/stdout", "/dev/stderr"].contains(&p)
+                    || path.starts_with("/tmp"));
             if !(scratch || path.starts_with(self.root)) {
-                return Err(format!("is outside the project root {}", self.root.display()));
+                return Err(format!(
+                    "is outside the project root {}",
+                    self.root.display()
+                ));
             }
         }
         Ok(())
@@ -387,12 +595,19 @@ impl<'a> Walker<'a> {
     /// `${...}`: only plain parameter expansion with non-arithmetic operators.
     fn expansion(&self, n: Node) -> Result<()> {
         let t = self.text(n).trim();
-        let body = t.strip_prefix("${").and_then(|b| b.strip_suffix('}')).unwrap_or("");
-        let body = body.strip_prefix('#').filter(|b| !b.is_empty()).unwrap_or(body);
+        let body = t
+            .strip_prefix("${")
+            .and_then(|b| b.strip_suffix('}'))
+            .unwrap_or("");
+        let body = body
+            .strip_prefix('#')
+            .filter(|b| !b.is_empty())
+            .unwrap_or(body);
         let name_len = if body.starts_with(|c: char| "@*#?$!-".contains(c)) {
             1
         } else {
-            body.find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).unwrap_or(body.len())
+            body.find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                .unwrap_or(body.len())
         };
         let rest = &body[name_len..];
         let ok = name_len > 0
@@ -413,7 +628,9 @@ impl<'a> Walker<'a> {
         }
         let mut stack = vec![n];
         while let Some(x) = stack.pop() {
-            if x.kind() == "test_operator" && matches!(self.text(x), "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") {
+            if x.kind() == "test_operator"
+                && matches!(self.text(x), "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge")
+            {
                 return Err(self.refuse(n, format!("numeric comparison inside `[[ ]]` evaluates its operands arithmetically; use `[ ... ]` instead, or {HOW_TO_BYPASS}")));
             }
             let mut c = x.walk();
@@ -426,7 +643,10 @@ impl<'a> Walker<'a> {
 /// A command name the policy can judge: non-empty, no leading `-`, only
 /// `[A-Za-z0-9._+:@%/-]` (no quotes, expansions, globs, escapes, braces or `~`).
 fn is_plain_name(t: &str) -> bool {
-    !t.is_empty() && !t.starts_with('-') && t.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+:@%/-".contains(&b))
+    !t.is_empty()
+        && !t.starts_with('-')
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+:@%/-".contains(&b))
 }
 
 /// Variables whose value decides which program runs or what a shell executes.
@@ -434,7 +654,32 @@ fn is_dangerous_var(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
     matches!(
         n.as_str(),
-        "PATH" | "BASH_ENV" | "ENV" | "SHELLOPTS" | "BASHOPTS" | "PS4" | "PROMPT_COMMAND" | "IFS" | "GIT_SSH" | "GIT_ASKPASS" | "SSH_ASKPASS" | "GIT_EXTERNAL_DIFF" | "GIT_EXEC_PATH" | "GIT_TEMPLATE_DIR" | "GIT_CONFIG_GLOBAL" | "GIT_CONFIG_SYSTEM" | "GIT_CONFIG_PARAMETERS" | "GIT_DIR" | "BROWSER" | "PYTHONSTARTUP" | "NODE_OPTIONS" | "RUSTC_WRAPPER" | "RUSTC" | "CARGO_BUILD_RUSTC_WRAPPER" | "MAKESHELL" | "SHELL"
+        "PATH"
+            | "BASH_ENV"
+            | "ENV"
+            | "SHELLOPTS"
+            | "BASHOPTS"
+            | "PS4"
+            | "PROMPT_COMMAND"
+            | "IFS"
+            | "GIT_SSH"
+            | "GIT_ASKPASS"
+            | "SSH_ASKPASS"
+            | "GIT_EXTERNAL_DIFF"
+            | "GIT_EXEC_PATH"
+            | "GIT_TEMPLATE_DIR"
+            | "GIT_CONFIG_GLOBAL"
+            | "GIT_CONFIG_SYSTEM"
+            | "GIT_CONFIG_PARAMETERS"
+            | "GIT_DIR"
+            | "BROWSER"
+            | "PYTHONSTARTUP"
+            | "NODE_OPTIONS"
+            | "RUSTC_WRAPPER"
+            | "RUSTC"
+            | "CARGO_BUILD_RUSTC_WRAPPER"
+            | "MAKESHELL"
+            | "SHELL"
     ) || n.starts_with("LD_")
         || n.starts_with("DYLD_")
         || n.starts_with("BASH_FUNC_")
@@ -452,7 +697,9 @@ fn sed_in_place(a: &str) -> bool {
     if a.starts_with("--in-place") {
         return true;
     }
-    let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) else { return false };
+    let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) else {
+        return false;
+    };
     for ch in cluster.chars() {
         match ch {
             'i' => return true,
@@ -483,14 +730,32 @@ fn inner_program(wrapper: &str, args: &[Option<String>]) -> Inner {
         "timeout" => &["-k", "--kill-after", "-s", "--signal"],
         "nice" => &["-n", "--adjustment"],
         "stdbuf" => &["-i", "-o", "-e", "--input", "--output", "--error"],
-        "xargs" => &["-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "--max-lines", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"],
+        "xargs" => &[
+            "-a",
+            "--arg-file",
+            "-d",
+            "--delimiter",
+            "-E",
+            "-I",
+            "-L",
+            "--max-lines",
+            "-n",
+            "--max-args",
+            "-P",
+            "--max-procs",
+            "-s",
+            "--max-chars",
+            "--process-slot-var",
+        ],
         _ => &[],
     };
     let mut skip = 0usize;
     let mut positional_to_skip = usize::from(wrapper == "timeout");
     let mut options_done = false;
     for (i, a) in args.iter().enumerate() {
-        let Some(a) = a.as_deref() else { return Inner::Unknown("an argument is not literal") };
+        let Some(a) = a.as_deref() else {
+            return Inner::Unknown("an argument is not literal");
+        };
         if skip > 0 {
             skip -= 1;
             continue;
@@ -500,7 +765,9 @@ fn inner_program(wrapper: &str, args: &[Option<String>]) -> Inner {
             continue;
         }
         if !options_done && a.starts_with('-') && a.len() > 1 {
-            if wrapper == "env" && (a.starts_with("--split-string") || (!a.starts_with("--") && a.contains('S'))) {
+            if wrapper == "env"
+                && (a.starts_with("--split-string") || (!a.starts_with("--") && a.contains('S')))
+            {
                 return Inner::Unknown("`env -S` splits a string into a new command line");
             }
             if wrapper == "command" && (a.contains('v') || a.contains('V')) {
@@ -529,11 +796,19 @@ fn literal(n: Node, src: &str) -> Option<String> {
     let t = &src[n.byte_range()];
     match n.kind() {
         "word" | "number" if !t.contains('\\') => Some(t.to_string()),
-        "raw_string" => t.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')).map(str::to_string),
+        "raw_string" => t
+            .strip_prefix('\'')
+            .and_then(|s| s.strip_suffix('\''))
+            .map(str::to_string),
         "string" => {
             let mut c = n.walk();
-            if n.named_children(&mut c).all(|ch| ch.kind() == "string_content") && !t.contains(['\\', '$', '`']) {
-                t.strip_prefix('"').and_then(|s| s.strip_suffix('"')).map(str::to_string)
+            if n.named_children(&mut c)
+                .all(|ch| ch.kind() == "string_content")
+                && !t.contains(['\\', '$', '`'])
+            {
+                t.strip_prefix('"')
+                    .and_then(|s| s.strip_suffix('"'))
+                    .map(str::to_string)
             } else {
                 None
             }
@@ -569,7 +844,10 @@ mod tests {
             Ok(()) => panic!("{cmd:?} should be refused"),
             Err(e) => {
                 assert_eq!(e.code(), "refused", "{e}");
-                assert!(e.to_string().contains(needle), "{cmd:?}: {e} should mention {needle:?}");
+                assert!(
+                    e.to_string().contains(needle),
+                    "{cmd:?}: {e} should mention {needle:?}"
+                );
             }
         }
     }
@@ -629,7 +907,10 @@ mod tests {
         refused("echo ${x:$y}", "parameter expansion");
         refused("[[ $x -eq 1 ]]", "numeric comparison");
         refused("f() { ls; }; f", "functions");
-        refused("eval ls", "`eval` is not on the exec allowlist (it runs its arguments");
+        refused(
+            "eval ls",
+            "`eval` is not on the exec allowlist (it runs its arguments",
+        );
         refused("exec ls", "`exec`");
         refused("source x.sh", "`source`");
         refused(". x.sh", "`.`");
@@ -686,7 +967,10 @@ mod tests {
         assert!(check("echo $(rm x)", &c, Path::new("/proj")).is_err());
         c.mode = ExecMode::Unrestricted;
         check("echo $(rm x); sh -c 'anything'", &c, Path::new("/proj")).unwrap();
-        assert_eq!(check("  ", &c, Path::new("/proj")).unwrap_err().code(), "invalid_argument");
+        assert_eq!(
+            check("  ", &c, Path::new("/proj")).unwrap_err().code(),
+            "invalid_argument"
+        );
     }
 
     #[test]
@@ -698,16 +982,28 @@ mod tests {
 
     #[test]
     fn programs_lists_every_position() {
-        assert_eq!(programs("a | b && (c; d) || { e; }").unwrap(), vec!["a", "b", "c", "d", "e"]);
+        assert_eq!(
+            programs("a | b && (c; d) || { e; }").unwrap(),
+            vec!["a", "b", "c", "d", "e"]
+        );
     }
 
     #[test]
     fn inner_program_skips_options() {
         let v = |s: &[&str]| s.iter().map(|x| Some(x.to_string())).collect::<Vec<_>>();
-        assert_eq!(inner_program("timeout", &v(&["-k", "2", "10", "ls"])), Inner::Program(3));
-        assert_eq!(inner_program("env", &v(&["-i", "A=1", "ls"])), Inner::Program(2));
+        assert_eq!(
+            inner_program("timeout", &v(&["-k", "2", "10", "ls"])),
+            Inner::Program(3)
+        );
+        assert_eq!(
+            inner_program("env", &v(&["-i", "A=1", "ls"])),
+            Inner::Program(2)
+        );
         assert_eq!(inner_program("env", &v(&[])), Inner::None);
-        assert_eq!(inner_program("xargs", &v(&["-0", "-I", "{}", "grep", "x"])), Inner::Program(3));
+        assert_eq!(
+            inner_program("xargs", &v(&["-0", "-I", "{}", "grep", "x"])),
+            Inner::Program(3)
+        );
         assert_eq!(inner_program("command", &v(&["-v", "rm"])), Inner::None);
     }
 }

@@ -28,7 +28,14 @@ pub const FORCED: &[(&str, &str)] = &[
 /// True when a variable named `name` must not be passed to a child (see the module rule).
 pub fn is_secret_name(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    const SUFFIXES: &[&str] = &["API_KEY", "APIKEY", "_TOKEN", "_ACCESS_KEY", "_PRIVATE_KEY", "_KEY_ID"];
+    const SUFFIXES: &[&str] = &[
+        "API_KEY",
+        "APIKEY",
+        "_TOKEN",
+        "_ACCESS_KEY",
+        "_PRIVATE_KEY",
+        "_KEY_ID",
+    ];
     const PARTS: &[&str] = &["SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
     SUFFIXES.iter().any(|s| n.ends_with(s))
         || n == "TOKEN"
@@ -45,7 +52,11 @@ pub fn child_env() -> Vec<(OsString, OsString)> {
         .filter(|(k, _)| !is_secret_name(&k.to_string_lossy()))
         .filter(|(k, _)| !FORCED.iter().any(|(f, _)| k == f))
         .collect();
-    env.extend(FORCED.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+    env.extend(
+        FORCED
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
     env
 }
 
@@ -56,10 +67,23 @@ mod tests {
     #[test]
     fn provider_keys_and_tokens_are_secret() {
         for n in [
-            "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "openrouter_api_key", "GEMINI_APIKEY", "GITHUB_TOKEN",
-            "GH_TOKEN", "HF_TOKEN", "NPM_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-            "AWS_SESSION_TOKEN", "MY_CLIENT_SECRET", "DB_PASSWORD", "GOOGLE_APPLICATION_CREDENTIALS",
-            "CODEX_FREE_TOKEN", "CODEX_FREE_HTTP_SECRET", "BASH_FUNC_ls%%",
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "openrouter_api_key",
+            "GEMINI_APIKEY",
+            "GITHUB_TOKEN",
+            "GH_TOKEN",
+            "HF_TOKEN",
+            "NPM_TOKEN",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "MY_CLIENT_SECRET",
+            "DB_PASSWORD",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "CODEX_FREE_TOKEN",
+            "CODEX_FREE_HTTP_SECRET",
+            "BASH_FUNC_ls%%",
         ] {
             assert!(is_secret_name(n), "{n}");
         }
@@ -67,7 +91,17 @@ mod tests {
 
     #[test]
     fn ordinary_variables_are_kept() {
-        for n in ["PATH", "HOME", "LANG", "CARGO_HOME", "RUSTUP_TOOLCHAIN", "AWS_REGION", "CODEX_FREE_HOME", "TOKENIZERS_PARALLELISM", "KEYMAP"] {
+        for n in [
+            "PATH",
+            "HOME",
+            "LANG",
+            "CARGO_HOME",
+            "RUSTUP_TOOLCHAIN",
+            "AWS_REGION",
+            "CODEX_FREE_HOME",
+            "TOKENIZERS_PARALLELISM",
+            "KEYMAP",
+        ] {
             assert!(!is_secret_name(n), "{n}");
         }
     }

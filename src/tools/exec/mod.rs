@@ -261,11 +261,18 @@ impl ExecSessions {
                 ));
                 cmdcfg.max_timeout
             }
-            Some(0) => return Err(Error::InvalidArgument("timeout_ms must be at least 1".into())),
+            Some(0) => {
+                return Err(Error::InvalidArgument(
+                    "timeout_ms must be at least 1".into(),
+                ));
+            }
             Some(t) => t,
             None => cmdcfg.default_timeout,
         };
-        let yield_ms = a.yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS).clamp(MIN_YIELD_MS, MAX_YIELD_MS);
+        let yield_ms = a
+            .yield_time_ms
+            .unwrap_or(DEFAULT_EXEC_YIELD_MS)
+            .clamp(MIN_YIELD_MS, MAX_YIELD_MS);
         let spool_dir = ctx.home.join("spool");
         self.sweep(&spool_dir);
 
@@ -276,12 +283,27 @@ impl ExecSessions {
             while store.sessions.contains_key(&id) {
                 id = new_session_id();
             }
-            let session = spawn(ctx, &a, id, &cwd, &spool_dir, Duration::from_millis(timeout_ms))?;
+            let session = spawn(
+                ctx,
+                &a,
+                id,
+                &cwd,
+                &spool_dir,
+                Duration::from_millis(timeout_ms),
+            )?;
             store.sessions.insert(session.id, Arc::clone(&session));
             session
         };
         tracing::debug!(session = session.id, cmd = %truncate_for_log(&a.cmd), "exec_command started");
-        self.collect(ctx, &session, started, Duration::from_millis(yield_ms), a.max_output_tokens, notes).await
+        self.collect(
+            ctx,
+            &session,
+            started,
+            Duration::from_millis(yield_ms),
+            a.max_output_tokens,
+            notes,
+        )
+        .await
     }
 
     /// Write `a.chars` to a running session and return its new output (reply shaped as
@@ -293,7 +315,11 @@ impl ExecSessions {
         let started = Instant::now();
         let session = {
             let store = self.store.lock().expect("exec store lock");
-            store.sessions.get(&a.session_id).filter(|s| s.root == ctx.root).cloned()
+            store
+                .sessions
+                .get(&a.session_id)
+                .filter(|s| s.root == ctx.root)
+                .cloned()
         };
         let Some(session) = session else {
             return Err(Error::InvalidArgument(format!(
@@ -303,13 +329,25 @@ impl ExecSessions {
         };
         *session.last_used.lock().expect("session lock") = Instant::now();
         let yield_ms = if a.chars.is_empty() {
-            a.yield_time_ms.unwrap_or(MIN_POLL_YIELD_MS).clamp(MIN_POLL_YIELD_MS, MAX_YIELD_MS)
+            a.yield_time_ms
+                .unwrap_or(MIN_POLL_YIELD_MS)
+                .clamp(MIN_POLL_YIELD_MS, MAX_YIELD_MS)
         } else {
-            a.yield_time_ms.unwrap_or(DEFAULT_WRITE_YIELD_MS).clamp(MIN_YIELD_MS, MAX_YIELD_MS)
+            a.yield_time_ms
+                .unwrap_or(DEFAULT_WRITE_YIELD_MS)
+                .clamp(MIN_YIELD_MS, MAX_YIELD_MS)
         };
         let deadline = started + Duration::from_millis(yield_ms);
         let notes = send_input(&session, &a.chars, deadline).await;
-        self.collect(ctx, &session, started, Duration::from_millis(yield_ms), a.max_output_tokens, notes).await
+        self.collect(
+            ctx,
+            &session,
+            started,
+            Duration::from_millis(yield_ms),
+            a.max_output_tokens,
+            notes,
+        )
+        .await
     }
 
     /// Page through a command's spooled output: the bytes from `a.offset`, at most the
@@ -322,7 +360,12 @@ impl ExecSessions {
     /// [`Error::NotFound`] when the spool is gone (expired or pruned).
     pub async fn read_command_output(&self, ctx: &ToolCtx, a: ReadOutputArgs) -> Result<String> {
         let id = a.output_id.trim();
-        if id.len() < 8 || id.len() > 32 || !id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+        if id.len() < 8
+            || id.len() > 32
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
             return Err(Error::InvalidArgument(format!(
                 "output_id {:?} is not an output id (lower-case hex, as named by a cut exec_command reply)",
                 a.output_id
@@ -346,9 +389,7 @@ impl ExecSessions {
             None => {
                 let path = ctx.home.join("spool").join(format!("{id}.out"));
                 let len = std::fs::metadata(&path)
-                    .map_err(|_| {
-                        Error::NotFound(path.clone())
-                    })?
+                    .map_err(|_| Error::NotFound(path.clone()))?
                     .len();
                 (path, len, len, true, None)
             }
@@ -413,25 +454,41 @@ impl ExecSessions {
             s.output.wait_closed(EXIT_DRAIN_GRACE).await;
         }
         let window = s.output.take_window();
-        let mut head = notes.drain(..).collect::<Vec<_>>();
-        head.push(format!("Wall time: {:.4} seconds", started.elapsed().as_secs_f64()));
+        let mut head = std::mem::take(&mut notes);
+        head.push(format!(
+            "Wall time: {:.4} seconds",
+            started.elapsed().as_secs_f64()
+        ));
         match exit {
             Some(e) => head.push(describe_exit(&e)),
             None => head.push(format!("Process running with session ID {}", s.id)),
         }
-        head.push(format!("Original token count: {}", (window.to - window.from).div_ceil(crate::tokens::BYTES_PER_TOKEN as u64)));
+        head.push(format!(
+            "Original token count: {}",
+            (window.to - window.from).div_ceil(crate::tokens::BYTES_PER_TOKEN as u64)
+        ));
         head.push("Output:".into());
         let mut reply = head.join("\n");
         reply.push('\n');
         let budget = body_budget(ctx, max_output_tokens, reply.len());
         reply.push_str(&s.output.render(&window, budget));
         if exit.is_some() {
-            let removed = self.store.lock().expect("exec store lock").sessions.remove(&s.id);
+            let removed = self
+                .store
+                .lock()
+                .expect("exec store lock")
+                .sessions
+                .remove(&s.id);
             if removed.is_some() {
                 self.finish_output(&s.output);
             }
         }
-        debug_assert!(reply.len() <= ctx.max_output_bytes().max(MIN_BODY_BYTES + 2 * LINE_RESERVE));
+        debug_assert!(
+            reply.len()
+                <= ctx
+                    .max_output_bytes()
+                    .max(MIN_BODY_BYTES + 2 * LINE_RESERVE)
+        );
         Ok(reply)
     }
 
@@ -460,7 +517,11 @@ impl ExecSessions {
                 .min_by_key(|s| *s.last_used.lock().expect("session lock"))
                 .map(|s| s.id);
             let Some(id) = oldest_ended else {
-                let mut running: Vec<_> = store.sessions.values().map(|s| format!("{} `{}`", s.id, truncate_for_log(&s.cmd))).collect();
+                let mut running: Vec<_> = store
+                    .sessions
+                    .values()
+                    .map(|s| format!("{} `{}`", s.id, truncate_for_log(&s.cmd)))
+                    .collect();
                 running.sort();
                 return Err(Error::Busy(format!(
                     "exec.maxSessions = {max} commands are still running ({}). Poll them with write_stdin until they exit, stop one with write_stdin chars=\"\\u0003\", or raise exec.maxSessions",
@@ -468,7 +529,10 @@ impl ExecSessions {
                 )));
             };
             if let Some(s) = store.sessions.remove(&id) {
-                tracing::info!(session = id, "pruned an ended exec session whose output was never collected");
+                tracing::info!(
+                    session = id,
+                    "pruned an ended exec session whose output was never collected"
+                );
                 if s.output.was_cut() {
                     store.retained.push_back(Arc::clone(&s.output));
                 } else {
@@ -492,9 +556,15 @@ impl ExecSessions {
                 return;
             }
             store.last_sweep = Some(Instant::now());
-            store.sessions.values().map(|s| s.output.path.clone()).collect()
+            store
+                .sessions
+                .values()
+                .map(|s| s.output.path.clone())
+                .collect()
         };
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
         let now = SystemTime::now();
         for e in entries.flatten() {
             let path = e.path();
@@ -515,8 +585,13 @@ impl ExecSessions {
 /// Bytes of output text allowed in a reply whose other parts take `used` bytes.
 fn body_budget(ctx: &ToolCtx, max_output_tokens: Option<usize>, used: usize) -> usize {
     let ceiling = ctx.max_output_bytes();
-    let asked = max_output_tokens.map(crate::tokens::bytes_for).unwrap_or(ceiling).min(ceiling);
-    asked.min(ceiling.saturating_sub(used + LINE_RESERVE)).max(MIN_BODY_BYTES)
+    let asked = max_output_tokens
+        .map(crate::tokens::bytes_for)
+        .unwrap_or(ceiling)
+        .min(ceiling);
+    asked
+        .min(ceiling.saturating_sub(used + LINE_RESERVE))
+        .max(MIN_BODY_BYTES)
 }
 
 fn describe_exit(e: &ExitInfo) -> String {
@@ -529,7 +604,10 @@ fn describe_exit(e: &ExitInfo) -> String {
     }
     match (e.code, e.signal) {
         (Some(c), _) => format!("Process exited with code {c}"),
-        (None, Some(sig)) => format!("Process exited with code {} (killed by signal {sig})", 128 + sig),
+        (None, Some(sig)) => format!(
+            "Process exited with code {} (killed by signal {sig})",
+            128 + sig
+        ),
         (None, None) => "Process exited with code -1".into(),
     }
 }
@@ -577,7 +655,10 @@ fn resolve_workdir(root: &Path, workdir: Option<&str>) -> Result<PathBuf> {
         return Err(outside(&canon));
     }
     if !canon.is_dir() {
-        return Err(Error::InvalidArgument(format!("workdir {w:?} ({}) is not a directory", canon.display())));
+        return Err(Error::InvalidArgument(format!(
+            "workdir {w:?} ({}) is not a directory",
+            canon.display()
+        )));
     }
     Ok(canon)
 }
@@ -599,14 +680,27 @@ fn new_session_id() -> u32 {
 
 /// Start the process: own process group, merged stdout/stderr pipe, scrubbed environment,
 /// a reader thread (spool + window), a waiter thread and a timeout task.
-fn spawn(ctx: &ToolCtx, a: &ExecCommandArgs, id: u32, cwd: &Path, spool_dir: &Path, timeout: Duration) -> Result<Arc<Session>> {
+fn spawn(
+    ctx: &ToolCtx,
+    a: &ExecCommandArgs,
+    id: u32,
+    cwd: &Path,
+    spool_dir: &Path,
+    timeout: Duration,
+) -> Result<Arc<Session>> {
     use std::os::unix::process::CommandExt;
     let window_cap = ctx.max_output_bytes();
     let output = Output::create(spool_dir, ctx.config.exec.max_spool_bytes, window_cap)?;
     let (reader, writer) = std::io::pipe().ctx(|| "creating the output pipe".into())?;
-    let writer2 = writer.try_clone().ctx(|| "duplicating the output pipe".into())?;
+    let writer2 = writer
+        .try_clone()
+        .ctx(|| "duplicating the output pipe".into())?;
     let (sh, is_bash) = shell();
-    let flag = if is_bash && a.login == Some(true) { "-lc" } else { "-c" };
+    let flag = if is_bash && a.login == Some(true) {
+        "-lc"
+    } else {
+        "-c"
+    };
     let mut cmd = std::process::Command::new(sh);
     cmd.arg(flag)
         .arg(&a.cmd)
@@ -623,11 +717,17 @@ fn spawn(ctx: &ToolCtx, a: &ExecCommandArgs, id: u32, cwd: &Path, spool_dir: &Pa
         Ok(c) => c,
         Err(e) => {
             output.remove_file();
-            return Err(Error::io(format!("starting {sh} {flag} in {}", cwd.display()), e));
+            return Err(Error::io(
+                format!("starting {sh} {flag} in {}", cwd.display()),
+                e,
+            ));
         }
     };
     let pid = child.id() as i32;
-    let group = Arc::new(Group { pid, st: Mutex::new(ProcState::default()) });
+    let group = Arc::new(Group {
+        pid,
+        st: Mutex::new(ProcState::default()),
+    });
     let stdin = child
         .stdin
         .take()
@@ -657,7 +757,12 @@ fn spawn(ctx: &ToolCtx, a: &ExecCommandArgs, id: u32, cwd: &Path, spool_dir: &Pa
                 Ok(s) => (s.code(), s.signal()),
                 Err(_) => (None, None),
             };
-            exit_tx.send_replace(Some(ExitInfo { code, signal, timed_out, timeout }));
+            exit_tx.send_replace(Some(ExitInfo {
+                code,
+                signal,
+                timed_out,
+                timeout,
+            }));
         })
         .ctx(|| "starting the exec wait thread".into())?;
     let g = Arc::clone(&group);
@@ -687,7 +792,14 @@ fn wait_no_reap(pid: i32) {
         // SAFETY: `info` is a plain C struct the kernel fills in; zeroed is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: valid pointer to `info`; P_PID with our own child's pid.
-        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
         if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
             return;
         }
@@ -739,12 +851,8 @@ async fn send_input(s: &Session, chars: &str, deadline: Instant) -> Vec<String> 
                     notes.push("Note: the process already ended; SIGINT was not sent.".into());
                 }
             }
-            Some(_) => {
-                if stdin.take().is_some() {
-                    notes.push("Closed stdin (Ctrl-D).".into());
-                }
-            }
-            None => {}
+            Some(_) if stdin.take().is_some() => notes.push("Closed stdin (Ctrl-D).".into()),
+            _ => {}
         }
     }
     notes
@@ -761,23 +869,61 @@ mod tests {
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::create_dir_all(root.parent().unwrap().join("proj-evil")).unwrap();
         assert_eq!(resolve_workdir(&root, None).unwrap(), root);
-        assert_eq!(resolve_workdir(&root, Some("sub")).unwrap(), root.join("sub"));
-        assert_eq!(resolve_workdir(&root, Some(root.join("sub").to_str().unwrap())).unwrap(), root.join("sub"));
+        assert_eq!(
+            resolve_workdir(&root, Some("sub")).unwrap(),
+            root.join("sub")
+        );
+        assert_eq!(
+            resolve_workdir(&root, Some(root.join("sub").to_str().unwrap())).unwrap(),
+            root.join("sub")
+        );
         for bad in ["..", "../proj-evil", "sub/../..", "/etc"] {
-            assert_eq!(resolve_workdir(&root, Some(bad)).unwrap_err().code(), "path_outside_root", "{bad}");
+            assert_eq!(
+                resolve_workdir(&root, Some(bad)).unwrap_err().code(),
+                "path_outside_root",
+                "{bad}"
+            );
         }
-        std::os::unix::fs::symlink(root.parent().unwrap().join("proj-evil"), root.join("link")).unwrap();
-        assert_eq!(resolve_workdir(&root, Some("link")).unwrap_err().code(), "path_outside_root");
-        assert_eq!(resolve_workdir(&root, Some("nope")).unwrap_err().code(), "not_found");
+        std::os::unix::fs::symlink(root.parent().unwrap().join("proj-evil"), root.join("link"))
+            .unwrap();
+        assert_eq!(
+            resolve_workdir(&root, Some("link")).unwrap_err().code(),
+            "path_outside_root"
+        );
+        assert_eq!(
+            resolve_workdir(&root, Some("nope")).unwrap_err().code(),
+            "not_found"
+        );
     }
 
     #[test]
     fn exit_descriptions() {
         let t = Duration::from_millis(1500);
-        assert_eq!(describe_exit(&ExitInfo { code: Some(3), signal: None, timed_out: false, timeout: t }), "Process exited with code 3");
-        assert!(describe_exit(&ExitInfo { code: None, signal: Some(9), timed_out: true, timeout: t }).starts_with("Process timed out after 1500 ms"));
         assert_eq!(
-            describe_exit(&ExitInfo { code: None, signal: Some(15), timed_out: false, timeout: t }),
+            describe_exit(&ExitInfo {
+                code: Some(3),
+                signal: None,
+                timed_out: false,
+                timeout: t
+            }),
+            "Process exited with code 3"
+        );
+        assert!(
+            describe_exit(&ExitInfo {
+                code: None,
+                signal: Some(9),
+                timed_out: true,
+                timeout: t
+            })
+            .starts_with("Process timed out after 1500 ms")
+        );
+        assert_eq!(
+            describe_exit(&ExitInfo {
+                code: None,
+                signal: Some(15),
+                timed_out: false,
+                timeout: t
+            }),
             "Process exited with code 143 (killed by signal 15)"
         );
     }

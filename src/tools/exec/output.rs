@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use crate::error::IoContext;
 use crate::Result;
+use crate::error::IoContext;
 
 /// Read size of the pipe reader thread, in bytes.
 const READ_CHUNK: usize = 64 * 1024;
@@ -39,11 +39,19 @@ pub(crate) struct HeadTail {
 impl HeadTail {
     pub(crate) fn new(capacity: usize) -> Self {
         let head_cap = capacity / 2;
-        Self { head_cap, tail_cap: capacity - head_cap, head: Vec::new(), tail: VecDeque::new() }
+        Self {
+            head_cap,
+            tail_cap: capacity - head_cap,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+        }
     }
 
     pub(crate) fn push(&mut self, mut chunk: &[u8]) {
-        let room = self.head_cap.saturating_sub(self.head.len()).min(chunk.len());
+        let room = self
+            .head_cap
+            .saturating_sub(self.head.len())
+            .min(chunk.len());
         self.head.extend_from_slice(&chunk[..room]);
         chunk = &chunk[room..];
         if chunk.is_empty() {
@@ -122,7 +130,8 @@ impl Output {
     /// Create the spool file (mode 0600, never overwriting) and the state; `window_cap` is
     /// the tool-output ceiling in bytes.
     pub(crate) fn create(spool_dir: &Path, cap: u64, window_cap: usize) -> Result<Arc<Output>> {
-        std::fs::create_dir_all(spool_dir).ctx(|| format!("creating spool directory {}", spool_dir.display()))?;
+        std::fs::create_dir_all(spool_dir)
+            .ctx(|| format!("creating spool directory {}", spool_dir.display()))?;
         let id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
         let path = spool_dir.join(format!("{id}.out"));
         std::fs::OpenOptions::new()
@@ -150,7 +159,10 @@ impl Output {
     }
 
     /// Start the thread that copies `pipe` into the spool and the window until EOF.
-    pub(crate) fn start_reader(self: &Arc<Self>, mut pipe: impl Read + Send + 'static) -> Result<()> {
+    pub(crate) fn start_reader(
+        self: &Arc<Self>,
+        mut pipe: impl Read + Send + 'static,
+    ) -> Result<()> {
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&self.path)
@@ -211,14 +223,23 @@ impl Output {
     pub(crate) fn take_window(&self) -> Window {
         let mut st = self.state.lock().expect("output lock");
         let (head, tail) = st.window.take();
-        let w = Window { from: st.cursor, to: st.total, head, tail };
+        let w = Window {
+            from: st.cursor,
+            to: st.total,
+            head,
+            tail,
+        };
         st.cursor = st.total;
         w
     }
 
     pub(crate) fn progress(&self) -> Progress {
         let st = self.state.lock().expect("output lock");
-        Progress { total: st.total, spooled: st.spooled, closed: st.closed }
+        Progress {
+            total: st.total,
+            spooled: st.spooled,
+            closed: st.closed,
+        }
     }
 
     /// Why bytes past `spooled` are missing from the spool, if any are.
@@ -243,7 +264,8 @@ impl Output {
     /// Render `window` within `budget` bytes of text; see [`render_window`].
     pub(crate) fn render(&self, w: &Window, budget: usize) -> String {
         let p = self.progress();
-        let (text, cut) = render_window(w, budget, &self.id, p.spooled, self.spool_stop().as_deref());
+        let (text, cut) =
+            render_window(w, budget, &self.id, p.spooled, self.spool_stop().as_deref());
         if cut {
             self.mark_cut();
         }
@@ -263,7 +285,9 @@ pub(crate) fn read_at(path: &Path, offset: u64, len: usize, limit: u64) -> Resul
     let mut buf = vec![0u8; n];
     let mut got = 0;
     while got < n {
-        let r = f.read_at(&mut buf[got..], offset + got as u64).ctx(|| format!("reading spool file {}", path.display()))?;
+        let r = f
+            .read_at(&mut buf[got..], offset + got as u64)
+            .ctx(|| format!("reading spool file {}", path.display()))?;
         if r == 0 {
             break;
         }
@@ -277,7 +301,13 @@ pub(crate) fn read_at(path: &Path, offset: u64, len: usize, limit: u64) -> Resul
 /// bytes as (lossy) UTF-8. Cut: the head, a one-line marker, the tail, and as **last line**
 /// either the exact `read_command_output` call that returns the omitted bytes or, when
 /// they were not spooled, which bytes were dropped and why.
-pub(crate) fn render_window(w: &Window, budget: usize, id: &str, spooled: u64, spool_stop: Option<&str>) -> (String, bool) {
+pub(crate) fn render_window(
+    w: &Window,
+    budget: usize,
+    id: &str,
+    spooled: u64,
+    spool_stop: Option<&str>,
+) -> (String, bool) {
     let n = w.to - w.from;
     let contiguous = (w.head.len() + w.tail.len()) as u64 == n;
     if contiguous {
@@ -287,12 +317,26 @@ pub(crate) fn render_window(w: &Window, budget: usize, id: &str, spooled: u64, s
         if used == all.len() {
             return (text, false);
         }
-        return (cut_text(w, &all, &all, budget, id, spooled, spool_stop), true);
+        return (
+            cut_text(w, &all, &all, budget, id, spooled, spool_stop),
+            true,
+        );
     }
-    (cut_text(w, &w.head, &w.tail, budget, id, spooled, spool_stop), true)
+    (
+        cut_text(w, &w.head, &w.tail, budget, id, spooled, spool_stop),
+        true,
+    )
 }
 
-fn cut_text(w: &Window, head: &[u8], tail: &[u8], budget: usize, id: &str, spooled: u64, spool_stop: Option<&str>) -> String {
+fn cut_text(
+    w: &Window,
+    head: &[u8],
+    tail: &[u8],
+    budget: usize,
+    id: &str,
+    spooled: u64,
+    spool_stop: Option<&str>,
+) -> String {
     let (head_text, head_used) = lossy_prefix(head, budget / 2, false);
     let (tail_text, tail_used) = lossy_suffix(tail, budget.saturating_sub(head_text.len()));
     let a = w.from + head_used as u64;
@@ -307,11 +351,16 @@ fn cut_text(w: &Window, head: &[u8], tail: &[u8], budget: usize, id: &str, spool
     let shown = format!("showing bytes {}-{a} and {b}-{} of {}", w.from, w.to, w.to);
     let line = if a < spooled.min(b) {
         let lost = if spooled < b {
-            format!("; bytes {spooled}-{b} were not spooled ({})", spool_stop.unwrap_or("spool stopped"))
+            format!(
+                "; bytes {spooled}-{b} were not spooled ({})",
+                spool_stop.unwrap_or("spool stopped")
+            )
         } else {
             String::new()
         };
-        format!("(output cut: {shown}{lost} — call read_command_output with output_id={id} offset={a} for the rest)")
+        format!(
+            "(output cut: {shown}{lost} — call read_command_output with output_id={id} offset={a} for the rest)"
+        )
     } else {
         format!(
             "(output cut: {shown}; bytes {a}-{b} are lost: {} — rerun the command with less output, e.g. through head, tail or grep)",
@@ -341,8 +390,10 @@ pub(crate) fn lossy_prefix(bytes: &[u8], max: usize, at_end: bool) -> (String, u
         if bad.is_empty() {
             continue;
         }
-        let incomplete_at_end =
-            used + bad.len() == bytes.len() && std::str::from_utf8(bad).err().is_some_and(|e| e.error_len().is_none());
+        let incomplete_at_end = used + bad.len() == bytes.len()
+            && std::str::from_utf8(bad)
+                .err()
+                .is_some_and(|e| e.error_len().is_none());
         if (incomplete_at_end && !at_end) || out.len() + 3 > max {
             break;
         }
@@ -411,18 +462,30 @@ mod tests {
         assert_eq!(lossy_prefix(&s[..8], 100, false), ("aé€".into(), 6));
         assert_eq!(lossy_prefix(&s[..8], 100, true), ("aé€\u{FFFD}".into(), 8));
         // Invalid bytes become U+FFFD and are counted.
-        assert_eq!(lossy_prefix(b"a\xffb", 100, false), ("a\u{FFFD}b".into(), 3));
-        assert_eq!(lossy_prefix(b"a\xff\xffb", 4, false), ("a\u{FFFD}".into(), 2));
+        assert_eq!(
+            lossy_prefix(b"a\xffb", 100, false),
+            ("a\u{FFFD}b".into(), 3)
+        );
+        assert_eq!(
+            lossy_prefix(b"a\xff\xffb", 4, false),
+            ("a\u{FFFD}".into(), 2)
+        );
     }
 
     #[test]
     fn lossy_prefix_pages_cover_everything_once() {
-        let text: String = (0..5000).map(|i| ["a", "é", "€", "😀", "\n"][i % 5]).collect();
+        let text: String = (0..5000)
+            .map(|i| ["a", "é", "€", "😀", "\n"][i % 5])
+            .collect();
         let bytes = text.as_bytes();
         let mut off = 0;
         let mut back = String::new();
         while off < bytes.len() {
-            let (t, used) = lossy_prefix(&bytes[off..(off + 37).min(bytes.len())], 37, off + 37 >= bytes.len());
+            let (t, used) = lossy_prefix(
+                &bytes[off..(off + 37).min(bytes.len())],
+                37,
+                off + 37 >= bytes.len(),
+            );
             assert!(t.len() <= 37 && used > 0);
             back.push_str(&t);
             off += used;
@@ -436,13 +499,24 @@ mod tests {
         assert_eq!(lossy_suffix(s, 4), ("😀".into(), 4));
         assert_eq!(lossy_suffix(s, 6), ("😀".into(), 4));
         assert_eq!(lossy_suffix(s, 7), ("€😀".into(), 7));
-        assert_eq!(lossy_suffix(b"\xff\xff\xff\xff", 6), ("\u{FFFD}\u{FFFD}".into(), 2));
+        assert_eq!(
+            lossy_suffix(b"\xff\xff\xff\xff", 6),
+            ("\u{FFFD}\u{FFFD}".into(), 2)
+        );
     }
 
     #[test]
     fn render_small_window_is_whole() {
-        let w = Window { from: 0, to: 5, head: b"hello".to_vec(), tail: vec![] };
-        assert_eq!(render_window(&w, 100, "ab", 5, None), ("hello".into(), false));
+        let w = Window {
+            from: 0,
+            to: 5,
+            head: b"hello".to_vec(),
+            tail: vec![],
+        };
+        assert_eq!(
+            render_window(&w, 100, "ab", 5, None),
+            ("hello".into(), false)
+        );
     }
 
     #[test]
@@ -451,16 +525,48 @@ mod tests {
         let mut ht = HeadTail::new(200);
         ht.push(&data);
         let (head, tail) = ht.take();
-        let w = Window { from: 0, to: 1000, head, tail };
+        let w = Window {
+            from: 0,
+            to: 1000,
+            head,
+            tail,
+        };
         let (text, cut) = render_window(&w, 100, "abc", 1000, None);
         assert!(cut);
         let last = text.lines().last().unwrap();
-        assert_eq!(last, "(output cut: showing bytes 0-50 and 950-1000 of 1000 — call read_command_output with output_id=abc offset=50 for the rest)");
+        assert_eq!(
+            last,
+            "(output cut: showing bytes 0-50 and 950-1000 of 1000 — call read_command_output with output_id=abc offset=50 for the rest)"
+        );
         assert!(text.starts_with(std::str::from_utf8(&data[..50]).unwrap()));
         // Nothing spooled past the head: the line says the bytes are lost, never silently.
-        let (text, _) = render_window(&w, 100, "abc", 40, Some("they went past exec.maxSpoolBytes = 40"));
-        assert!(text.lines().last().unwrap().contains("bytes 50-950 are lost: they went past exec.maxSpoolBytes = 40"), "{text}");
-        let (text, _) = render_window(&w, 100, "abc", 600, Some("they went past exec.maxSpoolBytes = 600"));
-        assert!(text.lines().last().unwrap().contains("bytes 600-950 were not spooled"), "{text}");
+        let (text, _) = render_window(
+            &w,
+            100,
+            "abc",
+            40,
+            Some("they went past exec.maxSpoolBytes = 40"),
+        );
+        assert!(
+            text.lines()
+                .last()
+                .unwrap()
+                .contains("bytes 50-950 are lost: they went past exec.maxSpoolBytes = 40"),
+            "{text}"
+        );
+        let (text, _) = render_window(
+            &w,
+            100,
+            "abc",
+            600,
+            Some("they went past exec.maxSpoolBytes = 600"),
+        );
+        assert!(
+            text.lines()
+                .last()
+                .unwrap()
+                .contains("bytes 600-950 were not spooled"),
+            "{text}"
+        );
     }
 }
