@@ -4,4 +4,5 @@ mod support;
 
 mod mcp_clients;
 mod mcp_transport;
+mod tools_exec;
 mod tools_fs;
