@@ -76,7 +76,11 @@ impl BenchArgs {
         if let Some(p) = &self.pi_dir {
             roots.pi_dir = Some(p.clone());
         }
-        let sources = if self.sources.is_empty() { Source::ALL.to_vec() } else { Source::parse_list(&self.sources)? };
+        let sources = if self.sources.is_empty() {
+            Source::ALL.to_vec()
+        } else {
+            Source::parse_list(&self.sources)?
+        };
         Ok(BenchOptions {
             budget: self.budget,
             sources,
@@ -146,7 +150,11 @@ pub struct Report {
 impl Report {
     /// Transcript bytes processed per second, in MB/s (10^6 bytes).
     pub fn throughput_mb_s(&self) -> f64 {
-        if self.elapsed_secs <= 0.0 { 0.0 } else { self.total.bytes as f64 / 1e6 / self.elapsed_secs }
+        if self.elapsed_secs <= 0.0 {
+            0.0
+        } else {
+            self.total.bytes as f64 / 1e6 / self.elapsed_secs
+        }
     }
 }
 
@@ -241,7 +249,16 @@ pub fn print(report: &Report, w: &mut impl Write) -> io::Result<()> {
     writeln!(
         w,
         "{:<7} {:<38} {:>9} {:>6} {:>9} {:>9} {:>7} {:>6} {:>9} {:>9}",
-        "source", "session", "bytes", "tools", "before", "after", "saving", "tool%", "sent", "sent+c"
+        "source",
+        "session",
+        "bytes",
+        "tools",
+        "before",
+        "after",
+        "saving",
+        "tool%",
+        "sent",
+        "sent+c"
     )?;
     let row = |w: &mut dyn Write, src: &str, id: &str, s: &SessionReport| -> io::Result<()> {
         let id: String = id.chars().take(38).collect();

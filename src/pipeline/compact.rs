@@ -35,7 +35,11 @@ const MARKER_RESERVE_TOKENS: usize = 16;
 
 /// The label of tool result `n` of tool `name`: `[tool <name> #<n>]`, plus ` (error)`.
 pub fn label(name: &str, n: usize, is_error: bool) -> String {
-    if is_error { format!("[tool {name} #{n}] (error)") } else { format!("[tool {name} #{n}]") }
+    if is_error {
+        format!("[tool {name} #{n}] (error)")
+    } else {
+        format!("[tool {name} #{n}]")
+    }
 }
 
 /// Fold runs of [`FOLD_MIN_RUN`]+ identical non-blank lines to the line plus
@@ -138,7 +142,11 @@ pub fn cap_head_tail(text: &str, budget: usize) -> Cow<'_, str> {
     }
     let middle = &text[head_end..tail_start];
     let head = &text[..head_end];
-    let sep = if head.is_empty() || head.ends_with('\n') { "" } else { "\n" };
+    let sep = if head.is_empty() || head.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
     let tail = &text[tail_start..];
     let nl = if tail.is_empty() { "" } else { "\n" };
     Cow::Owned(format!(
@@ -191,7 +199,10 @@ pub struct Compactor {
 impl Compactor {
     /// A compactor for one rollout with `budget` tokens per result (0 disables).
     pub fn new(budget: usize) -> Self {
-        Self { budget, seen: HashMap::new() }
+        Self {
+            budget,
+            seen: HashMap::new(),
+        }
     }
 
     /// The budget in tokens (0 = disabled).
@@ -207,14 +218,28 @@ impl Compactor {
         }
         if text.len() > DEDUP_MIN_CHARS && text.chars().count() > DEDUP_MIN_CHARS {
             if let Some(&first) = self.seen.get(text) {
-                let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+                let line = text
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim();
                 let quoted: String = line.chars().take(REF_FIRST_LINE_CHARS).collect();
-                let more = if line.chars().count() > REF_FIRST_LINE_CHARS { "…" } else { "" };
-                return Cow::Owned(format!("[identical to tool result #{first}: {quoted}{more}]"));
+                let more = if line.chars().count() > REF_FIRST_LINE_CHARS {
+                    "…"
+                } else {
+                    ""
+                };
+                return Cow::Owned(format!(
+                    "[identical to tool result #{first}: {quoted}{more}]"
+                ));
             }
             self.seen.insert(text.to_string(), n);
         }
-        let budget = if is_error { self.budget.saturating_mul(ERROR_BUDGET_FACTOR) } else { self.budget };
+        let budget = if is_error {
+            self.budget.saturating_mul(ERROR_BUDGET_FACTOR)
+        } else {
+            self.budget
+        };
         match fold_repeated_lines(text) {
             Cow::Borrowed(t) => cap_head_tail(t, budget),
             Cow::Owned(t) => Cow::Owned(cap_head_tail(&t, budget).into_owned()),
@@ -234,7 +259,10 @@ mod tests {
 
     #[test]
     fn folds_runs_of_three_or_more_non_blank_lines() {
-        assert_eq!(fold_repeated_lines("a\nx\nx\nx\nx\nb\n"), "a\nx\n[… same line ×4]\nb\n");
+        assert_eq!(
+            fold_repeated_lines("a\nx\nx\nx\nx\nb\n"),
+            "a\nx\n[… same line ×4]\nb\n"
+        );
         assert_eq!(fold_repeated_lines("x\nx\ny"), "x\nx\ny");
         assert_eq!(fold_repeated_lines("a\n\n\n\n\nb"), "a\n\n\n\n\nb");
         assert!(matches!(fold_repeated_lines("a\nb"), Cow::Borrowed(_)));
@@ -249,8 +277,18 @@ mod tests {
         let marker = out.lines().find(|l| l.starts_with("[… ")).unwrap();
         let kept = out.lines().filter(|l| !l.starts_with("[… ")).count();
         let omitted_lines = 5000 - kept;
-        let kept_bytes: usize = out.lines().filter(|l| !l.starts_with("[… ")).map(|l| l.len() + 1).sum();
-        assert_eq!(marker, format!("[… {omitted_lines} lines, {} bytes omitted …]", text.len() - kept_bytes));
+        let kept_bytes: usize = out
+            .lines()
+            .filter(|l| !l.starts_with("[… "))
+            .map(|l| l.len() + 1)
+            .sum();
+        assert_eq!(
+            marker,
+            format!(
+                "[… {omitted_lines} lines, {} bytes omitted …]",
+                text.len() - kept_bytes
+            )
+        );
         assert!(tokens::count(&out) <= 100 + 4, "{}", tokens::count(&out));
     }
 
@@ -268,7 +306,10 @@ mod tests {
         let mut c = Compactor::new(1000);
         let big = format!("first line of output\n{}", "y".repeat(300));
         assert_eq!(c.result(1, &big, false), big.as_str());
-        assert_eq!(c.result(2, &big, false), "[identical to tool result #1: first line of output]");
+        assert_eq!(
+            c.result(2, &big, false),
+            "[identical to tool result #1: first line of output]"
+        );
         let small = "short";
         assert_eq!(c.result(3, small, false), "short");
         assert_eq!(c.result(4, small, false), "short");

@@ -55,7 +55,9 @@ impl SourceRoots {
         let var = |k: &str, default: &[&str]| -> Option<PathBuf> {
             match std::env::var_os(k) {
                 Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-                _ => home.as_ref().map(|h| default.iter().fold(h.clone(), |p, s| p.join(s))),
+                _ => home
+                    .as_ref()
+                    .map(|h| default.iter().fold(h.clone(), |p, s| p.join(s))),
             }
         };
         Self {
@@ -76,13 +78,20 @@ impl SourceRoots {
                 .collect(),
             Source::Claude => self.claude_dir.iter().map(|d| d.join("projects")).collect(),
             Source::Pi => self.pi_dir.iter().map(|d| d.join("sessions")).collect(),
-            Source::Mcp => self.state_home.iter().map(|d| d.join(TRANSCRIPTS_DIR)).collect(),
+            Source::Mcp => self
+                .state_home
+                .iter()
+                .map(|d| d.join(TRANSCRIPTS_DIR))
+                .collect(),
         }
     }
 
     /// Which enabled source's directory contains `path`, if any.
     pub fn source_of(&self, path: &Path, enabled: &[Source]) -> Option<Source> {
-        enabled.iter().copied().find(|s| self.dirs(*s).iter().any(|d| path.starts_with(d)))
+        enabled
+            .iter()
+            .copied()
+            .find(|s| self.dirs(*s).iter().any(|d| path.starts_with(d)))
     }
 }
 
@@ -112,8 +121,16 @@ pub fn discover(roots: &SourceRoots, enabled: &[Source]) -> Vec<Candidate> {
     for &source in enabled {
         for dir in roots.dirs(source) {
             match source {
-                Source::Codex => walk(&dir, 6, &mut |p| name_matches(p, "rollout-"), source, &mut out),
-                Source::Claude => walk_exact(&dir, 2, &|p| !name_matches(p, "agent-"), source, &mut out),
+                Source::Codex => walk(
+                    &dir,
+                    6,
+                    &mut |p| name_matches(p, "rollout-"),
+                    source,
+                    &mut out,
+                ),
+                Source::Claude => {
+                    walk_exact(&dir, 2, &|p| !name_matches(p, "agent-"), source, &mut out)
+                }
                 Source::Pi => walk_exact(&dir, 2, &|_| true, source, &mut out),
                 Source::Mcp => walk(&dir, 6, &mut |_| true, source, &mut out),
             }
@@ -124,7 +141,9 @@ pub fn discover(roots: &SourceRoots, enabled: &[Source]) -> Vec<Candidate> {
 }
 
 fn name_matches(p: &Path, prefix: &str) -> bool {
-    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix))
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(prefix))
 }
 
 fn is_jsonl(p: &Path) -> bool {
@@ -155,7 +174,13 @@ fn push_file(e: &std::fs::DirEntry, source: Source, out: &mut Vec<Candidate>) {
 }
 
 /// Recursive walk (at most `depth` levels) collecting `*.jsonl` files accepted by `keep`.
-fn walk(dir: &Path, depth: usize, keep: &mut dyn FnMut(&Path) -> bool, source: Source, out: &mut Vec<Candidate>) {
+fn walk(
+    dir: &Path,
+    depth: usize,
+    keep: &mut dyn FnMut(&Path) -> bool,
+    source: Source,
+    out: &mut Vec<Candidate>,
+) {
     for e in read_dir(dir) {
         let Ok(ft) = e.file_type() else { continue };
         let p = e.path();
@@ -168,7 +193,13 @@ fn walk(dir: &Path, depth: usize, keep: &mut dyn FnMut(&Path) -> bool, source: S
 }
 
 /// Files exactly `depth` levels below `dir` (depth 2 = `dir/*/*.jsonl`).
-fn walk_exact(dir: &Path, depth: usize, keep: &dyn Fn(&Path) -> bool, source: Source, out: &mut Vec<Candidate>) {
+fn walk_exact(
+    dir: &Path,
+    depth: usize,
+    keep: &dyn Fn(&Path) -> bool,
+    source: Source,
+    out: &mut Vec<Candidate>,
+) {
     for e in read_dir(dir) {
         let Ok(ft) = e.file_type() else { continue };
         let p = e.path();
@@ -212,7 +243,12 @@ impl Ineligible {
 
 /// Whether `c` (with `meta` from [`super::sources::read_meta`]) may be extracted at `now`
 /// under `cfg`. Ages use the file's mtime, as upstream uses the thread's `updated_at`.
-pub fn eligibility(c: &Candidate, meta: &SessionMeta, cfg: &MemoriesConfig, now: DateTime<Utc>) -> Result<(), Ineligible> {
+pub fn eligibility(
+    c: &Candidate,
+    meta: &SessionMeta,
+    cfg: &MemoriesConfig,
+    now: DateTime<Utc>,
+) -> Result<(), Ineligible> {
     if !enabled_sources(cfg).contains(&c.source) {
         return Err(Ineligible::SourceDisabled);
     }
@@ -251,19 +287,26 @@ pub const DEFAULT_DEBOUNCE: Duration = Duration::from_secs(2);
 /// A running debounced watcher over the transcript directories. Dropping it (or
 /// cancelling its token) stops event delivery.
 pub struct Watcher {
-    debouncer: Option<Debouncer<notify_debouncer_full::notify::RecommendedWatcher, RecommendedCache>>,
+    debouncer:
+        Option<Debouncer<notify_debouncer_full::notify::RecommendedWatcher, RecommendedCache>>,
     watched: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for Watcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watcher").field("watched", &self.watched).finish()
+        f.debug_struct("Watcher")
+            .field("watched", &self.watched)
+            .finish()
     }
 }
 
 impl Watcher {
     /// Watch every source's directories with [`DEFAULT_DEBOUNCE`]; see [`Watcher::start_with`].
-    pub fn start(roots: &SourceRoots, tx: tokio::sync::mpsc::Sender<WatchEvent>, cancel: CancellationToken) -> Result<Self> {
+    pub fn start(
+        roots: &SourceRoots,
+        tx: tokio::sync::mpsc::Sender<WatchEvent>,
+        cancel: CancellationToken,
+    ) -> Result<Self> {
         Self::start_with(roots, &Source::ALL, DEFAULT_DEBOUNCE, tx, cancel)
     }
 
@@ -299,7 +342,9 @@ impl Watcher {
             let mut by_source: Vec<(Source, Vec<PathBuf>)> = Vec::new();
             for ev in events {
                 for p in &ev.event.paths {
-                    let Some((s, _)) = dirs.iter().find(|(_, d)| p.starts_with(d)) else { continue };
+                    let Some((s, _)) = dirs.iter().find(|(_, d)| p.starts_with(d)) else {
+                        continue;
+                    };
                     let slot = match by_source.iter_mut().position(|(x, _)| x == s) {
                         Some(i) => &mut by_source[i].1,
                         None => {
@@ -326,14 +371,21 @@ impl Watcher {
                 }
                 match debouncer.watch(&d, RecursiveMode::Recursive) {
                     Ok(()) => {
-                        map.lock().unwrap_or_else(|p| p.into_inner()).push((s, d.clone()));
+                        map.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((s, d.clone()));
                         watched.push(d);
                     }
-                    Err(e) => tracing::warn!(dir = %d.display(), error = %e, "cannot watch transcript directory"),
+                    Err(e) => {
+                        tracing::warn!(dir = %d.display(), error = %e, "cannot watch transcript directory")
+                    }
                 }
             }
         }
-        Ok(Self { debouncer: Some(debouncer), watched })
+        Ok(Self {
+            debouncer: Some(debouncer),
+            watched,
+        })
     }
 
     /// Directories being watched.

@@ -40,13 +40,27 @@ fn keyish(s: &str) -> bool {
 /// Values of `password=`-style pairs: not a placeholder or a plain short word.
 fn pair_value(v: &str) -> bool {
     let lower = v.to_ascii_lowercase();
-    if v.starts_with("[REDACTED") || v.starts_with('$') || v.starts_with('<') || v.starts_with("{{") {
+    if v.starts_with("[REDACTED") || v.starts_with('$') || v.starts_with('<') || v.starts_with("{{")
+    {
         return false;
     }
-    if matches!(lower.as_str(), "null" | "none" | "true" | "false" | "undefined" | "required" | "optional" | "string" | "redacted") {
+    if matches!(
+        lower.as_str(),
+        "null"
+            | "none"
+            | "true"
+            | "false"
+            | "undefined"
+            | "required"
+            | "optional"
+            | "string"
+            | "redacted"
+    ) {
         return false;
     }
-    if v.chars().all(|c| c == '*' || c == 'x' || c == 'X' || c == '.') {
+    if v.chars()
+        .all(|c| c == '*' || c == 'x' || c == 'X' || c == '.')
+    {
         return false;
     }
     // A word of letters only must be long to count (prose: "token: see below").
@@ -68,13 +82,21 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             any,
         ),
         // JWT: three base64url segments, the first two JSON objects (`eyJ`).
-        r(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", false, any),
+        r(
+            r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+            false,
+            any,
+        ),
         // OpenAI / Anthropic / OpenRouter (`sk-`, `sk-proj-`, `sk-ant-api03-`, `sk-or-v1-`).
         r(r"\bsk-[A-Za-z0-9_-]{20,}", false, keyish),
         // Google API keys.
         r(r"\bAIza[0-9A-Za-z_-]{35}", false, any),
         // GitHub tokens.
-        r(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", false, any),
+        r(
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+            false,
+            any,
+        ),
         // Slack tokens.
         r(r"\bxox[abposre]-[A-Za-z0-9-]{10,}", false, keyish),
         // AWS access key ids.
@@ -82,10 +104,14 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // Bearer tokens (keep the scheme word).
         r(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/-]{12,}=*)", true, keyish),
         // URL credentials: keep `scheme://user:`, redact the password.
-        r(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)([^@\s/]{3,})@", true, any),
-        // key=value / key: value pairs, plain, quoted or JSON-escaped; keep the key.
         r(
-            r#"(?i)((?:password|passwd|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token)\b\\?["']?\s*[:=]\s*\\?["']?)([^\s"'\\,;&}\]]+)"#,
+            r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^@\s/]{3,})@",
+            true,
+            any,
+        ),
+        // key=value / key: value pairs, plain, quoted or JSON-escaped (any depth); keep the key.
+        r(
+            r#"(?i)((?:password|passwd|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token)\b(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)([^\s"'\\,;&}\]]+)"#,
             true,
             pair_value,
         ),
@@ -136,11 +162,30 @@ mod tests {
 
     #[test]
     fn keeps_key_names_and_schemes() {
-        assert_eq!(redact("DB_PASSWORD=hunter2!"), "DB_PASSWORD=[REDACTED_SECRET]");
-        assert_eq!(redact(r#"{"api_key": "abc123def"}"#), r#"{"api_key": "[REDACTED_SECRET]"}"#);
-        assert_eq!(redact(r#"{\"token\":\"t0k3n-value\"}"#), r#"{\"token\":\"[REDACTED_SECRET]\"}"#);
-        assert_eq!(redact("Authorization: Bearer abcdef0123456789xyz"), "Authorization: Bearer [REDACTED_SECRET]");
-        assert_eq!(redact("postgres://app:s3cretpw@db:5432/x"), "postgres://app:[REDACTED_SECRET]@db:5432/x");
+        assert_eq!(
+            redact("DB_PASSWORD=hunter2!"),
+            "DB_PASSWORD=[REDACTED_SECRET]"
+        );
+        assert_eq!(
+            redact(r#"{"api_key": "abc123def"}"#),
+            r#"{"api_key": "[REDACTED_SECRET]"}"#
+        );
+        assert_eq!(
+            redact(r#"{\"token\":\"t0k3n-value\"}"#),
+            r#"{\"token\":\"[REDACTED_SECRET]\"}"#
+        );
+        assert_eq!(
+            redact(r#"{\\\"token\\\":\\\"t0k3n-value\\\"}"#),
+            r#"{\\\"token\\\":\\\"[REDACTED_SECRET]\\\"}"#
+        );
+        assert_eq!(
+            redact("Authorization: Bearer abcdef0123456789xyz"),
+            "Authorization: Bearer [REDACTED_SECRET]"
+        );
+        assert_eq!(
+            redact("postgres://app:s3cretpw@db:5432/x"),
+            "postgres://app:[REDACTED_SECRET]@db:5432/x"
+        );
     }
 
     #[test]

@@ -75,7 +75,11 @@ pub struct Rendered {
 
 /// Render `rollout` for phase 1 with `tool_result_token_budget` tokens per tool result
 /// (0 disables compaction) and the cap of [`input_token_limit`]`(context_window)`.
-pub fn render(rollout: &Rollout, tool_result_token_budget: usize, context_window: Option<usize>) -> Rendered {
+pub fn render(
+    rollout: &Rollout,
+    tool_result_token_budget: usize,
+    context_window: Option<usize>,
+) -> Rendered {
     let mut compactor = Compactor::new(tool_result_token_budget);
     let mut numbers: HashMap<&str, usize> = HashMap::new();
     let mut next = 0usize;
@@ -88,14 +92,22 @@ pub fn render(rollout: &Rollout, tool_result_token_budget: usize, context_window
     for item in &rollout.items {
         match item {
             Item::User { text: t } | Item::Assistant { text: t } => {
-                let header = if matches!(item, Item::User { .. }) { "[user]" } else { "[assistant]" };
+                let header = if matches!(item, Item::User { .. }) {
+                    "[user]"
+                } else {
+                    "[assistant]"
+                };
                 let body = redact(t);
                 let n = tokens::count(header) + tokens::count(&body) + 1;
                 before += n;
                 after += n;
                 push(&mut text, header, &body);
             }
-            Item::ToolCall { call_id, name, args } => {
+            Item::ToolCall {
+                call_id,
+                name,
+                args,
+            } => {
                 let n = number_for(&mut numbers, &mut next, call_id);
                 call_names.insert(call_id.as_str(), name.as_str());
                 let header = format!("[tool call {name} #{n}]");
@@ -105,15 +117,27 @@ pub fn render(rollout: &Rollout, tool_result_token_budget: usize, context_window
                 after += c;
                 push(&mut text, &header, &body);
             }
-            Item::ToolResult { call_id, name, text: t, is_error } => {
+            Item::ToolResult {
+                call_id,
+                name,
+                text: t,
+                is_error,
+            } => {
                 let n = number_for(&mut numbers, &mut next, call_id);
-                let name = name.as_deref().or_else(|| call_names.get(call_id.as_str()).copied()).unwrap_or("tool");
+                let name = name
+                    .as_deref()
+                    .or_else(|| call_names.get(call_id.as_str()).copied())
+                    .unwrap_or("tool");
                 let header = compact::label(name, n, *is_error);
                 let redacted = redact(t);
                 let compacted = compactor.result(n, &redacted, *is_error);
                 let head = tokens::count(&header) + 1;
                 let tb = tokens::count(&redacted);
-                let ta = if compacted == redacted { tb } else { tokens::count(&compacted) };
+                let ta = if compacted == redacted {
+                    tb
+                } else {
+                    tokens::count(&compacted)
+                };
                 results += 1;
                 if compacted != redacted {
                     changed += 1;
@@ -151,7 +175,11 @@ pub fn render(rollout: &Rollout, tool_result_token_budget: usize, context_window
 
 /// The number of `call_id` (a call and its result share one); a new number for an unseen
 /// or empty id.
-fn number_for<'a>(numbers: &mut HashMap<&'a str, usize>, next: &mut usize, call_id: &'a str) -> usize {
+fn number_for<'a>(
+    numbers: &mut HashMap<&'a str, usize>,
+    next: &mut usize,
+    call_id: &'a str,
+) -> usize {
     if !call_id.is_empty()
         && let Some(&n) = numbers.get(call_id)
     {
@@ -209,10 +237,21 @@ mod tests {
     #[test]
     fn layout_numbers_calls_and_results_and_redacts() {
         let r = rollout(vec![
-            Item::User { text: "my key is sk-proj-abcdefghij0123456789XYZ".into() },
+            Item::User {
+                text: "my key is sk-proj-abcdefghij0123456789XYZ".into(),
+            },
             Item::Assistant { text: "ok".into() },
-            Item::ToolCall { call_id: "c1".into(), name: "exec".into(), args: "{\"cmd\":\"false\"}".into() },
-            Item::ToolResult { call_id: "c1".into(), name: None, text: "boom".into(), is_error: true },
+            Item::ToolCall {
+                call_id: "c1".into(),
+                name: "exec".into(),
+                args: "{\"cmd\":\"false\"}".into(),
+            },
+            Item::ToolResult {
+                call_id: "c1".into(),
+                name: None,
+                text: "boom".into(),
+                is_error: true,
+            },
         ]);
         let out = render(&r, 1000, None);
         assert_eq!(
@@ -225,11 +264,17 @@ mod tests {
 
     #[test]
     fn whole_input_cap_keeps_head_and_tail() {
-        let mut items = vec![Item::User { text: "FIRST".into() }];
+        let mut items = vec![Item::User {
+            text: "FIRST".into(),
+        }];
         for i in 0..400 {
-            items.push(Item::Assistant { text: format!("step {i} {}", "word ".repeat(40)) });
+            items.push(Item::Assistant {
+                text: format!("step {i} {}", "word ".repeat(40)),
+            });
         }
-        items.push(Item::User { text: "LAST".into() });
+        items.push(Item::User {
+            text: "LAST".into(),
+        });
         let out = render(&rollout(items), 1000, Some(2000));
         assert!(out.capped);
         assert!(out.text.starts_with("[user]\nFIRST\n"));

@@ -83,13 +83,23 @@ pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) 
         }
     }
     let p = ctx.rollout.path.to_string_lossy().replace('\\', "/");
-    let file = ctx.rollout.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let file = ctx
+        .rollout
+        .path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
     ctx.rollout.is_subagent =
         p.contains("/subagents/") || file.starts_with("agent-") || (side > 0 && main == 0);
     Ok(())
 }
 
-fn user(rec: &Map<String, Value>, msg: &Map<String, Value>, ctx: &mut ParseCtx, names: &HashMap<String, String>) {
+fn user(
+    rec: &Map<String, Value>,
+    msg: &Map<String, Value>,
+    ctx: &mut ParseCtx,
+    names: &HashMap<String, String>,
+) {
     let flag = |k: &str| rec.get(k).and_then(Value::as_bool) == Some(true);
     if flag("isMeta") || flag("isCompactSummary") || flag("isVisibleInTranscriptOnly") {
         ctx.stats.filtered += 1;
@@ -110,11 +120,23 @@ fn user(rec: &Map<String, Value>, msg: &Map<String, Value>, ctx: &mut ParseCtx, 
                         }
                     }
                     "tool_result" => {
-                        let call_id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_string();
-                        let text = b.get("content").map(|c| content_text(c, &mut ctx.stats.filtered)).unwrap_or_default();
+                        let call_id = b
+                            .get("tool_use_id")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string();
+                        let text = b
+                            .get("content")
+                            .map(|c| content_text(c, &mut ctx.stats.filtered))
+                            .unwrap_or_default();
                         let is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
                         let name = names.get(&call_id).cloned();
-                        ctx.rollout.items.push(Item::ToolResult { call_id, name, text, is_error });
+                        ctx.rollout.items.push(Item::ToolResult {
+                            call_id,
+                            name,
+                            text,
+                            is_error,
+                        });
                     }
                     _ => ctx.stats.filtered += 1,
                 }
@@ -131,7 +153,9 @@ fn push_user(t: &str, ctx: &mut ParseCtx) {
     if is_injected_context(t) {
         ctx.stats.filtered += 1;
     } else if !t.trim().is_empty() {
-        ctx.rollout.items.push(Item::User { text: t.to_string() });
+        ctx.rollout.items.push(Item::User {
+            text: t.to_string(),
+        });
     }
 }
 
@@ -141,7 +165,11 @@ fn assistant(
     names: &mut HashMap<String, String>,
     seen: &mut HashSet<(String, u64)>,
 ) {
-    let mid = msg.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+    let mid = msg
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let blocks: Vec<Value> = match msg.get("content") {
         Some(Value::Array(b)) => b.clone(),
         Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
@@ -155,14 +183,28 @@ fn assistant(
             "text" => {
                 let t = b.get("text").and_then(Value::as_str).unwrap_or("");
                 if !t.trim().is_empty() {
-                    ctx.rollout.items.push(Item::Assistant { text: t.to_string() });
+                    ctx.rollout.items.push(Item::Assistant {
+                        text: t.to_string(),
+                    });
                 }
             }
             "tool_use" | "server_tool_use" => {
-                let call_id = b.get("id").and_then(Value::as_str).unwrap_or("").to_string();
-                let name = b.get("name").and_then(Value::as_str).unwrap_or("tool").to_string();
+                let call_id = b
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let name = b
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("tool")
+                    .to_string();
                 names.insert(call_id.clone(), name.clone());
-                ctx.rollout.items.push(Item::ToolCall { call_id, name, args: args_text(b.get("input")) });
+                ctx.rollout.items.push(Item::ToolCall {
+                    call_id,
+                    name,
+                    args: args_text(b.get("input")),
+                });
             }
             _ => ctx.stats.filtered += 1,
         }

@@ -28,12 +28,25 @@ use crate::Result;
 use crate::pipeline::rollout::Item;
 
 /// Envelope types that carry no conversation.
-const IGNORED_TYPES: &[&str] =
-    &["event_msg", "turn_context", "world_state", "token_usage_record", "compacted"];
+const IGNORED_TYPES: &[&str] = &[
+    "event_msg",
+    "turn_context",
+    "world_state",
+    "token_usage_record",
+    "compacted",
+];
 
 /// Response item types upstream excludes from memories.
-const DROPPED_ITEMS: &[&str] =
-    &["reasoning", "image_generation_call", "ghost_snapshot", "compaction", "context_compaction", "compaction_trigger", "additional_tools", "configuration_update"];
+const DROPPED_ITEMS: &[&str] = &[
+    "reasoning",
+    "image_generation_call",
+    "ghost_snapshot",
+    "compaction",
+    "context_compaction",
+    "compaction_trigger",
+    "additional_tools",
+    "configuration_update",
+];
 
 /// Response item types recognised in envelope-less (older) rollouts.
 const BARE_ITEM_TYPES: &[&str] = &[
@@ -82,7 +95,8 @@ fn meta(p: &Map<String, Value>, ctx: &mut ParseCtx) {
     if let Some(ts) = p.get("timestamp").and_then(super::parse_ts) {
         ctx.rollout.started_at = Some(ts);
     }
-    ctx.rollout.is_subagent = is_subagent_source(p.get("source")) || is_subagent_source(p.get("thread_source"));
+    ctx.rollout.is_subagent =
+        is_subagent_source(p.get("source")) || is_subagent_source(p.get("thread_source"));
     ctx.rollout.is_ephemeral = p.get("ephemeral").and_then(Value::as_bool).unwrap_or(false);
 }
 
@@ -104,7 +118,12 @@ fn is_subagent_source(v: Option<&Value>) -> bool {
 
 fn item(p: &Map<String, Value>, ctx: &mut ParseCtx, names: &mut HashMap<String, String>) {
     let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
-    let call_id = p.get("call_id").or_else(|| p.get("id")).and_then(Value::as_str).unwrap_or("").to_string();
+    let call_id = p
+        .get("call_id")
+        .or_else(|| p.get("id"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     match ty {
         "message" => message(p, ctx),
         "function_call" | "custom_tool_call" => {
@@ -115,27 +134,48 @@ fn item(p: &Map<String, Value>, ctx: &mut ParseCtx, names: &mut HashMap<String, 
             };
             let args = args_text(p.get("arguments").or_else(|| p.get("input")));
             names.insert(call_id.clone(), name.clone());
-            ctx.rollout.items.push(Item::ToolCall { call_id, name, args });
+            ctx.rollout.items.push(Item::ToolCall {
+                call_id,
+                name,
+                args,
+            });
         }
         "local_shell_call" => {
             let args = args_text(p.get("action"));
             names.insert(call_id.clone(), "shell".into());
-            ctx.rollout.items.push(Item::ToolCall { call_id, name: "shell".into(), args });
+            ctx.rollout.items.push(Item::ToolCall {
+                call_id,
+                name: "shell".into(),
+                args,
+            });
         }
         "web_search_call" => {
             let args = args_text(p.get("action"));
-            ctx.rollout.items.push(Item::ToolCall { call_id, name: "web_search".into(), args });
+            ctx.rollout.items.push(Item::ToolCall {
+                call_id,
+                name: "web_search".into(),
+                args,
+            });
         }
         "tool_search_call" => {
             let args = args_text(p.get("arguments"));
             names.insert(call_id.clone(), "tool_search".into());
-            ctx.rollout.items.push(Item::ToolCall { call_id, name: "tool_search".into(), args });
+            ctx.rollout.items.push(Item::ToolCall {
+                call_id,
+                name: "tool_search".into(),
+                args,
+            });
         }
         "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
             let raw = p.get("output").or_else(|| p.get("tools"));
             let (text, is_error) = output(raw, &mut ctx.stats.filtered);
             let name = names.get(&call_id).cloned();
-            ctx.rollout.items.push(Item::ToolResult { call_id, name, text, is_error });
+            ctx.rollout.items.push(Item::ToolResult {
+                call_id,
+                name,
+                text,
+                is_error,
+            });
         }
         t if DROPPED_ITEMS.contains(&t) => ctx.stats.filtered += 1,
         _ => ctx.stats.skipped_unknown += 1,
@@ -173,7 +213,9 @@ fn message(p: &Map<String, Value>, ctx: &mut ParseCtx) {
             }
         }
         "assistant" => {
-            let text = parts.map(|c| content_text(c, &mut ctx.stats.filtered)).unwrap_or_default();
+            let text = parts
+                .map(|c| content_text(c, &mut ctx.stats.filtered))
+                .unwrap_or_default();
             if !text.trim().is_empty() {
                 ctx.rollout.items.push(Item::Assistant { text });
             }
@@ -190,7 +232,9 @@ fn metadata_marks_context(p: &Map<String, Value>) -> bool {
         .and_then(|m| m.get("content_item_kinds"))
         .and_then(Value::as_array);
     match kinds {
-        Some(k) if !k.is_empty() => k.iter().all(|k| k.as_str().is_some_and(|s| !s.starts_with("user."))),
+        Some(k) if !k.is_empty() => k
+            .iter()
+            .all(|k| k.as_str().is_some_and(|s| !s.starts_with("user."))),
         _ => false,
     }
 }
@@ -204,15 +248,25 @@ fn output(v: Option<&Value>, dropped: &mut usize) -> (String, bool) {
             if s.starts_with("{\"output\"")
                 && let Ok(Value::Object(o)) = serde_json::from_str::<Value>(s)
             {
-                let text = o.get("output").and_then(Value::as_str).unwrap_or("").to_string();
-                let code = o.get("metadata").and_then(|m| m.get("exit_code")).and_then(Value::as_i64);
+                let text = o
+                    .get("output")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let code = o
+                    .get("metadata")
+                    .and_then(|m| m.get("exit_code"))
+                    .and_then(Value::as_i64);
                 return (text, code.is_some_and(|c| c != 0));
             }
             let err = exit_code_header(s).is_some_and(|c| c != 0);
             (s.clone(), err)
         }
         Some(Value::Object(o)) => {
-            let text = o.get("content").map(|c| content_text(c, dropped)).unwrap_or_default();
+            let text = o
+                .get("content")
+                .map(|c| content_text(c, dropped))
+                .unwrap_or_default();
             let failed = o.get("success").and_then(Value::as_bool) == Some(false);
             let err = failed || exit_code_header(&text).is_some_and(|c| c != 0);
             (text, err)
@@ -226,7 +280,12 @@ fn output(v: Option<&Value>, dropped: &mut usize) -> (String, bool) {
 /// The exit code from the `Process exited with code N` header Codex's exec tools write
 /// in the first lines of their output.
 fn exit_code_header(s: &str) -> Option<i64> {
-    s.lines().take(6).find_map(|l| l.strip_prefix("Process exited with code ")?.trim().parse().ok())
+    s.lines().take(6).find_map(|l| {
+        l.strip_prefix("Process exited with code ")?
+            .trim()
+            .parse()
+            .ok()
+    })
 }
 
 #[cfg(test)]
@@ -235,13 +294,21 @@ mod tests {
 
     #[test]
     fn exit_code_header_is_read_from_the_first_lines() {
-        assert_eq!(exit_code_header("Chunk ID: a\nWall time: 1\nProcess exited with code 1\nOutput:\nx"), Some(1));
-        assert_eq!(exit_code_header("Output:\nProcess exited with code 1 is what I printed"), None);
+        assert_eq!(
+            exit_code_header("Chunk ID: a\nWall time: 1\nProcess exited with code 1\nOutput:\nx"),
+            Some(1)
+        );
+        assert_eq!(
+            exit_code_header("Output:\nProcess exited with code 1 is what I printed"),
+            None
+        );
     }
 
     #[test]
     fn subagent_sources_are_recognised() {
-        assert!(is_subagent_source(Some(&serde_json::json!({"subagent": "review"}))));
+        assert!(is_subagent_source(Some(
+            &serde_json::json!({"subagent": "review"})
+        )));
         assert!(!is_subagent_source(Some(&serde_json::json!("cli"))));
         assert!(!is_subagent_source(Some(&serde_json::json!("exec"))));
     }

@@ -59,17 +59,26 @@ impl TranscriptWriter {
     }
 
     /// [`TranscriptWriter::open`] with an explicit clock (tests).
-    pub fn open_at(home: &Path, session_id: &str, cwd: Option<&Path>, now: DateTime<Utc>) -> Result<Self> {
+    pub fn open_at(
+        home: &Path,
+        session_id: &str,
+        cwd: Option<&Path>,
+        now: DateTime<Utc>,
+    ) -> Result<Self> {
         let ok = !session_id.is_empty()
             && session_id.len() <= 128
             && !session_id.starts_with('.')
-            && session_id.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+            && session_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
         if !ok {
             return Err(Error::InvalidArgument(format!(
                 "session_id \"{session_id}\" must be 1-128 chars of [A-Za-z0-9._-] not starting with '.'"
             )));
         }
-        let dir = home.join(TRANSCRIPTS_DIR).join(now.format("%Y/%m/%d").to_string());
+        let dir = home
+            .join(TRANSCRIPTS_DIR)
+            .join(now.format("%Y/%m/%d").to_string());
         std::fs::create_dir_all(&dir).ctx(|| format!("creating {}", dir.display()))?;
         let path = dir.join(format!("{session_id}.jsonl"));
         let file = OpenOptions::new()
@@ -77,8 +86,15 @@ impl TranscriptWriter {
             .append(true)
             .open(&path)
             .ctx(|| format!("opening transcript {}", path.display()))?;
-        let len = file.metadata().ctx(|| format!("reading metadata of {}", path.display()))?.len();
-        let w = Self { path, file: Mutex::new(file), seq: AtomicU64::new(0) };
+        let len = file
+            .metadata()
+            .ctx(|| format!("reading metadata of {}", path.display()))?
+            .len();
+        let w = Self {
+            path,
+            file: Mutex::new(file),
+            seq: AtomicU64::new(0),
+        };
         if len == 0 {
             let header = json!({
                 "type": "session",
@@ -102,7 +118,13 @@ impl TranscriptWriter {
     ///
     /// Errors: [`Error::Io`] when the append fails (the caller should log and go on: a
     /// transcript is never worth failing a tool call for).
-    pub fn record_call(&self, tool: &str, args_json: &str, result_text: &str, is_error: bool) -> Result<()> {
+    pub fn record_call(
+        &self,
+        tool: &str,
+        args_json: &str,
+        result_text: &str,
+        is_error: bool,
+    ) -> Result<()> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let line = json!({
             "type": "call",
@@ -117,11 +139,13 @@ impl TranscriptWriter {
     }
 
     fn append(&self, v: &Value) -> Result<()> {
-        let mut line = serde_json::to_vec(v).map_err(|e| Error::InvalidArgument(format!("transcript line: {e}")))?;
+        let mut line = serde_json::to_vec(v)
+            .map_err(|e| Error::InvalidArgument(format!("transcript line: {e}")))?;
         line.push(b'\n');
         let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
         // One write call per line: with O_APPEND the kernel places it at the end atomically.
-        f.write_all(&line).ctx(|| format!("appending to {}", self.path.display()))
+        f.write_all(&line)
+            .ctx(|| format!("appending to {}", self.path.display()))
     }
 }
 
@@ -134,7 +158,11 @@ fn bound(s: &str) -> String {
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}{}", &s[..end], CUT_MARKER.replace("{}", &(s.len() - end).to_string()))
+    format!(
+        "{}{}",
+        &s[..end],
+        CUT_MARKER.replace("{}", &(s.len() - end).to_string())
+    )
 }
 
 pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) -> Result<()> {
@@ -157,14 +185,25 @@ pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) 
             "call" => {
                 ctx.saw_timestamp(rec.get("ts"));
                 let call_id = rec.get("seq").map(|s| s.to_string()).unwrap_or_default();
-                let name = rec.get("tool").and_then(Value::as_str).unwrap_or("tool").to_string();
+                let name = rec
+                    .get("tool")
+                    .and_then(Value::as_str)
+                    .unwrap_or("tool")
+                    .to_string();
                 let s = |k: &str| rec.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                ctx.rollout.items.push(Item::ToolCall { call_id: call_id.clone(), name: name.clone(), args: s("args") });
+                ctx.rollout.items.push(Item::ToolCall {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    args: s("args"),
+                });
                 ctx.rollout.items.push(Item::ToolResult {
                     call_id,
                     name: Some(name),
                     text: s("result"),
-                    is_error: rec.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                    is_error: rec
+                        .get("is_error")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
                 });
             }
             _ => ctx.stats.skipped_unknown += 1,
@@ -181,7 +220,10 @@ mod tests {
     fn bound_cuts_at_char_boundary_with_marker() {
         let s = "é".repeat(MAX_FIELD_BYTES); // 2 bytes each
         let b = bound(&s);
-        assert!(b.ends_with(&format!("[… {} bytes cut by codex-free transcript limit]", s.len() - MAX_FIELD_BYTES)));
+        assert!(b.ends_with(&format!(
+            "[… {} bytes cut by codex-free transcript limit]",
+            s.len() - MAX_FIELD_BYTES
+        )));
         assert!(b.len() < MAX_FIELD_BYTES + 80);
     }
 
@@ -189,7 +231,12 @@ mod tests {
     fn rejects_path_like_session_ids() {
         let d = tempfile::tempdir().unwrap();
         for bad in ["../x", "a/b", "", ".hidden"] {
-            assert_eq!(TranscriptWriter::open(d.path(), bad, None).unwrap_err().code(), "invalid_argument");
+            assert_eq!(
+                TranscriptWriter::open(d.path(), bad, None)
+                    .unwrap_err()
+                    .code(),
+                "invalid_argument"
+            );
         }
     }
 }

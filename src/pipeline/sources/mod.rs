@@ -39,7 +39,10 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        Self { max_line_bytes: MAX_LINE_BYTES, max_lines: None }
+        Self {
+            max_line_bytes: MAX_LINE_BYTES,
+            max_lines: None,
+        }
     }
 }
 
@@ -69,7 +72,9 @@ pub fn parse_file(path: &Path, source: Source) -> Result<Rollout> {
 /// [`parse_file`] with explicit reader limits.
 pub fn parse_file_with(path: &Path, source: Source, opts: &ReadOptions) -> Result<Rollout> {
     let file = File::open(path).ctx(|| format!("opening transcript {}", path.display()))?;
-    let md = file.metadata().ctx(|| format!("reading metadata of {}", path.display()))?;
+    let md = file
+        .metadata()
+        .ctx(|| format!("reading metadata of {}", path.display()))?;
     let mtime: DateTime<Utc> = md.modified().unwrap_or(SystemTime::UNIX_EPOCH).into();
     let mut ctx = ParseCtx::new(path, source, md.len(), mtime);
     let mut lines = JsonlReader::new(BufReader::with_capacity(256 << 10, file), *opts);
@@ -92,7 +97,10 @@ pub fn parse_file_with(path: &Path, source: Source, opts: &ReadOptions) -> Resul
 ///
 /// Errors: as [`parse_file`].
 pub fn read_meta(path: &Path, source: Source) -> Result<SessionMeta> {
-    let opts = ReadOptions { max_line_bytes: 4 << 20, max_lines: Some(64) };
+    let opts = ReadOptions {
+        max_line_bytes: 4 << 20,
+        max_lines: Some(64),
+    };
     let r = parse_file_with(path, source, &opts)?;
     Ok(SessionMeta {
         id: r.id,
@@ -112,7 +120,10 @@ pub(crate) struct ParseCtx {
 
 impl ParseCtx {
     fn new(path: &Path, source: Source, size: u64, mtime: DateTime<Utc>) -> Self {
-        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         Self {
             rollout: Rollout {
                 id: stem,
@@ -178,7 +189,9 @@ impl ParseCtx {
 /// Parse an RFC 3339 string or a Unix time in seconds/milliseconds.
 pub(crate) fn parse_ts(v: &Value) -> Option<DateTime<Utc>> {
     match v {
-        Value::String(s) => DateTime::parse_from_rfc3339(s).ok().map(|d| d.with_timezone(&Utc)),
+        Value::String(s) => DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|d| d.with_timezone(&Utc)),
         Value::Number(n) => {
             let n = n.as_i64()?;
             if n > 100_000_000_000 {
@@ -216,7 +229,15 @@ pub(crate) struct JsonlReader<R> {
 
 impl<R: BufRead> JsonlReader<R> {
     pub(crate) fn new(inner: R, opts: ReadOptions) -> Self {
-        Self { inner, opts, buf: Vec::new(), done: false, lines: 0, non_utf8: 0, oversized: 0 }
+        Self {
+            inner,
+            opts,
+            buf: Vec::new(),
+            done: false,
+            lines: 0,
+            non_utf8: 0,
+            oversized: 0,
+        }
     }
 
     /// Next line, or `None` at end of file (or at the `max_lines` limit).
@@ -268,7 +289,11 @@ impl<R: BufRead> JsonlReader<R> {
     }
 
     fn decode(&mut self) -> Line {
-        let bytes = if self.buf.last() == Some(&b'\r') { &self.buf[..self.buf.len() - 1] } else { &self.buf[..] };
+        let bytes = if self.buf.last() == Some(&b'\r') {
+            &self.buf[..self.buf.len() - 1]
+        } else {
+            &self.buf[..]
+        };
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Line::Blank;
         }
@@ -322,9 +347,9 @@ const INJECTED_PREFIXES: &[&str] = &[
 /// True when a user text part is injected harness context (see `INJECTED_PREFIXES`).
 pub fn is_injected_context(text: &str) -> bool {
     let t = text.trim_start();
-    INJECTED_PREFIXES.iter().any(|p| {
-        t.len() >= p.len() && t.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())
-    })
+    INJECTED_PREFIXES
+        .iter()
+        .any(|p| t.len() >= p.len() && t.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes()))
 }
 
 /// Join the text of a content value: a plain string, or an array of parts where parts
@@ -367,7 +392,13 @@ mod tests {
     use super::*;
 
     fn collect(data: &[u8], max: usize) -> (Vec<&'static str>, usize, usize, usize) {
-        let mut r = reader_from(data, ReadOptions { max_line_bytes: max, max_lines: None });
+        let mut r = reader_from(
+            data,
+            ReadOptions {
+                max_line_bytes: max,
+                max_lines: None,
+            },
+        );
         let mut kinds = Vec::new();
         while let Some(l) = r.next_line().unwrap() {
             kinds.push(match l {
@@ -397,9 +428,15 @@ mod tests {
 
     #[test]
     fn injected_context_markers_match_case_insensitively_after_whitespace() {
-        assert!(is_injected_context("  <environment_context>\n<cwd>/x</cwd>"));
-        assert!(is_injected_context("# AGENTS.md instructions for /repo\n<INSTRUCTIONS>"));
-        assert!(!is_injected_context("please read <environment_context> docs"));
+        assert!(is_injected_context(
+            "  <environment_context>\n<cwd>/x</cwd>"
+        ));
+        assert!(is_injected_context(
+            "# AGENTS.md instructions for /repo\n<INSTRUCTIONS>"
+        ));
+        assert!(!is_injected_context(
+            "please read <environment_context> docs"
+        ));
         assert!(!is_injected_context("always use pnpm"));
     }
 }

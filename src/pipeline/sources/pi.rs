@@ -23,8 +23,13 @@ use super::{JsonlReader, Line, ParseCtx, args_text, content_text, is_injected_co
 use crate::Result;
 use crate::pipeline::rollout::Item;
 
-const IGNORED_TYPES: &[&str] =
-    &["model_change", "thinking_level_change", "label", "session_info", "custom"];
+const IGNORED_TYPES: &[&str] = &[
+    "model_change",
+    "thinking_level_change",
+    "label",
+    "session_info",
+    "custom",
+];
 const DROPPED_TYPES: &[&str] = &["compaction", "branch_summary", "custom_message"];
 
 pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) -> Result<()> {
@@ -67,7 +72,10 @@ pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) 
             break;
         }
         path.push(i);
-        cur = entries[i].get("parentId").and_then(Value::as_str).and_then(|p| index.get(p).copied());
+        cur = entries[i]
+            .get("parentId")
+            .and_then(Value::as_str)
+            .and_then(|p| index.get(p).copied());
     }
     path.reverse();
     ctx.stats.off_branch = entries.len() - path.len();
@@ -97,7 +105,10 @@ fn entry(e: &Map<String, Value>, ctx: &mut ParseCtx, names: &mut HashMap<String,
     };
     match m.get("role").and_then(Value::as_str).unwrap_or("") {
         "user" => {
-            let text = m.get("content").map(|c| content_text(c, &mut ctx.stats.filtered)).unwrap_or_default();
+            let text = m
+                .get("content")
+                .map(|c| content_text(c, &mut ctx.stats.filtered))
+                .unwrap_or_default();
             if is_injected_context(&text) {
                 ctx.stats.filtered += 1;
             } else if !text.trim().is_empty() {
@@ -120,10 +131,22 @@ fn entry(e: &Map<String, Value>, ctx: &mut ParseCtx, names: &mut HashMap<String,
                     }
                     "toolCall" => {
                         flush_assistant(&mut text, ctx);
-                        let call_id = p.get("id").and_then(Value::as_str).unwrap_or("").to_string();
-                        let name = p.get("name").and_then(Value::as_str).unwrap_or("tool").to_string();
+                        let call_id = p
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string();
+                        let name = p
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("tool")
+                            .to_string();
                         names.insert(call_id.clone(), name.clone());
-                        ctx.rollout.items.push(Item::ToolCall { call_id, name, args: args_text(p.get("arguments")) });
+                        ctx.rollout.items.push(Item::ToolCall {
+                            call_id,
+                            name,
+                            args: args_text(p.get("arguments")),
+                        });
                     }
                     _ => ctx.stats.filtered += 1,
                 }
@@ -131,20 +154,54 @@ fn entry(e: &Map<String, Value>, ctx: &mut ParseCtx, names: &mut HashMap<String,
             flush_assistant(&mut text, ctx);
         }
         "toolResult" => {
-            let call_id = m.get("toolCallId").and_then(Value::as_str).unwrap_or("").to_string();
-            let name = m.get("toolName").and_then(Value::as_str).map(str::to_string).or_else(|| names.get(&call_id).cloned());
-            let text = m.get("content").map(|c| content_text(c, &mut ctx.stats.filtered)).unwrap_or_default();
+            let call_id = m
+                .get("toolCallId")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let name = m
+                .get("toolName")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| names.get(&call_id).cloned());
+            let text = m
+                .get("content")
+                .map(|c| content_text(c, &mut ctx.stats.filtered))
+                .unwrap_or_default();
             let is_error = m.get("isError").and_then(Value::as_bool).unwrap_or(false);
-            ctx.rollout.items.push(Item::ToolResult { call_id, name, text, is_error });
+            ctx.rollout.items.push(Item::ToolResult {
+                call_id,
+                name,
+                text,
+                is_error,
+            });
         }
         "bashExecution" => {
-            let call_id = e.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+            let call_id = e
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let args = args_text(m.get("command"));
-            let text = m.get("output").and_then(Value::as_str).unwrap_or("").to_string();
+            let text = m
+                .get("output")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let code = m.get("exitCode").and_then(Value::as_i64);
-            let is_error = code.is_some_and(|c| c != 0) || m.get("cancelled").and_then(Value::as_bool) == Some(true);
-            ctx.rollout.items.push(Item::ToolCall { call_id: call_id.clone(), name: "user_bash".into(), args });
-            ctx.rollout.items.push(Item::ToolResult { call_id, name: Some("user_bash".into()), text, is_error });
+            let is_error = code.is_some_and(|c| c != 0)
+                || m.get("cancelled").and_then(Value::as_bool) == Some(true);
+            ctx.rollout.items.push(Item::ToolCall {
+                call_id: call_id.clone(),
+                name: "user_bash".into(),
+                args,
+            });
+            ctx.rollout.items.push(Item::ToolResult {
+                call_id,
+                name: Some("user_bash".into()),
+                text,
+                is_error,
+            });
         }
         _ => ctx.stats.filtered += 1,
     }
@@ -152,7 +209,9 @@ fn entry(e: &Map<String, Value>, ctx: &mut ParseCtx, names: &mut HashMap<String,
 
 fn flush_assistant(text: &mut String, ctx: &mut ParseCtx) {
     if !text.trim().is_empty() {
-        ctx.rollout.items.push(Item::Assistant { text: std::mem::take(text) });
+        ctx.rollout.items.push(Item::Assistant {
+            text: std::mem::take(text),
+        });
     }
     text.clear();
 }
