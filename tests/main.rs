@@ -4,5 +4,6 @@ mod support;
 
 mod mcp_clients;
 mod mcp_transport;
+mod pipeline_sources;
 mod tools_exec;
 mod tools_fs;
