@@ -17,16 +17,16 @@ use std::time::{Duration, Instant};
 
 use genai::adapter::AdapterKind;
 use genai::chat::{
-    ChatMessage, ChatOptions, ChatRequest, ChatResponse, ChatResponseFormat, JsonSpec, ReasoningEffort, StopReason,
-    Tool, ToolResponse,
+    ChatMessage, ChatOptions, ChatRequest, ChatResponse, ChatResponseFormat, JsonSpec,
+    ReasoningEffort, StopReason, Tool, ToolResponse,
 };
 use genai::resolver::{AuthData, Endpoint};
 use genai::{ModelIden, ServiceTarget, WebConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Api, BoxFuture, Completion, CompletionRequest, FailureKind, Message, ModelClient, ModelRef, ProviderError, RetryPolicy,
-    StopKind, StructuredMode, TokenUsage, ToolCall, parse_retry_after,
+    Api, BoxFuture, Completion, CompletionRequest, FailureKind, Message, ModelClient, ModelRef,
+    ProviderError, RetryPolicy, StopKind, StructuredMode, TokenUsage, ToolCall, parse_retry_after,
 };
 use crate::secrets::Secret;
 use crate::{Error, Result};
@@ -62,7 +62,16 @@ impl GenaiClient {
             .with_web_config(web)
             .build()
             .map_err(|e| Error::Provider(format!("building HTTP client: {e}")))?;
-        Ok(Self { model, api, endpoint: base_url.to_string(), key, structured, timeout, retry, client })
+        Ok(Self {
+            model,
+            api,
+            endpoint: base_url.to_string(),
+            key,
+            structured,
+            timeout,
+            retry,
+            client,
+        })
     }
 
     fn target(&self) -> ServiceTarget {
@@ -72,7 +81,11 @@ impl GenaiClient {
             Api::Anthropic => AdapterKind::Anthropic,
         };
         // Keyless local servers (Ollama, LM Studio) ignore the bearer value.
-        let key = self.key.as_ref().map(|k| k.expose().to_string()).unwrap_or_else(|| "none".into());
+        let key = self
+            .key
+            .as_ref()
+            .map(|k| k.expose().to_string())
+            .unwrap_or_else(|| "none".into());
         ServiceTarget {
             endpoint: Endpoint::from_owned(self.endpoint.clone()),
             auth: AuthData::from_single(key),
@@ -80,7 +93,11 @@ impl GenaiClient {
         }
     }
 
-    async fn attempt(&self, chat: ChatRequest, opts: &ChatOptions) -> std::result::Result<Completion, Failure> {
+    async fn attempt(
+        &self,
+        chat: ChatRequest,
+        opts: &ChatOptions,
+    ) -> std::result::Result<Completion, Failure> {
         let call = self.client.exec_chat(self.target(), chat, Some(opts));
         match tokio::time::timeout(self.timeout, call).await {
             Err(_) => Err(Failure {
@@ -108,10 +125,16 @@ struct Failure {
 
 fn classify(e: &genai::Error) -> Failure {
     let retry_after = e.headers().and_then(|h| {
-        if let Some(ms) = h.get("retry-after-ms").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<f64>().ok()) {
+        if let Some(ms) = h
+            .get("retry-after-ms")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+        {
             return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
         }
-        h.get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, chrono::Utc::now()))
+        h.get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, chrono::Utc::now()))
     });
     if let Some(status) = e.status() {
         let code = status.as_u16();
@@ -125,7 +148,13 @@ fn classify(e: &genai::Error) -> Failure {
             400 | 422 if mentions_missing_model(&body) => (FailureKind::ModelUnavailable, false),
             _ => (FailureKind::BadRequest, false),
         };
-        return Failure { kind, status: Some(code), message: body, retry_after, retryable };
+        return Failure {
+            kind,
+            status: Some(code),
+            message: body,
+            retry_after,
+            retryable,
+        };
     }
     match e {
         genai::Error::WebModelCall { .. } | genai::Error::WebAdapterCall { .. } => {
@@ -136,7 +165,13 @@ fn classify(e: &genai::Error) -> Failure {
             } else {
                 FailureKind::Transient
             };
-            Failure { kind, status: None, message: short(&text, 300), retry_after: None, retryable: true }
+            Failure {
+                kind,
+                status: None,
+                message: short(&text, 300),
+                retry_after: None,
+                retryable: true,
+            }
         }
         genai::Error::ChatResponseGeneration { cause, .. } => Failure {
             kind: FailureKind::Malformed,
@@ -145,17 +180,31 @@ fn classify(e: &genai::Error) -> Failure {
             retry_after: None,
             retryable: true,
         },
-        genai::Error::NoChatResponse { .. } | genai::Error::InvalidJsonResponseElement { .. } => Failure {
-            kind: FailureKind::Malformed,
+        genai::Error::NoChatResponse { .. } | genai::Error::InvalidJsonResponseElement { .. } => {
+            Failure {
+                kind: FailureKind::Malformed,
+                status: None,
+                message: short(&e.to_string(), 300),
+                retry_after: None,
+                retryable: true,
+            }
+        }
+        genai::Error::RequiresApiKey { .. }
+        | genai::Error::NoAuthData { .. }
+        | genai::Error::NoAuthResolver { .. } => Failure {
+            kind: FailureKind::Auth,
             status: None,
             message: short(&e.to_string(), 300),
             retry_after: None,
-            retryable: true,
+            retryable: false,
         },
-        genai::Error::RequiresApiKey { .. } | genai::Error::NoAuthData { .. } | genai::Error::NoAuthResolver { .. } => {
-            Failure { kind: FailureKind::Auth, status: None, message: short(&e.to_string(), 300), retry_after: None, retryable: false }
-        }
-        _ => Failure { kind: FailureKind::BadRequest, status: None, message: short(&e.to_string(), 300), retry_after: None, retryable: false },
+        _ => Failure {
+            kind: FailureKind::BadRequest,
+            status: None,
+            message: short(&e.to_string(), 300),
+            retry_after: None,
+            retryable: false,
+        },
     }
 }
 
@@ -163,14 +212,22 @@ fn classify(e: &genai::Error) -> Failure {
 /// response body only, never our payload), shortened.
 fn status_body(e: &genai::Error) -> String {
     let t = e.to_string();
-    let body = t.split_once("Response body:").map(|(_, b)| b.trim()).unwrap_or(t.as_str());
+    let body = t
+        .split_once("Response body:")
+        .map(|(_, b)| b.trim())
+        .unwrap_or(t.as_str());
     short(body, 300)
 }
 
 fn mentions_missing_model(body: &str) -> bool {
     let b = body.to_ascii_lowercase();
     b.contains("model_not_found")
-        || (b.contains("model") && (b.contains("not found") || b.contains("does not exist") || b.contains("not_found") || b.contains("unknown model") || b.contains("invalid model")))
+        || (b.contains("model")
+            && (b.contains("not found")
+                || b.contains("does not exist")
+                || b.contains("not_found")
+                || b.contains("unknown model")
+                || b.contains("invalid model")))
 }
 
 fn short(s: &str, max: usize) -> String {
@@ -190,16 +247,29 @@ fn convert(res: ChatResponse) -> Completion {
     let tool_calls = res
         .tool_calls()
         .into_iter()
-        .map(|c| ToolCall { id: c.call_id.clone(), name: c.fn_name.clone(), arguments: c.fn_arguments.clone() })
+        .map(|c| ToolCall {
+            id: c.call_id.clone(),
+            name: c.fn_name.clone(),
+            arguments: c.fn_arguments.clone(),
+        })
         .collect::<Vec<_>>();
     let u = &res.usage;
     let n = |v: Option<i32>| v.unwrap_or(0).max(0) as u64;
     let usage = TokenUsage {
         input: n(u.prompt_tokens),
-        cached_input: n(u.prompt_tokens_details.as_ref().and_then(|d| d.cached_tokens)),
-        cache_write: n(u.prompt_tokens_details.as_ref().and_then(|d| d.cache_creation_tokens)),
+        cached_input: n(u
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)),
+        cache_write: n(u
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cache_creation_tokens)),
         output: n(u.completion_tokens),
-        reasoning: n(u.completion_tokens_details.as_ref().and_then(|d| d.reasoning_tokens)),
+        reasoning: n(u
+            .completion_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens)),
     };
     let stop = match &res.stop_reason {
         Some(StopReason::Completed(_)) | Some(StopReason::StopSequence(_)) => StopKind::Completed,
@@ -214,7 +284,13 @@ fn convert(res: ChatResponse) -> Completion {
             }
         }
     };
-    Completion { content, tool_calls, usage, stop, attempts: 1 }
+    Completion {
+        content,
+        tool_calls,
+        usage,
+        stop,
+        attempts: 1,
+    }
 }
 
 fn effort(s: &str) -> Option<ReasoningEffort> {
@@ -235,7 +311,10 @@ fn to_genai(req: &CompletionRequest, structured: StructuredMode) -> (ChatRequest
     for m in &req.messages {
         msgs.push(match m {
             Message::User(t) => ChatMessage::user(t.clone()),
-            Message::Assistant { content, tool_calls } if tool_calls.is_empty() => ChatMessage::assistant(content.clone()),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } if tool_calls.is_empty() => ChatMessage::assistant(content.clone()),
             Message::Assistant { tool_calls, .. } => ChatMessage::from(
                 tool_calls
                     .iter()
@@ -247,18 +326,22 @@ fn to_genai(req: &CompletionRequest, structured: StructuredMode) -> (ChatRequest
                     })
                     .collect::<Vec<_>>(),
             ),
-            Message::Tool { call_id, content } => ChatMessage::from(ToolResponse::new(call_id.clone(), content.clone())),
+            Message::Tool { call_id, content } => {
+                ChatMessage::from(ToolResponse::new(call_id.clone(), content.clone()))
+            }
         });
     }
     let mut chat = ChatRequest::new(msgs).with_system(req.system.clone());
     if !req.tools.is_empty() {
-        chat = chat.with_tools(
-            req.tools
-                .iter()
-                .map(|t| Tool::new(t.name.clone()).with_description(t.description.clone()).with_schema(t.parameters.clone())),
-        );
+        chat = chat.with_tools(req.tools.iter().map(|t| {
+            Tool::new(t.name.clone())
+                .with_description(t.description.clone())
+                .with_schema(t.parameters.clone())
+        }));
     }
-    let mut opts = ChatOptions::default().with_capture_usage(true).with_capture_tool_calls(true);
+    let mut opts = ChatOptions::default()
+        .with_capture_usage(true)
+        .with_capture_tool_calls(true);
     if let Some(max) = req.max_output_tokens {
         opts = opts.with_max_tokens(max);
     }
@@ -268,9 +351,12 @@ fn to_genai(req: &CompletionRequest, structured: StructuredMode) -> (ChatRequest
     if let Some(spec) = &req.response_schema {
         match structured {
             StructuredMode::Strict => {
-                opts = opts.with_response_format(JsonSpec::new(spec.name.clone(), spec.schema.clone()));
+                opts = opts
+                    .with_response_format(JsonSpec::new(spec.name.clone(), spec.schema.clone()));
             }
-            StructuredMode::JsonObject => opts = opts.with_response_format(ChatResponseFormat::JsonMode),
+            StructuredMode::JsonObject => {
+                opts = opts.with_response_format(ChatResponseFormat::JsonMode)
+            }
             StructuredMode::None => {}
         }
     }
@@ -320,7 +406,10 @@ impl ModelClient for GenaiClient {
                 let wait = match f.retry_after {
                     Some(ra) if ra > self.retry.max_retry_after => {
                         let secs = ra.as_secs();
-                        return Err(give_up(f, &format!(" (provider asks to wait {secs} s; not waiting)")));
+                        return Err(give_up(
+                            f,
+                            &format!(" (provider asks to wait {secs} s; not waiting)"),
+                        ));
                     }
                     Some(ra) => ra,
                     None => self.retry.backoff(attempt),
@@ -339,7 +428,12 @@ impl ModelClient for GenaiClient {
 }
 
 fn cancelled(attempts: u32) -> ProviderError {
-    ProviderError { kind: FailureKind::Cancelled, status: None, message: "cancelled".into(), attempts }
+    ProviderError {
+        kind: FailureKind::Cancelled,
+        status: None,
+        message: "cancelled".into(),
+        attempts,
+    }
 }
 
 #[cfg(test)]
@@ -349,7 +443,9 @@ mod tests {
 
     #[test]
     fn missing_model_detection() {
-        assert!(mentions_missing_model(r#"{"error":{"code":"model_not_found"}}"#));
+        assert!(mentions_missing_model(
+            r#"{"error":{"code":"model_not_found"}}"#
+        ));
         assert!(mentions_missing_model("The model `gpt-9` does not exist"));
         assert!(!mentions_missing_model("context length exceeded"));
     }
@@ -359,13 +455,22 @@ mod tests {
         let req = CompletionRequest {
             system: "s".into(),
             messages: vec![Message::User("u".into())],
-            response_schema: Some(JsonSchemaSpec { name: "x".into(), schema: serde_json::json!({"type":"object"}) }),
+            response_schema: Some(JsonSchemaSpec {
+                name: "x".into(),
+                schema: serde_json::json!({"type":"object"}),
+            }),
             ..Default::default()
         };
         let (_, o) = to_genai(&req, StructuredMode::Strict);
-        assert!(matches!(o.response_format, Some(ChatResponseFormat::JsonSpec(_))));
+        assert!(matches!(
+            o.response_format,
+            Some(ChatResponseFormat::JsonSpec(_))
+        ));
         let (_, o) = to_genai(&req, StructuredMode::JsonObject);
-        assert!(matches!(o.response_format, Some(ChatResponseFormat::JsonMode)));
+        assert!(matches!(
+            o.response_format,
+            Some(ChatResponseFormat::JsonMode)
+        ));
         let (_, o) = to_genai(&req, StructuredMode::None);
         assert!(o.response_format.is_none());
     }

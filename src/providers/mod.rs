@@ -119,13 +119,62 @@ pub struct Preset {
 
 /// Built-in providers. `openai` uses the Responses API, `openai-chat` Chat Completions.
 pub const PRESETS: &[Preset] = &[
-    Preset { name: "openai", api: Api::OpenaiResponses, base_url: "https://api.openai.com/v1/", key_required: true, account: "openai", structured: StructuredMode::Strict },
-    Preset { name: "openai-chat", api: Api::OpenaiChat, base_url: "https://api.openai.com/v1/", key_required: true, account: "openai", structured: StructuredMode::Strict },
-    Preset { name: "anthropic", api: Api::Anthropic, base_url: "https://api.anthropic.com/v1/", key_required: true, account: "anthropic", structured: StructuredMode::None },
-    Preset { name: "openrouter", api: Api::OpenaiChat, base_url: "https://openrouter.ai/api/v1/", key_required: true, account: "openrouter", structured: StructuredMode::None },
-    Preset { name: "deepseek", api: Api::OpenaiChat, base_url: "https://api.deepseek.com/v1/", key_required: true, account: "deepseek", structured: StructuredMode::JsonObject },
-    Preset { name: "ollama", api: Api::OpenaiChat, base_url: "http://127.0.0.1:11434/v1/", key_required: false, account: "ollama", structured: StructuredMode::None },
-    Preset { name: "lmstudio", api: Api::OpenaiChat, base_url: "http://127.0.0.1:1234/v1/", key_required: false, account: "lmstudio", structured: StructuredMode::None },
+    Preset {
+        name: "openai",
+        api: Api::OpenaiResponses,
+        base_url: "https://api.openai.com/v1/",
+        key_required: true,
+        account: "openai",
+        structured: StructuredMode::Strict,
+    },
+    Preset {
+        name: "openai-chat",
+        api: Api::OpenaiChat,
+        base_url: "https://api.openai.com/v1/",
+        key_required: true,
+        account: "openai",
+        structured: StructuredMode::Strict,
+    },
+    Preset {
+        name: "anthropic",
+        api: Api::Anthropic,
+        base_url: "https://api.anthropic.com/v1/",
+        key_required: true,
+        account: "anthropic",
+        structured: StructuredMode::None,
+    },
+    Preset {
+        name: "openrouter",
+        api: Api::OpenaiChat,
+        base_url: "https://openrouter.ai/api/v1/",
+        key_required: true,
+        account: "openrouter",
+        structured: StructuredMode::None,
+    },
+    Preset {
+        name: "deepseek",
+        api: Api::OpenaiChat,
+        base_url: "https://api.deepseek.com/v1/",
+        key_required: true,
+        account: "deepseek",
+        structured: StructuredMode::JsonObject,
+    },
+    Preset {
+        name: "ollama",
+        api: Api::OpenaiChat,
+        base_url: "http://127.0.0.1:11434/v1/",
+        key_required: false,
+        account: "ollama",
+        structured: StructuredMode::None,
+    },
+    Preset {
+        name: "lmstudio",
+        api: Api::OpenaiChat,
+        base_url: "http://127.0.0.1:1234/v1/",
+        key_required: false,
+        account: "lmstudio",
+        structured: StructuredMode::None,
+    },
 ];
 
 /// A parsed `provider/model-id` (the id may itself contain `/`, e.g. OpenRouter's).
@@ -143,7 +192,10 @@ impl ModelRef {
     /// Errors: [`Error::InvalidArgument`] when there is no `/` or either side is empty.
     pub fn parse(s: &str) -> Result<ModelRef> {
         match s.split_once('/') {
-            Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok(ModelRef { provider: p.into(), model: m.into() }),
+            Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok(ModelRef {
+                provider: p.into(),
+                model: m.into(),
+            }),
             _ => Err(Error::InvalidArgument(format!(
                 "model \"{s}\" must be provider/model-id, e.g. \"openai/gpt-5-mini\" or \"ollama/qwen3:8b\""
             ))),
@@ -314,7 +366,10 @@ pub enum FailureKind {
 impl FailureKind {
     /// Whether the whole run must stop (retrying other rollouts cannot help).
     pub fn is_run_fatal(self) -> bool {
-        matches!(self, FailureKind::ModelUnavailable | FailureKind::Auth | FailureKind::Cancelled)
+        matches!(
+            self,
+            FailureKind::ModelUnavailable | FailureKind::Auth | FailureKind::Cancelled
+        )
     }
 }
 
@@ -334,15 +389,27 @@ pub struct ProviderError {
 impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.status {
-            Some(s) => write!(f, "{:?} (HTTP {s}) after {} attempt(s): {}", self.kind, self.attempts, self.message),
-            None => write!(f, "{:?} after {} attempt(s): {}", self.kind, self.attempts, self.message),
+            Some(s) => write!(
+                f,
+                "{:?} (HTTP {s}) after {} attempt(s): {}",
+                self.kind, self.attempts, self.message
+            ),
+            None => write!(
+                f,
+                "{:?} after {} attempt(s): {}",
+                self.kind, self.attempts, self.message
+            ),
         }
     }
 }
 
 impl From<ProviderError> for Error {
     fn from(e: ProviderError) -> Self {
-        if e.kind == FailureKind::Cancelled { Error::Cancelled(e.message) } else { Error::Provider(e.to_string()) }
+        if e.kind == FailureKind::Cancelled {
+            Error::Cancelled(e.message)
+        } else {
+            Error::Provider(e.to_string())
+        }
     }
 }
 
@@ -396,7 +463,9 @@ impl RetryPolicy {
     /// Delay before attempt `attempt + 1` (attempt is 1-based): `base * 2^(attempt-1)`,
     /// capped, with up to 20% random jitter added.
     pub fn backoff(&self, attempt: u32) -> Duration {
-        let exp = self.base_delay.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
         let d = exp.min(self.max_delay);
         let jitter = d.mul_f64(rand::random::<f64>() * 0.2);
         d + jitter
@@ -454,29 +523,50 @@ pub fn endpoint_for(
     let preset = PRESETS.iter().find(|p| p.name == provider);
     let user = cfg.get(provider);
     let api = match (user.and_then(|u| u.api.as_deref()), preset) {
-        (Some(a), _) => Api::parse(a).ok_or_else(|| Error::Config(format!("memories.providers.{provider}.api = \"{a}\" is unknown")))?,
+        (Some(a), _) => Api::parse(a).ok_or_else(|| {
+            Error::Config(format!(
+                "memories.providers.{provider}.api = \"{a}\" is unknown"
+            ))
+        })?,
         (None, Some(p)) => p.api,
         (None, None) => {
             return Err(Error::Config(format!(
                 "unknown provider \"{provider}\": use one of {} or add memories.providers.{provider} with api and base_url",
-                PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+                PRESETS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
     };
     let base_url = match (user.and_then(|u| u.base_url.clone()), preset) {
         (Some(u), _) => u,
         (None, Some(p)) => p.base_url.to_string(),
-        (None, None) => return Err(Error::Config(format!("memories.providers.{provider}.base_url is required for a custom provider"))),
+        (None, None) => {
+            return Err(Error::Config(format!(
+                "memories.providers.{provider}.base_url is required for a custom provider"
+            )));
+        }
     };
-    let base_url = if base_url.ends_with('/') { base_url } else { format!("{base_url}/") };
+    let base_url = if base_url.ends_with('/') {
+        base_url
+    } else {
+        format!("{base_url}/")
+    };
     let structured = match (user.and_then(|u| u.structured_output.as_deref()), preset) {
-        (Some(s), _) => StructuredMode::parse(s)
-            .ok_or_else(|| Error::Config(format!("memories.providers.{provider}.structured_output = \"{s}\" is unknown")))?,
+        (Some(s), _) => StructuredMode::parse(s).ok_or_else(|| {
+            Error::Config(format!(
+                "memories.providers.{provider}.structured_output = \"{s}\" is unknown"
+            ))
+        })?,
         (None, Some(p)) => p.structured,
         (None, None) => StructuredMode::None,
     };
     let key_required = preset.map(|p| p.key_required).unwrap_or(false);
-    let account = preset.map(|p| p.account.to_string()).unwrap_or_else(|| provider.to_string());
+    let account = preset
+        .map(|p| p.account.to_string())
+        .unwrap_or_else(|| provider.to_string());
     Ok((api, base_url, structured, key_required, account))
 }
 
@@ -510,7 +600,8 @@ pub fn resolve_model(
     retry: RetryPolicy,
 ) -> Result<ResolvedModel> {
     let model = ModelRef::parse(spec)?;
-    let (api, base_url, structured, key_required, account) = endpoint_for(&model.provider, &cfg.providers)?;
+    let (api, base_url, structured, key_required, account) =
+        endpoint_for(&model.provider, &cfg.providers)?;
     let key = resolve(secrets, &account)?;
     if key_required && key.is_none() {
         return Err(Error::Secrets(format!(
@@ -564,26 +655,44 @@ mod tests {
     #[test]
     fn model_ref_splits_at_first_slash() {
         let m = ModelRef::parse("openrouter/anthropic/claude-haiku-4-5").unwrap();
-        assert_eq!((m.provider.as_str(), m.model.as_str()), ("openrouter", "anthropic/claude-haiku-4-5"));
+        assert_eq!(
+            (m.provider.as_str(), m.model.as_str()),
+            ("openrouter", "anthropic/claude-haiku-4-5")
+        );
         assert!(ModelRef::parse("gpt-5").is_err());
         assert!(ModelRef::parse("/x").is_err());
     }
 
     #[test]
     fn retry_after_seconds_and_date() {
-        let now = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z").unwrap().with_timezone(&chrono::Utc);
+        let now = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
         assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
-        assert_eq!(parse_retry_after("Wed, 01 Jan 2025 00:00:05 GMT", now), Some(Duration::from_secs(5)));
+        assert_eq!(
+            parse_retry_after("Wed, 01 Jan 2025 00:00:05 GMT", now),
+            Some(Duration::from_secs(5))
+        );
         assert_eq!(parse_retry_after("soon", now), None);
     }
 
     #[test]
     fn backoff_doubles_and_caps() {
-        let p = RetryPolicy { base_delay: Duration::from_secs(1), max_delay: Duration::from_secs(5), ..Default::default() };
+        let p = RetryPolicy {
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(5),
+            ..Default::default()
+        };
         let b1 = p.backoff(1);
-        assert!(b1 >= Duration::from_secs(1) && b1 <= Duration::from_millis(1200), "{b1:?}");
+        assert!(
+            b1 >= Duration::from_secs(1) && b1 <= Duration::from_millis(1200),
+            "{b1:?}"
+        );
         let b3 = p.backoff(3);
-        assert!(b3 >= Duration::from_secs(4) && b3 <= Duration::from_millis(4800), "{b3:?}");
+        assert!(
+            b3 >= Duration::from_secs(4) && b3 <= Duration::from_millis(4800),
+            "{b3:?}"
+        );
         assert!(p.backoff(10) <= Duration::from_secs(6));
     }
 
@@ -595,31 +704,56 @@ mod tests {
         // Local preset: no key needed.
         cfg.extract_model = Some("ollama/qwen3:8b".into());
         let r = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).unwrap();
-        assert_eq!((r.api, r.base_url.as_str(), r.explicit), (Api::OpenaiChat, "http://127.0.0.1:11434/v1/", true));
+        assert_eq!(
+            (r.api, r.base_url.as_str(), r.explicit),
+            (Api::OpenaiChat, "http://127.0.0.1:11434/v1/", true)
+        );
         // Missing key names the account and env var (env var name unlikely to be set in tests).
         cfg.extract_model = Some("anthropic/claude-haiku-4-5".into());
         if std::env::var("ANTHROPIC_API_KEY").is_err() {
-            let e = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).unwrap_err().to_string();
-            assert!(e.contains("ANTHROPIC_API_KEY") && e.contains("account \"anthropic\""), "{e}");
+            let e = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("ANTHROPIC_API_KEY") && e.contains("account \"anthropic\""),
+                "{e}"
+            );
         }
-        secrets.set("anthropic", &Secret::new("sk-ant-test-000000000000")).unwrap();
+        secrets
+            .set("anthropic", &Secret::new("sk-ant-test-000000000000"))
+            .unwrap();
         let r = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).unwrap();
         assert_eq!(r.api, Api::Anthropic);
-        assert!(r.price.is_some(), "claude-haiku-4-5 is in the bundled table");
+        assert!(
+            r.price.is_some(),
+            "claude-haiku-4-5 is in the bundled table"
+        );
         // Custom provider needs api + base_url.
         cfg.extract_model = Some("corp/llm-1".into());
         assert!(resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).is_err());
         cfg.providers.insert(
             "corp".into(),
-            crate::config::ProviderSettings { base_url: Some("http://127.0.0.1:9/v1".into()), api: Some("openai-chat".into()), structured_output: Some("strict".into()) },
+            crate::config::ProviderSettings {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                api: Some("openai-chat".into()),
+                structured_output: Some("strict".into()),
+            },
         );
         let r = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).unwrap();
-        assert_eq!((r.base_url.as_str(), r.structured), ("http://127.0.0.1:9/v1/", StructuredMode::Strict));
+        assert_eq!(
+            (r.base_url.as_str(), r.structured),
+            ("http://127.0.0.1:9/v1/", StructuredMode::Strict)
+        );
         assert!(r.price.is_none(), "unknown model: price unknown, not $0");
         // Default model when none configured.
         cfg.extract_model = None;
-        secrets.set("openai", &Secret::new("sk-test-000000000000000")).unwrap();
+        secrets
+            .set("openai", &Secret::new("sk-test-000000000000000"))
+            .unwrap();
         let r = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).unwrap();
-        assert_eq!((r.model.to_string().as_str(), r.explicit), (DEFAULT_EXTRACT_MODEL, false));
+        assert_eq!(
+            (r.model.to_string().as_str(), r.explicit),
+            (DEFAULT_EXTRACT_MODEL, false)
+        );
     }
 }

@@ -37,7 +37,10 @@ impl Price {
     /// Cost of `u` in USD: uncached input, cached input, cache writes and output each at
     /// their own rate.
     pub fn cost(&self, u: &TokenUsage) -> f64 {
-        let uncached = u.input.saturating_sub(u.cached_input).saturating_sub(u.cache_write);
+        let uncached = u
+            .input
+            .saturating_sub(u.cached_input)
+            .saturating_sub(u.cache_write);
         uncached as f64 * self.input
             + u.cached_input as f64 * self.cached_input
             + u.cache_write as f64 * self.cache_write
@@ -144,7 +147,9 @@ impl PriceTable {
     pub fn lookup(&self, m: &ModelRef, overrides: &BTreeMap<String, PriceOverride>) -> ModelInfo {
         let found = self.find(m);
         let context_window = found.and_then(|(_, e)| e.max_input_tokens.or(e.max_tokens));
-        let reasoning = found.and_then(|(_, e)| e.supports_reasoning).unwrap_or(false);
+        let reasoning = found
+            .and_then(|(_, e)| e.supports_reasoning)
+            .unwrap_or(false);
         let max_output_tokens = found.and_then(|(_, e)| e.max_output_tokens);
         if let Some(o) = overrides.get(&m.to_string()) {
             let per = |v: f64| v / 1_000_000.0;
@@ -172,10 +177,26 @@ impl PriceTable {
                     }),
                     _ => None,
                 };
-                let source = if price.is_some() { format!("litellm:{key}") } else { "unknown".into() };
-                ModelInfo { price, context_window, reasoning, max_output_tokens, source }
+                let source = if price.is_some() {
+                    format!("litellm:{key}")
+                } else {
+                    "unknown".into()
+                };
+                ModelInfo {
+                    price,
+                    context_window,
+                    reasoning,
+                    max_output_tokens,
+                    source,
+                }
             }
-            None => ModelInfo { price: None, context_window: None, reasoning: false, max_output_tokens: None, source: "unknown".into() },
+            None => ModelInfo {
+                price: None,
+                context_window: None,
+                reasoning: false,
+                max_output_tokens: None,
+                source: "unknown".into(),
+            },
         }
     }
 }
@@ -207,10 +228,27 @@ mod tests {
         assert!(p.input > 0.0 && p.output > p.input && p.cached_input < p.input);
         assert!(gpt.context_window.unwrap() >= 100_000);
         assert!(gpt.reasoning);
-        assert!(t.lookup(&m("openai-chat/gpt-5-mini"), &none).price.is_some());
-        assert!(t.lookup(&m("anthropic/claude-haiku-4-5"), &none).price.is_some());
-        assert!(t.lookup(&m("deepseek/deepseek-chat"), &none).price.is_some());
-        assert!(t.lookup(&m("openrouter/anthropic/claude-haiku-4-5"), &none).price.is_some(), "vendor fallback");
+        assert!(
+            t.lookup(&m("openai-chat/gpt-5-mini"), &none)
+                .price
+                .is_some()
+        );
+        assert!(
+            t.lookup(&m("anthropic/claude-haiku-4-5"), &none)
+                .price
+                .is_some()
+        );
+        assert!(
+            t.lookup(&m("deepseek/deepseek-chat"), &none)
+                .price
+                .is_some()
+        );
+        assert!(
+            t.lookup(&m("openrouter/anthropic/claude-haiku-4-5"), &none)
+                .price
+                .is_some(),
+            "vendor fallback"
+        );
         // Wrong provider for a bare key: not matched.
         assert!(t.lookup(&m("anthropic/gpt-5-mini"), &none).price.is_none());
         let unknown = t.lookup(&m("lmstudio/my-local-model"), &none);
@@ -223,12 +261,27 @@ mod tests {
         let mut o = BTreeMap::new();
         o.insert(
             "lmstudio/my-local-model".to_string(),
-            PriceOverride { input_per_mtok: 1.0, output_per_mtok: 4.0, cached_input_per_mtok: Some(0.1), cache_write_per_mtok: None, context_window: Some(32_000) },
+            PriceOverride {
+                input_per_mtok: 1.0,
+                output_per_mtok: 4.0,
+                cached_input_per_mtok: Some(0.1),
+                cache_write_per_mtok: None,
+                context_window: Some(32_000),
+            },
         );
         let i = t.lookup(&m("lmstudio/my-local-model"), &o);
-        assert_eq!((i.source.as_str(), i.context_window), ("config", Some(32_000)));
+        assert_eq!(
+            (i.source.as_str(), i.context_window),
+            ("config", Some(32_000))
+        );
         let p = i.price.unwrap();
-        let u = TokenUsage { input: 1_000_000, cached_input: 400_000, cache_write: 100_000, output: 10_000, reasoning: 2000 };
+        let u = TokenUsage {
+            input: 1_000_000,
+            cached_input: 400_000,
+            cache_write: 100_000,
+            output: 10_000,
+            reasoning: 2000,
+        };
         // 500k uncached * 1 + 400k * 0.1 + 100k * 1 (write defaults to input) + 10k * 4, per 1M.
         let expect = 0.5 + 0.04 + 0.1 + 0.04;
         assert!((p.cost(&u) - expect).abs() < 1e-9, "{}", p.cost(&u));
