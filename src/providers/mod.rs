@@ -700,10 +700,12 @@ mod tests {
     fn resolution_presets_custom_and_missing_key() {
         let prices = PriceTable::bundled();
         let secrets = MemoryStore::default();
-        let mut cfg = MemoriesConfig::default();
         // Local preset: no key needed.
-        cfg.extract_model = Some("ollama/qwen3:8b".into());
-        let r = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).unwrap();
+        let mut cfg = MemoriesConfig {
+            extract_model: Some("ollama/qwen3:8b".into()),
+            ..Default::default()
+        };
+        let r = resolve_extract_model(&cfg, &secrets, prices, RetryPolicy::default()).unwrap();
         assert_eq!(
             (r.api, r.base_url.as_str(), r.explicit),
             (Api::OpenaiChat, "http://127.0.0.1:11434/v1/", true)
@@ -711,7 +713,7 @@ mod tests {
         // Missing key names the account and env var (env var name unlikely to be set in tests).
         cfg.extract_model = Some("anthropic/claude-haiku-4-5".into());
         if std::env::var("ANTHROPIC_API_KEY").is_err() {
-            let e = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default())
+            let e = resolve_extract_model(&cfg, &secrets, prices, RetryPolicy::default())
                 .unwrap_err()
                 .to_string();
             assert!(
@@ -722,7 +724,7 @@ mod tests {
         secrets
             .set("anthropic", &Secret::new("sk-ant-test-000000000000"))
             .unwrap();
-        let r = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).unwrap();
+        let r = resolve_extract_model(&cfg, &secrets, prices, RetryPolicy::default()).unwrap();
         assert_eq!(r.api, Api::Anthropic);
         assert!(
             r.price.is_some(),
@@ -730,7 +732,7 @@ mod tests {
         );
         // Custom provider needs api + base_url.
         cfg.extract_model = Some("corp/llm-1".into());
-        assert!(resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).is_err());
+        assert!(resolve_extract_model(&cfg, &secrets, prices, RetryPolicy::default()).is_err());
         cfg.providers.insert(
             "corp".into(),
             crate::config::ProviderSettings {
@@ -739,7 +741,7 @@ mod tests {
                 structured_output: Some("strict".into()),
             },
         );
-        let r = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).unwrap();
+        let r = resolve_extract_model(&cfg, &secrets, prices, RetryPolicy::default()).unwrap();
         assert_eq!(
             (r.base_url.as_str(), r.structured),
             ("http://127.0.0.1:9/v1/", StructuredMode::Strict)
@@ -750,7 +752,7 @@ mod tests {
         secrets
             .set("openai", &Secret::new("sk-test-000000000000000"))
             .unwrap();
-        let r = resolve_extract_model(&cfg, &secrets, &prices, RetryPolicy::default()).unwrap();
+        let r = resolve_extract_model(&cfg, &secrets, prices, RetryPolicy::default()).unwrap();
         assert_eq!(
             (r.model.to_string().as_str(), r.explicit),
             (DEFAULT_EXTRACT_MODEL, false)
