@@ -1,4 +1,10 @@
-//! Integration tests: one binary, one module per area.
+//! Integration tests: one binary, one module per area. `support` drives the real binary.
+
+mod support;
+
+mod mcp_clients;
+mod mcp_transport;
+mod tools_fs;
 
 #[path = "support/mock_provider.rs"]
 mod mock_provider;
