@@ -150,7 +150,11 @@ impl RolloutInput for NoSources {
     fn scan(&self, _sources: &[String]) -> Result<Vec<crate::store::ThreadUpsert>> {
         Ok(Vec::new())
     }
-    fn render(&self, thread: &crate::store::ThreadRow, _budget: usize) -> Result<String> {
+    fn render(
+        &self,
+        thread: &crate::store::ThreadRow,
+        _context_window: Option<u64>,
+    ) -> Result<String> {
         Err(Error::NotFound(PathBuf::from(&thread.path)))
     }
 }

@@ -55,11 +55,12 @@ pub trait RolloutInput: Send + Sync {
     /// the id/timestamps need). Sub-agent and ephemeral sessions are returned flagged.
     fn scan(&self, sources: &[String]) -> Result<Vec<ThreadUpsert>>;
     /// The rollout's conversation as sent to the model: injected context filtered, tool
-    /// output compacted, secrets redacted, at most `budget_tokens` tokens (head and tail
-    /// kept).
+    /// output compacted (`memories.tool_result_token_budget`), secrets redacted, and the
+    /// whole capped at 70% of `context_window` tokens (150,000 when unknown; see
+    /// [`input_budget`]) keeping head and tail.
     ///
-    /// Errors: the file vanished or cannot be parsed at all (the job fails and retries).
-    fn render(&self, thread: &ThreadRow, budget_tokens: usize) -> Result<String>;
+    /// Errors: the file vanished or cannot be read at all (the job fails and retries).
+    fn render(&self, thread: &ThreadRow, context_window: Option<u64>) -> Result<String>;
 }
 
 /// Secret redaction applied to the model's answer before it is stored.
@@ -590,10 +591,10 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
         }
     }
     // Render.
-    let budget = input_budget(ctx.model.context_window);
+    let window = ctx.model.context_window;
     let rendered = {
         let (input, thread) = (ctx.input.clone(), claim.thread.clone());
-        blocking(move || input.render(&thread, budget)).await
+        blocking(move || input.render(&thread, window)).await
     };
     let rendered = match rendered {
         Ok(r) => r,
@@ -752,8 +753,8 @@ impl Redactor for NoRedaction {
 }
 
 /// A [`RolloutInput`] over a directory of plain-text rollouts: `<dir>/<source>/<id>.txt`,
-/// `updated_at` = file mtime, rendered text = the file (tail-truncated to the budget at
-/// 4 bytes per token). For tests and benchmarks of the engine without transcript parsing.
+/// `updated_at` = file mtime, rendered text = the file (tail-truncated to
+/// [`input_budget`] at 4 bytes per token). For tests and benchmarks of the engine without transcript parsing.
 #[derive(Debug, Clone)]
 pub struct TextDirInput {
     /// The root directory.
@@ -812,7 +813,8 @@ impl RolloutInput for TextDirInput {
         Ok(out)
     }
 
-    fn render(&self, thread: &ThreadRow, budget_tokens: usize) -> Result<String> {
+    fn render(&self, thread: &ThreadRow, context_window: Option<u64>) -> Result<String> {
+        let budget_tokens = input_budget(context_window);
         let text = std::fs::read_to_string(&thread.path)
             .map_err(|e| Error::io(format!("reading {}", thread.path), e))?;
         let max = crate::tokens::bytes_for(budget_tokens);
