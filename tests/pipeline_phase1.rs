@@ -763,3 +763,47 @@ async fn concurrent_processes_extract_each_rollout_once() {
         .sum();
     assert_eq!(claimed_in_log, N as i64);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
+    use codex_free::pipeline::phase1::Trigger;
+    use codex_free::pipeline::scheduler::Scheduler;
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().to_path_buf();
+    configure(&home, &mock, "openai-chat", "gpt-5-mini", json!({}));
+    write_rollouts(&home, "codex", &ids("s", 1), Duration::from_secs(7 * 3600));
+    let env = env_for(&home);
+    let mut deps = env.scheduler_deps();
+    deps.rescan_every = Duration::from_secs(3600);
+    let cfg = Config::load(&home.join(CONFIG_FILE)).unwrap().config;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let sched = Scheduler::start(home.clone(), cfg, deps, cancel.clone()).unwrap();
+    let wait_for = |n: usize| {
+        let mock = &mock;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while mock.requests().len() < n {
+                assert!(
+                    Instant::now() < deadline,
+                    "expected {n} requests, got {}",
+                    mock.requests().len()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    wait_for(1).await; // startup run
+    write_rollouts(&home, "codex", &ids("t", 1), Duration::from_secs(7 * 3600));
+    sched.nudge(Trigger::Watch);
+    wait_for(2).await;
+    // Off in the config file: a later trigger makes no call.
+    execute(MemoriesCmd::Off, &env).await.unwrap();
+    write_rollouts(&home, "codex", &ids("u", 1), Duration::from_secs(7 * 3600));
+    sched.nudge(Trigger::Watch);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(mock.requests().len(), 2);
+    sched.shutdown().await;
+    assert!(cancel.is_cancelled());
+    assert_eq!(log_lines(&home).len(), 2);
+}
