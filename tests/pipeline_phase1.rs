@@ -807,3 +807,77 @@ async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
     assert!(cancel.is_cancelled());
     assert_eq!(log_lines(&home).len(), 2);
 }
+
+/// The provider trait already carries what phase 2's tool-using agent needs: tools out,
+/// tool calls back, tool results in the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_calls_round_trip_through_chat_completions() {
+    use codex_free::providers::genai_client::GenaiClient;
+    use codex_free::providers::{
+        Api, CompletionRequest, Message, ModelClient, StopKind, StructuredMode, ToolSpec,
+    };
+    let mock = MockProvider::start().await;
+    mock.push_faults([Fault::Body(json!({
+        "id": "chatcmpl-tools", "object": "chat.completion", "created": 1, "model": "gpt-5-mini",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                            "function": {"name": "read_file", "arguments": "{\"path\":\"MEMORY.md\"}"}}]}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+    }))]);
+    let client = GenaiClient::new(
+        ModelRef::parse("openai-chat/gpt-5-mini").unwrap(),
+        Api::OpenaiChat,
+        &mock.base_url(),
+        Some(Secret::new("sk-test-tools-0000000000")),
+        StructuredMode::Strict,
+        Duration::from_secs(10),
+        fast_retry(),
+    )
+    .unwrap();
+    let tool = ToolSpec {
+        name: "read_file".into(),
+        description: "Read a file of the memory folder".into(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    };
+    let mut req = CompletionRequest {
+        system: "consolidate".into(),
+        messages: vec![Message::User("go".into())],
+        tools: vec![tool],
+        ..Default::default()
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let c = client.complete(&req, &cancel).await.unwrap();
+    assert_eq!(c.stop, StopKind::ToolCalls);
+    assert_eq!(c.tool_calls.len(), 1);
+    assert_eq!(
+        (c.tool_calls[0].id.as_str(), c.tool_calls[0].name.as_str()),
+        ("call_1", "read_file")
+    );
+    assert_eq!(c.tool_calls[0].arguments, json!({"path": "MEMORY.md"}));
+    assert_eq!((c.usage.input, c.usage.output), (50, 10));
+    let sent = &mock.requests()[0].body;
+    assert_eq!(sent["tools"][0]["function"]["name"], "read_file");
+    // Second turn: the call and its result go back in the wire format.
+    req.messages.push(Message::Assistant {
+        content: String::new(),
+        tool_calls: c.tool_calls.clone(),
+    });
+    req.messages.push(Message::Tool {
+        call_id: "call_1".into(),
+        content: "# Memory".into(),
+    });
+    let c2 = client.complete(&req, &cancel).await.unwrap();
+    assert!(c2.tool_calls.is_empty());
+    let sent = &mock.requests()[1].body;
+    let msgs = sent["messages"].as_array().unwrap();
+    let tool_msg = msgs
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("tool result message sent");
+    assert_eq!(tool_msg["tool_call_id"], "call_1");
+    assert_eq!(tool_msg["content"], "# Memory");
+    assert!(
+        msgs.iter()
+            .any(|m| m["role"] == "assistant" && m["tool_calls"][0]["id"] == "call_1")
+    );
+}

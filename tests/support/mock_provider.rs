@@ -35,6 +35,8 @@ pub enum Fault {
     Answer(String),
     /// 200 headers, then the connection drops mid-body.
     Cut,
+    /// 200 with exactly this JSON body (e.g. a tool-call answer).
+    Body(Value),
     /// Wait, then reply as the next item says (a success when `None`).
     Delay(Duration, Option<Box<Fault>>),
 }
@@ -205,6 +207,7 @@ async fn reply(path: &str, body: &Value, fault: Option<Fault>, shared: &Shared) 
             .header("content-type", "application/json")
             .body(Body::from("{\"id\": \"resp_mock\", \"output\": [tru"))
             .unwrap(),
+        Some(Fault::Body(v)) => json_response(200, &v, &[]),
         Some(Fault::Answer(text)) => json_response(200, &success(path, &text), &[]),
         Some(Fault::Cut) => {
             let full = success(path, &default_answer(body)).to_string();
