@@ -7,3 +7,7 @@ mod mcp_transport;
 mod pipeline_sources;
 mod tools_exec;
 mod tools_fs;
+
+#[path = "support/mock_provider.rs"]
+mod mock_provider;
+mod pipeline_phase1;
