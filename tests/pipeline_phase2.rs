@@ -203,3 +203,243 @@ fn use_memories_off_hides_summary() {
     let e = readpath::memories_list(home.path(), &cfg, &Default::default()).unwrap_err();
     assert_eq!(e.code(), "refused");
 }
+
+// ---------------------------------------------------------------------------------------
+// End to end: phase 1 then phase 2 against a mock provider speaking OpenAI Chat
+// Completions (tool calls included), real `state.sqlite`, real memory folder.
+
+mod e2e {
+    use std::collections::VecDeque;
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, SystemTime};
+
+    use axum::Json;
+    use axum::extract::State;
+    use codex_free::config::{CONFIG_FILE, Config};
+    use codex_free::pipeline::control::{ControlEnv, MemoriesCmd, execute};
+    use codex_free::pipeline::phase1::TextDirInput;
+    use codex_free::pipeline::phase2::folder::MemoryFolder;
+    use codex_free::pipeline::phase2::model::run_with_store;
+    use codex_free::pipeline::phase2::{Outcome, budget};
+    use codex_free::providers::RetryPolicy;
+    use codex_free::secrets::{MemoryStore, SecretStore};
+    use codex_free::store::Store;
+    use serde_json::{Value, json};
+    use tokio_util::sync::CancellationToken;
+
+    /// A scripted phase-2 step: tool calls `(name, arguments)`, or none (the agent stops).
+    type Step = Vec<(&'static str, Value)>;
+
+    #[derive(Clone, Default)]
+    struct Mock {
+        script: Arc<Mutex<VecDeque<Step>>>,
+        phase2_bodies: Arc<Mutex<Vec<Value>>>,
+        phase1_requests: Arc<Mutex<usize>>,
+    }
+
+    fn usage() -> Value {
+        json!({"prompt_tokens": 1200, "completion_tokens": 150, "total_tokens": 1350, "prompt_tokens_details": {"cached_tokens": 200}})
+    }
+
+    async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> Json<Value> {
+        if body.get("tools").is_some_and(|t| t.as_array().is_some_and(|a| !a.is_empty())) {
+            m.phase2_bodies.lock().unwrap().push(body);
+            let step = m.script.lock().unwrap().pop_front().unwrap_or_default();
+            let n = m.phase2_bodies.lock().unwrap().len();
+            let message = if step.is_empty() {
+                json!({"role": "assistant", "content": "Consolidated the memory."})
+            } else {
+                let calls: Vec<Value> = step
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, args))| json!({"id": format!("call_{n}_{i}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}))
+                    .collect();
+                json!({"role": "assistant", "content": null, "tool_calls": calls})
+            };
+            let finish = if step.is_empty() { "stop" } else { "tool_calls" };
+            return Json(json!({"id": "chatcmpl-p2", "object": "chat.completion", "created": 0, "model": "mock-model",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage()}));
+        }
+        *m.phase1_requests.lock().unwrap() += 1;
+        let text = body.to_string();
+        let id = text.split("Session ").nth(1).and_then(|r| r.split(' ').next()).unwrap_or("?").to_string();
+        let answer = json!({
+            "rollout_summary": format!("In session {id} the user set up the build and asked to always use pnpm."),
+            "rollout_slug": format!("pnpm build {id}"),
+            "raw_memory": format!("- The user always uses pnpm, never npm (session {id}).\n- Verify the CI state live before reporting it."),
+        });
+        Json(json!({"id": "chatcmpl-p1", "object": "chat.completion", "created": 0, "model": "mock-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.to_string()}, "finish_reason": "stop"}], "usage": usage()}))
+    }
+
+    async fn start(m: Mock) -> String {
+        let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat)).with_state(m);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}/v1/")
+    }
+
+    fn configure(home: &Path, base_url: &str) -> Config {
+        let text = json!({"memories": {
+            "extract_model": "local/mock-model",
+            "consolidation_model": "local/mock-model",
+            "sources": ["codex"],
+            "max_rollouts_per_startup": 8,
+            "providers": {"local": {"base_url": base_url, "api": "openai-chat"}},
+        }})
+        .to_string();
+        let (cfg, warnings) = Config::parse(&text).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        cfg.save(&home.join(CONFIG_FILE)).unwrap();
+        cfg
+    }
+
+    fn write_rollouts(home: &Path, ids: &[&str]) {
+        let dir = home.join("rollouts").join("codex");
+        std::fs::create_dir_all(&dir).unwrap();
+        for id in ids {
+            let p = dir.join(format!("{id}.txt"));
+            std::fs::write(&p, format!("user: always use pnpm, never npm. Fix the build of {id}.\nassistant: done with pnpm install\n")).unwrap();
+            let f = std::fs::File::options().write(true).open(&p).unwrap();
+            f.set_modified(SystemTime::now() - Duration::from_secs(7 * 3600)).unwrap();
+        }
+    }
+
+    fn retry() -> RetryPolicy {
+        RetryPolicy { max_attempts: 2, base_delay: Duration::from_millis(10), max_delay: Duration::from_millis(20), max_retry_after: Duration::from_secs(1) }
+    }
+
+    fn summary() -> String {
+        let s = budget::SUMMARY_SECTIONS;
+        format!("v1\n{}\n- Developer who works through AI agents.\n{}\n- Always pnpm, never npm.\n{}\n- Verify CI state live.\n{}\n- MEMORY.md: tooling rules.\n", s[0], s[1], s[2], s[3])
+    }
+
+    fn good_script(ids: &[String]) -> Vec<Step> {
+        vec![
+            vec![("list_files", json!({}))],
+            vec![("read_file", json!({"path": "raw_memories.md"}))],
+            vec![
+                ("write_file", json!({"path": "MEMORY.md", "content": format!("# Memory\n\n## Tooling\n\n- Always use pnpm, never npm (rollouts: {}).\n- CI state changes: verify it at task start.\n", ids.join(", "))})),
+                ("write_file", json!({"path": "memory_summary.md", "content": summary()})),
+            ],
+            vec![],
+        ]
+    }
+
+    async fn phase2(home: &Path, cfg: &Config, force: bool) -> Outcome {
+        let secrets = MemoryStore::default();
+        let store = Store::open_in_home(home).unwrap();
+        run_with_store(home, cfg, store, &secrets as &dyn SecretStore, retry(), "test", force, CancellationToken::new()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn phase1_then_phase2_commits_within_budget_and_idles_without_requests() {
+        let mock = Mock::default();
+        let base = start(mock.clone()).await;
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let cfg = configure(home, &base);
+        write_rollouts(home, &["r001", "r002"]);
+        let mut env = ControlEnv::new(home.to_path_buf(), Arc::new(MemoryStore::default()));
+        env.input = Arc::new(TextDirInput::new(home.join("rollouts")));
+        let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+        assert!(out.contains("2 claimed, 2 with output"), "{out}");
+        assert_eq!(*mock.phase1_requests.lock().unwrap(), 2);
+
+        let ids: Vec<String> = Store::open_in_home(home).unwrap().phase2_candidates().unwrap().into_iter().map(|m| m.thread_id).collect();
+        assert_eq!(ids.len(), 2);
+        mock.script.lock().unwrap().extend(good_script(&ids));
+        let out = phase2(home, &cfg, false).await;
+        let Outcome::Consolidated { report, changes, .. } = &out else { panic!("{out:?}") };
+        assert_eq!(report.requests, 4);
+        assert!(report.refused.is_empty(), "{:?}", report.refused);
+        assert!(changes.iter().any(|c| c.path == "MEMORY.md"));
+
+        // Real wire format: tools offered as functions, tool results sent back by id.
+        let bodies = mock.phase2_bodies.lock().unwrap().clone();
+        assert_eq!(bodies.len(), 4);
+        let tools: Vec<&str> = bodies[0]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+        assert_eq!(tools, ["list_files", "read_file", "write_file", "edit_file"]);
+        let last = bodies[3]["messages"].as_array().unwrap();
+        assert!(last.iter().any(|m| m["role"] == "tool" && m["tool_call_id"] == "call_3_0"), "tool results carry the call id");
+
+        // Both artifacts within budget, one commit, clean tree.
+        let f = MemoryFolder::open(home).unwrap().unwrap();
+        assert!(budget::check(f.root(), &budget::ArtifactBudget::default()).is_empty());
+        let h = f.history(10).unwrap();
+        assert_eq!(h.len(), 1);
+        assert!(h[0].subject.starts_with("Initialize memory from 2 raw memories"), "{}", h[0].subject);
+        assert!(!f.workspace_diff(0).unwrap().has_changes());
+        assert_eq!(std::fs::read_dir(f.root().join("rollout_summaries")).unwrap().count(), 2);
+
+        // Usage accounted (PIPE-8): one phase-2 run with 4 requests and a log line.
+        let runs = Store::open_in_home(home).unwrap().recent_runs(10).unwrap();
+        let r = runs.iter().find(|r| r.phase == "phase2").expect("phase-2 run");
+        assert_eq!((r.requests, r.input_tokens, r.cached_input_tokens, r.output_tokens), (4, 4800, 800, 600));
+        let log = std::fs::read_to_string(home.join("memories.log")).unwrap();
+        assert!(log.lines().any(|l| l.contains("phase2: succeeded, usage requests=4 input=4800 cacheRead=800 output=600")), "{log}");
+
+        // Second run with no new input (forced past the cooldown): zero model requests.
+        let out = phase2(home, &cfg, true).await;
+        assert!(matches!(out, Outcome::NoChanges { inputs: 2 }), "{out:?}");
+        assert_eq!(mock.phase2_bodies.lock().unwrap().len(), 4, "no request");
+        assert_eq!(f.history(10).unwrap().len(), 1, "no commit");
+        // And without force, the 6 h cooldown applies.
+        let out = phase2(home, &cfg, false).await;
+        assert!(matches!(out, Outcome::Skipped { ref reason, .. } if reason == "cooldown"), "{out:?}");
+
+        // A citation in a later session raises the cited memory's usage count.
+        let s = Store::open_in_home(home).unwrap();
+        let text = format!("Done.\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:5-5|note=[pnpm rule]\n</citation_entries>\n<rollout_ids>\n{}\n</rollout_ids>\n</oai-mem-citation>\n", ids[0]);
+        let db = codex_free::store::phase2::Phase2Db { store: s.clone(), home: home.to_path_buf(), price: None };
+        assert_eq!(codex_free::pipeline::phase2::record_citations(&db, &text).unwrap(), 1);
+        let o = s.stage1_output(&ids[0]).unwrap().unwrap();
+        assert_eq!(o.usage_count, 1);
+        assert!(o.last_usage.is_some());
+    }
+
+    #[tokio::test]
+    async fn an_agent_that_stays_over_budget_fails_and_keeps_the_previous_commit() {
+        let mock = Mock::default();
+        let base = start(mock.clone()).await;
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let cfg = configure(home, &base);
+        write_rollouts(home, &["r001"]);
+        let mut env = ControlEnv::new(home.to_path_buf(), Arc::new(MemoryStore::default()));
+        env.input = Arc::new(TextDirInput::new(home.join("rollouts")));
+        execute(MemoriesCmd::Run, &env).await.unwrap();
+        let ids: Vec<String> = Store::open_in_home(home).unwrap().phase2_candidates().unwrap().into_iter().map(|m| m.thread_id).collect();
+        mock.script.lock().unwrap().extend(good_script(&ids));
+        assert!(matches!(phase2(home, &cfg, false).await, Outcome::Consolidated { .. }));
+        let f = MemoryFolder::open(home).unwrap().unwrap();
+        let head = f.head().unwrap();
+        let memory = std::fs::read_to_string(f.root().join("MEMORY.md")).unwrap();
+
+        // New input arrives; the agent writes 400 lines, is asked to cut, and does not.
+        write_rollouts(home, &["r002"]);
+        execute(MemoriesCmd::Run, &env).await.unwrap();
+        let long: String = (0..400).map(|i| format!("- fact {i}\n")).collect();
+        mock.script.lock().unwrap().extend([
+            vec![("write_file", json!({"path": "MEMORY.md", "content": long}))],
+            vec![],
+            vec![("edit_file", json!({"path": "MEMORY.md", "old_text": "- fact 0\n", "new_text": ""}))],
+            vec![],
+        ]);
+        let out = phase2(home, &cfg, true).await;
+        let Outcome::Failed { reason, .. } = &out else { panic!("{out:?}") };
+        assert!(reason.contains("MEMORY.md: 399 lines, over the budget of 150 lines"), "{reason}");
+        let bodies = mock.phase2_bodies.lock().unwrap().clone();
+        let repair = bodies.last().unwrap()["messages"].to_string();
+        assert!(repair.contains("400 lines, over the budget of 150 lines"), "the repair turn names the problem");
+        assert_eq!(f.head().unwrap(), head, "previous commit intact");
+        assert_eq!(std::fs::read_to_string(f.root().join("MEMORY.md")).unwrap(), memory);
+        assert!(!f.workspace_diff(0).unwrap().has_changes());
+        let job = Store::open_in_home(home).unwrap().phase2_job().unwrap().unwrap();
+        assert_eq!(job.status, "error");
+        assert!(job.last_error.unwrap().contains("over the budget"));
+        assert!(job.retry_at.is_some());
+    }
+}

@@ -24,6 +24,7 @@ pub mod agent;
 pub mod budget;
 pub mod folder;
 pub mod jail;
+pub mod model;
 pub mod prompt;
 pub mod readpath;
 pub mod select;
