@@ -32,7 +32,9 @@ impl Store {
     pub fn claim_phase2(&self, worker_id: &str, lease_secs: i64, force: bool) -> Result<Claim> {
         let now = self.now();
         let mut c = self.conn();
-        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+        let tx = c
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db_err)?;
         let row: Option<(String, Option<i64>, Option<i64>, Option<i64>, Option<String>, Option<i64>)> = tx
             .query_row(
                 "SELECT status, lease_until, finished_at, retry_at, last_error, input_watermark FROM jobs WHERE kind = ?1 AND job_key = ?2",
@@ -50,7 +52,9 @@ impl Store {
                     && last_error.is_none()
                     && f + COOLDOWN_SECS > now
                 {
-                    return Ok(Claim::Cooldown { until: f + COOLDOWN_SECS });
+                    return Ok(Claim::Cooldown {
+                        until: f + COOLDOWN_SECS,
+                    });
                 }
                 if status == "error"
                     && let Some(r) = retry_at
@@ -93,7 +97,9 @@ impl Store {
     pub fn succeed_phase2(&self, token: &str, watermark: i64, selected: &[String]) -> Result<bool> {
         let now = self.now();
         let mut c = self.conn();
-        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+        let tx = c
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db_err)?;
         let n = tx
             .execute(
                 "UPDATE jobs SET finished_at = ?1, lease_until = NULL, retry_at = NULL, last_error = NULL,
@@ -107,9 +113,17 @@ impl Store {
         if n != 1 {
             return Ok(false);
         }
-        tx.execute("UPDATE stage1_outputs SET selected_for_phase2 = 0 WHERE selected_for_phase2 != 0", []).map_err(db_err)?;
+        tx.execute(
+            "UPDATE stage1_outputs SET selected_for_phase2 = 0 WHERE selected_for_phase2 != 0",
+            [],
+        )
+        .map_err(db_err)?;
         for id in selected {
-            tx.execute("UPDATE stage1_outputs SET selected_for_phase2 = 1 WHERE thread_id = ?1", [id]).map_err(db_err)?;
+            tx.execute(
+                "UPDATE stage1_outputs SET selected_for_phase2 = 1 WHERE thread_id = ?1",
+                [id],
+            )
+            .map_err(db_err)?;
         }
         tx.commit().map_err(db_err)?;
         Ok(true)
@@ -128,7 +142,9 @@ impl Store {
             )
             .optional()
             .map_err(db_err)?;
-        let Some(remaining) = remaining else { return Ok(false) };
+        let Some(remaining) = remaining else {
+            return Ok(false);
+        };
         let failures = (DEFAULT_RETRIES - remaining).max(0) as u32 + 1;
         let n = c
             .execute(
@@ -280,7 +296,11 @@ impl Phase2Store for Phase2Db {
             reasoning_tokens: u.reasoning as i64,
             cost_usd: self.price.map(|p| p.cost(&u)),
             duration_ms: rec.duration_ms as i64,
-            outcome: if rec.outcome == "ok" { "ok".into() } else { "failed".into() },
+            outcome: if rec.outcome == "ok" {
+                "ok".into()
+            } else {
+                "failed".into()
+            },
             error: rec.error.clone(),
         })
     }
@@ -307,7 +327,9 @@ impl Phase2Store for Phase2Db {
                 r.output_tokens,
                 crate::providers::prices::format_cost(r.cost_usd),
                 r.model.unwrap_or_default(),
-                error.map(|e| format!(" error: {}", e.replace('\n', " "))).unwrap_or_default()
+                error
+                    .map(|e| format!(" error: {}", e.replace('\n', " ")))
+                    .unwrap_or_default()
             );
             crate::pipeline::usage::append_line(&self.home, &line)?;
         }

@@ -574,6 +574,19 @@ pub fn history_command(
     }
 }
 
+/// Raise usage counts from the citations in a later session's transcript (see
+/// [`readpath::cited_rollout_ids_in`]); returns the rows changed.
+pub fn record_rollout_citations(
+    store: &dyn Phase2Store,
+    rollout: &crate::pipeline::rollout::Rollout,
+) -> Result<usize> {
+    let ids = readpath::cited_rollout_ids_in(rollout);
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    store.record_usage(&ids)
+}
+
 /// Raise usage counts from `<oai-mem-citation>` blocks found in `text` (a later session's
 /// assistant messages); returns the rows changed. See [`readpath::parse_citations`].
 pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {

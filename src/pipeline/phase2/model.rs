@@ -1,5 +1,6 @@
-//! The phase-2 seam [`ConsolidationModel`] over the providers' [`ModelClient`], and
-//! [`run_in_home`], the production entry point (store, model resolution, folder).
+//! Production wiring of phase 2: the [`ConsolidationModel`] seam over the providers'
+//! [`ModelClient`], [`run_in_home`] (store, model resolution, folder) for the scheduler and
+//! `memories run|force`, and [`history_command_in_home`] for `memories history|diff|rollback`.
 //!
 //! Invariant: the adapter only converts types; retries, timeouts and wire formats stay in
 //! `crate::providers`.
@@ -9,7 +10,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{BoxFuture, ConsolidationModel, ModelReply, ModelRequest, Role, ToolCall, TurnUsage};
+use super::agent::{
+    BoxFuture, ConsolidationModel, ModelReply, ModelRequest, Role, ToolCall, TurnUsage,
+};
 use super::{Outcome, Phase2Deps};
 use crate::config::Config;
 use crate::providers::{self, CompletionRequest, Message, ModelClient, PriceTable, RetryPolicy};
@@ -78,7 +81,11 @@ impl ConsolidationModel for ProviderModel {
             max_output_tokens: self.max_output_tokens,
         };
         Box::pin(async move {
-            let c = self.client.complete(&creq, &self.cancel).await.map_err(Error::from)?;
+            let c = self
+                .client
+                .complete(&creq, &self.cancel)
+                .await
+                .map_err(Error::from)?;
             Ok(ModelReply {
                 content: c.content,
                 tool_calls: c
@@ -140,7 +147,8 @@ pub async fn run_with_store(
         Some(s) => (s.as_str(), true),
         None => (providers::DEFAULT_EXTRACT_MODEL, false),
     };
-    let resolved = providers::resolve_model(spec, explicit, m, secrets, PriceTable::bundled(), retry);
+    let resolved =
+        providers::resolve_model(spec, explicit, m, secrets, PriceTable::bundled(), retry);
     let (model, price, unavailable) = match resolved {
         Ok(r) => (
             Some(ProviderModel {
@@ -154,7 +162,11 @@ pub async fn run_with_store(
         ),
         Err(e) => (None, None, Some(e.to_string())),
     };
-    let db = Phase2Db { store, home: home.to_path_buf(), price };
+    let db = Phase2Db {
+        store,
+        home: home.to_path_buf(),
+        price,
+    };
     let deps = Phase2Deps {
         home,
         config: m,
@@ -166,4 +178,23 @@ pub async fn run_with_store(
         cancel,
     };
     super::run(&deps, force).await
+}
+
+/// `codex-free memories history | diff [REV] | rollback REV` for the state home `home`
+/// (opens `state.sqlite` so rollback can refuse while a phase-2 job runs); returns the
+/// text to print. See [`super::history_command`].
+///
+/// Errors: [`Error::Busy`] for a rollback during a run or over uncommitted changes;
+/// [`Error::InvalidArgument`] for an unknown revision; database and git errors.
+pub fn history_command_in_home(
+    home: &Path,
+    cmd: &super::folder::MemoryHistoryCmd,
+) -> Result<String> {
+    let store = Store::open_in_home(home)?;
+    let db = Phase2Db {
+        store,
+        home: home.to_path_buf(),
+        price: None,
+    };
+    super::history_command(home, cmd, &db)
 }

@@ -507,6 +507,24 @@ pub fn parse_citations(text: &str) -> Vec<Citation> {
     out
 }
 
+/// The distinct rollout ids cited by the assistant in `rollout` (a later session's
+/// transcript, as parsed by `pipeline::sources`), excluding the rollout's own id. Call it
+/// once per rollout version (phase 1 does: one claim per `updated_at`) so a citation is
+/// counted once.
+pub fn cited_rollout_ids_in(rollout: &crate::pipeline::rollout::Rollout) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for item in &rollout.items {
+        if let crate::pipeline::rollout::Item::Assistant { text } = item {
+            for id in cited_rollout_ids(text) {
+                if id != rollout.id && !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+    }
+    ids
+}
+
 /// The distinct rollout ids cited in `text`, in order of first appearance.
 pub fn cited_rollout_ids(text: &str) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
