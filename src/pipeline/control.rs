@@ -154,6 +154,7 @@ impl RolloutInput for NoSources {
         &self,
         thread: &crate::store::ThreadRow,
         _context_window: Option<u64>,
+        _tool_result_token_budget: usize,
     ) -> Result<String> {
         Err(Error::NotFound(PathBuf::from(&thread.path)))
     }
@@ -698,7 +699,8 @@ mod tests {
     #[tokio::test]
     async fn switches_write_overrides_and_reset_needs_yes() {
         let d = tempfile::tempdir().unwrap();
-        let env = ControlEnv::new(d.path().to_path_buf(), Arc::new(MemoryStore::default()));
+        let mut env = ControlEnv::new(d.path().to_path_buf(), Arc::new(MemoryStore::default()));
+        env.input = Arc::new(NoSources);
         execute(MemoriesCmd::Off, &env).await.unwrap();
         execute(MemoriesCmd::Generate { state: OnOff::Off }, &env)
             .await
