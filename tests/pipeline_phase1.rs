@@ -776,6 +776,7 @@ async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
     let env = env_for(&home);
     let mut deps = env.scheduler_deps();
     deps.rescan_every = Duration::from_secs(3600);
+    deps.watch = None;
     let cfg = Config::load(&home.join(CONFIG_FILE)).unwrap().config;
     let cancel = tokio_util::sync::CancellationToken::new();
     let sched = Scheduler::start(home.clone(), cfg, deps, cancel.clone()).unwrap();

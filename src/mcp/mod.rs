@@ -11,6 +11,7 @@ pub mod auth;
 pub mod http;
 pub mod server;
 pub mod stdio;
+mod tools_exec;
 mod tools_fs;
 
 pub use server::{CodexFree, Mode, ServerOptions};
