@@ -604,7 +604,10 @@ pub async fn execute(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
                     "nothing to do: {} sessions seen, none eligible (idle < {} h, already extracted, off, or retrying)\n",
                     r.scanned, cfg.memories.min_rollout_idle_hours
                 ),
-                (None, o) => format!("{o}\n"),
+                (None, o) => match &r.summary.error {
+                    Some(e) => format!("{o}: {e}\n"),
+                    None => format!("{o}\n"),
+                },
             })
         }
         MemoriesCmd::On | MemoriesCmd::Off => {

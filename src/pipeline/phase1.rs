@@ -533,12 +533,24 @@ async fn stopped_before_claim(
         summary.clone(),
         model.clone(),
     );
+    // The same stop as the last recorded run (e.g. the cap on every rescan): say it once.
     let run_id = blocking(move || {
+        let last = store.recent_runs(1)?.into_iter().next();
+        if last.is_some_and(|r| r.summary.outcome == s.outcome && r.summary.error == s.error) {
+            return Ok(None);
+        }
         let id = store.begin_run("phase1", trig.as_str(), Some(&m))?;
         store.finish_run(&id, &s)?;
-        Ok(id)
+        Ok(Some(id))
     })
     .await?;
+    let Some(run_id) = run_id else {
+        return Ok(RunReport {
+            summary,
+            scanned,
+            ..Default::default()
+        });
+    };
     let line = Phase1Line {
         at: ctx.store.now(),
         model,
