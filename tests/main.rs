@@ -11,3 +11,4 @@ mod tools_fs;
 #[path = "support/mock_provider.rs"]
 mod mock_provider;
 mod pipeline_phase1;
+mod pipeline_phase1_fixtures;
