@@ -3,3 +3,4 @@
 mod support;
 
 mod mcp_transport;
+mod taskmem;

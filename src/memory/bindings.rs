@@ -71,7 +71,9 @@ pub fn conversation_key(raw_session: &str) -> String {
 pub fn session_from_meta(meta: &serde_json::Map<String, serde_json::Value>) -> Result<String> {
     match meta.get(SESSION_META_KEY) {
         Some(serde_json::Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(_) => Err(Error::Binding(missing_session_message("it is present but not a non-empty string"))),
+        Some(_) => Err(Error::Binding(missing_session_message(
+            "it is present but not a non-empty string",
+        ))),
         None => Err(Error::Binding(missing_session_message("it is missing"))),
     }
 }
@@ -100,9 +102,13 @@ impl Bindings {
     /// Errors: [`Error::NotFound`] when `access_root` does not exist;
     /// [`Error::InvalidArgument`] when it is not a directory.
     pub fn new(home: &Path, access_root: &Path) -> Result<Self> {
-        let access_root = std::fs::canonicalize(access_root).map_err(|_| Error::NotFound(access_root.to_path_buf()))?;
+        let access_root = std::fs::canonicalize(access_root)
+            .map_err(|_| Error::NotFound(access_root.to_path_buf()))?;
         if !access_root.is_dir() {
-            return Err(Error::InvalidArgument(format!("--access-root {} is not a directory", access_root.display())));
+            return Err(Error::InvalidArgument(format!(
+                "--access-root {} is not a directory",
+                access_root.display()
+            )));
         }
         let dir = home
             .join(BINDINGS_DIR)
@@ -122,7 +128,8 @@ impl Bindings {
 
     /// Path of the binding file for a raw session value.
     pub fn path_for(&self, raw_session: &str) -> PathBuf {
-        self.dir.join(format!("{}.json", conversation_key(raw_session)))
+        self.dir
+            .join(format!("{}.json", conversation_key(raw_session)))
     }
 
     /// Resolve `path` (absolute, or relative to the access root) to a canonical directory
@@ -134,10 +141,16 @@ impl Bindings {
     pub fn resolve_project(&self, path: &str) -> Result<PathBuf> {
         let p = path.trim();
         if p.is_empty() {
-            return Err(Error::InvalidArgument("path is empty; give a project directory (list_projects shows candidates)".into()));
+            return Err(Error::InvalidArgument(
+                "path is empty; give a project directory (list_projects shows candidates)".into(),
+            ));
         }
         let p = Path::new(p);
-        let joined = if p.is_absolute() { p.to_path_buf() } else { self.access_root.join(p) };
+        let joined = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.access_root.join(p)
+        };
         let canon = std::fs::canonicalize(&joined).map_err(|_| {
             Error::Binding(format!(
                 "project {} does not exist; call list_projects for the projects under {}",
@@ -145,7 +158,11 @@ impl Bindings {
                 self.access_root.display()
             ))
         })?;
-        if !canon.starts_with(&self.access_root) || canon.components().any(|c| matches!(c, Component::ParentDir)) {
+        if !canon.starts_with(&self.access_root)
+            || canon
+                .components()
+                .any(|c| matches!(c, Component::ParentDir))
+        {
             return Err(Error::Binding(format!(
                 "{} resolves to {}, which is outside the access root {}; choose a project inside it (list_projects shows candidates)",
                 joined.display(),
@@ -154,7 +171,10 @@ impl Bindings {
             )));
         }
         if !canon.is_dir() {
-            return Err(Error::Binding(format!("{} is not a directory; give the project's folder", canon.display())));
+            return Err(Error::Binding(format!(
+                "{} is not a directory; give the project's folder",
+                canon.display()
+            )));
         }
         Ok(canon)
     }
@@ -247,7 +267,10 @@ impl Bindings {
                 c.display(),
                 self.access_root.display()
             ))),
-            Ok(c) if !c.is_dir() => Err(Error::Binding(format!("this conversation's project {} is no longer a directory{again}", c.display()))),
+            Ok(c) if !c.is_dir() => Err(Error::Binding(format!(
+                "this conversation's project {} is no longer a directory{again}",
+                c.display()
+            ))),
             Ok(_) => Ok(()),
         }
     }
@@ -276,8 +299,14 @@ impl Bindings {
                 if e.file_name().to_string_lossy().starts_with('.') {
                     continue;
                 }
-                let Ok(c) = std::fs::canonicalize(e.path()) else { continue };
-                if c.is_dir() && c.starts_with(&self.access_root) && c != self.access_root && is_project(&c) {
+                let Ok(c) = std::fs::canonicalize(e.path()) else {
+                    continue;
+                };
+                if c.is_dir()
+                    && c.starts_with(&self.access_root)
+                    && c != self.access_root
+                    && is_project(&c)
+                {
                     out.push(c);
                 }
             }
@@ -307,14 +336,22 @@ impl Bindings {
         let start = offset.min(all.len());
         let shown: Vec<&PathBuf> = all.iter().skip(start).take(page).collect();
         for p in &shown {
-            let rel = p.strip_prefix(&self.access_root).ok().filter(|r| !r.as_os_str().is_empty());
+            let rel = p
+                .strip_prefix(&self.access_root)
+                .ok()
+                .filter(|r| !r.as_os_str().is_empty());
             match rel {
                 Some(r) => out.push_str(&format!("- {}  ({})\n", r.display(), p.display())),
                 None => out.push_str(&format!("- .  ({})\n", p.display())),
             }
         }
         if start + shown.len() < all.len() {
-            out.push_str(&super::continuation("projects", start, shown.len(), all.len()));
+            out.push_str(&super::continuation(
+                "projects",
+                start,
+                shown.len(),
+                all.len(),
+            ));
             out.push('\n');
         }
         out
@@ -323,7 +360,9 @@ impl Bindings {
 
 fn read_binding(file: &Path) -> std::result::Result<Option<Binding>, String> {
     match std::fs::read(file) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("not a binding record: {e}")),
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("not a binding record: {e}")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.to_string()),
     }
@@ -360,7 +399,10 @@ mod tests {
         let out = b.bind("conv-secret-123", "alpha").unwrap();
         assert_eq!(out.previous, None);
         let alpha = std::fs::canonicalize(e.access.path().join("alpha")).unwrap();
-        assert_eq!(b.restore("conv-secret-123").unwrap().unwrap().project_root, alpha);
+        assert_eq!(
+            b.restore("conv-secret-123").unwrap().unwrap().project_root,
+            alpha
+        );
         assert_eq!(b.restore("another").unwrap(), None);
         let file = b.path_for("conv-secret-123");
         let text = std::fs::read_to_string(&file).unwrap();
@@ -369,7 +411,12 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["projectRoot"], alpha.to_str().unwrap());
         assert!(v["accessRoot"].is_string() && v["boundAt"].is_string());
-        let out = b.bind("conv-secret-123", e.access.path().join("beta").to_str().unwrap()).unwrap();
+        let out = b
+            .bind(
+                "conv-secret-123",
+                e.access.path().join("beta").to_str().unwrap(),
+            )
+            .unwrap();
         assert_eq!(out.previous, Some(alpha));
     }
 
@@ -378,11 +425,26 @@ mod tests {
         let e = env();
         let b = Bindings::new(e.home.path(), e.access.path()).unwrap();
         let outside = tempfile::tempdir().unwrap();
-        assert_eq!(b.bind("s", outside.path().to_str().unwrap()).unwrap_err().code(), "binding");
+        assert_eq!(
+            b.bind("s", outside.path().to_str().unwrap())
+                .unwrap_err()
+                .code(),
+            "binding"
+        );
         assert_eq!(b.bind("s", "../").unwrap_err().code(), "binding");
         std::os::unix::fs::symlink(outside.path(), e.access.path().join("escape")).unwrap();
-        assert!(b.bind("s", "escape").unwrap_err().to_string().contains("outside the access root"));
-        assert!(b.bind("s", "missing").unwrap_err().to_string().contains("does not exist"));
+        assert!(
+            b.bind("s", "escape")
+                .unwrap_err()
+                .to_string()
+                .contains("outside the access root")
+        );
+        assert!(
+            b.bind("s", "missing")
+                .unwrap_err()
+                .to_string()
+                .contains("does not exist")
+        );
         assert!(!b.dir().exists(), "nothing written for refused binds");
     }
 
@@ -391,27 +453,50 @@ mod tests {
         let e = env();
         let b = Bindings::new(e.home.path(), e.access.path()).unwrap();
         b.bind("s", "alpha").unwrap();
-        std::fs::rename(e.access.path().join("alpha"), e.access.path().join("alpha2")).unwrap();
+        std::fs::rename(
+            e.access.path().join("alpha"),
+            e.access.path().join("alpha2"),
+        )
+        .unwrap();
         let err = b.restore("s").unwrap_err();
         assert_eq!(err.code(), "binding");
-        assert!(err.to_string().contains("no longer exists") && err.to_string().contains("set_project_root"), "{err}");
-        assert!(b.path_for("s").exists(), "record kept, not silently rebound");
+        assert!(
+            err.to_string().contains("no longer exists")
+                && err.to_string().contains("set_project_root"),
+            "{err}"
+        );
+        assert!(
+            b.path_for("s").exists(),
+            "record kept, not silently rebound"
+        );
         assert!(b.project_for("s").is_err());
         // Replacing the folder by a link elsewhere is caught too.
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), e.access.path().join("alpha")).unwrap();
-        assert!(b.restore("s").unwrap_err().to_string().contains("now resolves to"));
+        assert!(
+            b.restore("s")
+                .unwrap_err()
+                .to_string()
+                .contains("now resolves to")
+        );
     }
 
     #[test]
     fn candidates_and_listing() {
         let e = env();
         let b = Bindings::new(e.home.path(), e.access.path()).unwrap();
-        let names: Vec<String> = b.candidates().iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> = b
+            .candidates()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
         assert_eq!(names, ["alpha", "beta", "docs-only"]);
         let t = b.list_projects_text(0, 2);
         assert!(t.contains("- alpha  (") && t.contains("- beta  ("), "{t}");
-        assert!(t.ends_with("(showing projects 1-2 of 3 — call again with offset=2 for the rest)\n"), "{t}");
+        assert!(
+            t.ends_with("(showing projects 1-2 of 3 — call again with offset=2 for the rest)\n"),
+            "{t}"
+        );
         assert!(b.list_projects_text(2, 2).contains("- docs-only"));
     }
 
@@ -419,7 +504,10 @@ mod tests {
     fn session_meta_errors_say_what_to_send() {
         let mut m = serde_json::Map::new();
         let e = session_from_meta(&m).unwrap_err().to_string();
-        assert!(e.contains("_meta[\"openai/session\"]") && e.contains("missing"), "{e}");
+        assert!(
+            e.contains("_meta[\"openai/session\"]") && e.contains("missing"),
+            "{e}"
+        );
         m.insert("openai/session".into(), serde_json::json!(5));
         assert!(session_from_meta(&m).is_err());
         m.insert("openai/session".into(), serde_json::json!("abc"));
@@ -434,7 +522,16 @@ mod tests {
         std::fs::write(b.path_for("s"), "nope").unwrap();
         assert_eq!(b.restore("s").unwrap_err().code(), "corrupt_state");
         assert_eq!(b.restore("s").unwrap(), None);
-        let backups = std::fs::read_dir(b.dir()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".corrupt-")).count();
+        let backups = std::fs::read_dir(b.dir())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".corrupt-")
+            })
+            .count();
         assert_eq!(backups, 1);
     }
 }

@@ -59,7 +59,11 @@ pub fn agent_brief(multi_project: bool) -> String {
 /// heading is added unless the text already starts with it.
 pub fn environment_section(environment: &str) -> String {
     let e = environment.trim();
-    let mut out = if e.starts_with("## Environment") { e.to_string() } else { format!("## Environment\n\n{e}") };
+    let mut out = if e.starts_with("## Environment") {
+        e.to_string()
+    } else {
+        format!("## Environment\n\n{e}")
+    };
     out.push('\n');
     out
 }
@@ -117,7 +121,13 @@ pub struct ProjectTexts<'a> {
 
 /// Everything an agent needs about one project, as one markdown text: `preamble` (the
 /// agent brief, or a "bound to" line), environment, saved state, skills, AGENTS.md.
-pub fn project_text(preamble: &str, saved_state: &str, skills_section: &str, texts: ProjectTexts<'_>, project_doc_max_bytes: usize) -> String {
+pub fn project_text(
+    preamble: &str,
+    saved_state: &str,
+    skills_section: &str,
+    texts: ProjectTexts<'_>,
+    project_doc_max_bytes: usize,
+) -> String {
     let mut parts = vec![
         preamble.trim_end().to_string() + "\n",
         environment_section(texts.environment),
@@ -141,10 +151,21 @@ pub fn saved_state_for(home: &Path, config: &Config, root: &Path, multi_project:
 
 /// Single-project MCP `instructions` (MEM-6): brief, environment, saved state, skills,
 /// AGENTS.md. `root` must be canonical; skills come from [`SkillSearch::from_env`].
-pub fn single_project_instructions(home: &Path, config: &Config, root: &Path, texts: ProjectTexts<'_>) -> String {
+pub fn single_project_instructions(
+    home: &Path,
+    config: &Config,
+    root: &Path,
+    texts: ProjectTexts<'_>,
+) -> String {
     let saved = saved_state_for(home, config, root, false);
     let skills = SkillSearch::from_env(Some(root), home).instructions_section();
-    project_text(&agent_brief(false), &saved, &skills, texts, config.project_doc.max_bytes)
+    project_text(
+        &agent_brief(false),
+        &saved,
+        &skills,
+        texts,
+        config.project_doc.max_bytes,
+    )
 }
 
 /// Multi-project MCP `instructions` at initialize (MEM-7): the brief only, naming no
@@ -156,16 +177,32 @@ pub fn multi_project_instructions() -> String {
 /// `get_agent_brief` for a conversation bound to `project_root` in multi-project mode:
 /// a line naming the project, then the same sections as single-project instructions
 /// (memory store chosen with the multi-project `memory.dir` rule).
-pub fn bound_brief(home: &Path, config: &Config, project_root: &Path, restored: bool, texts: ProjectTexts<'_>) -> String {
+pub fn bound_brief(
+    home: &Path,
+    config: &Config,
+    project_root: &Path,
+    restored: bool,
+    texts: ProjectTexts<'_>,
+) -> String {
     let preamble = format!(
         "{}\n\nThis conversation is bound to the project {}{}. Tools act on it; `set_project_root` switches explicitly.\n",
         agent_brief(true).trim_end(),
         project_root.display(),
-        if restored { " (restored from an earlier call)" } else { "" }
+        if restored {
+            " (restored from an earlier call)"
+        } else {
+            ""
+        }
     );
     let saved = saved_state_for(home, config, project_root, true);
     let skills = SkillSearch::from_env(Some(project_root), home).instructions_section();
-    project_text(&preamble, &saved, &skills, texts, config.project_doc.max_bytes)
+    project_text(
+        &preamble,
+        &saved,
+        &skills,
+        texts,
+        config.project_doc.max_bytes,
+    )
 }
 
 /// `get_agent_brief` for a conversation with no project yet (MEM-7): the brief, the
@@ -184,7 +221,10 @@ mod tests {
 
     #[test]
     fn agents_md_under_limit_is_whole() {
-        assert_eq!(agents_md_section("a\nb\n", 10), format!("{AGENTS_HEADING}\n\na\nb\n"));
+        assert_eq!(
+            agents_md_section("a\nb\n", 10),
+            format!("{AGENTS_HEADING}\n\na\nb\n")
+        );
     }
 
     #[test]
@@ -204,8 +244,14 @@ mod tests {
 
     #[test]
     fn environment_heading_added_once() {
-        assert_eq!(environment_section("os: linux"), "## Environment\n\nos: linux\n");
-        assert_eq!(environment_section("## Environment\n\nx\n"), "## Environment\n\nx\n");
+        assert_eq!(
+            environment_section("os: linux"),
+            "## Environment\n\nos: linux\n"
+        );
+        assert_eq!(
+            environment_section("## Environment\n\nx\n"),
+            "## Environment\n\nx\n"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@
 pub mod bindings;
 pub mod brief;
 pub mod plan;
+pub mod service;
 pub mod skills;
 pub mod store;
 
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use bindings::{Binding, Bindings};
 pub use plan::{Plan, PlanItem, StepStatus};
+pub use service::{OwnedTexts, Scope, Service};
 pub use skills::{Skill, SkillDir, SkillSearch};
 pub use store::TaskMemory;
 
@@ -49,6 +51,23 @@ pub struct UpdatePlanArgs {
     /// The whole plan, replacing the saved one: ordered steps, each with a status. At most
     /// one step may be `in_progress`. An empty list clears the saved plan.
     pub plan: Vec<PlanItem>,
+}
+
+/// Arguments of the `recall` tool (MEM-2). All optional: a plain `recall()` returns the
+/// whole saved state when it fits the tool-output cap.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct RecallArgs {
+    /// Number of lines to skip (from a previous call's continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+/// Arguments of the `get_agent_brief` tool. All optional.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct GetAgentBriefArgs {
+    /// Number of lines to skip (from a previous call's continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
 }
 
 /// Arguments of the `set_project_root` tool (MEM-7, multi-project mode only).
@@ -101,4 +120,106 @@ pub(crate) fn continuation(what: &str, start: usize, shown: usize, total: usize)
         start + shown,
         start + shown
     )
+}
+
+/// Bytes kept free for the continuation line when paging.
+const CONTINUATION_RESERVE: usize = 160;
+
+/// One page of `text`: whole lines from line `offset` (0-based count of lines skipped), at
+/// most `max_lines` lines and `max_bytes` bytes in all (continuation line included). When
+/// cut, the page ends with `(showing lines A-B of N — {again} with offset=B for the rest)`,
+/// where `again` is e.g. `call again` or `call get_agent_brief`; paging with the named
+/// offsets yields every line exactly once. A single line longer than the budget is shown
+/// cut at a character boundary with a line saying so, and the next offset skips it.
+///
+/// Errors: [`crate::Error::InvalidArgument`] when `offset` is past the last line.
+pub(crate) fn page_text(
+    text: &str,
+    offset: usize,
+    max_lines: usize,
+    max_bytes: usize,
+    again: &str,
+) -> crate::Result<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let total = lines.len();
+    if offset > total || (offset == total && total > 0) {
+        return Err(crate::Error::InvalidArgument(format!(
+            "offset = {offset} is past the end ({total} lines)"
+        )));
+    }
+    let budget = max_bytes.saturating_sub(CONTINUATION_RESERVE).max(64);
+    let mut out = String::new();
+    let mut end = offset;
+    while end < total && end - offset < max_lines.max(1) {
+        let l = lines[end];
+        if out.len() + l.len() > budget {
+            if end == offset {
+                let mut cut = budget.min(l.len());
+                while !l.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                out.push_str(&l[..cut]);
+                out.push_str(&format!(
+                    "\n(line {} is {} bytes; showing its first {cut} — {again} with offset={} to continue after it)\n",
+                    end + 1,
+                    l.len(),
+                    end + 1
+                ));
+                return Ok(out);
+            }
+            break;
+        }
+        out.push_str(l);
+        end += 1;
+    }
+    if end < total {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "(showing lines {}-{end} of {total} — {again} with offset={end} for the rest)\n",
+            offset + 1
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_yields_every_line_once() {
+        let text: String = (0..57)
+            .map(|i| format!("{}\n", "x".repeat(i % 13)))
+            .collect();
+        let mut got = String::new();
+        let mut offset = 0;
+        loop {
+            let page = page_text(&text, offset, 7, 400, "call again").unwrap();
+            assert!(page.len() <= 400, "{}", page.len());
+            match page.rfind("(showing lines ") {
+                Some(i) => {
+                    got.push_str(&page[..i]);
+                    let tail = &page[i..];
+                    offset = tail
+                        .split("offset=")
+                        .nth(1)
+                        .unwrap()
+                        .split(' ')
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                }
+                None => {
+                    got.push_str(&page);
+                    break;
+                }
+            }
+        }
+        assert_eq!(got, text);
+        assert!(page_text(&text, 57, 7, 400, "x").is_err());
+        assert_eq!(page_text("", 0, 7, 400, "x").unwrap(), "");
+    }
 }

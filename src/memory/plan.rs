@@ -56,10 +56,14 @@ impl Plan {
         for (i, it) in items.iter().enumerate() {
             let s = it.step.trim();
             if s.is_empty() {
-                return Err(Error::InvalidArgument(format!("plan[{i}].step is empty; give each step a short description")));
+                return Err(Error::InvalidArgument(format!(
+                    "plan[{i}].step is empty; give each step a short description"
+                )));
             }
             if s.contains('\n') || s.contains('\r') {
-                return Err(Error::InvalidArgument(format!("plan[{i}].step spans several lines; split it into separate steps")));
+                return Err(Error::InvalidArgument(format!(
+                    "plan[{i}].step spans several lines; split it into separate steps"
+                )));
             }
             if s.len() > MAX_STEP_BYTES {
                 return Err(Error::InvalidArgument(format!(
@@ -84,20 +88,30 @@ impl Plan {
 
     /// Bytes the plan takes against the budget: explanation plus every step's text.
     pub fn bytes(&self) -> usize {
-        self.explanation.as_deref().map_or(0, str::len) + self.steps.iter().map(|s| s.step.len()).sum::<usize>()
+        self.explanation.as_deref().map_or(0, str::len)
+            + self.steps.iter().map(|s| s.step.len()).sum::<usize>()
     }
 
     /// `(completed, in_progress, pending)` counts.
     pub fn counts(&self) -> (usize, usize, usize) {
         let c = |st| self.steps.iter().filter(|s| s.status == st).count();
-        (c(StepStatus::Completed), c(StepStatus::InProgress), c(StepStatus::Pending))
+        (
+            c(StepStatus::Completed),
+            c(StepStatus::InProgress),
+            c(StepStatus::Pending),
+        )
     }
 
     /// Markdown checklist, one numbered line per step: `1. [x] done`, `2. [>] doing (in
     /// progress)`, `3. [ ] todo`, preceded by the explanation when present.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        if let Some(e) = self.explanation.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+        if let Some(e) = self
+            .explanation
+            .as_deref()
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+        {
             out.push_str(&format!("Why: {e}\n\n"));
         }
         for (i, s) in self.steps.iter().enumerate() {
@@ -117,26 +131,41 @@ mod tests {
     use super::*;
 
     fn item(step: &str, status: StepStatus) -> PlanItem {
-        PlanItem { step: step.into(), status }
+        PlanItem {
+            step: step.into(),
+            status,
+        }
     }
 
     #[test]
     fn two_in_progress_is_refused_naming_both() {
-        let e = Plan::validate(&[item("a", StepStatus::InProgress), item("b", StepStatus::Pending), item("c", StepStatus::InProgress)])
-            .unwrap_err()
-            .to_string();
+        let e = Plan::validate(&[
+            item("a", StepStatus::InProgress),
+            item("b", StepStatus::Pending),
+            item("c", StepStatus::InProgress),
+        ])
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("plan[0]") && e.contains("plan[2]"), "{e}");
     }
 
     #[test]
     fn empty_and_multiline_steps_are_refused() {
-        assert!(Plan::validate(&[item("  ", StepStatus::Pending)]).unwrap_err().to_string().contains("plan[0].step is empty"));
+        assert!(
+            Plan::validate(&[item("  ", StepStatus::Pending)])
+                .unwrap_err()
+                .to_string()
+                .contains("plan[0].step is empty")
+        );
         assert!(Plan::validate(&[item("a\nb", StepStatus::Pending)]).is_err());
     }
 
     #[test]
     fn status_wire_values_match_codex() {
-        let v: Vec<PlanItem> = serde_json::from_str(r#"[{"step":"a","status":"in_progress"},{"step":"b","status":"completed"}]"#).unwrap();
+        let v: Vec<PlanItem> = serde_json::from_str(
+            r#"[{"step":"a","status":"in_progress"},{"step":"b","status":"completed"}]"#,
+        )
+        .unwrap();
         assert_eq!(v[0].status, StepStatus::InProgress);
         assert!(serde_json::from_str::<PlanItem>(r#"{"step":"a","status":"done"}"#).is_err());
     }
@@ -145,10 +174,17 @@ mod tests {
     fn render_marks_statuses() {
         let p = Plan {
             explanation: Some("split work".into()),
-            steps: vec![item("one", StepStatus::Completed), item("two", StepStatus::InProgress), item("three", StepStatus::Pending)],
+            steps: vec![
+                item("one", StepStatus::Completed),
+                item("two", StepStatus::InProgress),
+                item("three", StepStatus::Pending),
+            ],
             updated_at: "t".into(),
         };
-        assert_eq!(p.render(), "Why: split work\n\n1. [x] one\n2. [>] two (in progress)\n3. [ ] three\n");
+        assert_eq!(
+            p.render(),
+            "Why: split work\n\n1. [x] one\n2. [>] two (in progress)\n3. [ ] three\n"
+        );
         assert_eq!(p.counts(), (1, 1, 1));
     }
 }

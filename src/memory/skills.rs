@@ -93,32 +93,67 @@ impl SkillSearch {
     /// The standard folders (see module doc) for `project_root` (none in multi-project mode
     /// before a project is bound), the user's home `user_home`, Codex's home `codex_home`
     /// (`$CODEX_HOME`, default `<user_home>/.codex`) and the Codex Free state home.
-    pub fn standard(project_root: Option<&Path>, user_home: Option<&Path>, codex_home: Option<&Path>, state_home: &Path) -> Self {
+    pub fn standard(
+        project_root: Option<&Path>,
+        user_home: Option<&Path>,
+        codex_home: Option<&Path>,
+        state_home: &Path,
+    ) -> Self {
         let mut dirs = Vec::new();
-        let mut add = |scope, path: PathBuf, label: String| dirs.push(SkillDir { scope, path, label });
+        let mut add =
+            |scope, path: PathBuf, label: String| dirs.push(SkillDir { scope, path, label });
         if let Some(r) = project_root {
             for rel in [".agents/skills", ".codex/skills", ".claude/skills"] {
                 add(SkillScope::Project, r.join(rel), format!("project {rel}"));
             }
         }
-        let codex_home = codex_home.map(Path::to_path_buf).or_else(|| user_home.map(|h| h.join(".codex")));
+        let codex_home = codex_home
+            .map(Path::to_path_buf)
+            .or_else(|| user_home.map(|h| h.join(".codex")));
         if let Some(c) = codex_home {
-            add(SkillScope::User, c.join("skills"), "Codex user skills".into());
+            add(
+                SkillScope::User,
+                c.join("skills"),
+                "Codex user skills".into(),
+            );
         }
         if let Some(h) = user_home {
-            add(SkillScope::User, h.join(".agents/skills"), "~/.agents/skills".into());
-            add(SkillScope::User, h.join(".claude/skills"), "~/.claude/skills".into());
+            add(
+                SkillScope::User,
+                h.join(".agents/skills"),
+                "~/.agents/skills".into(),
+            );
+            add(
+                SkillScope::User,
+                h.join(".claude/skills"),
+                "~/.claude/skills".into(),
+            );
         }
-        add(SkillScope::CodexFree, state_home.join("skills"), "Codex Free skills".into());
-        add(SkillScope::CodexFree, state_home.join("memories/skills"), "Codex Free memories".into());
+        add(
+            SkillScope::CodexFree,
+            state_home.join("skills"),
+            "Codex Free skills".into(),
+        );
+        add(
+            SkillScope::CodexFree,
+            state_home.join("memories/skills"),
+            "Codex Free memories".into(),
+        );
         Self { dirs }
     }
 
     /// [`Self::standard`] with `HOME` and `CODEX_HOME` from the process environment.
     pub fn from_env(project_root: Option<&Path>, state_home: &Path) -> Self {
         let user_home = std::env::home_dir();
-        let codex_home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()).map(PathBuf::from);
-        Self::standard(project_root, user_home.as_deref(), codex_home.as_deref(), state_home)
+        let codex_home = std::env::var_os("CODEX_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        Self::standard(
+            project_root,
+            user_home.as_deref(),
+            codex_home.as_deref(),
+            state_home,
+        )
     }
 
     /// Every skill found, in precedence order then by path; a name already taken by an
@@ -160,8 +195,16 @@ impl SkillSearch {
             out.push_str("No skills found (folders with a SKILL.md in the project's .agents/skills, .codex/skills or .claude/skills, or the user's).\n");
             return out;
         }
-        out.push_str("Load one with `skills_read(name)` when the task matches its description.\n\n");
-        out.push_str(&render_list(&skills, 0, usize::MAX, INSTRUCTIONS_SKILLS_BYTES.saturating_sub(out.len()), false));
+        out.push_str(
+            "Load one with `skills_read(name)` when the task matches its description.\n\n",
+        );
+        out.push_str(&render_list(
+            &skills,
+            0,
+            usize::MAX,
+            INSTRUCTIONS_SKILLS_BYTES.saturating_sub(out.len()),
+            false,
+        ));
         out
     }
 
@@ -174,7 +217,13 @@ impl SkillSearch {
     /// Errors: [`Error::NotFound`]-like [`Error::InvalidArgument`] naming the known skills
     /// when `name` is unknown; [`Error::PathOutsideRoot`] when `file` leaves the skill
     /// folder; [`Error::InvalidArgument`] when `offset` is past the end; [`Error::Io`].
-    pub fn read_text(&self, name: &str, offset: usize, file: Option<&str>, out_cfg: &OutputConfig) -> Result<String> {
+    pub fn read_text(
+        &self,
+        name: &str,
+        offset: usize,
+        file: Option<&str>,
+        out_cfg: &OutputConfig,
+    ) -> Result<String> {
         let skills = self.discover();
         let Some(skill) = skills.iter().find(|s| s.name == name.trim()) else {
             let mut names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).take(50).collect();
@@ -182,17 +231,34 @@ impl SkillSearch {
             return Err(Error::InvalidArgument(format!(
                 "no skill named \"{}\"; known skills: {}",
                 name.trim(),
-                if names.is_empty() { "(none)".to_string() } else { names.join(", ") }
+                if names.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    names.join(", ")
+                }
             )));
         };
         let path = match file.map(str::trim).filter(|f| !f.is_empty()) {
             None => skill.path.clone(),
             Some(f) => resolve_in(skill.dir(), f)?,
         };
-        let text = std::fs::read(&path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let text = std::fs::read(&path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
         let text = String::from_utf8_lossy(&text);
-        let max_bytes = out_cfg.max_file_bytes.min(crate::tokens::bytes_for(out_cfg.max_tool_output_tokens)).max(256);
-        page_lines(&text, &path, offset, out_cfg.max_file_lines, max_bytes)
+        let max_bytes = out_cfg
+            .max_file_bytes
+            .min(crate::tokens::bytes_for(out_cfg.max_tool_output_tokens))
+            .max(256);
+        let header = format!("{}\n\n", path.display());
+        let body = super::page_text(
+            &text,
+            offset,
+            out_cfg.max_file_lines,
+            max_bytes.saturating_sub(header.len()),
+            "call again",
+        )
+        .map_err(|e| Error::InvalidArgument(format!("{e} ({})", path.display())))?;
+        Ok(header + &body)
     }
 }
 
@@ -208,67 +274,34 @@ fn resolve_in(dir: &Path, rel: &str) -> Result<PathBuf> {
     let canon = std::fs::canonicalize(&p).map_err(|_| Error::NotFound(p.clone()))?;
     let base = std::fs::canonicalize(dir).map_err(|_| Error::NotFound(dir.to_path_buf()))?;
     if !canon.starts_with(&base) {
-        return Err(Error::PathOutsideRoot(format!("file = \"{rel}\" resolves outside the skill folder {}", base.display())));
+        return Err(Error::PathOutsideRoot(format!(
+            "file = \"{rel}\" resolves outside the skill folder {}",
+            base.display()
+        )));
     }
     if !canon.is_file() {
-        return Err(Error::InvalidArgument(format!("file = \"{rel}\" is not a file")));
+        return Err(Error::InvalidArgument(format!(
+            "file = \"{rel}\" is not a file"
+        )));
     }
     Ok(canon)
 }
 
-fn page_lines(text: &str, path: &Path, offset: usize, max_lines: usize, max_bytes: usize) -> Result<String> {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let total = lines.len();
-    if offset > total || (offset == total && total > 0) {
-        return Err(Error::InvalidArgument(format!("offset = {offset} is past the end of {} ({total} lines)", path.display())));
-    }
-    let header = format!("{}\n\n", path.display());
-    let budget = max_bytes.saturating_sub(header.len() + 120);
-    let mut out = header;
-    let mut used = 0;
-    let mut end = offset;
-    while end < total && end - offset < max_lines.max(1) {
-        let l = lines[end];
-        if used + l.len() > budget {
-            if end == offset {
-                // One line longer than the budget: show its head and say so.
-                let mut cut = budget.min(l.len());
-                while !l.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                out.push_str(&l[..cut]);
-                out.push_str(&format!(
-                    "\n(line {} is {} bytes; showing its first {cut} — call again with offset={} to continue after it)\n",
-                    end + 1,
-                    l.len(),
-                    end + 1
-                ));
-                return Ok(out);
-            }
-            break;
-        }
-        out.push_str(l);
-        used += l.len();
-        end += 1;
-    }
-    if end < total {
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(&format!(
-            "(showing lines {}-{end} of {total} — call again with offset={end} for the rest)\n",
-            offset + 1
-        ));
-    }
-    Ok(out)
-}
-
-fn render_list(skills: &[Skill], offset: usize, max_items: usize, max_bytes: usize, with_header: bool) -> String {
+fn render_list(
+    skills: &[Skill],
+    offset: usize,
+    max_items: usize,
+    max_bytes: usize,
+    with_header: bool,
+) -> String {
     let total = skills.len();
     let start = offset.min(total);
     let mut out = String::new();
     if with_header {
-        out.push_str(&format!("{total} skill{} found; read one with skills_read(name).\n", if total == 1 { "" } else { "s" }));
+        out.push_str(&format!(
+            "{total} skill{} found; read one with skills_read(name).\n",
+            if total == 1 { "" } else { "s" }
+        ));
     }
     let reserve = 120;
     let mut shown = 0;
@@ -277,7 +310,11 @@ fn render_list(skills: &[Skill], offset: usize, max_items: usize, max_bytes: usi
             break;
         }
         let desc = shorten(&s.description, DESCRIPTION_CHARS);
-        let mut entry = if desc.is_empty() { format!("- {}\n", s.name) } else { format!("- {}: {desc}\n", s.name) };
+        let mut entry = if desc.is_empty() {
+            format!("- {}\n", s.name)
+        } else {
+            format!("- {}: {desc}\n", s.name)
+        };
         entry.push_str(&format!("  {} ({})\n", s.path.display(), s.origin));
         if let Some(p) = &s.problem {
             entry.push_str(&format!("  note: {p}\n"));
@@ -316,7 +353,9 @@ fn scan(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) {
         found.push(skill);
         return;
     }
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut children: Vec<PathBuf> = rd
         .flatten()
         .filter(|e| {
@@ -351,20 +390,40 @@ pub fn parse_skill(path: &Path, origin: &str) -> Skill {
         problem: None,
     };
     let mut head = Vec::new();
-    if let Err(e) = std::fs::File::open(path).and_then(|f| f.take(FRONT_MATTER_BYTES as u64).read_to_end(&mut head)) {
+    if let Err(e) = std::fs::File::open(path)
+        .and_then(|f| f.take(FRONT_MATTER_BYTES as u64).read_to_end(&mut head))
+    {
         skill.problem = Some(format!("unreadable: {e}"));
         return skill;
     }
     let head = String::from_utf8_lossy(&head);
     match front_matter(&head) {
-        None => skill.problem = Some("no YAML front matter (--- name/description ---) at the top".into()),
+        None => {
+            skill.problem =
+                Some("no YAML front matter (--- name/description ---) at the top".into())
+        }
         Some(yaml) => match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(yaml) {
-            Err(e) => skill.problem = Some(format!("front matter is not valid YAML: {e}")),
+            Err(e) => match lenient_fields(yaml) {
+                // Descriptions like `description: Cut a release: bump, tag` are invalid YAML
+                // but common in the wild; read such flat `key: value` lines literally.
+                (Some(n), Some(d)) => {
+                    skill.name = n;
+                    skill.description = d;
+                }
+                _ => skill.problem = Some(format!("front matter is not valid YAML: {e}")),
+            },
             Ok(v) => {
-                let get = |k: &str| v.get(k).and_then(serde_yaml_ng::Value::as_str).map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "));
+                let get = |k: &str| {
+                    v.get(k)
+                        .and_then(serde_yaml_ng::Value::as_str)
+                        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                };
                 match get("name").filter(|n| !n.is_empty()) {
                     Some(n) => skill.name = n,
-                    None => skill.problem = Some("front matter has no name; the folder name is used".into()),
+                    None => {
+                        skill.problem =
+                            Some("front matter has no name; the folder name is used".into())
+                    }
                 }
                 match get("description") {
                     Some(d) => skill.description = d,
@@ -374,6 +433,25 @@ pub fn parse_skill(path: &Path, origin: &str) -> Skill {
         },
     }
     skill
+}
+
+/// `name` and `description` read from flat `key: value` lines (no YAML), quotes stripped.
+fn lenient_fields(yaml: &str) -> (Option<String>, Option<String>) {
+    let field = |key: &str| {
+        yaml.lines().find_map(|l| {
+            let rest = l.strip_prefix(key)?.strip_prefix(':')?.trim();
+            let rest = rest
+                .strip_prefix('"')
+                .and_then(|r| r.strip_suffix('"'))
+                .unwrap_or(rest);
+            let rest = rest
+                .strip_prefix('\'')
+                .and_then(|r| r.strip_suffix('\''))
+                .unwrap_or(rest);
+            (!rest.is_empty()).then(|| rest.to_string())
+        })
+    };
+    (field("name"), field("description"))
 }
 
 fn front_matter(text: &str) -> Option<&str> {
@@ -413,7 +491,12 @@ mod tests {
 
     impl Env {
         fn search(&self) -> SkillSearch {
-            SkillSearch::standard(Some(self.project.path()), Some(self.user.path()), None, self.state.path())
+            SkillSearch::standard(
+                Some(self.project.path()),
+                Some(self.user.path()),
+                None,
+                self.state.path(),
+            )
         }
     }
 
@@ -423,11 +506,31 @@ mod tests {
             user: tempfile::tempdir().unwrap(),
             state: tempfile::tempdir().unwrap(),
         };
-        write_skill(&e.project.path().join(".agents/skills"), "deploy", "---\nname: deploy\ndescription: Ship the app.\n  Use for releases.\n---\n# Deploy\nstep\n");
-        write_skill(&e.project.path().join(".claude/skills"), "review", "---\nname: review\ndescription: >-\n  Review a diff\n  carefully.\n---\nbody\n");
-        write_skill(&e.user.path().join(".claude/skills"), "deploy-user", "---\nname: deploy\ndescription: shadowed by the project one\n---\n");
-        write_skill(&e.user.path().join(".codex/skills/.system"), "builtin", "---\nname: builtin\ndescription: bundled\n---\n");
-        write_skill(&e.state.path().join("skills"), "bare", "no front matter here\n");
+        write_skill(
+            &e.project.path().join(".agents/skills"),
+            "deploy",
+            "---\nname: deploy\ndescription: Ship the app.\n  Use for releases.\n---\n# Deploy\nstep\n",
+        );
+        write_skill(
+            &e.project.path().join(".claude/skills"),
+            "review",
+            "---\nname: review\ndescription: >-\n  Review a diff\n  carefully.\n---\nbody\n",
+        );
+        write_skill(
+            &e.user.path().join(".claude/skills"),
+            "deploy-user",
+            "---\nname: deploy\ndescription: shadowed by the project one\n---\n",
+        );
+        write_skill(
+            &e.user.path().join(".codex/skills/.system"),
+            "builtin",
+            "---\nname: builtin\ndescription: bundled\n---\n",
+        );
+        write_skill(
+            &e.state.path().join("skills"),
+            "bare",
+            "no front matter here\n",
+        );
         std::fs::create_dir_all(e.user.path().join(".codex/skills/.git/x")).unwrap();
         e
     }
@@ -441,7 +544,34 @@ mod tests {
         assert_eq!(s[0].description, "Ship the app. Use for releases.");
         assert_eq!(s[0].origin, "project .agents/skills");
         assert_eq!(s[1].description, "Review a diff carefully.");
-        assert!(s[3].problem.as_deref().unwrap().contains("no YAML front matter"));
+        assert!(
+            s[3].problem
+                .as_deref()
+                .unwrap()
+                .contains("no YAML front matter")
+        );
+    }
+
+    #[test]
+    fn colon_in_plain_description_is_read_leniently() {
+        let d = tempfile::tempdir().unwrap();
+        write_skill(
+            d.path(),
+            "rel",
+            "---\nname: release\ndescription: Cut a release: bump, tag.\n---\n",
+        );
+        let s = parse_skill(&d.path().join("rel/SKILL.md"), "x");
+        assert_eq!(
+            (s.name.as_str(), s.description.as_str(), s.problem),
+            ("release", "Cut a release: bump, tag.", None)
+        );
+        write_skill(d.path(), "bad", "---\nname: [unclosed\n---\n");
+        assert!(
+            parse_skill(&d.path().join("bad/SKILL.md"), "x")
+                .problem
+                .unwrap()
+                .contains("not valid YAML")
+        );
     }
 
     #[test]
@@ -453,10 +583,19 @@ mod tests {
         };
         let t = e.search().list_text(0, &cfg);
         assert!(t.starts_with("4 skills found"), "{t}");
-        assert!(t.contains("- deploy: Ship the app. Use for releases.\n"), "{t}");
-        assert!(t.ends_with("(showing skills 1-2 of 4 — call again with offset=2 for the rest)\n"), "{t}");
+        assert!(
+            t.contains("- deploy: Ship the app. Use for releases.\n"),
+            "{t}"
+        );
+        assert!(
+            t.ends_with("(showing skills 1-2 of 4 — call again with offset=2 for the rest)\n"),
+            "{t}"
+        );
         let t2 = e.search().list_text(2, &cfg);
-        assert!(t2.contains("- builtin: bundled") && t2.contains("- bare\n"), "{t2}");
+        assert!(
+            t2.contains("- builtin: bundled") && t2.contains("- bare\n"),
+            "{t2}"
+        );
         assert!(!t2.contains("call again"), "{t2}");
     }
 
@@ -464,7 +603,11 @@ mod tests {
     fn read_pages_with_exact_continuation() {
         let e = env();
         let body: String = (1..=25).map(|i| format!("line {i}\n")).collect();
-        write_skill(&e.project.path().join(".codex/skills"), "long", &format!("---\nname: long\ndescription: d\n---\n{body}"));
+        write_skill(
+            &e.project.path().join(".codex/skills"),
+            "long",
+            &format!("---\nname: long\ndescription: d\n---\n{body}"),
+        );
         let cfg = OutputConfig {
             max_file_lines: 10,
             ..Default::default()
@@ -474,13 +617,14 @@ mod tests {
         let mut offset = 0;
         loop {
             let t = s.read_text("long", offset, None, &cfg).unwrap();
-            let mut parts = t.splitn(2, "\n\n");
-            let _path = parts.next().unwrap();
-            let rest = parts.next().unwrap();
+            let (_path, rest) = t.split_once("\n\n").unwrap();
             match rest.rfind("(showing lines ") {
                 Some(i) => {
                     let tail = &rest[i..];
-                    assert!(tail.contains(&format!("{}-{} of 29", offset + 1, offset + 10)), "{tail}");
+                    assert!(
+                        tail.contains(&format!("{}-{} of 29", offset + 1, offset + 10)),
+                        "{tail}"
+                    );
                     seen.push_str(&rest[..i]);
                     offset += 10;
                 }
@@ -490,7 +634,10 @@ mod tests {
                 }
             }
         }
-        assert_eq!(seen, format!("---\nname: long\ndescription: d\n---\n{body}"));
+        assert_eq!(
+            seen,
+            format!("---\nname: long\ndescription: d\n---\n{body}")
+        );
         assert!(s.read_text("long", 99, None, &cfg).is_err());
     }
 
@@ -502,38 +649,86 @@ mod tests {
         std::fs::write(dir.join("references/api.md"), "api docs\n").unwrap();
         let cfg = OutputConfig::default();
         let s = e.search();
-        assert!(s.read_text("deploy", 0, Some("references/api.md"), &cfg).unwrap().ends_with("api docs\n"));
-        assert_eq!(s.read_text("deploy", 0, Some("../review/SKILL.md"), &cfg).unwrap_err().code(), "path_outside_root");
-        assert_eq!(s.read_text("deploy", 0, Some("/etc/passwd"), &cfg).unwrap_err().code(), "path_outside_root");
+        assert!(
+            s.read_text("deploy", 0, Some("references/api.md"), &cfg)
+                .unwrap()
+                .ends_with("api docs\n")
+        );
+        assert_eq!(
+            s.read_text("deploy", 0, Some("../review/SKILL.md"), &cfg)
+                .unwrap_err()
+                .code(),
+            "path_outside_root"
+        );
+        assert_eq!(
+            s.read_text("deploy", 0, Some("/etc/passwd"), &cfg)
+                .unwrap_err()
+                .code(),
+            "path_outside_root"
+        );
         std::os::unix::fs::symlink("/etc/hostname", dir.join("esc")).unwrap();
-        assert_eq!(s.read_text("deploy", 0, Some("esc"), &cfg).unwrap_err().code(), "path_outside_root");
+        assert_eq!(
+            s.read_text("deploy", 0, Some("esc"), &cfg)
+                .unwrap_err()
+                .code(),
+            "path_outside_root"
+        );
         let err = s.read_text("nope", 0, None, &cfg).unwrap_err().to_string();
-        assert!(err.contains("known skills: ") && err.contains("deploy"), "{err}");
+        assert!(
+            err.contains("known skills: ") && err.contains("deploy"),
+            "{err}"
+        );
     }
 
     #[test]
     fn long_single_line_is_cut_inside_the_line() {
         let e = env();
-        write_skill(&e.state.path().join("skills"), "wide", &format!("---\nname: wide\ndescription: d\n---\n{}\nafter\n", "é".repeat(4000)));
+        write_skill(
+            &e.state.path().join("skills"),
+            "wide",
+            &format!(
+                "---\nname: wide\ndescription: d\n---\n{}\nafter\n",
+                "é".repeat(4000)
+            ),
+        );
         let cfg = OutputConfig {
             max_file_bytes: 1024,
             ..Default::default()
         };
         let t = e.search().read_text("wide", 4, None, &cfg).unwrap();
         assert!(t.len() <= 1024, "{}", t.len());
-        assert!(t.contains("(line 5 is 8001 bytes; showing its first"), "{t}");
-        assert!(e.search().read_text("wide", 5, None, &cfg).unwrap().contains("after\n"));
+        assert!(
+            t.contains("(line 5 is 8001 bytes; showing its first"),
+            "{t}"
+        );
+        assert!(
+            e.search()
+                .read_text("wide", 5, None, &cfg)
+                .unwrap()
+                .contains("after\n")
+        );
     }
 
     #[test]
     fn instructions_section_is_capped() {
         let e = env();
         for i in 0..200 {
-            write_skill(&e.state.path().join("skills"), &format!("s{i:03}"), &format!("---\nname: s{i:03}\ndescription: {}\n---\n", "word ".repeat(40)));
+            write_skill(
+                &e.state.path().join("skills"),
+                &format!("s{i:03}"),
+                &format!(
+                    "---\nname: s{i:03}\ndescription: {}\n---\n",
+                    "word ".repeat(40)
+                ),
+            );
         }
         let t = e.search().instructions_section();
         assert!(t.len() <= INSTRUCTIONS_SKILLS_BYTES, "{}", t.len());
         assert!(t.starts_with("## Skills\n\n"));
-        assert!(t.trim_end().ends_with("for the rest) — use skills_list"), "{}", &t[t.len() - 200..]);
+        assert!(
+            t.trim_end().ends_with("for the rest) — use skills_list"),
+            "{}",
+            &t[t.len() - 200..]
+        );
     }
 }

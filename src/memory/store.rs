@@ -6,7 +6,7 @@
 //! multi-project mode it is a base with one `<name>-<hash>` child per project).
 //!
 //! File shape (version 1):
-//! `{"version":1,"projectRoot":"/abs/root","notes":{"key":{"value":"...","updatedAt":"..."}},
+//! `{"version":1,"projectRoot":"/abs/root","notes":{"key":"text",...},
 //! "plan":{"explanation":"...","steps":[{"step":"...","status":"pending"}],"updatedAt":"..."},
 //! "updatedAt":"..."}`; times are RFC 3339 UTC.
 //!
@@ -34,16 +34,6 @@ pub const STORE_VERSION: u32 = 1;
 /// Longest accepted note key, in bytes.
 pub const MAX_KEY_BYTES: usize = 128;
 
-/// One note.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Note {
-    /// The note's text.
-    pub value: String,
-    /// When it was last written (RFC 3339, UTC).
-    pub updated_at: String,
-}
-
 /// The whole `memory.json` document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -53,9 +43,9 @@ pub struct MemoryFile {
     /// The canonical project root the notes belong to (so a human can tell folders apart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_root: Option<String>,
-    /// Notes by key, sorted.
+    /// Notes by key (sorted): key → text.
     #[serde(default)]
-    pub notes: BTreeMap<String, Note>,
+    pub notes: BTreeMap<String, String>,
     /// The saved plan, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
@@ -80,7 +70,7 @@ impl MemoryFile {
     /// Bytes the notes use against `memory.maxBytes`: the sum over notes of key bytes plus
     /// value bytes (UTF-8). JSON overhead is not counted.
     pub fn notes_bytes(&self) -> usize {
-        self.notes.iter().map(|(k, n)| k.len() + n.value.len()).sum()
+        self.notes.iter().map(|(k, v)| k.len() + v.len()).sum()
     }
 }
 
@@ -98,7 +88,12 @@ pub(crate) fn now() -> String {
 /// `dir` may start with `~/` (the user's home) or be relative (to the state home).
 /// Errors: [`Error::Config`] when an explicit `memory.dir` lies inside the project (notes
 /// must never be written into the repository).
-pub fn memory_path(home: &Path, cfg: &MemoryConfig, canonical_root: &Path, multi_project: bool) -> Result<PathBuf> {
+pub fn memory_path(
+    home: &Path,
+    cfg: &MemoryConfig,
+    canonical_root: &Path,
+    multi_project: bool,
+) -> Result<PathBuf> {
     let slug = home::project_slug(canonical_root);
     let Some(dir) = &cfg.dir else {
         return Ok(home.join("projects").join(slug).join(MEMORY_FILE));
@@ -122,7 +117,11 @@ fn expand_dir(home: &Path, dir: &Path) -> PathBuf {
     {
         return h.join(rest);
     }
-    if dir.is_relative() { home.join(dir) } else { dir.to_path_buf() }
+    if dir.is_relative() {
+        home.join(dir)
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 /// Canonicalise the longest existing ancestor of `p` and re-append the rest, so a path that
@@ -166,8 +165,14 @@ impl TaskMemory {
     ///
     /// Errors: [`Error::NotFound`] if the root does not exist; [`Error::Config`] from
     /// [`memory_path`].
-    pub fn open(home: &Path, cfg: &MemoryConfig, project_root: &Path, multi_project: bool) -> Result<Self> {
-        let root = std::fs::canonicalize(project_root).map_err(|_| Error::NotFound(project_root.to_path_buf()))?;
+    pub fn open(
+        home: &Path,
+        cfg: &MemoryConfig,
+        project_root: &Path,
+        multi_project: bool,
+    ) -> Result<Self> {
+        let root = std::fs::canonicalize(project_root)
+            .map_err(|_| Error::NotFound(project_root.to_path_buf()))?;
         let path = memory_path(home, cfg, &root, multi_project)?;
         Ok(Self {
             path,
@@ -251,7 +256,8 @@ impl TaskMemory {
                 doc.version = STORE_VERSION;
                 doc.project_root = Some(self.root.to_string_lossy().into_owned());
                 doc.updated_at = Some(now());
-                let mut text = serde_json::to_string_pretty(&doc).expect("memory document serialises");
+                let mut text =
+                    serde_json::to_string_pretty(&doc).expect("memory document serialises");
                 text.push('\n');
                 home::write_atomic_unlocked(&self.path, text.as_bytes())?;
             }
@@ -280,7 +286,7 @@ impl TaskMemory {
                     None => (format!("No note \"{key}\" to delete; nothing changed."), false),
                 });
             }
-            let old = doc.notes.get(&key).map_or(0, |n| key.len() + n.value.len());
+            let old = doc.notes.get(&key).map_or(0, |v| key.len() + v.len());
             let note = key.len() + value.len();
             let after = current - old + note;
             if after > limit {
@@ -292,9 +298,9 @@ impl TaskMemory {
                 )));
             }
             let verb = if old > 0 { "Replaced" } else { "Saved" };
-            let unchanged = doc.notes.get(&key).is_some_and(|n| n.value == value);
-            doc.notes.insert(key.clone(), Note { value, updated_at: now() });
-            Ok((format!("{verb} note \"{key}\" ({note} bytes); notes now use {after} of {limit} bytes."), !unchanged || old == 0))
+            let unchanged = doc.notes.get(&key).is_some_and(|v| *v == value);
+            doc.notes.insert(key.clone(), value);
+            Ok((format!("{verb} note \"{key}\" ({note} bytes); notes now use {after} of {limit} bytes."), !unchanged))
         })
     }
 
@@ -314,7 +320,12 @@ impl TaskMemory {
                 status: p.status,
             })
             .collect();
-        let explanation = args.explanation.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(String::from);
+        let explanation = args
+            .explanation
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from);
         let plan = Plan {
             explanation,
             steps,
@@ -330,10 +341,21 @@ impl TaskMemory {
         self.modify(|doc| {
             if plan.steps.is_empty() {
                 let had = doc.plan.take().is_some();
-                return Ok((if had { "Plan cleared." } else { "No plan saved; nothing to clear." }.to_string(), had));
+                return Ok((
+                    if had {
+                        "Plan cleared."
+                    } else {
+                        "No plan saved; nothing to clear."
+                    }
+                    .to_string(),
+                    had,
+                ));
             }
             let (c, i, p) = plan.counts();
-            let msg = format!("Plan saved: {} steps ({c} completed, {i} in progress, {p} pending).", plan.steps.len());
+            let msg = format!(
+                "Plan saved: {} steps ({c} completed, {i} in progress, {p} pending).",
+                plan.steps.len()
+            );
             doc.plan = Some(plan);
             Ok((msg, true))
         })
@@ -358,7 +380,9 @@ impl TaskMemory {
     /// As [`Self::saved_state_markdown`] but never fails: a read error becomes a line in the
     /// section, so instructions can always be built.
     pub fn saved_state_or_error(&self) -> String {
-        self.saved_state_markdown().unwrap_or_else(|e| format!("## Saved state\n\nThe saved state could not be read: {e}\n"))
+        self.saved_state_markdown().unwrap_or_else(|e| {
+            format!("## Saved state\n\nThe saved state could not be read: {e}\n")
+        })
     }
 }
 
@@ -385,10 +409,10 @@ pub fn render_saved_state(doc: &MemoryFile, max_bytes: usize) -> String {
     if n == 0 {
         out.push_str("No notes saved.\n");
     }
-    for (k, note) in &doc.notes {
+    for (k, value) in &doc.notes {
         let tick = if k.contains('`') { "``" } else { "`" };
         let sp = if k.contains('`') { " " } else { "" };
-        let mut lines = note.value.lines();
+        let mut lines = value.lines();
         let first = lines.next().unwrap_or("");
         out.push_str(&format!("- {tick}{sp}{k}{sp}{tick}: {first}\n"));
         for l in lines {
@@ -405,10 +429,14 @@ pub fn render_saved_state(doc: &MemoryFile, max_bytes: usize) -> String {
 fn validate_key(key: &str) -> Result<String> {
     let k = key.trim();
     if k.is_empty() {
-        return Err(Error::InvalidArgument("key is empty; name the note, e.g. \"build-command\"".into()));
+        return Err(Error::InvalidArgument(
+            "key is empty; name the note, e.g. \"build-command\"".into(),
+        ));
     }
     if k.chars().any(char::is_control) {
-        return Err(Error::InvalidArgument("key contains a line break or control character; use one line".into()));
+        return Err(Error::InvalidArgument(
+            "key contains a line break or control character; use one line".into(),
+        ));
     }
     if k.len() > MAX_KEY_BYTES {
         return Err(Error::InvalidArgument(format!(
@@ -445,12 +473,24 @@ fn read_doc(path: &Path) -> Result<MemoryFile, ReadError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(MemoryFile::default()),
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData || e.kind() == std::io::ErrorKind::IsADirectory => {
+        Err(e)
+            if e.kind() == std::io::ErrorKind::InvalidData
+                || e.kind() == std::io::ErrorKind::IsADirectory =>
+        {
             return Err(ReadError::Corrupt(e.to_string()));
         }
         Err(e) => return Err(ReadError::Io(e)),
     };
-    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| ReadError::Corrupt(format!("not JSON: {e}")))?;
+    // Fast path: one typed parse (the file can hold thousands of notes under a raised budget).
+    if let Ok(doc) = serde_json::from_slice::<MemoryFile>(&bytes) {
+        return if doc.version > STORE_VERSION {
+            Err(ReadError::Newer(u64::from(doc.version)))
+        } else {
+            Ok(doc)
+        };
+    }
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| ReadError::Corrupt(format!("not JSON: {e}")))?;
     let version = value.get("version").and_then(serde_json::Value::as_u64);
     match version {
         Some(v) if v > u64::from(STORE_VERSION) => return Err(ReadError::Newer(v)),
@@ -482,18 +522,29 @@ mod tests {
     }
 
     fn rem(m: &TaskMemory, k: &str, v: &str) -> Result<String> {
-        m.remember(&RememberArgs { key: k.into(), value: v.into() })
+        m.remember(&RememberArgs {
+            key: k.into(),
+            value: v.into(),
+        })
     }
 
     #[test]
     fn replace_and_delete() {
         let e = env();
         let m = mem(&e, &MemoryConfig::default());
-        assert!(rem(&m, "build", "cargo build").unwrap().starts_with("Saved note \"build\""));
-        assert!(rem(&m, "build", "cargo test").unwrap().starts_with("Replaced note \"build\""));
+        assert!(
+            rem(&m, "build", "cargo build")
+                .unwrap()
+                .starts_with("Saved note \"build\"")
+        );
+        assert!(
+            rem(&m, "build", "cargo test")
+                .unwrap()
+                .starts_with("Replaced note \"build\"")
+        );
         let doc = m.load().unwrap();
         assert_eq!(doc.notes.len(), 1);
-        assert_eq!(doc.notes["build"].value, "cargo test");
+        assert_eq!(doc.notes["build"], "cargo test");
         assert!(rem(&m, "build", "  ").unwrap().starts_with("Deleted note"));
         assert!(m.load().unwrap().notes.is_empty());
         assert!(rem(&m, "build", "").unwrap().starts_with("No note"));
@@ -504,14 +555,22 @@ mod tests {
         let e = env();
         let m = mem(&e, &MemoryConfig::default());
         let canon = std::fs::canonicalize(e.project.path()).unwrap();
-        assert_eq!(m.path(), e.home.path().join("projects").join(home::project_slug(&canon)).join("memory.json"));
+        assert_eq!(
+            m.path(),
+            e.home
+                .path()
+                .join("projects")
+                .join(home::project_slug(&canon))
+                .join("memory.json")
+        );
         let link_dir = tempfile::tempdir().unwrap();
         let link = link_dir.path().join("alias");
         std::os::unix::fs::symlink(e.project.path(), &link).unwrap();
         let m2 = TaskMemory::open(e.home.path(), &MemoryConfig::default(), &link, false).unwrap();
         assert_eq!(m.path(), m2.path());
         let other = tempfile::tempdir().unwrap();
-        let m3 = TaskMemory::open(e.home.path(), &MemoryConfig::default(), other.path(), false).unwrap();
+        let m3 =
+            TaskMemory::open(e.home.path(), &MemoryConfig::default(), other.path(), false).unwrap();
         assert_ne!(m.path(), m3.path());
     }
 
@@ -528,7 +587,10 @@ mod tests {
         let err = rem(&m, "b", &"y".repeat(150)).unwrap_err();
         assert_eq!(err.code(), "budget_exceeded");
         let msg = err.to_string();
-        assert!(msg.contains("201 bytes") && msg.contains("300") && msg.contains("151 bytes"), "{msg}");
+        assert!(
+            msg.contains("201 bytes") && msg.contains("300") && msg.contains("151 bytes"),
+            "{msg}"
+        );
         assert_eq!(std::fs::read(m.path()).unwrap(), before, "file untouched");
         // Replacing within budget works: the old value's bytes are freed.
         rem(&m, "a", &"z".repeat(290)).unwrap();
@@ -543,7 +605,13 @@ mod tests {
         };
         let m = mem(&e, &cfg);
         assert_eq!(rem(&m, "k", "v").unwrap_err().code(), "refused");
-        assert!(m.update_plan(&UpdatePlanArgs { explanation: None, plan: vec![] }).is_err());
+        assert!(
+            m.update_plan(&UpdatePlanArgs {
+                explanation: None,
+                plan: vec![]
+            })
+            .is_err()
+        );
         assert!(m.recall().unwrap().contains("disabled"));
         assert_eq!(std::fs::read_dir(e.home.path()).unwrap().count(), 0);
     }
@@ -556,8 +624,13 @@ mod tests {
         std::fs::write(m.path(), b"{\"version\":1,\"notes\":{\"a\":").unwrap();
         let err = m.recall().unwrap_err();
         assert_eq!(err.code(), "corrupt_state");
-        let Error::Corrupt { backup, .. } = &err else { panic!() };
-        assert_eq!(std::fs::read(backup).unwrap(), b"{\"version\":1,\"notes\":{\"a\":");
+        let Error::Corrupt { backup, .. } = &err else {
+            panic!()
+        };
+        assert_eq!(
+            std::fs::read(backup).unwrap(),
+            b"{\"version\":1,\"notes\":{\"a\":"
+        );
         assert!(!m.path().exists());
         rem(&m, "k", "v").unwrap();
         assert_eq!(m.load().unwrap().notes.len(), 1);
@@ -570,7 +643,10 @@ mod tests {
         std::fs::create_dir_all(m.path().parent().unwrap()).unwrap();
         std::fs::write(m.path(), b"garbage").unwrap();
         assert_eq!(rem(&m, "k", "v").unwrap_err().code(), "corrupt_state");
-        assert!(!m.path().exists(), "the refused write did not create a fresh file over the evidence");
+        assert!(
+            !m.path().exists(),
+            "the refused write did not create a fresh file over the evidence"
+        );
     }
 
     #[test]
@@ -580,7 +656,10 @@ mod tests {
         std::fs::create_dir_all(m.path().parent().unwrap()).unwrap();
         std::fs::write(m.path(), br#"{"version":9,"whatever":true}"#).unwrap();
         assert_eq!(rem(&m, "k", "v").unwrap_err().code(), "refused");
-        assert_eq!(std::fs::read(m.path()).unwrap(), br#"{"version":9,"whatever":true}"#);
+        assert_eq!(
+            std::fs::read(m.path()).unwrap(),
+            br#"{"version":9,"whatever":true}"#
+        );
     }
 
     #[test]
@@ -595,19 +674,34 @@ mod tests {
         assert_eq!(single.path(), base.path().join("memory.json"));
         let multi = TaskMemory::open(e.home.path(), &cfg, e.project.path(), true).unwrap();
         let canon = std::fs::canonicalize(e.project.path()).unwrap();
-        assert_eq!(multi.path(), base.path().join(home::project_slug(&canon)).join("memory.json"));
+        assert_eq!(
+            multi.path(),
+            base.path()
+                .join(home::project_slug(&canon))
+                .join("memory.json")
+        );
         let inside = MemoryConfig {
             dir: Some(e.project.path().join(".notes")),
             ..Default::default()
         };
-        assert_eq!(TaskMemory::open(e.home.path(), &inside, e.project.path(), false).unwrap_err().code(), "invalid_config");
+        assert_eq!(
+            TaskMemory::open(e.home.path(), &inside, e.project.path(), false)
+                .unwrap_err()
+                .code(),
+            "invalid_config"
+        );
     }
 
     #[test]
     fn bad_keys_are_refused() {
         let e = env();
         let m = mem(&e, &MemoryConfig::default());
-        assert!(rem(&m, " ", "v").unwrap_err().to_string().contains("key is empty"));
+        assert!(
+            rem(&m, " ", "v")
+                .unwrap_err()
+                .to_string()
+                .contains("key is empty")
+        );
         assert!(rem(&m, "a\nb", "v").is_err());
         assert!(rem(&m, &"k".repeat(129), "v").is_err());
         assert!(!m.path().exists());
@@ -621,18 +715,45 @@ mod tests {
             .update_plan(&UpdatePlanArgs {
                 explanation: Some("start".into()),
                 plan: vec![
-                    PlanItem { step: "read code".into(), status: StepStatus::Completed },
-                    PlanItem { step: "write store".into(), status: StepStatus::InProgress },
+                    PlanItem {
+                        step: "read code".into(),
+                        status: StepStatus::Completed,
+                    },
+                    PlanItem {
+                        step: "write store".into(),
+                        status: StepStatus::InProgress,
+                    },
                 ],
             })
             .unwrap();
-        assert_eq!(msg, "Plan saved: 2 steps (1 completed, 1 in progress, 0 pending).");
+        assert_eq!(
+            msg,
+            "Plan saved: 2 steps (1 completed, 1 in progress, 0 pending)."
+        );
         rem(&m, "multi", "line one\nline two").unwrap();
         let text = m.recall().unwrap();
-        assert!(text.starts_with("## Saved state\n\n### Plan (updated "), "{text}");
-        assert!(text.contains("1. [x] read code\n2. [>] write store (in progress)\n"), "{text}");
-        assert!(text.contains("### Notes (1 note, 22 of 16384 bytes)\n\n- `multi`: line one\n  line two\n"), "{text}");
-        assert_eq!(m.update_plan(&UpdatePlanArgs { explanation: None, plan: vec![] }).unwrap(), "Plan cleared.");
+        assert!(
+            text.starts_with("## Saved state\n\n### Plan (updated "),
+            "{text}"
+        );
+        assert!(
+            text.contains("1. [x] read code\n2. [>] write store (in progress)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "### Notes (1 note, 22 of 16384 bytes)\n\n- `multi`: line one\n  line two\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            m.update_plan(&UpdatePlanArgs {
+                explanation: None,
+                plan: vec![]
+            })
+            .unwrap(),
+            "Plan cleared."
+        );
         assert!(m.load().unwrap().plan.is_none());
     }
 
@@ -641,10 +762,17 @@ mod tests {
         let e = env();
         let m = mem(&e, &MemoryConfig::default());
         rem(&m, "k", "v").unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(m.path()).unwrap()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(m.path()).unwrap()).unwrap();
         assert_eq!(v["version"], 1);
-        assert_eq!(v["notes"]["k"]["value"], "v");
+        assert_eq!(v["notes"]["k"], "v");
         assert!(v["updatedAt"].is_string());
-        assert_eq!(v["projectRoot"], std::fs::canonicalize(e.project.path()).unwrap().to_str().unwrap());
+        assert_eq!(
+            v["projectRoot"],
+            std::fs::canonicalize(e.project.path())
+                .unwrap()
+                .to_str()
+                .unwrap()
+        );
     }
 }
