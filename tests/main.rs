@@ -2,5 +2,7 @@
 
 mod support;
 
+mod mcp_clients;
 mod mcp_transport;
 mod taskmem;
+mod tools_fs;

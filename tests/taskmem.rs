@@ -255,7 +255,9 @@ async fn instructions_snapshot_orders_saved_state_between_environment_and_agents
     insta::with_settings!({filters => vec![
         (root.as_str(), "[PROJECT]"),
         (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "[TIME]"),
-        (r"OS: \w+ \(\w+\)", "OS: [OS]"),
+        (r"(?m)^os: .*$", "os: [OS]"),
+        (r"(?m)^shell: .*$", "shell: [SHELL]"),
+        (r"(?m)^date: .*$", "date: [DATE]"),
     ]}, {
         insta::assert_snapshot!("single_project_instructions", i);
     });
@@ -327,6 +329,17 @@ async fn multi_project_binding_restore_and_fail_closed() {
     )
     .await;
     assert!(!err, "{t}");
+    // The file tools follow the binding too.
+    let (t, err) = call_meta(&c, "read_file", json!({"path": "AGENTS.md"}), Some(session)).await;
+    assert!(!err && t.contains("# Alpha rules"), "{t}");
+    let (t, err) = call_meta(
+        &c,
+        "read_file",
+        json!({"path": "AGENTS.md"}),
+        Some("another-conversation"),
+    )
+    .await;
+    assert!(err && t.contains("set_project_root"), "{t}");
     let (t, _) = call_meta(&c, "recall", json!({}), Some("another-conversation")).await;
     assert!(
         t.contains("set_project_root"),
@@ -498,8 +511,17 @@ async fn sigkill_mid_write_never_corrupts() {
                 }
             }
         });
-        // Kill somewhere inside the stream of writes (each takes a few ms).
-        tokio::time::sleep(Duration::from_millis(30 + (round * 37) % 120)).await;
+        // Once this server has written at least once, kill it somewhere inside the stream
+        // of writes (each takes a few ms).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while acked.lock().unwrap().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: no write acknowledged in 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(5 + (round * 37) % 100)).await;
         child.start_kill().unwrap(); // SIGKILL on Unix
         let _ = child.wait().await;
         let _ = tokio::time::timeout(Duration::from_secs(10), writer).await;

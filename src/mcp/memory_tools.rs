@@ -14,6 +14,7 @@ use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
 use crate::config::Config;
+use crate::tools::{ToolCtx, doc};
 use crate::mcp::server::{CodexFree, Mode, Shared, conversation, reply};
 use crate::memory::{
     GetAgentBriefArgs, ListProjectsArgs, OwnedTexts, RecallArgs, RememberArgs, Scope, Service,
@@ -21,24 +22,14 @@ use crate::memory::{
 };
 use crate::{Error, Result};
 
-/// Environment and AGENTS.md text of a project for the instructions and `get_agent_brief`.
-///
-/// LEAD: swap the body for `tools::doc::get_environment(&ctx)` and the bounded project doc
-/// once `tools::doc` is on main; the brief builder adds the `## Environment` heading and
-/// cuts AGENTS.md at `projectDoc.maxBytes` itself.
-pub(crate) fn project_texts(root: &Path, _config: &Config) -> OwnedTexts {
-    let environment = format!(
-        "- Project root: {}\n- OS: {} ({})\n- Paths in tool arguments are relative to the project root.",
-        root.display(),
-        std::env::consts::OS,
-        std::env::consts::ARCH
-    );
-    let agents_md = std::fs::read(root.join("AGENTS.md"))
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
+/// Environment text (`tools::doc::get_environment`) and the start of AGENTS.md, already
+/// cut at `projectDoc.maxBytes` with its marker (`tools::doc::project_doc_for_instructions`),
+/// of the project at `root`, for the instructions and `get_agent_brief`.
+pub(crate) fn project_texts(root: &Path, config: &Config, home: &Path) -> OwnedTexts {
+    let ctx = ToolCtx::new(root.to_path_buf(), config.clone(), home.to_path_buf());
     OwnedTexts {
-        environment,
-        agents_md,
+        environment: doc::get_environment(&ctx),
+        agents_md: doc::project_doc_for_instructions(&ctx),
     }
 }
 
@@ -52,7 +43,7 @@ fn with_service<T>(shared: &Shared, session: Option<&str>, f: impl FnOnce(&Servi
             session,
         },
     };
-    let texts = |root: &Path| project_texts(root, &config);
+    let texts = |root: &Path| project_texts(root, &config, &shared.home);
     let svc = Service {
         home: &shared.home,
         config: &config,

@@ -12,6 +12,6 @@ pub mod http;
 mod memory_tools;
 pub mod server;
 pub mod stdio;
-// mod tools_fs; (wired when tools land)
+mod tools_fs;
 
 pub use server::{CodexFree, Mode, ServerOptions};

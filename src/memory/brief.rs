@@ -68,13 +68,14 @@ pub fn environment_section(environment: &str) -> String {
     out
 }
 
-/// `## Project instructions (AGENTS.md)` section holding at most `max_bytes` of `text`
-/// (`projectDoc.maxBytes`). When cut, the cut falls on a line end where possible and a
+/// AGENTS.md text cut to at most `max_bytes` (`projectDoc.maxBytes`) for callers holding the
+/// raw file (the server uses `tools::doc::project_doc_for_instructions`, which pages by
+/// bytes and points to `get_project_doc`). When cut, the cut falls on a line end where possible and a
 /// last line says how much was shown and how to read the rest, e.g. `(AGENTS.md cut at
 /// projectDoc.maxBytes: showing lines 1-700, 32001 of 51234 bytes — call read_file with
 /// path="AGENTS.md" and offset=700 for the rest)`.
-pub fn agents_md_section(text: &str, max_bytes: usize) -> String {
-    let mut out = format!("{AGENTS_HEADING}\n\n");
+pub fn bound_agents_md(text: &str, max_bytes: usize) -> String {
+    let mut out = String::new();
     if text.len() <= max_bytes {
         out.push_str(text.trim_end());
         out.push('\n');
@@ -115,7 +116,9 @@ pub fn agents_md_section(text: &str, max_bytes: usize) -> String {
 pub struct ProjectTexts<'a> {
     /// Environment description (OS, shell, project root, git state ...).
     pub environment: &'a str,
-    /// The project's AGENTS.md text, if it has one.
+    /// The project's AGENTS.md as it should appear, already cut at `projectDoc.maxBytes`
+    /// with its marker (`tools::doc::project_doc_for_instructions` or [`bound_agents_md`]);
+    /// `None` when there is none.
     pub agents_md: Option<&'a str>,
 }
 
@@ -126,7 +129,6 @@ pub fn project_text(
     saved_state: &str,
     skills_section: &str,
     texts: ProjectTexts<'_>,
-    project_doc_max_bytes: usize,
 ) -> String {
     let mut parts = vec![
         preamble.trim_end().to_string() + "\n",
@@ -135,7 +137,7 @@ pub fn project_text(
         skills_section.trim_end().to_string() + "\n",
     ];
     if let Some(a) = texts.agents_md {
-        parts.push(agents_md_section(a, project_doc_max_bytes));
+        parts.push(format!("{AGENTS_HEADING}\n\n{}\n", a.trim_end()));
     }
     parts.join("\n")
 }
@@ -164,7 +166,6 @@ pub fn single_project_instructions(
         &saved,
         &skills,
         texts,
-        config.project_doc.max_bytes,
     )
 }
 
@@ -201,7 +202,6 @@ pub fn bound_brief(
         &saved,
         &skills,
         texts,
-        config.project_doc.max_bytes,
     )
 }
 
@@ -221,16 +221,13 @@ mod tests {
 
     #[test]
     fn agents_md_under_limit_is_whole() {
-        assert_eq!(
-            agents_md_section("a\nb\n", 10),
-            format!("{AGENTS_HEADING}\n\na\nb\n")
-        );
+        assert_eq!(bound_agents_md("a\nb\n", 10), "a\nb\n");
     }
 
     #[test]
     fn agents_md_cut_on_line_with_marker() {
         let text: String = (0..100).map(|i| format!("rule {i:03}\n")).collect(); // 9 bytes per line
-        let s = agents_md_section(&text, 50);
+        let s = bound_agents_md(&text, 50);
         assert!(s.contains("rule 004\n(AGENTS.md cut"), "{s}");
         assert!(!s.contains("rule 005"));
         assert!(s.ends_with("showing lines 1-5, 45 of 900 bytes — call read_file with path=\"AGENTS.md\" and offset=5 for the rest)\n"), "{s}");
@@ -238,7 +235,7 @@ mod tests {
 
     #[test]
     fn agents_md_single_long_line_cut_on_char_boundary() {
-        let s = agents_md_section(&"é".repeat(100), 51);
+        let s = bound_agents_md(&"é".repeat(100), 51);
         assert!(s.contains("showing 50 of 200 bytes"), "{s}");
     }
 
