@@ -477,7 +477,19 @@ async fn sigkill_mid_write_never_corrupts() {
     env.write_config(json!({"memory": {"maxBytes": 1048576}}));
     let user = tempfile::tempdir().unwrap();
     let path = memory_json(&env);
+    let temps = || {
+        files_under(path.parent().unwrap())
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(".tmp-")
+            })
+            .count()
+    };
     let mut acknowledged: Vec<String> = Vec::new();
+    let mut torn = 0;
     for round in 0..40u64 {
         let mut cmd = env.command();
         cmd.arg("serve")
@@ -530,6 +542,9 @@ async fn sigkill_mid_write_never_corrupts() {
         let doc: serde_json::Value = serde_json::from_slice(&text)
             .unwrap_or_else(|e| panic!("round {round}: memory.json does not parse: {e}"));
         acknowledged.extend(acked.lock().unwrap().drain(..));
+        // A kill between creating the temp file and the rename leaves the temp file behind
+        // (the next write removes it).
+        torn += temps();
         let notes = doc["notes"].as_object().unwrap();
         for k in &acknowledged {
             assert!(
@@ -543,20 +558,16 @@ async fn sigkill_mid_write_never_corrupts() {
         "the writer made progress before kills: {}",
         acknowledged.len()
     );
-    // A kill that landed between creating the temp file and the rename leaves the temp file.
-    let torn = files_under(path.parent().unwrap())
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(".tmp-")
-        })
-        .count();
     eprintln!(
         "crash test: {} notes acknowledged, {torn} of 40 kills landed mid-write",
         acknowledged.len()
     );
+    // The next write clears temp files left by killed writers.
+    let c = single(&env, user.path()).await;
+    let (t, err) = call(&c, "remember", json!({"key": "after", "value": "crashes"})).await;
+    assert!(!err, "{t}");
+    c.cancel().await.unwrap();
+    assert_eq!(temps(), 0, "orphaned temp files are cleaned up");
     let leftovers: Vec<_> = files_under(path.parent().unwrap())
         .into_iter()
         .filter(|p| p.to_string_lossy().contains("corrupt"))

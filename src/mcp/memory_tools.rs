@@ -14,12 +14,12 @@ use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
 use crate::config::Config;
-use crate::tools::{ToolCtx, doc};
 use crate::mcp::server::{CodexFree, Mode, Shared, conversation, reply};
 use crate::memory::{
     GetAgentBriefArgs, ListProjectsArgs, OwnedTexts, RecallArgs, RememberArgs, Scope, Service,
     SetProjectRootArgs, SkillsListArgs, SkillsReadArgs, UpdatePlanArgs,
 };
+use crate::tools::{ToolCtx, doc};
 use crate::{Error, Result};
 
 /// Environment text (`tools::doc::get_environment`) and the start of AGENTS.md, already

@@ -161,12 +161,7 @@ pub fn single_project_instructions(
 ) -> String {
     let saved = saved_state_for(home, config, root, false);
     let skills = SkillSearch::from_env(Some(root), home).instructions_section();
-    project_text(
-        &agent_brief(false),
-        &saved,
-        &skills,
-        texts,
-    )
+    project_text(&agent_brief(false), &saved, &skills, texts)
 }
 
 /// Multi-project MCP `instructions` at initialize (MEM-7): the brief only, naming no
@@ -197,12 +192,7 @@ pub fn bound_brief(
     );
     let saved = saved_state_for(home, config, project_root, true);
     let skills = SkillSearch::from_env(Some(project_root), home).instructions_section();
-    project_text(
-        &preamble,
-        &saved,
-        &skills,
-        texts,
-    )
+    project_text(&preamble, &saved, &skills, texts)
 }
 
 /// `get_agent_brief` for a conversation with no project yet (MEM-7): the brief, the

@@ -259,6 +259,7 @@ impl TaskMemory {
                 let mut text =
                     serde_json::to_string_pretty(&doc).expect("memory document serialises");
                 text.push('\n');
+                remove_orphan_temps(&self.path);
                 home::write_atomic_unlocked(&self.path, text.as_bytes())?;
             }
             Ok(msg)
@@ -383,6 +384,23 @@ impl TaskMemory {
         self.saved_state_markdown().unwrap_or_else(|e| {
             format!("## Saved state\n\nThe saved state could not be read: {e}\n")
         })
+    }
+}
+
+/// Delete temp files (`.tmp-*`, as made by [`home::write_atomic_unlocked`]) beside `path`.
+/// Called while holding `path`'s lock: only lock holders create them, so any present now was
+/// left by a writer killed between creating it and the rename. Failures are ignored.
+fn remove_orphan_temps(path: &Path) {
+    let Some(dir) = path.parent() else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if e.file_name().to_string_lossy().starts_with(".tmp-")
+            && e.file_type().is_ok_and(|t| t.is_file())
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
