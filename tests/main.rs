@@ -4,5 +4,7 @@ mod support;
 
 mod mcp_clients;
 mod mcp_transport;
+mod pipeline_sources;
 mod taskmem;
+mod tools_exec;
 mod tools_fs;

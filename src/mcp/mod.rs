@@ -12,6 +12,7 @@ pub mod http;
 mod memory_tools;
 pub mod server;
 pub mod stdio;
+mod tools_exec;
 mod tools_fs;
 
 pub use server::{CodexFree, Mode, ServerOptions};

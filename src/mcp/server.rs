@@ -134,6 +134,8 @@ pub struct Shared {
     pub home: PathBuf,
     /// Live config.
     pub config: LiveConfig,
+    /// Exec sessions of every MCP session of this process (`exec.maxSessions` in total).
+    pub exec: crate::tools::exec::ExecSessions,
 }
 
 /// The MCP server handler. Cheap to clone (an `Arc` and a router).
@@ -152,13 +154,13 @@ impl CodexFree {
     /// Build the shared state from options. Errors: invalid config file.
     pub fn new(opts: ServerOptions) -> Result<Self> {
         let config = LiveConfig::load(opts.config_path)?;
-        let shared = Arc::new(Shared { mode: opts.mode, home: opts.home, config });
+        let shared = Arc::new(Shared { mode: opts.mode, home: opts.home, config, exec: crate::tools::exec::ExecSessions::new() });
         Ok(Self::from_shared(shared))
     }
 
     /// A handler over existing shared state (one per HTTP session).
     pub fn from_shared(shared: Arc<Shared>) -> Self {
-        Self { shared, tool_router: Self::fs_router() + Self::memory_router() }
+        Self { shared, tool_router: Self::fs_router() + Self::exec_router() + Self::memory_router() }
     }
 
     /// The shared state.
