@@ -302,6 +302,11 @@ async fn multi_project_binding_restore_and_fail_closed() {
     )
     .await;
     assert!(err && t.contains("set_project_root"), "{t}");
+    let (t, err) = call_meta(&c, "list_projects", json!({}), Some(session)).await;
+    assert!(
+        !err && t.contains("- alpha  (") && t.contains("- beta  ("),
+        "{t}"
+    );
     let (t, err) = call_meta(
         &c,
         "set_project_root",
@@ -576,4 +581,53 @@ async fn sigkill_mid_write_never_corrupts() {
         leftovers.is_empty(),
         "no corruption was ever detected: {leftovers:?}"
     );
+}
+
+#[tokio::test]
+async fn memory_tools_are_listed_and_skills_read_pages() {
+    let body: String = (1..=30).map(|i| format!("step {i}\n")).collect();
+    let skill = format!("---\nname: long\ndescription: A long skill.\n---\n{body}");
+    let env = Env::new(&[(".claude/skills/long/SKILL.md", skill.as_str())]);
+    env.write_config(json!({"output": {"maxFileLines": 20}}));
+    let user = tempfile::tempdir().unwrap();
+    let c = single(&env, user.path()).await;
+    let tools = c.list_all_tools().await.unwrap();
+    for name in [
+        "remember",
+        "recall",
+        "update_plan",
+        "skills_list",
+        "skills_read",
+        "get_agent_brief",
+        "list_projects",
+        "set_project_root",
+    ] {
+        let t = tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} not listed"));
+        assert!(
+            t.description.as_deref().is_some_and(|d| !d.is_empty()),
+            "{name} has a description"
+        );
+    }
+    let remember = tools.iter().find(|t| t.name == "remember").unwrap();
+    let schema = serde_json::to_string(&remember.input_schema).unwrap();
+    assert!(
+        schema.contains("\"key\"") && schema.contains("empty value deletes"),
+        "{schema}"
+    );
+    let (t, err) = call(&c, "skills_list", json!({})).await;
+    assert!(!err && t.contains("- long: A long skill."), "{t}");
+    let (t, err) = call(&c, "skills_read", json!({"name": "long"})).await;
+    assert!(
+        !err && t
+            .ends_with("(showing lines 1-20 of 34 — call again with offset=20 for the rest)\n"),
+        "{t}"
+    );
+    let (t, err) = call(&c, "skills_read", json!({"name": "long", "offset": 20})).await;
+    assert!(!err && t.ends_with("step 30\n"), "{t}");
+    let (t, err) = call(&c, "list_projects", json!({})).await;
+    assert!(err && t.contains("multi-project mode"), "{t}");
+    c.cancel().await.unwrap();
 }
