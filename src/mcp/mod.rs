@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod http;
+mod memory_tools;
 pub mod server;
 pub mod stdio;
 mod tools_exec;
