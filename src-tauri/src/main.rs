@@ -1,0 +1,3 @@
+fn main() {
+    codex_free_app::run()
+}
