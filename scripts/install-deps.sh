@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
-# Install everything the desktop app, the web UI and their tests need (Debian/Ubuntu).
-# Idempotent: apt-get skips what is present; `npm ci` reinstalls ui/node_modules from the lockfile.
-# Package list and reasons: shared design note tauri-linux.md (do NOT add dbus-x11: it makes GTK
-# spawn session buses that outlive the app).
+# Installs every system package, Python module and npm module the build and the tests
+# need, on Debian/Ubuntu. Idempotent. Run as root (or with sudo available).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-BUILD_PKGS=(build-essential pkg-config libssl-dev libgtk-3-dev libwebkit2gtk-4.1-dev
-  libsoup-3.0-dev libjavascriptcoregtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev
-  libxdo-dev libdbus-1-dev)
-TEST_PKGS=(xvfb xauth x11-utils imagemagick dbus gnome-keyring libsecret-tools keyutils chromium)
-
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+APT_PKGS=(
+  build-essential pkg-config git python3 python3-pip
+  ripgrep            # the reference in the grep benchmark
+  time               # /usr/bin/time -v for RSS comparisons
+  # Desktop app (Tauri 2 / WebKitGTK), see the design note tauri-linux.md.
+  # libayatana-appindicator3 is also loaded at run time for the tray icon.
+  libssl-dev libgtk-3-dev libwebkit2gtk-4.1-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
+  libayatana-appindicator3-dev librsvg2-dev libxdo-dev libdbus-1-dev
+  # App smoke test and browser tests: a virtual display, screenshots, a session bus with
+  # a Secret Service (gnome-keyring), kernel keyutils, and the browser. NOT dbus-x11: with
+  # it GTK starts session buses and at-spi daemons that outlive the app.
+  xvfb xauth x11-utils imagemagick dbus gnome-keyring libsecret-tools keyutils chromium
+)
 missing=()
-for p in "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-# Node 18+ for Vite; keep an existing install (e.g. a nodesource nodejs that bundles npm).
+for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# Node >= 20.19 for the UI build (Vite 7); keep an existing install (e.g. one that bundles npm).
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
-if ((${#missing[@]})); then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -q
-  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-
+# The independent MCP client used by the integration tests (official Python SDK).
+python3 -c 'import mcp' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore mcp
+# The web UI's build and test tools (Vite, TypeScript, Vitest, playwright-core), from the lockfile.
 if [ -f ui/package-lock.json ]; then
   (cd ui && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -1,1 +1,5 @@
-//! Integration tests: one binary, one module per area.
+//! Integration tests: one binary, one module per area. `support` drives the real binary.
+
+mod support;
+
+mod mcp_transport;
