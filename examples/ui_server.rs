@@ -1,35 +1,56 @@
-//! A stand-alone web-UI server for developing and testing the UI without the MCP server:
-//! `cargo run --example ui_server -- [--port N] [--token T] [--seed-days N] [--memory-keys]`.
+//! The headless web UI on the real MCP HTTP server, for developing and testing the UI
+//! until `codex-free serve --http --ui` lands:
+//! `cargo run --example ui_server -- --project DIR [--port N] [--seed-days N] [--memory-keys]`.
 //!
-//! Serves `api::http::router` on 127.0.0.1 behind a bearer token (the same rule the real
-//! `codex-free serve --http --ui` applies), over the state home `CODEX_FREE_HOME`. Keys go
-//! to the OS keyring (`secrets::keyring::open`), or to an in-memory store with
-//! `--memory-keys`. `--seed-days N` fills the usage view with `api::usage::demo_records`
-//! (documented there) so the Runs & costs page has data before the pipeline records any.
-//! Prints one line to stdout: the UI address with the token in its fragment.
+//! Starts `mcp::http::start` on 127.0.0.1 with `api::http::router` as its extra routes, so
+//! `/mcp`, `/api/...` and the UI share one port and one token check (bearer header, or the
+//! cookie set by opening `/?token=...`). State home: `CODEX_FREE_HOME`. Keys go to the OS
+//! keyring (`secrets::keyring::open`: Secret Service, else the keyutils fallback), or to an
+//! in-memory store with `--memory-keys`. `--seed-days N` fills Runs & costs with
+//! `api::usage::demo_records` (documented there) until the pipeline records real runs.
+//!
+//! stdout: line 1 the UI address (with the token), line 2 the MCP endpoint, line 3 the token.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use axum::extract::Request;
-use axum::http::{StatusCode, header};
-use axum::middleware::{self, Next};
-use axum::response::IntoResponse;
-use codex_free::api::dto::KeyringStatus;
+use anyhow::Context;
+use codex_free::api::dto::{ActionResult, KeyringStatus, ServerState, ServerStatus};
+use codex_free::api::hooks::ServerControl;
 use codex_free::api::{ApiService, http, usage};
+use codex_free::mcp::{self, CodexFree, ServerOptions};
 use codex_free::secrets::{MemoryStore, SecretStore, keyring};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
 }
 
+/// The server this process runs: up while the process lives. The URL is known only after
+/// binding, so it is filled in once the listener is up.
+struct Here(Arc<OnceLock<String>>);
+
+impl ServerControl for Here {
+    fn status(&self) -> ServerStatus {
+        ServerStatus { state: ServerState::Running, url: self.0.get().cloned(), clients: 0, error: None }
+    }
+    fn start(&self) -> codex_free::Result<ActionResult> {
+        Ok(ActionResult { ok: true, message: "already running".into() })
+    }
+    fn stop(&self) -> codex_free::Result<ActionResult> {
+        Ok(ActionResult { ok: false, message: "the headless server stops with Ctrl-C".into() })
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter("info").init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info,rmcp=warn"))
+        .init();
     let args: Vec<String> = std::env::args().collect();
     let home = codex_free::home::state_home()?;
     std::fs::create_dir_all(&home)?;
+    let project = arg(&args, "--project").context("give --project DIR")?;
     let port: u16 = arg(&args, "--port").map(|p| p.parse()).transpose()?.unwrap_or(0);
-    let token = arg(&args, "--token").unwrap_or_else(|| hex::encode(rand::random::<[u8; 16]>()));
     let (store, status): (Arc<dyn SecretStore>, KeyringStatus) = if args.iter().any(|a| a == "--memory-keys") {
         let s = Arc::new(MemoryStore::default());
         let label = s.label();
@@ -38,31 +59,28 @@ async fn main() -> anyhow::Result<()> {
         let o = keyring::open();
         (o.store, KeyringStatus { backend: o.label, fallback: o.fallback, error: o.error })
     };
-    let mut svc = ApiService::new(&home, store, status);
+    let server = CodexFree::new(ServerOptions::single(project.as_ref(), &home, None)?)?;
+    let token = mcp::auth::load_or_create_token(&home)?;
+    let url = Arc::new(OnceLock::<String>::new());
+    let mut svc = ApiService::new(&home, store, status).with_server(Arc::new(Here(url.clone())));
     if let Some(days) = arg(&args, "--seed-days") {
         let rows = usage::demo_records(chrono::Utc::now().timestamp_millis(), days.parse()?);
         svc = svc.with_usage(Arc::new(usage::MemoryUsage::new(rows)));
     }
-    let svc = Arc::new(svc);
-    let expected = format!("Bearer {token}");
-    let api = http::api_router(svc).layer(middleware::from_fn(move |req: Request, next: Next| {
-        let ok = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) == Some(expected.as_str());
-        async move {
-            if ok {
-                next.run(req).await
-            } else {
-                let body = serde_json::json!({"code": "unauthorized", "message": "missing or wrong bearer token", "fields": []});
-                (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()
-            }
-        }
-    }));
-    let app = axum::Router::new()
-        .route("/health", axum::routing::get(|| async { "ok" }))
-        .merge(api)
-        .merge(http::ui_router());
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    let addr = listener.local_addr()?;
-    println!("http://{addr}/#token={token}");
-    axum::serve(listener, app).await?;
+    let opts = mcp::http::HttpOptions { extra: Some(http::router(Arc::new(svc))) };
+    let running = mcp::http::start(server, "127.0.0.1", port, token.clone(), opts).await?;
+    let base = format!("http://{}", running.addr);
+    let _ = url.set(format!("{base}/mcp"));
+    println!("{base}/?token={}", token.expose());
+    println!("{base}/mcp");
+    println!("{}", token.expose());
+    use std::io::Write;
+    std::io::stdout().flush().ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = running.cancel.cancelled() => {}
+    }
+    running.cancel.cancel();
+    let _ = running.task.await;
     Ok(())
 }

@@ -19,19 +19,23 @@ import type {
 const TOKEN_KEY = "codex-free-token";
 
 /**
- * Read the token from `#token=...` (then remove it from the address bar) or from session
- * storage where a previous load put it. Returns "" when there is none.
+ * Read the token from `?token=...` (how `codex-free serve --http --ui` prints the address;
+ * the server also sets a same-site cookie from it) or `#token=...`, then remove it from the
+ * address bar and history; else from session storage where a previous load put it.
+ * Returns "" when there is none (the cookie alone may still authorise the calls).
  */
 export function takeToken(
   loc: Pick<Location, "hash" | "pathname" | "search">,
   store: Pick<Storage, "getItem" | "setItem">,
   hist?: Pick<History, "replaceState">,
 ): string {
-  const m = /(?:^#|[#&])token=([^&]+)/.exec(loc.hash);
+  const m = /(?:^[?#]|[?#&])token=([^&#]+)/.exec(loc.search) ?? /(?:^#|[#&])token=([^&]+)/.exec(loc.hash);
   if (m) {
     const token = decodeURIComponent(m[1]);
     store.setItem(TOKEN_KEY, token);
-    hist?.replaceState(null, "", loc.pathname + loc.search + "#/");
+    const search = loc.search.replace(/([?&])token=[^&#]*&?/, "$1").replace(/[?&]$/, "");
+    const hash = /token=/.test(loc.hash) ? "#/" : loc.hash || "#/";
+    hist?.replaceState(null, "", loc.pathname + search + hash);
     return token;
   }
   return store.getItem(TOKEN_KEY) ?? "";
@@ -55,6 +59,7 @@ export class HttpApi implements Api {
     try {
       res = await this.fetchImpl(this.base + path, {
         method,
+        credentials: "same-origin",
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
       });
