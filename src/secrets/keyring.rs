@@ -191,6 +191,9 @@ pub fn open() -> Opened {
 mod tests {
     use super::*;
 
+    /// Serialises the tests that read or change `DBUS_SESSION_BUS_ADDRESS`.
+    static BUS_ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     fn roundtrip(store: &dyn SecretStore, account: &str) {
         assert!(store.get(account).unwrap().is_none());
         store.set(account, &Secret::new("sk-first-000000001111")).unwrap();
@@ -222,6 +225,7 @@ mod tests {
         if std::env::var("CODEX_FREE_TEST_SECRET_SERVICE").as_deref() != Ok("1") {
             return;
         }
+        let _g = BUS_ENV.lock().unwrap_or_else(|e| e.into_inner());
         let s = secret_service().expect("Secret Service reachable");
         roundtrip(&s, &format!("test-{}", std::process::id()));
     }
@@ -230,7 +234,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn no_bus_falls_back_or_explains() {
         // A bus address that cannot exist: the Secret Service must fail fast and clearly.
-        // SAFETY: tests in this module do not read this variable concurrently.
+        let _g = BUS_ENV.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the tests touching this variable hold BUS_ENV.
         let had = std::env::var_os("DBUS_SESSION_BUS_ADDRESS");
         unsafe { std::env::set_var("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/codex-free-bus") };
         let e = secret_service().err().expect("no bus means no Secret Service");
