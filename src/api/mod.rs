@@ -133,8 +133,9 @@ impl ApiService {
             .unwrap_or_default();
         let day_start = now.date_naive().and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp_millis();
         let rows = self.usage.requests(Some(month_start), None)?;
-        let month_usd: f64 = rows.iter().filter_map(|r| r.cost_usd).sum();
-        let today_usd: f64 = rows.iter().filter(|r| r.time_ms >= day_start).filter_map(|r| r.cost_usd).sum();
+        // fold from +0.0: an empty f64 `sum()` is -0.0, which would print as "-$0.00".
+        let month_usd = rows.iter().filter_map(|r| r.cost_usd).fold(0.0, |a, c| a + c);
+        let today_usd = rows.iter().filter(|r| r.time_ms >= day_start).filter_map(|r| r.cost_usd).fold(0.0, |a, c| a + c);
         let cap = cfg.memories.monthly_spend_cap_usd;
         Ok(Spend {
             today_usd,
@@ -458,6 +459,8 @@ mod tests {
         s.save_config(&json!({"memories": {"monthly_spend_cap_usd": 0.000001}})).unwrap();
         let st = s.status().unwrap();
         assert!(st.spend.today_usd > 0.0);
+        let (_d2, empty, _) = service();
+        assert!(empty.spend().unwrap().month_usd.is_sign_positive(), "no spend is +0, not -0");
         assert!(st.spend.month_usd >= st.spend.today_usd);
         assert!(st.spend.cap_reached);
         assert!(st.recent_errors.iter().any(|e| e.source == "phase2"), "{:?}", st.recent_errors);

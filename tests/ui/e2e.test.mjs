@@ -121,6 +121,7 @@ test("invalid settings show inline errors and save nothing", async () => {
   await err.waitFor();
   assert.match(await err.textContent(), /between 1 and 100000/);
   assert.equal(await page.getByTestId("save").isDisabled(), true);
+  await shot("settings-invalid");
   await input.press("Enter"); // implicit submission must not save either
   await input.fill("twelve");
   assert.match(await err.textContent(), /whole number/);
@@ -133,7 +134,6 @@ test("invalid settings show inline errors and save nothing", async () => {
   await cross.waitFor();
   assert.match(await cross.textContent(), /exceeds command\.maxTimeout/);
   await page.getByTestId("tab-output").click();
-  await shot("settings-invalid");
   await page.waitForTimeout(400);
   const now = fs.existsSync(configFile()) ? fs.readFileSync(configFile(), "utf8") : null;
   assert.equal(now, before, "an invalid change must not touch codex.config.json");
