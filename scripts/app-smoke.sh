@@ -51,9 +51,14 @@ xvfb-run -a -s "-screen 0 1280x900x24" dbus-run-session -- bash -euo pipefail -c
   code=$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$PORT/api/status")
   [ "$code" = 401 ] || fail "/api/status without token answered $code"
   xwininfo -root -tree | grep -q "\"Codex Free\"" || fail "no window titled Codex Free"
-  sleep 2
-  import -window root "$SHOTS/app-window.png"
-  colors=$(convert "$SHOTS/app-window.png" -format "%k" info:)
+  # The page paints shortly after its first command; retry the screenshot for up to 20 s.
+  colors=0
+  for _ in $(seq 1 20); do
+    sleep 1
+    import -window root "$SHOTS/app-window.png"
+    colors=$(convert "$SHOTS/app-window.png" -format "%k" info:)
+    [ "$colors" -gt 64 ] && break
+  done
   [ "$colors" -gt 64 ] || fail "the screenshot looks blank ($colors colours)"
   kill -TERM $pid
   for _ in $(seq 1 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
