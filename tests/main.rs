@@ -2,4 +2,6 @@
 
 mod support;
 
+mod mcp_clients;
 mod mcp_transport;
+mod tools_fs;

@@ -11,6 +11,6 @@ pub mod auth;
 pub mod http;
 pub mod server;
 pub mod stdio;
-// mod tools_fs; (wired when tools land)
+mod tools_fs;
 
 pub use server::{CodexFree, Mode, ServerOptions};

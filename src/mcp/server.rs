@@ -79,7 +79,7 @@ fn canonical_dir(p: &Path, flag: &str) -> Result<PathBuf> {
 #[derive(Debug)]
 pub struct LiveConfig {
     path: PathBuf,
-    state: RwLock<(Option<SystemTime>, Config)>,
+    state: RwLock<(Option<(SystemTime, u64)>, Config)>,
 }
 
 impl LiveConfig {
@@ -89,13 +89,13 @@ impl LiveConfig {
         for w in &loaded.warnings {
             tracing::warn!("{}: {w}", path.display());
         }
-        let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let mtime = stamp(&path);
         Ok(Self { path, state: RwLock::new((mtime, loaded.config)) })
     }
 
     /// The current config (re-read if the file changed since last time).
     pub fn get(&self) -> Config {
-        let mtime = std::fs::metadata(&self.path).and_then(|m| m.modified()).ok();
+        let mtime = stamp(&self.path);
         {
             let s = self.state.read().expect("config lock");
             if s.0 == mtime {
@@ -117,6 +117,12 @@ impl LiveConfig {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// The (mtime, length) of a file, to notice edits cheaply on every call.
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
 }
 
 /// State shared by every session of one server process.
@@ -152,7 +158,7 @@ impl CodexFree {
 
     /// A handler over existing shared state (one per HTTP session).
     pub fn from_shared(shared: Arc<Shared>) -> Self {
-        Self { shared, tool_router: ToolRouter::new() }
+        Self { shared, tool_router: Self::fs_router() }
     }
 
     /// The shared state.
@@ -190,10 +196,17 @@ impl CodexFree {
 
 /// Instructions text for single-project mode.
 pub(crate) fn single_project_instructions(ctx: &ToolCtx) -> String {
-    format!(
-        "Codex Free: bounded coding tools over the project at {}.\n\nEvery tool that can return long text stops at a budget; when it does, its last line says so and names the argument that continues (for example offset=...). If no such line is present, the output is complete.",
-        ctx.root.display()
-    )
+    let mut s = format!(
+        "Codex Free: bounded coding tools over the project at {}.\n\nEvery tool that can return long text stops at a budget; when it does, its last line says so and names the argument that continues (for example offset=...). If no such line is present, the output is complete.\n\n## Environment\n{}\n",
+        ctx.root.display(),
+        crate::tools::doc::get_environment(ctx)
+    );
+    if let Some(doc) = crate::tools::doc::project_doc_for_instructions(ctx) {
+        s.push_str("\n## Project instructions (AGENTS.md)\n");
+        s.push_str(&doc);
+        s.push('\n');
+    }
+    s
 }
 
 /// Map a core result into an MCP tool result: `Ok(text)` → text content; `Err(e)` →

@@ -6,6 +6,13 @@
 //! Invariant: every path goes through [`path::Jail`]; no tool output exceeds
 //! `output.maxToolOutputTokens` (tokens estimated as bytes / 4, see [`crate::tokens`]).
 
+pub mod budget;
+pub mod doc;
+pub mod fs;
+pub mod grep;
+pub mod patch;
+pub mod path;
+
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;

@@ -40,7 +40,8 @@ async def exercise(session, file):
             if not m:
                 text += body
                 break
-            text += "\n".join(lines[:-1])
+            # a line page ends with whole lines, so the footer follows the content's own "\n"
+            text += body[: body.rfind("\n") + 1]
             offset = int(m.group(4))
         out["pages"] = pages
         out["content"] = text
