@@ -8,12 +8,26 @@ APT_PKGS=(
   build-essential pkg-config git python3 python3-pip
   ripgrep            # the reference in the grep benchmark
   time               # /usr/bin/time -v for RSS comparisons
+  # Desktop app (Tauri 2 / WebKitGTK), see the design note tauri-linux.md.
+  # libayatana-appindicator3 is also loaded at run time for the tray icon.
+  libssl-dev libgtk-3-dev libwebkit2gtk-4.1-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
+  libayatana-appindicator3-dev librsvg2-dev libxdo-dev libdbus-1-dev
+  # App smoke test and browser tests: a virtual display, screenshots, a session bus with
+  # a Secret Service (gnome-keyring), kernel keyutils, and the browser. NOT dbus-x11: with
+  # it GTK starts session buses and at-spi daemons that outlive the app.
+  xvfb xauth x11-utils imagemagick dbus gnome-keyring libsecret-tools keyutils chromium
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# Node >= 20.19 for the UI build (Vite 7); keep an existing install (e.g. one that bundles npm).
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The independent MCP client used by the integration tests (official Python SDK).
 python3 -c 'import mcp' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore mcp
+# The web UI's build and test tools (Vite, TypeScript, Vitest, playwright-core), from the lockfile.
+if [ -f ui/package-lock.json ]; then
+  (cd ui && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -4,11 +4,12 @@ mod support;
 
 mod mcp_clients;
 mod mcp_transport;
-mod pipeline_sources;
-mod tools_exec;
-mod tools_fs;
-
 #[path = "support/mock_provider.rs"]
 mod mock_provider;
 mod pipeline_phase1;
+mod pipeline_phase1_fixtures;
 mod pipeline_phase2;
+mod pipeline_sources;
+mod taskmem;
+mod tools_exec;
+mod tools_fs;

@@ -543,6 +543,15 @@ async fn spend_cap_stops_model_calls_and_status_says_so() {
     assert!(st.render().contains("CAP REACHED"), "{}", st.render());
     assert_eq!(st.eligible_now, 1, "the other rollout waits");
     assert!(log_lines(d.path()).last().unwrap().contains("spend cap"));
+    // Said once: a further trigger while capped adds no run and no log line.
+    let lines = log_lines(d.path()).len();
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(
+        out.contains("spend_cap: monthly spend cap reached"),
+        "{out}"
+    );
+    assert_eq!(log_lines(d.path()).len(), lines);
+    assert_eq!(mock.requests().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -776,6 +785,7 @@ async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
     let env = env_for(&home);
     let mut deps = env.scheduler_deps();
     deps.rescan_every = Duration::from_secs(3600);
+    deps.watch = None;
     let cfg = Config::load(&home.join(CONFIG_FILE)).unwrap().config;
     let cancel = tokio_util::sync::CancellationToken::new();
     let sched = Scheduler::start(home.clone(), cfg, deps, cancel.clone()).unwrap();

@@ -10,6 +10,7 @@
 pub mod auth;
 pub mod http;
 mod memories_tools;
+mod memory_tools;
 pub mod server;
 pub mod stdio;
 mod tools_exec;

@@ -160,7 +160,7 @@ impl CodexFree {
 
     /// A handler over existing shared state (one per HTTP session).
     pub fn from_shared(shared: Arc<Shared>) -> Self {
-        let mut tool_router = Self::fs_router() + Self::exec_router();
+        let mut tool_router = Self::fs_router() + Self::exec_router() + Self::memory_router();
         let m = shared.config.get().memories;
         if m.enabled && m.use_memories && m.dedicated_tools {
             tool_router += Self::memories_router();
@@ -175,50 +175,31 @@ impl CodexFree {
 
     /// The tool context for a call: the project root (single mode) or the conversation's
     /// bound project (multi mode), and a fresh config snapshot.
-    pub(crate) fn ctx(&self, _conversation: &ConversationId) -> Result<ToolCtx> {
+    pub(crate) fn ctx(&self, conversation: &ConversationId) -> Result<ToolCtx> {
         let config = self.shared.config.get();
         match &self.shared.mode {
             Mode::Single { root } => Ok(ToolCtx::new(root.clone(), config, self.shared.home.clone())),
-            Mode::Multi { .. } => Err(Error::Binding(
-                "this server runs in multi-project mode: call set_project_root first".into(),
-            )),
+            Mode::Multi { access_root } => {
+                let session = conversation.0.as_deref().ok_or_else(|| {
+                    Error::Binding(crate::memory::bindings::missing_session_message("it is missing"))
+                })?;
+                let root = crate::memory::Bindings::new(&self.shared.home, access_root)?.project_for(session)?;
+                Ok(ToolCtx::new(root, config, self.shared.home.clone()))
+            }
         }
     }
 
-    /// The instructions for a new session (SRV-7): rebuilt on every initialize.
+    /// The instructions for a new session (SRV-7): rebuilt on every initialize. Single
+    /// project: brief, environment, saved state, skills, AGENTS.md (MEM-6); multi-project:
+    /// the project-neutral brief (MEM-7). Built by `memory_tools::instructions`.
     pub fn instructions(&self) -> String {
+        let base = crate::mcp::memory_tools::instructions(&self.shared);
         let config = self.shared.config.get();
-        let memory = crate::pipeline::phase2::readpath::summary_for_instructions(&self.shared.home, &config);
-        let base = match &self.shared.mode {
-            Mode::Single { root } => {
-                let ctx = ToolCtx::new(root.clone(), config, self.shared.home.clone());
-                crate::mcp::server::single_project_instructions(&ctx)
-            }
-            Mode::Multi { access_root } => format!(
-                "Codex Free (multi-project mode). Projects live under {}. Call get_agent_brief first; it restores this conversation's project or tells you to call set_project_root.",
-                access_root.display()
-            ),
-        };
-        match memory {
+        match crate::pipeline::phase2::readpath::summary_for_instructions(&self.shared.home, &config) {
             Some(m) => format!("{base}\n\n{m}"),
             None => base,
         }
     }
-}
-
-/// Instructions text for single-project mode.
-pub(crate) fn single_project_instructions(ctx: &ToolCtx) -> String {
-    let mut s = format!(
-        "Codex Free: bounded coding tools over the project at {}.\n\nEvery tool that can return long text stops at a budget; when it does, its last line says so and names the argument that continues (for example offset=...). If no such line is present, the output is complete.\n\n## Environment\n{}\n",
-        ctx.root.display(),
-        crate::tools::doc::get_environment(ctx)
-    );
-    if let Some(doc) = crate::tools::doc::project_doc_for_instructions(ctx) {
-        s.push_str("\n## Project instructions (AGENTS.md)\n");
-        s.push_str(&doc);
-        s.push('\n');
-    }
-    s
 }
 
 /// Map a core result into an MCP tool result: `Ok(text)` → text content; `Err(e)` →

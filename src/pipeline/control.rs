@@ -15,7 +15,8 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{CONFIG_FILE, Config};
-use crate::pipeline::phase1::{NoRedaction, Redactor, RolloutInput, Trigger, cap_state};
+use crate::pipeline::input::{SecretRedactor, TranscriptInput};
+use crate::pipeline::phase1::{Redactor, RolloutInput, Trigger, cap_state};
 use crate::pipeline::scheduler::{self, SchedulerDeps};
 use crate::pipeline::usage::{iso, log_path};
 use crate::providers::prices::format_cost;
@@ -109,12 +110,10 @@ impl ControlEnv {
     /// Production wiring for `home` with the given secrets store.
     pub fn new(home: PathBuf, secrets: Arc<dyn SecretStore>) -> Self {
         Self {
-            home,
+            home: home.clone(),
             secrets,
-            // WIRE(pipe-a): replace with the transcript sources (`pipeline::discover` +
-            // `pipeline::render`) and the secret redactor (`pipeline::redact`) once merged.
-            input: Arc::new(NoSources),
-            redactor: Arc::new(NoRedaction),
+            input: Arc::new(TranscriptInput::from_env(&home)),
+            redactor: Arc::new(SecretRedactor),
             clock: Arc::new(SystemClock),
             retry: RetryPolicy::default(),
             cancel: CancellationToken::new(),
@@ -137,12 +136,12 @@ impl ControlEnv {
             redactor: self.redactor.clone(),
             retry: self.retry,
             rescan_every: scheduler::RESCAN_INTERVAL,
+            watch: Some(crate::pipeline::discover::SourceRoots::from_env(&self.home)),
         }
     }
 }
 
-/// A [`RolloutInput`] with no sources: placeholder until the transcript readers are wired
-/// in (see `ControlEnv::new`).
+/// A [`RolloutInput`] with no sources (embedders that feed no transcripts, tests).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoSources;
 
@@ -154,6 +153,7 @@ impl RolloutInput for NoSources {
         &self,
         thread: &crate::store::ThreadRow,
         _context_window: Option<u64>,
+        _tool_result_token_budget: usize,
     ) -> Result<String> {
         Err(Error::NotFound(PathBuf::from(&thread.path)))
     }
@@ -604,7 +604,10 @@ pub async fn execute(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
                     "nothing to do: {} sessions seen, none eligible (idle < {} h, already extracted, off, or retrying)\n",
                     r.scanned, cfg.memories.min_rollout_idle_hours
                 ),
-                (None, o) => format!("{o}\n"),
+                (None, o) => match &r.summary.error {
+                    Some(e) => format!("{o}: {e}\n"),
+                    None => format!("{o}\n"),
+                },
             })
         }
         MemoriesCmd::On | MemoriesCmd::Off => {
@@ -698,7 +701,8 @@ mod tests {
     #[tokio::test]
     async fn switches_write_overrides_and_reset_needs_yes() {
         let d = tempfile::tempdir().unwrap();
-        let env = ControlEnv::new(d.path().to_path_buf(), Arc::new(MemoryStore::default()));
+        let mut env = ControlEnv::new(d.path().to_path_buf(), Arc::new(MemoryStore::default()));
+        env.input = Arc::new(NoSources);
         execute(MemoriesCmd::Off, &env).await.unwrap();
         execute(MemoriesCmd::Generate { state: OnOff::Off }, &env)
             .await

@@ -1,9 +1,9 @@
 //! The background memory pipeline: transcripts of the agents ([`sources`]) become one
 //! [`rollout::Rollout`] model, are found and watched by [`discover`], sanitised by
-//! [`redact`] and [`compact`], rendered for phase 1 by [`render`]; [`phase1`] claims jobs
-//! and extracts raw memories, [`scheduler`] runs it on start and on change, [`usage`]
-//! logs tokens and cost, [`control`] is the `memories` CLI; [`bench`] measures the
-//! compaction offline.
+//! [`redact`] and [`compact`], rendered for phase 1 by [`render`]; [`bench`] measures the
+//! compaction offline. [`input`] hands them to [`phase1`] (claims, extraction, usage),
+//! which [`scheduler`] runs in the background and [`control`] drives from the CLI;
+//! [`usage`] writes `memories.log`.
 //!
 //! Invariant: nothing here modifies an agent's transcript, and no transcript text leaves
 //! [`render`] unredacted.
@@ -12,6 +12,7 @@ pub mod bench;
 pub mod compact;
 pub mod control;
 pub mod discover;
+pub mod input;
 pub mod phase1;
 pub mod phase2;
 pub mod redact;

@@ -54,13 +54,19 @@ pub trait RolloutInput: Send + Sync {
     /// Every rollout of the given sources, metadata only (no content read beyond what
     /// the id/timestamps need). Sub-agent and ephemeral sessions are returned flagged.
     fn scan(&self, sources: &[String]) -> Result<Vec<ThreadUpsert>>;
-    /// The rollout's conversation as sent to the model: injected context filtered, tool
-    /// output compacted (`memories.tool_result_token_budget`), secrets redacted, and the
+    /// The rollout's conversation as sent to the model: injected context filtered, each
+    /// tool result compacted to `tool_result_token_budget` tokens
+    /// (`memories.tool_result_token_budget`, 0 = off), secrets redacted, and the
     /// whole capped at 70% of `context_window` tokens (150,000 when unknown; see
     /// [`input_budget`]) keeping head and tail.
     ///
     /// Errors: the file vanished or cannot be read at all (the job fails and retries).
-    fn render(&self, thread: &ThreadRow, context_window: Option<u64>) -> Result<String>;
+    fn render(
+        &self,
+        thread: &ThreadRow,
+        context_window: Option<u64>,
+        tool_result_token_budget: usize,
+    ) -> Result<String>;
 }
 
 /// Secret redaction applied to the model's answer before it is stored.
@@ -527,12 +533,24 @@ async fn stopped_before_claim(
         summary.clone(),
         model.clone(),
     );
+    // The same stop as the last recorded run (e.g. the cap on every rescan): say it once.
     let run_id = blocking(move || {
+        let last = store.recent_runs(1)?.into_iter().next();
+        if last.is_some_and(|r| r.summary.outcome == s.outcome && r.summary.error == s.error) {
+            return Ok(None);
+        }
         let id = store.begin_run("phase1", trig.as_str(), Some(&m))?;
         store.finish_run(&id, &s)?;
-        Ok(id)
+        Ok(Some(id))
     })
     .await?;
+    let Some(run_id) = run_id else {
+        return Ok(RunReport {
+            summary,
+            scanned,
+            ..Default::default()
+        });
+    };
     let line = Phase1Line {
         at: ctx.store.now(),
         model,
@@ -591,10 +609,13 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
         }
     }
     // Render.
-    let window = ctx.model.context_window;
+    let (window, tool_budget) = (
+        ctx.model.context_window,
+        ctx.config.tool_result_token_budget,
+    );
     let rendered = {
         let (input, thread) = (ctx.input.clone(), claim.thread.clone());
-        blocking(move || input.render(&thread, window)).await
+        blocking(move || input.render(&thread, window, tool_budget)).await
     };
     let rendered = match rendered {
         Ok(r) => r,
@@ -813,7 +834,12 @@ impl RolloutInput for TextDirInput {
         Ok(out)
     }
 
-    fn render(&self, thread: &ThreadRow, context_window: Option<u64>) -> Result<String> {
+    fn render(
+        &self,
+        thread: &ThreadRow,
+        context_window: Option<u64>,
+        _tool_budget: usize,
+    ) -> Result<String> {
         let budget_tokens = input_budget(context_window);
         let text = std::fs::read_to_string(&thread.path)
             .map_err(|e| Error::io(format!("reading {}", thread.path), e))?;

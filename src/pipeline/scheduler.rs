@@ -1,6 +1,6 @@
 //! The background scheduler (PIPE-2): runs phase 1 when the process starts, whenever a
-//! watched transcript changes (the file watcher sends [`Trigger::Watch`] through
-//! [`Scheduler::trigger_sender`]), and on a periodic rescan ([`RESCAN_INTERVAL`]) as a
+//! watched transcript changes (`discover::Watcher`, debounced, forwarded as
+//! [`Trigger::Watch`]; other event sources can use [`Scheduler::trigger_sender`]), and on a periodic rescan ([`RESCAN_INTERVAL`]) as a
 //! safety net for missed events. Triggers that arrive during a run are coalesced into one
 //! follow-up run. The config file is re-read before every run, so `memories off` (or a
 //! cap change) in another process takes effect at the next trigger.
@@ -17,6 +17,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{CONFIG_FILE, Config};
+use crate::pipeline::discover::{
+    DEFAULT_DEBOUNCE, SourceRoots, WatchEvent, Watcher, enabled_sources,
+};
 use crate::pipeline::phase1::{self, Phase1Ctx, Redactor, RolloutInput, RunReport, Trigger};
 use crate::providers::{PriceTable, RetryPolicy, resolve_extract_model};
 use crate::secrets::SecretStore;
@@ -39,11 +42,14 @@ pub struct SchedulerDeps {
     pub retry: RetryPolicy,
     /// Rescan interval (tests shorten it).
     pub rescan_every: Duration,
+    /// Transcript folders to watch for changes (`None`: periodic rescans only).
+    pub watch: Option<SourceRoots>,
 }
 
 /// A running scheduler.
 pub struct Scheduler {
     tx: mpsc::Sender<Trigger>,
+    _watcher: Option<Watcher>,
     handle: Option<JoinHandle<()>>,
     cancel: CancellationToken,
 }
@@ -62,10 +68,15 @@ impl Scheduler {
     ) -> Result<Scheduler> {
         let store = Store::open_in_home(&home)?;
         let (tx, rx) = mpsc::channel(64);
+        let watcher = deps
+            .watch
+            .as_ref()
+            .and_then(|roots| start_watcher(roots, &config, tx.clone(), cancel.clone()));
         let handle = tokio::spawn(run_loop(home, config, deps, store, rx, cancel.clone()));
         let _ = tx.try_send(Trigger::Startup);
         Ok(Scheduler {
             tx,
+            _watcher: watcher,
             handle: Some(handle),
             cancel,
         })
@@ -93,6 +104,38 @@ impl Scheduler {
 impl Drop for Scheduler {
     fn drop(&mut self) {
         self.cancel.cancel();
+    }
+}
+
+/// Start the debounced transcript watcher and forward its events as [`Trigger::Watch`].
+/// A watcher that cannot start (e.g. inotify limits) is logged; periodic rescans remain.
+fn start_watcher(
+    roots: &SourceRoots,
+    config: &Config,
+    tx: mpsc::Sender<Trigger>,
+    cancel: CancellationToken,
+) -> Option<Watcher> {
+    let (wtx, mut wrx) = mpsc::channel::<WatchEvent>(16);
+    let enabled = enabled_sources(&config.memories);
+    match Watcher::start_with(roots, &enabled, DEFAULT_DEBOUNCE, wtx, cancel.clone()) {
+        Ok(w) => {
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        ev = wrx.recv() => match ev {
+                            Some(_) => { let _ = tx.try_send(Trigger::Watch); }
+                            None => return,
+                        },
+                    }
+                }
+            });
+            Some(w)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "transcript watcher not started; relying on periodic rescans");
+            None
+        }
     }
 }
 

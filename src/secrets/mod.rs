@@ -6,6 +6,8 @@
 //! Invariant: `keyring` crates are imported only here; a key is never written to disk in
 //! clear, never logged, never put in `codex.config.json`.
 
+pub mod keyring;
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 

@@ -1,0 +1,249 @@
+//! The app's state and every tray action as a plain function over it, with no Tauri or
+//! GTK types, so tests call them directly (Linux delivers no tray clicks to a test).
+//! The Tauri glue in `tray.rs` only maps menu ids to these functions and shows results.
+//!
+//! Invariant: nothing here touches a display; actions return what to show or copy.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use codex_free::api::ApiService;
+use codex_free::api::dto::{ActionResult, PipelineState, ServerState, Status};
+use codex_free::api::hooks::ServerControl;
+
+use crate::server::EmbeddedServer;
+
+/// Which tray icon to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IconState {
+    /// Server listening.
+    Running,
+    /// Server stopped by the user.
+    Stopped,
+    /// Server failed to start.
+    Error,
+}
+
+/// Shared app state (held by Tauri as managed state and by the tray).
+pub struct Core {
+    /// The UI's service.
+    pub service: Arc<ApiService>,
+    /// The embedded MCP server.
+    pub server: Arc<EmbeddedServer>,
+    /// State home.
+    pub home: PathBuf,
+}
+
+fn usd(x: f64) -> String {
+    if x > 0.0 && x < 0.01 { format!("${x:.4}") } else { format!("${x:.2}") }
+}
+
+impl Core {
+    /// The current status (dashboard data).
+    pub fn status(&self) -> codex_free::Result<Status> {
+        self.service.status()
+    }
+
+    /// First tray line, e.g. `Server: running on http://127.0.0.1:3000/mcp`.
+    pub fn server_line(&self) -> String {
+        let s = self.server.status();
+        match s.state {
+            ServerState::Running => format!("Server: running on {}", s.url.unwrap_or_default()),
+            ServerState::Error => "Server: failed to start (see dashboard)".into(),
+            _ => "Server: stopped".into(),
+        }
+    }
+
+    /// Label of the start/stop item.
+    pub fn toggle_label(&self) -> &'static str {
+        if self.server.addr().is_some() { "Stop server" } else { "Start server" }
+    }
+
+    /// Start the server when stopped, stop it when running.
+    pub fn toggle_server(&self) -> ActionResult {
+        let r = if self.server.addr().is_some() { self.server.stop() } else { self.server.start() };
+        r.unwrap_or_else(|e| ActionResult { ok: false, message: e.to_string() })
+    }
+
+    /// The MCP URL to copy (no token in it), when running.
+    pub fn mcp_url(&self) -> Option<String> {
+        self.server.status().url
+    }
+
+    /// The bearer token to copy.
+    pub fn token(&self) -> codex_free::Result<String> {
+        Ok(codex_free::mcp::auth::load_or_create_token(&self.home)?.expose().to_string())
+    }
+
+    /// The UI address with the token, for opening in a browser.
+    pub fn ui_url(&self) -> Option<String> {
+        let addr = self.server.addr()?;
+        Some(format!("http://{addr}/?token={}", self.token().ok()?))
+    }
+
+    /// Run the pipeline now.
+    pub fn run_pipeline(&self) -> ActionResult {
+        self.service.pipeline_run_now().unwrap_or_else(|e| ActionResult { ok: false, message: e.to_string() })
+    }
+
+    /// Whether the pipeline is paused.
+    pub fn pipeline_paused(&self) -> bool {
+        self.service.status().map(|s| s.pipeline.state == PipelineState::Paused).unwrap_or(false)
+    }
+
+    /// Label of the pause/resume item.
+    pub fn pause_label(&self) -> &'static str {
+        if self.pipeline_paused() { "Resume pipeline" } else { "Pause pipeline" }
+    }
+
+    /// Pause when running, resume when paused.
+    pub fn toggle_pipeline(&self) -> ActionResult {
+        let paused = self.pipeline_paused();
+        self.service.pipeline_pause(!paused).unwrap_or_else(|e| ActionResult { ok: false, message: e.to_string() })
+    }
+
+    /// Spend line, e.g. `Spend this month: $1.20 of $5.00`.
+    pub fn spend_line(&self) -> String {
+        match self.service.spend() {
+            Ok(s) => match s.cap_usd {
+                Some(c) => format!("Spend this month: {} of {}{}", usd(s.month_usd), usd(c), if s.cap_reached { " (cap reached)" } else { "" }),
+                None => format!("Spend this month: {}", usd(s.month_usd)),
+            },
+            Err(e) => format!("Spend: unavailable ({})", e.code()),
+        }
+    }
+
+    /// The tray icon for the server state.
+    pub fn icon_state(&self) -> IconState {
+        match self.server.status().state {
+            ServerState::Running => IconState::Running,
+            ServerState::Error => IconState::Error,
+            _ => IconState::Stopped,
+        }
+    }
+
+    /// Quit: stop the server (waits for the listener to close).
+    pub fn quit(&self) {
+        self.server.shutdown();
+    }
+}
+
+/// Notifications due between two dashboard snapshots: the spend cap was just reached, or
+/// a run failed since the last look. Pure, so the rule is tested without a desktop.
+pub fn notifications(prev: Option<&Status>, now: &Status) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let was_capped = prev.map(|p| p.spend.cap_reached).unwrap_or(false);
+    if now.spend.cap_reached && !was_capped {
+        out.push((
+            "Spend cap reached".to_string(),
+            format!(
+                "The memory pipeline stopped calling models: {} spent this month of a {} cap.",
+                usd(now.spend.month_usd),
+                usd(now.spend.cap_usd.unwrap_or_default())
+            ),
+        ));
+    }
+    let last_seen = prev.and_then(|p| p.recent_errors.iter().map(|e| e.time_ms).max());
+    if let Some(prev_max) = last_seen.or(prev.map(|_| i64::MIN)) {
+        if let Some(e) = now.recent_errors.iter().filter(|e| e.time_ms > prev_max).max_by_key(|e| e.time_ms) {
+            out.push((format!("Codex Free: {} failed", e.source), e.message.clone()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codex_free::api::dto::{KeyringStatus, RecentError, Spend};
+    use codex_free::mcp::ServerOptions;
+    use codex_free::secrets::MemoryStore;
+
+    fn core(port: u16) -> (tempfile::TempDir, tokio::runtime::Runtime, Core) {
+        let d = tempfile::tempdir().unwrap();
+        let (home, project) = (d.path().join("state"), d.path().join("project"));
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let opts = ServerOptions::single(&project, &home, None).unwrap();
+        let server = Arc::new(EmbeddedServer::new(opts, "127.0.0.1".into(), port, rt.handle().clone()));
+        let ks = KeyringStatus { backend: "in-memory (tests)".into(), fallback: false, error: None };
+        let service = Arc::new(ApiService::new(&home, Arc::new(MemoryStore::default()), ks).with_server(server.clone()));
+        server.attach(service.clone());
+        (d, rt, Core { service, server, home })
+    }
+
+    #[test]
+    fn tray_actions_start_stop_copy_and_pause() {
+        let (_d, rt, c) = core(0);
+        assert_eq!(c.icon_state(), IconState::Stopped);
+        assert_eq!(c.toggle_label(), "Start server");
+        assert!(c.mcp_url().is_none());
+        let r = c.toggle_server();
+        assert!(r.ok, "{}", r.message);
+        assert_eq!(c.icon_state(), IconState::Running);
+        assert_eq!(c.toggle_label(), "Stop server");
+        let url = c.mcp_url().unwrap();
+        assert!(c.server_line().contains(&url), "{}", c.server_line());
+        let health = url.replace("/mcp", "/health");
+        let body = rt.block_on(async { reqwest::get(&health).await.unwrap().text().await.unwrap() });
+        assert!(body.contains("\"ok\""), "{body}");
+        // the copied token opens /api; without it the API refuses
+        let token = c.token().unwrap();
+        assert_eq!(token, std::fs::read_to_string(c.home.join("server-token")).unwrap().trim());
+        let api = url.replace("/mcp", "/api/status");
+        let (with, without) = rt.block_on(async {
+            let cl = reqwest::Client::new();
+            let a = cl.get(&api).bearer_auth(&token).send().await.unwrap().status().as_u16();
+            let b = cl.get(&api).send().await.unwrap().status().as_u16();
+            (a, b)
+        });
+        assert_eq!((with, without), (200, 401));
+        assert!(c.ui_url().unwrap().contains(&format!("?token={token}")));
+        // pipeline pause/resume flips the label
+        assert_eq!(c.pause_label(), "Pause pipeline");
+        assert!(c.toggle_pipeline().ok);
+        assert_eq!(c.pause_label(), "Resume pipeline");
+        assert!(c.toggle_pipeline().ok);
+        assert_eq!(c.pause_label(), "Pause pipeline");
+        assert_eq!(c.spend_line(), "Spend this month: $0.00");
+        assert!(!c.run_pipeline().ok, "no pipeline in this build must not claim a run");
+        // stop closes the port
+        assert!(c.toggle_server().ok);
+        assert_eq!(c.icon_state(), IconState::Stopped);
+        assert!(rt.block_on(reqwest::get(&health)).is_err());
+        c.quit();
+    }
+
+    #[test]
+    fn a_busy_port_shows_the_error_state() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (_d, _rt, c) = core(l.local_addr().unwrap().port());
+        let r = c.toggle_server();
+        assert!(!r.ok);
+        assert_eq!(c.icon_state(), IconState::Error);
+        assert!(c.server_line().contains("failed"));
+        let st = c.status().unwrap();
+        assert!(st.recent_errors.iter().any(|e| e.source == "server"), "{:?}", st.recent_errors);
+    }
+
+    fn status(cap_reached: bool, errors: &[(i64, &str)]) -> Status {
+        let (_d, _rt, c) = core(0);
+        let mut s = c.status().unwrap();
+        s.spend = Spend { today_usd: 1.0, month_usd: 5.0, cap_usd: Some(5.0), cap_reached, unpriced_requests: 0 };
+        s.recent_errors = errors.iter().map(|(t, m)| RecentError { time_ms: *t, source: "phase1".into(), message: m.to_string() }).collect();
+        s
+    }
+
+    #[test]
+    fn notifications_fire_once_per_event() {
+        let a = status(false, &[(10, "old")]);
+        assert!(notifications(None, &a).is_empty(), "nothing on the first look");
+        let b = status(true, &[(10, "old"), (20, "HTTP 500")]);
+        let n = notifications(Some(&a), &b);
+        assert_eq!(n.len(), 2, "{n:?}");
+        assert_eq!(n[0].0, "Spend cap reached");
+        assert!(n[1].1.contains("HTTP 500"));
+        assert!(notifications(Some(&b), &b).is_empty(), "no repeat");
+    }
+}

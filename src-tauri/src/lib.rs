@@ -1,0 +1,180 @@
+//! Codex Free desktop app: a Tauri 2 tray application that embeds the MCP HTTP server (and
+//! the pipeline, when present) on the async runtime, stores provider keys in the OS
+//! keyring, and shows the web UI (`ui/`) in a window whose calls go through Tauri commands
+//! to the same `ApiService` the headless server exposes over HTTP.
+//!
+//! Map: [`core`] (state and every tray action as a plain function), [`server`] (embedded
+//! MCP server with start/stop), [`commands`] (Tauri commands), [`tray`] (menu, icon,
+//! refresh, notifications).
+//!
+//! Invariant: this is the only crate importing `tauri`; with no display it says so and
+//! exits (pointing to the headless mode) before any GTK call.
+
+pub mod commands;
+pub mod core;
+pub mod server;
+pub mod tray;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use codex_free::api::ApiService;
+use codex_free::api::dto::KeyringStatus;
+use codex_free::mcp::ServerOptions;
+use codex_free::secrets::keyring;
+use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
+
+use crate::core::Core;
+use crate::server::EmbeddedServer;
+
+/// Command-line options of the app.
+#[derive(Debug, Clone, Default, clap::Parser)]
+#[command(name = "codex-free-app", version, about = "Codex Free tray app (MCP server, memory pipeline, web UI)")]
+pub struct Options {
+    /// Serve one project (single-project mode).
+    #[arg(long, value_name = "DIR", conflicts_with = "access_root")]
+    pub project: Option<PathBuf>,
+    /// Multi-project mode under DIR (default: your home directory).
+    #[arg(long, value_name = "DIR")]
+    pub access_root: Option<PathBuf>,
+    /// Port of the MCP server (default: config `server.port`; 0 = any free port).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Start in the tray without opening the window.
+    #[arg(long)]
+    pub minimized: bool,
+}
+
+/// The message shown when there is no display, naming the headless alternative.
+pub const NO_DISPLAY: &str = "codex-free-app needs a graphical session (neither DISPLAY nor WAYLAND_DISPLAY is set).\n\
+Run the same server and web UI headless instead:\n  codex-free serve --http --ui --project DIR\n\
+then open the printed address in a browser.";
+
+/// True when a display server is reachable by name (X11 or Wayland).
+pub fn has_display() -> bool {
+    ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+}
+
+/// Build the core state: config, keyring, API service, embedded server (not started).
+pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<Arc<Core>> {
+    let home = codex_free::home::state_home()?;
+    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
+    let server_opts = match (&opts.project, &opts.access_root) {
+        (Some(p), _) => ServerOptions::single(p, &home, None)?,
+        (None, Some(a)) => ServerOptions::multi(a, &home, None)?,
+        (None, None) => {
+            let h = std::env::home_dir().context("no home directory: pass --project or --access-root")?;
+            ServerOptions::multi(&h, &home, None)?
+        }
+    };
+    let (config, _) = codex_free::config::Config::load(&server_opts.config_path)
+        .map(|l| (l.config, l.warnings))
+        .unwrap_or_default();
+    let port = opts.port.unwrap_or(config.server.port);
+    let server = Arc::new(EmbeddedServer::new(server_opts, config.server.host.clone(), port, rt));
+    let keys = keyring::open();
+    if let Some(e) = &keys.error {
+        tracing::warn!("key storage: {e}");
+    }
+    let status = KeyringStatus { backend: keys.label, fallback: keys.fallback, error: keys.error };
+    let service = Arc::new(ApiService::new(&home, keys.store, status).with_server(server.clone()));
+    server.attach(service.clone());
+    Ok(Arc::new(Core { service, server, home }))
+}
+
+/// Create the main window showing the embedded UI.
+pub fn create_window(app: &AppHandle) -> tauri::Result<()> {
+    WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
+        .title("Codex Free")
+        .inner_size(1180.0, 800.0)
+        .min_inner_size(760.0, 520.0)
+        .build()?;
+    Ok(())
+}
+
+/// Run the app until Quit (or SIGTERM/SIGINT). Returns the process exit code.
+pub fn run(opts: Options) -> anyhow::Result<i32> {
+    if !has_display() {
+        eprintln!("{NO_DISPLAY}");
+        return Ok(2);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("codex-free-rt")
+        .enable_all()
+        .build()?;
+    let core = build_core(&opts, rt.handle().clone())?;
+    let started = core.server.start_now();
+    tracing::info!("{}", started.message);
+    let show = !opts.minimized;
+    let app = tauri::Builder::default()
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| tray::open_window(app)))
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_clipboard_manager::init())
+        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec!["--minimized"])))
+        .manage(core.clone())
+        .invoke_handler(tauri::generate_handler![
+            commands::status,
+            commands::get_config,
+            commands::validate_config,
+            commands::save_config,
+            commands::models,
+            commands::set_key,
+            commands::delete_key,
+            commands::test_connection,
+            commands::runs,
+            commands::runs_csv,
+            commands::memory,
+            commands::pipeline_run,
+            commands::pipeline_pause,
+            commands::pipeline_resume,
+            commands::server_start,
+            commands::server_stop,
+        ])
+        .setup(move |app| {
+            let handles = tray::build(app.handle())?;
+            app.manage(handles);
+            tracing::info!("tray built");
+            if show {
+                create_window(app.handle())?;
+            }
+            tray::spawn_refresher(app.handle().clone());
+            Ok(())
+        })
+        .on_window_event(|window, event| {
+            // Closing the window keeps the app in the tray.
+            if let WindowEvent::CloseRequested { api, .. } = event {
+                api.prevent_close();
+                let _ = window.hide();
+            }
+        })
+        .build(tauri::generate_context!())
+        .context("starting the desktop app")?;
+
+    // SIGTERM / SIGINT quit cleanly, as the tray's Quit does.
+    let handle = app.handle().clone();
+    rt.spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            return;
+        };
+        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+        tracing::info!("signal received: quitting");
+        tray::quit(&handle);
+    });
+
+    let code = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let code2 = code.clone();
+    let core2 = core.clone();
+    app.run(move |_app, event| {
+        if let RunEvent::ExitRequested { code: Some(c), .. } = &event {
+            code2.store(*c, std::sync::atomic::Ordering::SeqCst);
+        }
+        if let RunEvent::Exit = event {
+            core2.quit();
+        }
+    });
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    Ok(code.load(std::sync::atomic::Ordering::SeqCst))
+}

@@ -1,0 +1,146 @@
+//! What the API service asks of the rest of the process: the MCP server's state and
+//! start/stop, the pipeline's state and controls, and the model catalog (providers, prices,
+//! connection tests). The hosting binary (tray app, `serve --http --ui`, a test harness)
+//! plugs in real implementations; the defaults here say honestly that the part is absent.
+//!
+//! Invariant: these traits are synchronous and may block (I/O, a provider round trip); the
+//! HTTP layer and the Tauri commands call them from a blocking thread, never the UI thread.
+
+use std::sync::Mutex;
+
+use crate::Result;
+use crate::api::dto::{
+    ActionResult, ConnectionTest, ModelInfo, PipelineState, PipelineStatus, ServerState, ServerStatus,
+};
+use crate::secrets::Secret;
+
+/// The MCP server as seen by the UI and the tray.
+pub trait ServerControl: Send + Sync {
+    /// Current state, URL (without token) and client count.
+    fn status(&self) -> ServerStatus;
+    /// Start listening (no-op when running).
+    fn start(&self) -> Result<ActionResult>;
+    /// Stop listening (no-op when stopped).
+    fn stop(&self) -> Result<ActionResult>;
+}
+
+/// The background memory pipeline as seen by the UI and the tray.
+pub trait PipelineControl: Send + Sync {
+    /// Current state and schedule.
+    fn status(&self) -> PipelineStatus;
+    /// Start a run now (respects the cooldown and the spend cap).
+    fn run_now(&self) -> Result<ActionResult>;
+    /// Pause (`true`) or resume (`false`) scheduling.
+    fn set_paused(&self, paused: bool) -> Result<ActionResult>;
+}
+
+/// A model provider the pipeline can call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provider {
+    /// Id used in `provider/model-id`.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// API base URL.
+    pub base_url: String,
+    /// False for local servers that need no key.
+    pub needs_key: bool,
+}
+
+/// Providers, models with prices, and connection tests.
+pub trait ModelCatalog: Send + Sync {
+    /// Known providers.
+    fn providers(&self) -> Vec<Provider>;
+    /// Known models with prices (per 1M tokens) and context windows.
+    fn models(&self) -> Vec<ModelInfo>;
+    /// The model used when a stage's model is null, if there is one.
+    fn default_model(&self) -> Option<String>;
+    /// Make one cheap authenticated request to `provider` with `key` (e.g. list models).
+    fn test_connection(&self, provider: &str, key: Option<&Secret>) -> Result<ConnectionTest>;
+}
+
+/// A process without an MCP server (test harnesses).
+pub struct NoServer;
+
+impl ServerControl for NoServer {
+    fn status(&self) -> ServerStatus {
+        ServerStatus { state: ServerState::Unknown, url: None, clients: 0, error: None }
+    }
+    fn start(&self) -> Result<ActionResult> {
+        Ok(ActionResult { ok: false, message: "this process does not host the MCP server".into() })
+    }
+    fn stop(&self) -> Result<ActionResult> {
+        self.start()
+    }
+}
+
+/// A pipeline stand-in that only records pause/resume: used where the scheduler is not
+/// running in this process. It never claims a run happened.
+#[derive(Default)]
+pub struct NoPipeline {
+    paused: Mutex<bool>,
+}
+
+impl PipelineControl for NoPipeline {
+    fn status(&self) -> PipelineStatus {
+        let paused = *self.paused.lock().expect("poisoned");
+        PipelineStatus {
+            state: if paused { PipelineState::Paused } else { PipelineState::Unavailable },
+            next_run_ms: None,
+            last_run_ms: None,
+            message: if paused {
+                "paused".into()
+            } else {
+                "the memory pipeline is not running in this process".into()
+            },
+        }
+    }
+    fn run_now(&self) -> Result<ActionResult> {
+        Ok(ActionResult { ok: false, message: "the memory pipeline is not running in this process".into() })
+    }
+    fn set_paused(&self, paused: bool) -> Result<ActionResult> {
+        *self.paused.lock().expect("poisoned") = paused;
+        Ok(ActionResult { ok: true, message: if paused { "paused" } else { "resumed" }.into() })
+    }
+}
+
+/// The providers the pipeline supports (PIPE-7) without prices: used until a price table
+/// is plugged in. Base URLs are each provider's documented public endpoint.
+pub struct BuiltinCatalog;
+
+/// The built-in provider list.
+pub fn builtin_providers() -> Vec<Provider> {
+    let p = |id: &str, name: &str, url: &str, needs_key: bool| Provider {
+        id: id.into(),
+        name: name.into(),
+        base_url: url.into(),
+        needs_key,
+    };
+    vec![
+        p("openai", "OpenAI", "https://api.openai.com/v1", true),
+        p("anthropic", "Anthropic", "https://api.anthropic.com/v1", true),
+        p("openrouter", "OpenRouter", "https://openrouter.ai/api/v1", true),
+        p("deepseek", "DeepSeek", "https://api.deepseek.com/v1", true),
+        p("ollama", "Ollama (local)", "http://127.0.0.1:11434/v1", false),
+        p("lmstudio", "LM Studio (local)", "http://127.0.0.1:1234/v1", false),
+    ]
+}
+
+impl ModelCatalog for BuiltinCatalog {
+    fn providers(&self) -> Vec<Provider> {
+        builtin_providers()
+    }
+    fn models(&self) -> Vec<ModelInfo> {
+        Vec::new()
+    }
+    fn default_model(&self) -> Option<String> {
+        None
+    }
+    fn test_connection(&self, provider: &str, _key: Option<&Secret>) -> Result<ConnectionTest> {
+        Ok(ConnectionTest {
+            ok: false,
+            message: format!("no provider client in this build can test {provider}"),
+            latency_ms: None,
+        })
+    }
+}

@@ -1,0 +1,113 @@
+import { describe, expect, it, vi } from "vitest";
+import { ApiFailure, cleanFilter, inTauri, toFailure } from "./index";
+import { HttpApi, takeToken } from "./http";
+import { TauriApi } from "./tauri";
+
+function res(status: number, body: unknown, text = false): Response {
+  return new Response(text ? String(body) : JSON.stringify(body), {
+    status,
+    headers: { "Content-Type": text ? "text/csv" : "application/json" },
+  });
+}
+
+describe("backend choice", () => {
+  it("picks Tauri only inside the Tauri window", () => {
+    expect(inTauri({})).toBe(false);
+    expect(inTauri({ __TAURI_INTERNALS__: {} })).toBe(true);
+  });
+});
+
+describe("HTTP backend", () => {
+  it("sends the bearer token and JSON bodies to the right routes", async () => {
+    const f = vi.fn(async () => res(200, { source: "keyring", hint: "…wxyz", env_var: "OPENAI_API_KEY" }));
+    const a = new HttpApi("http://h", "tok", f as unknown as typeof fetch);
+    const ks = await a.setKey("open ai", "sk-1");
+    expect(ks.hint).toBe("…wxyz");
+    const [url, init] = f.mock.calls[0] as unknown as [string, RequestInit];
+    expect(url).toBe("http://h/api/keys/open%20ai");
+    expect(init.method).toBe("PUT");
+    expect((init.headers as Record<string, string>).Authorization).toBe("Bearer tok");
+    expect(JSON.parse(init.body as string)).toEqual({ key: "sk-1" });
+  });
+
+  it("omits the header without a token (the UI cookie authorises)", async () => {
+    const f = vi.fn(async () => res(200, {}));
+    await new HttpApi("", "", f as unknown as typeof fetch).status();
+    const [, init] = f.mock.calls[0] as unknown as [string, RequestInit];
+    expect((init.headers as Record<string, string>).Authorization).toBeUndefined();
+  });
+
+  it("turns error bodies into ApiFailure with code and fields", async () => {
+    const f = vi.fn(async () => res(400, { code: "invalid_argument", message: "provider \"x\" is unknown", fields: [] }));
+    const a = new HttpApi("", "t", f as unknown as typeof fetch);
+    await expect(a.setKey("x", "k")).rejects.toMatchObject({ code: "invalid_argument", status: 400 });
+  });
+
+  it("maps 401 to code unauthorized", async () => {
+    const f = vi.fn(async () => res(401, { code: "unauthorized", message: "missing or wrong token" }));
+    const e = await new HttpApi("", "", f as unknown as typeof fetch).status().catch((x) => x);
+    expect(e).toBeInstanceOf(ApiFailure);
+    expect(e.code).toBe("unauthorized");
+  });
+
+  it("resolves a 422 config save with its field errors instead of throwing", async () => {
+    const body = { saved: false, errors: [{ key: "output.maxFileLines", message: "0 is out of range" }], overrides: {} };
+    const f = vi.fn(async () => res(422, body));
+    const r = await new HttpApi("", "t", f as unknown as typeof fetch).saveConfig({ output: { maxFileLines: 0 } });
+    expect(r.saved).toBe(false);
+    expect(r.errors[0].key).toBe("output.maxFileLines");
+  });
+
+  it("encodes run filters as a query without empty values", async () => {
+    const f = vi.fn(async () => res(200, "time_utc\n", true));
+    const a = new HttpApi("", "t", f as unknown as typeof fetch);
+    await a.runsCsv({ since_ms: 5, until_ms: null, phase: "phase1", model: "", outcome: null });
+    expect((f.mock.calls[0] as unknown as [string])[0]).toBe("/api/runs.csv?since_ms=5&phase=phase1");
+    expect(cleanFilter({ since_ms: null, until_ms: 0, phase: "", model: null, outcome: "ok" })).toEqual({ until_ms: 0, outcome: "ok" });
+  });
+
+  it("reports network failures with code network", async () => {
+    const f = vi.fn(async () => {
+      throw new TypeError("Failed to fetch");
+    });
+    await expect(new HttpApi("", "", f as unknown as typeof fetch).memory()).rejects.toMatchObject({ code: "network" });
+  });
+});
+
+describe("token pick-up", () => {
+  const store = () => {
+    const m = new Map<string, string>();
+    return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => void m.set(k, v) };
+  };
+  it("takes ?token= and removes it from the address", () => {
+    const s = store();
+    const replaceState = vi.fn();
+    expect(takeToken({ search: "?token=abc%2B1", hash: "", pathname: "/" }, s, { replaceState })).toBe("abc+1");
+    expect(replaceState).toHaveBeenCalledWith(null, "", "/#/");
+    expect(takeToken({ search: "", hash: "#/runs", pathname: "/" }, s)).toBe("abc+1");
+  });
+  it("takes #token= too", () => {
+    expect(takeToken({ search: "", hash: "#token=xyz", pathname: "/" }, store())).toBe("xyz");
+  });
+  it("returns empty without a token", () => {
+    expect(takeToken({ search: "?a=1", hash: "#/", pathname: "/" }, store())).toBe("");
+  });
+});
+
+describe("Tauri backend", () => {
+  it("invokes the matching command with named arguments", async () => {
+    const inv = vi.fn(async () => ({ saved: true, errors: [], overrides: {} }));
+    const a = new TauriApi(inv);
+    await a.saveConfig({ output: { maxFileLines: 5 } });
+    expect(inv).toHaveBeenCalledWith("save_config", { patch: { output: { maxFileLines: 5 } } });
+    await a.runs({ since_ms: null, until_ms: null, phase: "phase2", model: null, outcome: null });
+    expect(inv).toHaveBeenLastCalledWith("runs", { filter: { phase: "phase2" } });
+  });
+  it("turns rejected ApiError objects into ApiFailure", async () => {
+    const a = new TauriApi(async () => {
+      throw { code: "secrets", message: "no Secret Service", fields: [] };
+    });
+    await expect(a.setKey("openai", "k")).rejects.toMatchObject({ code: "secrets", message: "no Secret Service" });
+    expect(toFailure("boom").code).toBe("network");
+  });
+});

@@ -1,0 +1,124 @@
+import { useEffect, useState } from "preact/hooks";
+import { api, toFailure } from "../api";
+import type { ActionResult, Api, ApiFailure } from "../api";
+import { useLoad } from "../hooks";
+import { Badge, Card, ErrorBox, Gauge } from "../components/ui";
+import { formatTime, formatUsd } from "../format";
+
+const REFRESH_MS = 5000;
+
+export function Dashboard() {
+  const { data: s, error, reload } = useLoad((a) => a.status());
+  const [msg, setMsg] = useState<ActionResult | null>(null);
+  const [actErr, setActErr] = useState<ApiFailure | null>(null);
+  useEffect(() => {
+    const t = setInterval(() => void reload(), REFRESH_MS);
+    return () => clearInterval(t);
+  }, [reload]);
+
+  const act = (f: (a: Api) => Promise<ActionResult>) => async () => {
+    try {
+      setMsg(await f(await api()));
+      setActErr(null);
+    } catch (e) {
+      setActErr(toFailure(e));
+    }
+    void reload();
+  };
+
+  if (!s) return <ErrorBox error={error} />;
+  const sp = s.spend;
+  const paused = s.pipeline.state === "paused";
+  return (
+    <div class="grid">
+      <ErrorBox error={error ?? actErr} />
+      {msg && (
+        <div class={`alert ${msg.ok ? "info" : "warn"}`} data-testid="action-result">
+          {msg.message}
+        </div>
+      )}
+      <Card
+        title="MCP server"
+        testid="card-server"
+        actions={
+          s.server.state === "running" ? (
+            <button onClick={act((a) => a.serverStop())}>Stop</button>
+          ) : (
+            <button onClick={act((a) => a.serverStart())}>Start</button>
+          )
+        }
+      >
+        <p>
+          <Badge kind={s.server.state}>{s.server.state}</Badge>{" "}
+          {s.server.url && <code data-testid="server-url">{s.server.url}</code>}
+        </p>
+        <p>{s.server.clients} client(s) in the last 5 minutes</p>
+        {s.server.error && <p class="error-text">{s.server.error}</p>}
+      </Card>
+      <Card
+        title="Memory pipeline"
+        testid="card-pipeline"
+        actions={
+          <>
+            <button onClick={act((a) => a.pipelineRun())}>Run now</button>
+            <button onClick={act((a) => (paused ? a.pipelineResume() : a.pipelinePause()))}>
+              {paused ? "Resume" : "Pause"}
+            </button>
+          </>
+        }
+      >
+        <p>
+          <Badge kind={s.pipeline.state}>{s.pipeline.state.replace("_", " ")}</Badge> {s.pipeline.message}
+        </p>
+        <p>
+          Next run: {formatTime(s.pipeline.next_run_ms)} · Last run: {formatTime(s.pipeline.last_run_ms)}
+        </p>
+      </Card>
+      <Card title="Spend" testid="card-spend">
+        <div class="stats">
+          <div>
+            <span class="stat" data-testid="spend-today">{formatUsd(sp.today_usd)}</span>
+            <span class="stat-label">today</span>
+          </div>
+          <div>
+            <span class="stat" data-testid="spend-month">{formatUsd(sp.month_usd)}</span>
+            <span class="stat-label">this month</span>
+          </div>
+          <div>
+            <span class="stat">{sp.cap_usd === null ? "no cap" : formatUsd(sp.cap_usd)}</span>
+            <span class="stat-label">monthly cap</span>
+          </div>
+        </div>
+        {sp.cap_usd !== null && (
+          <Gauge value={sp.month_usd} max={sp.cap_usd} label={`${formatUsd(sp.month_usd)} of ${formatUsd(sp.cap_usd)}`} />
+        )}
+        {sp.cap_reached && <p class="error-text">Cap reached: the pipeline makes no model calls.</p>}
+        {sp.unpriced_requests > 0 && (
+          <p class="muted">{sp.unpriced_requests} request(s) this month have no known price (not counted).</p>
+        )}
+      </Card>
+      <Card title="Key storage" testid="card-keyring">
+        <p>
+          <Badge kind={s.keyring.fallback ? "warn" : "running"}>{s.keyring.backend}</Badge>
+        </p>
+        {s.keyring.error && <p class="error-text">{s.keyring.error}</p>}
+      </Card>
+      <Card title="Recent errors" testid="card-errors">
+        {s.recent_errors.length === 0 ? (
+          <p class="muted">None.</p>
+        ) : (
+          <ul class="errors">
+            {s.recent_errors.map((e) => (
+              <li>
+                <span class="muted">{formatTime(e.time_ms)}</span> <Badge kind="error">{e.source}</Badge> {e.message}
+              </li>
+            ))}
+          </ul>
+        )}
+      </Card>
+      <p class="muted small">
+        State home <code>{s.home}</code> · version {s.version}
+      </p>
+    </div>
+  );
+}

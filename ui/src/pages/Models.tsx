@@ -1,0 +1,256 @@
+import { useState } from "preact/hooks";
+import { api, toFailure } from "../api";
+import type { ApiFailure, ConnectionTest, ModelInfo, ProviderInfo } from "../api";
+import { useLoad } from "../hooks";
+import { Badge, Card, ErrorBox } from "../components/ui";
+import { formatInt, formatPerMtok } from "../format";
+
+function KeyRow({ p, onChange }: { p: ProviderInfo; onChange: () => void }) {
+  const [key, setKey] = useState("");
+  const [err, setErr] = useState<ApiFailure | null>(null);
+  const [test, setTest] = useState<ConnectionTest | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (f: () => Promise<unknown>) => {
+    setBusy(true);
+    try {
+      await f();
+      setErr(null);
+    } catch (e) {
+      setErr(toFailure(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <tr data-testid={`provider-${p.id}`}>
+      <td>
+        <strong>{p.name}</strong>
+        <div class="muted small">
+          <code>{p.id}</code> · {p.base_url}
+        </div>
+      </td>
+      <td data-testid={`key-state-${p.id}`}>
+        {!p.needs_key ? (
+          <span class="muted">no key needed</span>
+        ) : p.key.source === "none" ? (
+          <span class="muted">no key ({p.key.env_var} not set)</span>
+        ) : (
+          <>
+            <Badge kind={p.key.source === "keyring" ? "running" : "idle"}>{p.key.source === "keyring" ? "keyring" : p.key.env_var}</Badge>{" "}
+            <code data-testid={`key-hint-${p.id}`}>{p.key.hint}</code>
+          </>
+        )}
+      </td>
+      <td>
+        {p.needs_key && (
+          <form
+            class="inline"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void run(async () => {
+                await (await api()).setKey(p.id, key);
+                setKey("");
+                onChange();
+              });
+            }}
+          >
+            <input
+              type="password"
+              autocomplete="off"
+              placeholder="paste API key"
+              value={key}
+              onInput={(e) => setKey((e.target as HTMLInputElement).value)}
+              data-testid={`key-input-${p.id}`}
+            />
+            <button type="submit" disabled={busy || key.trim() === ""} data-testid={`key-save-${p.id}`}>
+              Save
+            </button>
+            {p.key.source === "keyring" && (
+              <button
+                type="button"
+                disabled={busy}
+                onClick={() =>
+                  void run(async () => {
+                    await (await api()).deleteKey(p.id);
+                    onChange();
+                  })
+                }
+              >
+                Delete
+              </button>
+            )}
+          </form>
+        )}
+        <button
+          type="button"
+          disabled={busy}
+          data-testid={`key-test-${p.id}`}
+          onClick={() => void run(async () => setTest(await (await api()).testConnection(p.id)))}
+        >
+          Test connection
+        </button>
+        {test && <div class={test.ok ? "ok-text" : "error-text"}>{test.message}</div>}
+        {err && (
+          <div class="field-error" role="alert">
+            {err.message}
+          </div>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+function StagePicker(props: {
+  stage: "extract_model" | "consolidation_model";
+  label: string;
+  value: string | null;
+  models: ModelInfo[];
+  fallback: string | null;
+  onSaved: () => void;
+}) {
+  const [value, setValue] = useState(props.value ?? "");
+  const [err, setErr] = useState("");
+  const [saved, setSaved] = useState(false);
+  const known = props.models.find((m) => m.id === value);
+  const save = async () => {
+    try {
+      const r = await (await api()).saveConfig({ memories: { [props.stage]: value.trim() === "" ? null : value.trim() } });
+      if (!r.saved) {
+        setErr(r.errors.map((e) => e.message).join("; "));
+        return;
+      }
+      setErr("");
+      setSaved(true);
+      props.onSaved();
+    } catch (e) {
+      setErr(toFailure(e).message);
+    }
+  };
+  return (
+    <div class="field" data-testid={`stage-${props.stage}`}>
+      <label>
+        <strong>{props.label}</strong> <code>memories.{props.stage}</code>
+      </label>
+      <div class="input">
+        <input
+          list={`models-${props.stage}`}
+          value={value}
+          placeholder={props.fallback ? `default (${props.fallback})` : "default model"}
+          onInput={(e) => {
+            setValue((e.target as HTMLInputElement).value);
+            setSaved(false);
+          }}
+        />
+        <datalist id={`models-${props.stage}`}>
+          {props.models.map((m) => (
+            <option value={m.id} />
+          ))}
+        </datalist>
+        <button onClick={() => void save()}>Use</button>
+      </div>
+      <div class="meta">
+        {known
+          ? `in ${formatPerMtok(known.input_per_mtok_usd)} · out ${formatPerMtok(known.output_per_mtok_usd)} · context ${
+              known.context_window ? formatInt(known.context_window) + " tokens" : "unknown"
+            }`
+          : value
+            ? "not in the price table: its cost will show as unknown"
+            : "empty = the default model"}
+      </div>
+      {err && <div class="field-error">{err}</div>}
+      {saved && <div class="ok-text">Saved.</div>}
+    </div>
+  );
+}
+
+export function Models() {
+  const { data, error, reload } = useLoad((a) => a.models());
+  const [q, setQ] = useState("");
+  if (!data) return <ErrorBox error={error} />;
+  const models = data.models.filter((m) => m.id.toLowerCase().includes(q.toLowerCase()));
+  return (
+    <div class="grid">
+      <ErrorBox error={error} />
+      <Card title="Key storage" testid="keyring">
+        <p>
+          Keys are stored in <Badge kind={data.keyring.fallback ? "warn" : "running"}>{data.keyring.backend}</Badge> and are
+          never shown again (only the last 4 characters).
+        </p>
+        {data.keyring.fallback && (
+          <p class="error-text">
+            Fallback in use{data.keyring.error ? `: ${data.keyring.error}` : ""}. Keys here are lost at logout or reboot.
+          </p>
+        )}
+        {!data.keyring.fallback && data.keyring.error && <p class="error-text">{data.keyring.error}</p>}
+      </Card>
+      <Card title="Providers" testid="providers">
+        <table class="table">
+          <thead>
+            <tr>
+              <th>Provider</th>
+              <th>Key</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {data.providers.map((p) => (
+              <KeyRow p={p} onChange={() => void reload()} />
+            ))}
+          </tbody>
+        </table>
+      </Card>
+      <Card title="Model per stage" testid="stages">
+        <StagePicker
+          stage="extract_model"
+          label="Extraction (phase 1)"
+          value={data.extract_model}
+          models={data.models}
+          fallback={data.default_model}
+          onSaved={() => void reload()}
+        />
+        <StagePicker
+          stage="consolidation_model"
+          label="Consolidation (phase 2)"
+          value={data.consolidation_model}
+          models={data.models}
+          fallback={data.default_model}
+          onSaved={() => void reload()}
+        />
+      </Card>
+      <Card
+        title={`Models and prices (${data.models.length})`}
+        testid="models"
+        actions={<input placeholder="filter" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />}
+      >
+        {data.models.length === 0 ? (
+          <p class="muted">No price table is loaded in this build; any provider/model-id can still be entered above.</p>
+        ) : (
+          <table class="table num">
+            <thead>
+              <tr>
+                <th>Model</th>
+                <th>Input</th>
+                <th>Cached input</th>
+                <th>Output</th>
+                <th>Context</th>
+              </tr>
+            </thead>
+            <tbody>
+              {models.slice(0, 300).map((m) => (
+                <tr>
+                  <td>
+                    <code>{m.id}</code>
+                  </td>
+                  <td>{formatPerMtok(m.input_per_mtok_usd)}</td>
+                  <td>{formatPerMtok(m.cached_input_per_mtok_usd)}</td>
+                  <td>{formatPerMtok(m.output_per_mtok_usd)}</td>
+                  <td>{m.context_window ? formatInt(m.context_window) : "unknown"}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Card>
+    </div>
+  );
+}

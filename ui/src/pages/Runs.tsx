@@ -1,0 +1,252 @@
+import { useState } from "preact/hooks";
+import { api, toFailure } from "../api";
+import type { ApiFailure, RunFilter, RunRow, UsageTotals } from "../api";
+import { useLoad } from "../hooks";
+import { Badge, Card, ErrorBox } from "../components/ui";
+import { DailyCostChart } from "../components/Chart";
+import { formatDuration, formatInt, formatTime, formatTokens, formatUsd } from "../format";
+
+type Period = "daily" | "weekly" | "monthly";
+
+function dateToMs(s: string, endOfDay = false): number | null {
+  if (!s) return null;
+  const t = Date.parse(`${s}T00:00:00Z`);
+  return Number.isNaN(t) ? null : t + (endOfDay ? 86_400_000 : 0);
+}
+
+function TotalsRow({ t, testid }: { t: UsageTotals; testid?: string }) {
+  return (
+    <tr data-testid={testid}>
+      <td>{t.label}</td>
+      <td>{formatInt(t.runs)}</td>
+      <td>{formatInt(t.requests)}</td>
+      <td title={formatInt(t.input_tokens)}>{formatTokens(t.input_tokens)}</td>
+      <td title={formatInt(t.cached_input_tokens)}>{formatTokens(t.cached_input_tokens)}</td>
+      <td title={formatInt(t.output_tokens)}>{formatTokens(t.output_tokens)}</td>
+      <td>
+        {formatUsd(t.cost_usd)}
+        {t.unpriced_requests > 0 && <span class="muted small"> + {t.unpriced_requests} unpriced</span>}
+      </td>
+      <td>{t.failed_requests || ""}</td>
+    </tr>
+  );
+}
+
+function RunLine({ r }: { r: RunRow }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      <tr class="run" onClick={() => setOpen(!open)} data-testid="run-row">
+        <td>
+          <span class="twisty">{open ? "▾" : "▸"}</span> {formatTime(r.time_ms)}
+        </td>
+        <td>{r.phase}</td>
+        <td>
+          <code>{r.model}</code>
+        </td>
+        <td>{r.requests}</td>
+        <td title={formatInt(r.input_tokens)}>{formatTokens(r.input_tokens)}</td>
+        <td title={formatInt(r.cached_input_tokens)}>{formatTokens(r.cached_input_tokens)}</td>
+        <td title={formatInt(r.output_tokens)}>{formatTokens(r.output_tokens)}</td>
+        <td>{formatUsd(r.cost_usd)}</td>
+        <td>{formatDuration(r.duration_ms)}</td>
+        <td>
+          <Badge kind={r.outcome === "ok" ? "running" : "error"}>{r.outcome}</Badge>
+        </td>
+        <td class="err">{r.error}</td>
+      </tr>
+      {open &&
+        r.request_rows.map((q) => (
+          <tr class="request">
+            <td>{formatTime(q.time_ms)}</td>
+            <td>{q.phase}</td>
+            <td>
+              <code>{q.model}</code>
+            </td>
+            <td>1</td>
+            <td>{formatInt(q.input_tokens)}</td>
+            <td>{formatInt(q.cached_input_tokens)}</td>
+            <td>{formatInt(q.output_tokens)}</td>
+            <td>{formatUsd(q.cost_usd)}</td>
+            <td>{formatDuration(q.duration_ms)}</td>
+            <td>{q.outcome}</td>
+            <td class="err">{q.error}</td>
+          </tr>
+        ))}
+    </>
+  );
+}
+
+export function Runs() {
+  const [filter, setFilter] = useState<RunFilter>({ since_ms: null, until_ms: null, phase: null, model: null, outcome: null });
+  const [since, setSince] = useState("");
+  const [until, setUntil] = useState("");
+  const [period, setPeriod] = useState<Period>("daily");
+  const [csvErr, setCsvErr] = useState<ApiFailure | null>(null);
+  const { data, error } = useLoad((a) => a.runs(filter), [JSON.stringify(filter)]);
+  const set = (k: keyof RunFilter, v: string) => setFilter({ ...filter, [k]: v || null });
+
+  const exportCsv = async () => {
+    try {
+      const text = await (await api()).runsCsv(filter);
+      const url = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = "codex-free-usage.csv";
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+    } catch (e) {
+      setCsvErr(toFailure(e));
+    }
+  };
+
+  return (
+    <div class="grid">
+      <ErrorBox error={error ?? csvErr} />
+      <div class="filters" data-testid="filters">
+        <label>
+          Phase
+          <select value={filter.phase ?? ""} onChange={(e) => set("phase", (e.target as HTMLSelectElement).value)} data-testid="filter-phase">
+            <option value="">any</option>
+            {data?.phases.map((p) => <option value={p}>{p}</option>)}
+          </select>
+        </label>
+        <label>
+          Model
+          <select value={filter.model ?? ""} onChange={(e) => set("model", (e.target as HTMLSelectElement).value)} data-testid="filter-model">
+            <option value="">any</option>
+            {data?.models.map((p) => <option value={p}>{p}</option>)}
+          </select>
+        </label>
+        <label>
+          Outcome
+          <select value={filter.outcome ?? ""} onChange={(e) => set("outcome", (e.target as HTMLSelectElement).value)} data-testid="filter-outcome">
+            <option value="">any</option>
+            {data?.outcomes.map((p) => <option value={p}>{p}</option>)}
+          </select>
+        </label>
+        <label>
+          From (UTC)
+          <input
+            type="date"
+            value={since}
+            onChange={(e) => {
+              const v = (e.target as HTMLInputElement).value;
+              setSince(v);
+              setFilter({ ...filter, since_ms: dateToMs(v) });
+            }}
+          />
+        </label>
+        <label>
+          To (UTC)
+          <input
+            type="date"
+            value={until}
+            onChange={(e) => {
+              const v = (e.target as HTMLInputElement).value;
+              setUntil(v);
+              setFilter({ ...filter, until_ms: dateToMs(v, true) });
+            }}
+          />
+        </label>
+        <button onClick={() => void exportCsv()} data-testid="export-csv">
+          Export CSV
+        </button>
+      </div>
+      {data && (
+        <>
+          <div class="stats" data-testid="totals">
+            <div>
+              <span class="stat" data-testid="total-runs">{formatInt(data.total.runs)}</span>
+              <span class="stat-label">runs</span>
+            </div>
+            <div>
+              <span class="stat" data-testid="total-requests">{formatInt(data.total.requests)}</span>
+              <span class="stat-label">requests</span>
+            </div>
+            <div>
+              <span class="stat" data-testid="total-input" title={formatInt(data.total.input_tokens)}>
+                {formatTokens(data.total.input_tokens)}
+              </span>
+              <span class="stat-label">input tokens ({formatTokens(data.total.cached_input_tokens)} cached)</span>
+            </div>
+            <div>
+              <span class="stat" data-testid="total-output" title={formatInt(data.total.output_tokens)}>
+                {formatTokens(data.total.output_tokens)}
+              </span>
+              <span class="stat-label">output tokens</span>
+            </div>
+            <div>
+              <span class="stat" data-testid="total-cost">{formatUsd(data.total.cost_usd)}</span>
+              <span class="stat-label">
+                cost{data.total.unpriced_requests > 0 && ` (+ ${data.total.unpriced_requests} unpriced requests)`}
+              </span>
+            </div>
+          </div>
+          <Card title="Daily cost" testid="chart-card">
+            <DailyCostChart daily={data.daily} />
+          </Card>
+          <Card
+            title="Totals"
+            testid="period-totals"
+            actions={
+              <div class="seg">
+                {(["daily", "weekly", "monthly"] as Period[]).map((p) => (
+                  <button class={p === period ? "active" : ""} onClick={() => setPeriod(p)} data-testid={`period-${p}`}>
+                    {p === "daily" ? "day" : p === "weekly" ? "week" : "month"}
+                  </button>
+                ))}
+              </div>
+            }
+          >
+            <table class="table num">
+              <thead>
+                <tr>
+                  <th>{period === "daily" ? "Day (UTC)" : period === "weekly" ? "ISO week" : "Month"}</th>
+                  <th>Runs</th>
+                  <th>Requests</th>
+                  <th>Input</th>
+                  <th>Cached</th>
+                  <th>Output</th>
+                  <th>Cost</th>
+                  <th>Failed</th>
+                </tr>
+              </thead>
+              <tbody>
+                {[...data[period]].reverse().map((t) => (
+                  <TotalsRow t={t} />
+                ))}
+                <TotalsRow t={{ ...data.total, label: "total" }} testid="totals-row" />
+              </tbody>
+            </table>
+          </Card>
+          <Card title={`Runs (${data.runs.length})`} testid="runs">
+            <table class="table num runs">
+              <thead>
+                <tr>
+                  <th>Time</th>
+                  <th>Phase</th>
+                  <th>Model</th>
+                  <th>Requests</th>
+                  <th>Input</th>
+                  <th>Cached</th>
+                  <th>Output</th>
+                  <th>Cost</th>
+                  <th>Duration</th>
+                  <th>Outcome</th>
+                  <th>Error</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.runs.map((r) => (
+                  <RunLine r={r} />
+                ))}
+              </tbody>
+            </table>
+            {data.runs.length === 0 && <p class="muted">No runs match.</p>}
+          </Card>
+        </>
+      )}
+    </div>
+  );
+}

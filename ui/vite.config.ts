@@ -1,0 +1,13 @@
+import { defineConfig } from "vite";
+
+// Preact through esbuild's automatic JSX runtime (no Babel preset needed).
+// `npm run dev` proxies /api to a running `codex-free serve --http --ui` (CODEX_FREE_URL).
+export default defineConfig({
+  esbuild: { jsx: "automatic", jsxImportSource: "preact" },
+  resolve: { alias: { react: "preact/compat", "react-dom": "preact/compat" } },
+  build: { outDir: "dist", emptyOutDir: true, target: "es2020", chunkSizeWarningLimit: 600 },
+  server: {
+    proxy: { "/api": process.env.CODEX_FREE_URL ?? "http://127.0.0.1:3000" },
+  },
+  test: { environment: "jsdom", include: ["src/**/*.test.ts"] },
+} as any);
