@@ -218,6 +218,8 @@ mod e2e {
     use axum::extract::State;
     use codex_free::config::{CONFIG_FILE, Config};
     use codex_free::pipeline::control::{ControlEnv, MemoriesCmd, execute};
+    use codex_free::pipeline::discover::SourceRoots;
+    use codex_free::pipeline::input::TranscriptInput;
     use codex_free::pipeline::phase1::TextDirInput;
     use codex_free::pipeline::phase2::folder::MemoryFolder;
     use codex_free::pipeline::phase2::model::run_with_store;
@@ -228,61 +230,20 @@ mod e2e {
     use serde_json::{Value, json};
     use tokio_util::sync::CancellationToken;
 
-    /// Phase-1 input over the real Codex fixture transcripts (`tests/data`, copied from the
-    /// shared fixtures): parsed and rendered by the pipeline's own sources and renderer.
-    /// Their `updated_at` is set 7 hours back so they count as idle.
-    struct FixtureInput {
-        files: Vec<std::path::PathBuf>,
-    }
-
-    impl FixtureInput {
-        fn new() -> Self {
-            let dir =
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sessions/codex/sessions");
-            Self {
-                files: super::walk_jsonl(&dir),
-            }
+    /// Copy the real Codex fixture transcripts (`tests/data`, from the shared fixtures)
+    /// into `dst` with their mtime 7 hours back so they count as idle; returns how many.
+    fn copy_codex_fixtures(dst: &Path) -> usize {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sessions/codex/sessions");
+        let files = super::walk_jsonl(&src);
+        for f in &files {
+            let to = dst.join("sessions").join(f.strip_prefix(&src).unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(f, &to).unwrap();
+            let h = std::fs::File::options().write(true).open(&to).unwrap();
+            h.set_modified(SystemTime::now() - Duration::from_secs(7 * 3600))
+                .unwrap();
         }
-    }
-
-    impl codex_free::pipeline::phase1::RolloutInput for FixtureInput {
-        fn scan(
-            &self,
-            _sources: &[String],
-        ) -> codex_free::Result<Vec<codex_free::store::ThreadUpsert>> {
-            let idle = chrono::Utc::now().timestamp() - 7 * 3600;
-            self.files
-                .iter()
-                .map(|p| {
-                    let r = codex_free::pipeline::sources::parse_file(
-                        p,
-                        codex_free::pipeline::rollout::Source::Codex,
-                    )?;
-                    Ok(codex_free::store::ThreadUpsert {
-                        id: r.id.clone(),
-                        source: "codex".into(),
-                        path: p.to_string_lossy().into_owned(),
-                        cwd: None,
-                        title: None,
-                        created_at: None,
-                        updated_at: idle,
-                        is_subagent: r.is_subagent,
-                        is_ephemeral: r.is_ephemeral,
-                    })
-                })
-                .collect()
-        }
-        fn render(
-            &self,
-            thread: &codex_free::store::ThreadRow,
-            window: Option<u64>,
-        ) -> codex_free::Result<String> {
-            let r = codex_free::pipeline::sources::parse_file(
-                Path::new(&thread.path),
-                codex_free::pipeline::rollout::Source::Codex,
-            )?;
-            Ok(codex_free::pipeline::render::render(&r, 1000, window.map(|w| w as usize)).text)
-        }
+        files.len()
     }
 
     /// A scripted phase-2 step: tool calls `(name, arguments)`, or none (the agent stops).
@@ -442,12 +403,15 @@ mod e2e {
         let d = tempfile::tempdir().unwrap();
         let home = d.path();
         let cfg = configure(home, &base);
-        // Phase 1 on the real fixture transcripts.
-        let input = FixtureInput::new();
-        let n = input.files.len();
+        // Phase 1 on the real fixture transcripts, through the production input.
+        let codex_home = home.join("codex-home");
+        let n = copy_codex_fixtures(&codex_home);
         assert!(n >= 2, "fixtures present");
         let mut env = ControlEnv::new(home.to_path_buf(), Arc::new(MemoryStore::default()));
-        env.input = Arc::new(input);
+        env.input = Arc::new(TranscriptInput::new(SourceRoots {
+            codex_home: Some(codex_home),
+            ..Default::default()
+        }));
         let out = execute(MemoriesCmd::Run, &env).await.unwrap();
         assert!(
             out.contains(&format!("{n} claimed, {n} with output")),
