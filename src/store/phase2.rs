@@ -25,6 +25,16 @@ use crate::pipeline::phase2::{COOLDOWN_SECS, Claim, Phase2Store, retry_delay};
 use crate::providers::TokenUsage;
 use crate::providers::prices::Price;
 
+/// (status, lease_until, finished_at, retry_at, last_error, input_watermark) of the job row.
+type JobState = (
+    String,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+    Option<i64>,
+);
+
 impl Store {
     /// Claim the global phase-2 job for `lease_secs` (see the module doc for the rules).
     ///
@@ -35,7 +45,7 @@ impl Store {
         let tx = c
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db_err)?;
-        let row: Option<(String, Option<i64>, Option<i64>, Option<i64>, Option<String>, Option<i64>)> = tx
+        let row: Option<JobState> = tx
             .query_row(
                 "SELECT status, lease_until, finished_at, retry_at, last_error, input_watermark FROM jobs WHERE kind = ?1 AND job_key = ?2",
                 params![JOB_KIND_PHASE2, PHASE2_JOB_KEY],
