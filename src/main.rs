@@ -133,7 +133,9 @@ fn secrets() -> codex_free::secrets::keyring::Opened {
 }
 
 fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     match cmd {
         MemoriesTop::BenchCompaction(args) => {
             let report = codex_free::pipeline::bench::run(&args.to_options(&home)?)?;
@@ -188,7 +190,9 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         _ => bail!("give --project DIR (one project) or --access-root DIR (multi-project mode)"),
     };
     let server = CodexFree::new(opts).context("loading the config")?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         if args.stdio {
             mcp::stdio::serve(server).await?;
@@ -263,9 +267,15 @@ impl codex_free::api::hooks::ServerControl for Headless {
         }
     }
     fn start(&self) -> codex_free::Result<codex_free::api::dto::ActionResult> {
-        Ok(codex_free::api::dto::ActionResult { ok: true, message: "already running".into() })
+        Ok(codex_free::api::dto::ActionResult {
+            ok: true,
+            message: "already running".into(),
+        })
     }
     fn stop(&self) -> codex_free::Result<codex_free::api::dto::ActionResult> {
-        Ok(codex_free::api::dto::ActionResult { ok: false, message: "the headless server stops with Ctrl-C in its terminal".into() })
+        Ok(codex_free::api::dto::ActionResult {
+            ok: false,
+            message: "the headless server stops with Ctrl-C in its terminal".into(),
+        })
     }
 }
