@@ -251,7 +251,7 @@ enum Footer {
 /// [`super::budget`]. Line numbers in footers are 1-based, `offset` is 0-based.
 ///
 /// Errors: [`Error::PathOutsideRoot`], [`Error::NotFound`]; [`Error::InvalidArgument`] for a
-/// directory, a binary file, `limit=0`, an `offset` past the last line, or a `byte_offset`
+/// directory or other non-regular file, a binary file, `limit=0`, an `offset` past the last line, or a `byte_offset`
 /// past the end of its line; [`Error::Io`].
 pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
     let jail = jail(ctx)?;
@@ -261,6 +261,12 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
     if meta.is_dir() {
         return Err(Error::InvalidArgument(format!(
             "path \"{}\" is a directory; use list_directory or tree",
+            a.path
+        )));
+    }
+    if !meta.is_file() {
+        return Err(Error::InvalidArgument(format!(
+            "path \"{}\" is not a regular file (a device, socket or pipe); read_file reads files only",
             a.path
         )));
     }
