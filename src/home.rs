@@ -89,9 +89,14 @@ pub fn write_atomic_unlocked(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_mode(path, bytes, false)
 }
 
-/// As [`write_atomic_unlocked`], creating the file with mode 0600 (secrets-adjacent files).
+/// As [`write_atomic`], creating the file with mode 0600 (token files).
 pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> Result<()> {
     with_lock(path, || write_atomic_mode(path, bytes, true))
+}
+
+/// As [`write_atomic_unlocked`] with mode 0600; the caller holds the lock.
+pub fn write_atomic_private_unlocked(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_mode(path, bytes, true)
 }
 
 fn write_atomic_mode(path: &Path, bytes: &[u8], private: bool) -> Result<()> {

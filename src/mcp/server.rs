@@ -1,0 +1,263 @@
+//! [`CodexFree`]: the rmcp `ServerHandler`. One value per MCP session (HTTP creates one per
+//! session or stateless request via a factory); all of them share [`Shared`] state: the
+//! mode (single project or multi-project access root), the state home, the live config
+//! (re-read when `codex.config.json` changes, so the UI's edits apply to the next call),
+//! and the exec sessions.
+//!
+//! Tool groups live in sibling files (`tools_fs.rs`, `tools_exec.rs`, `memory_tools.rs`),
+//! each a `#[tool_router(router = ...)]` block combined in [`CodexFree::new`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use rmcp::ServerHandler;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+
+use crate::config::{CONFIG_FILE, Config};
+use crate::tools::ToolCtx;
+use crate::{Error, Result};
+
+/// Which projects a server serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// One project root (canonical) for every session.
+    Single { root: PathBuf },
+    /// Conversations bind to a project under this canonical access root (MEM-7).
+    Multi { access_root: PathBuf },
+}
+
+/// How to build a server.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Single or multi-project.
+    pub mode: Mode,
+    /// State home (`~/.codex-free` or `CODEX_FREE_HOME`).
+    pub home: PathBuf,
+    /// Config file (default `<home>/codex.config.json`).
+    pub config_path: PathBuf,
+}
+
+impl ServerOptions {
+    /// Single-project options; canonicalises `project`. Errors: [`Error::NotFound`] when it is missing, [`Error::InvalidArgument`] when not a directory.
+    pub fn single(project: &Path, home: &Path, config_path: Option<PathBuf>) -> Result<Self> {
+        let root = canonical_dir(project, "--project")?;
+        Ok(Self {
+            mode: Mode::Single { root },
+            home: home.to_path_buf(),
+            config_path: config_path.unwrap_or_else(|| home.join(CONFIG_FILE)),
+        })
+    }
+
+    /// Multi-project options over `access_root`.
+    pub fn multi(access_root: &Path, home: &Path, config_path: Option<PathBuf>) -> Result<Self> {
+        let access_root = canonical_dir(access_root, "--access-root")?;
+        Ok(Self {
+            mode: Mode::Multi { access_root },
+            home: home.to_path_buf(),
+            config_path: config_path.unwrap_or_else(|| home.join(CONFIG_FILE)),
+        })
+    }
+}
+
+fn canonical_dir(p: &Path, flag: &str) -> Result<PathBuf> {
+    let c = std::fs::canonicalize(p).map_err(|_| Error::NotFound(p.to_path_buf()))?;
+    if !c.is_dir() {
+        return Err(Error::InvalidArgument(format!("{flag} {} is not a directory", p.display())));
+    }
+    Ok(c)
+}
+
+/// The live config: reloaded when the file's mtime changes. An invalid edit keeps the last
+/// good config in force and is reported once in the log (the UI validates before saving).
+#[derive(Debug)]
+pub struct LiveConfig {
+    path: PathBuf,
+    state: RwLock<(Option<(SystemTime, u64)>, Config)>,
+}
+
+impl LiveConfig {
+    /// Load `path` now. Errors: the file exists but is invalid.
+    pub fn load(path: PathBuf) -> Result<Self> {
+        let loaded = Config::load(&path)?;
+        for w in &loaded.warnings {
+            tracing::warn!("{}: {w}", path.display());
+        }
+        let mtime = stamp(&path);
+        Ok(Self { path, state: RwLock::new((mtime, loaded.config)) })
+    }
+
+    /// The current config (re-read if the file changed since last time).
+    pub fn get(&self) -> Config {
+        let mtime = stamp(&self.path);
+        {
+            let s = self.state.read().expect("config lock");
+            if s.0 == mtime {
+                return s.1.clone();
+            }
+        }
+        let mut s = self.state.write().expect("config lock");
+        match Config::load(&self.path) {
+            Ok(l) => {
+                s.1 = l.config;
+            }
+            Err(e) => tracing::warn!("keeping the previous config: {e}"),
+        }
+        s.0 = mtime;
+        s.1.clone()
+    }
+
+    /// The file path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The (mtime, length) of a file, to notice edits cheaply on every call.
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// State shared by every session of one server process.
+#[derive(Debug)]
+pub struct Shared {
+    /// Mode and roots.
+    pub mode: Mode,
+    /// State home.
+    pub home: PathBuf,
+    /// Live config.
+    pub config: LiveConfig,
+    /// Exec sessions of every MCP session of this process (`exec.maxSessions` in total).
+    pub exec: crate::tools::exec::ExecSessions,
+}
+
+/// The MCP server handler. Cheap to clone (an `Arc` and a router).
+#[derive(Clone)]
+pub struct CodexFree {
+    pub(crate) shared: Arc<Shared>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// The `_meta["openai/session"]` value of the current tool call, if any (MEM-8). Stored in
+/// the request extensions by [`CodexFree::call_tool`]; never written to disk raw.
+#[derive(Debug, Clone)]
+pub struct ConversationId(pub Option<String>);
+
+impl CodexFree {
+    /// Build the shared state from options. Errors: invalid config file.
+    pub fn new(opts: ServerOptions) -> Result<Self> {
+        let config = LiveConfig::load(opts.config_path)?;
+        let shared = Arc::new(Shared { mode: opts.mode, home: opts.home, config, exec: crate::tools::exec::ExecSessions::new() });
+        Ok(Self::from_shared(shared))
+    }
+
+    /// A handler over existing shared state (one per HTTP session).
+    pub fn from_shared(shared: Arc<Shared>) -> Self {
+        Self { shared, tool_router: Self::fs_router() + Self::exec_router() }
+    }
+
+    /// The shared state.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The tool context for a call: the project root (single mode) or the conversation's
+    /// bound project (multi mode), and a fresh config snapshot.
+    pub(crate) fn ctx(&self, _conversation: &ConversationId) -> Result<ToolCtx> {
+        let config = self.shared.config.get();
+        match &self.shared.mode {
+            Mode::Single { root } => Ok(ToolCtx::new(root.clone(), config, self.shared.home.clone())),
+            Mode::Multi { .. } => Err(Error::Binding(
+                "this server runs in multi-project mode: call set_project_root first".into(),
+            )),
+        }
+    }
+
+    /// The instructions for a new session (SRV-7): rebuilt on every initialize.
+    pub fn instructions(&self) -> String {
+        let config = self.shared.config.get();
+        match &self.shared.mode {
+            Mode::Single { root } => {
+                let ctx = ToolCtx::new(root.clone(), config, self.shared.home.clone());
+                crate::mcp::server::single_project_instructions(&ctx)
+            }
+            Mode::Multi { access_root } => format!(
+                "Codex Free (multi-project mode). Projects live under {}. Call get_agent_brief first; it restores this conversation's project or tells you to call set_project_root.",
+                access_root.display()
+            ),
+        }
+    }
+}
+
+/// Instructions text for single-project mode.
+pub(crate) fn single_project_instructions(ctx: &ToolCtx) -> String {
+    let mut s = format!(
+        "Codex Free: bounded coding tools over the project at {}.\n\nEvery tool that can return long text stops at a budget; when it does, its last line says so and names the argument that continues (for example offset=...). If no such line is present, the output is complete.\n\n## Environment\n{}\n",
+        ctx.root.display(),
+        crate::tools::doc::get_environment(ctx)
+    );
+    if let Some(doc) = crate::tools::doc::project_doc_for_instructions(ctx) {
+        s.push_str("\n## Project instructions (AGENTS.md)\n");
+        s.push_str(&doc);
+        s.push('\n');
+    }
+    s
+}
+
+/// Map a core result into an MCP tool result: `Ok(text)` → text content; `Err(e)` →
+/// `isError: true` with `error[<code>]: <message>` (clients match on the code, never the text).
+pub(crate) fn reply(r: Result<String>) -> CallToolResult {
+    match r {
+        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("error[{}]: {e}", e.code()))]),
+    }
+}
+
+/// Pull the conversation id out of the request extensions.
+pub(crate) fn conversation(ext: &rmcp::model::Extensions) -> ConversationId {
+    ext.get::<ConversationId>().cloned().unwrap_or(ConversationId(None))
+}
+
+impl ServerHandler for CodexFree {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("codex-free", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.instructions())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        mut context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, rmcp::ErrorData> {
+        let session = context
+            .meta
+            .0
+            .0
+            .get("openai/session")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        context.extensions.insert(ConversationId(session));
+        let tcc = ToolCallContext::new(self, request, context);
+        self.tool_router.call(tcc).await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, rmcp::ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.tool_router.get(name).cloned()
+    }
+}
