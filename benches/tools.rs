@@ -51,13 +51,15 @@ fn data_dir() -> PathBuf {
 
 fn vocabulary(rng: &mut Rng) -> Vec<String> {
     const SYL: [&str; 24] = [
-        "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "qu", "ba", "do", "fi", "gu", "ha", "je", "xo", "py", "wa", "co",
-        "tr", "st", "pl", "an",
+        "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "qu", "ba", "do", "fi", "gu", "ha",
+        "je", "xo", "py", "wa", "co", "tr", "st", "pl", "an",
     ];
     (0..3000)
         .map(|_| {
             let n = 1 + rng.below(4);
-            (0..n).map(|_| SYL[rng.below(SYL.len() as u64) as usize]).collect::<String>()
+            (0..n)
+                .map(|_| SYL[rng.below(SYL.len() as u64) as usize])
+                .collect::<String>()
         })
         .collect()
 }
@@ -97,7 +99,9 @@ fn ensure_tree(dir: &Path) -> (usize, u64) {
                     )),
                     _ => {
                         let words = 6 + rng.below(8);
-                        let line: Vec<&str> = (0..words).map(|_| vocab[rng.below(3000) as usize].as_str()).collect();
+                        let line: Vec<&str> = (0..words)
+                            .map(|_| vocab[rng.below(3000) as usize].as_str())
+                            .collect();
                         text.push_str(&line.join(" "));
                         text.push_str(";\n");
                     }
@@ -157,11 +161,21 @@ fn time_pair<A, B>(mut a: impl FnMut() -> A, mut b: impl FnMut() -> B) -> (f64, 
 }
 
 fn have(cmd: &str) -> bool {
-    Command::new(cmd).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+    Command::new(cmd)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
 }
 
 fn run_cmd(cmd: &str, args: &[&str], cwd: &Path) -> Vec<u8> {
-    let out = Command::new(cmd).args(args).current_dir(cwd).stderr(Stdio::null()).output().expect("spawn");
+    let out = Command::new(cmd)
+        .args(args)
+        .current_dir(cwd)
+        .stderr(Stdio::null())
+        .output()
+        .expect("spawn");
     out.stdout
 }
 
@@ -173,19 +187,43 @@ fn main() {
     let (files, bytes) = ensure_tree(&tree_dir);
     let big = base.join("big-100mb.txt");
     let big_bytes = ensure_big(&big);
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    println!("codex-free tools benchmark (release build, {cores} cores, median of {RUNS} warm runs)");
-    println!("tree: {files} files, {:.1} MB at {}", bytes as f64 / 1e6, tree_dir.display());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!(
+        "codex-free tools benchmark (release build, {cores} cores, median of {RUNS} warm runs)"
+    );
+    println!(
+        "tree: {files} files, {:.1} MB at {}",
+        bytes as f64 / 1e6,
+        tree_dir.display()
+    );
     println!();
 
     let rg = have("rg");
     if !rg {
-        println!("rg (ripgrep) not found on PATH: install it (apt-get install -y ripgrep) to compare.");
+        println!(
+            "rg (ripgrep) not found on PATH: install it (apt-get install -y ripgrep) to compare."
+        );
     }
-    let tree_ctx = ToolCtx::new(tree_dir.canonicalize().unwrap(), Config::default(), base.join("home"));
-    println!("{:<34} {:>10} {:>10} {:>8} {:>10} {:>10}", "grep pattern", "ours ms", "rg ms", "ratio", "our total", "rg lines");
+    let tree_ctx = ToolCtx::new(
+        tree_dir.canonicalize().unwrap(),
+        Config::default(),
+        base.join("home"),
+    );
+    println!(
+        "{:<34} {:>10} {:>10} {:>8} {:>10} {:>10}",
+        "grep pattern", "ours ms", "rg ms", "ratio", "our total", "rg lines"
+    );
     for pattern in ["zqxj_marker", "kalo", r"fn \w+_\w+\(arg"] {
-        let args = GrepArgs { pattern: pattern.into(), path: None, glob: None, case_insensitive: None, context: None, offset: None };
+        let args = GrepArgs {
+            pattern: pattern.into(),
+            path: None,
+            glob: None,
+            case_insensitive: None,
+            context: None,
+            offset: None,
+        };
         let ours_fn = || grep(&tree_ctx, &args).expect("grep");
         let total_of = |page: &str| {
             page.lines()
@@ -196,8 +234,9 @@ fn main() {
                 .unwrap_or_else(|| page.lines().count().to_string())
         };
         if rg {
-            let (ours, page, theirs, out) =
-                time_pair(ours_fn, || run_cmd("rg", &["-n", "--no-heading", pattern, "."], &tree_dir));
+            let (ours, page, theirs, out) = time_pair(ours_fn, || {
+                run_cmd("rg", &["-n", "--no-heading", pattern, "."], &tree_dir)
+            });
             let rg_lines = out.iter().filter(|&&b| b == b'\n').count();
             println!(
                 "{:<34} {:>10.1} {:>10.1} {:>7.2}x {:>10} {:>10}",
@@ -210,10 +249,20 @@ fn main() {
             );
         } else {
             let (ours, page, _, _) = time_pair(ours_fn, || ());
-            println!("{:<34} {:>10.1} {:>10} {:>8} {:>10} {:>10}", format!("/{pattern}/"), ours, "-", "-", total_of(&page), "-");
+            println!(
+                "{:<34} {:>10.1} {:>10} {:>8} {:>10} {:>10}",
+                format!("/{pattern}/"),
+                ours,
+                "-",
+                "-",
+                total_of(&page),
+                "-"
+            );
         }
     }
-    println!("(target: ours within 1.30x of rg; ours counts every match and returns the first page of 500)");
+    println!(
+        "(target: ours within 1.30x of rg; ours counts every match and returns the first page of 500)"
+    );
     println!();
 
     let offset = BIG_LINES - 10_000;
@@ -222,13 +271,21 @@ fn main() {
     let mut cfg = Config::default();
     cfg.output.max_tool_output_tokens = 40_000;
     let big_ctx = ToolCtx::new(base.canonicalize().unwrap(), cfg, base.join("home"));
-    let rargs = ReadFileArgs { path: "big-100mb.txt".into(), offset: Some(offset), limit: Some(1000), byte_offset: None };
+    let rargs = ReadFileArgs {
+        path: "big-100mb.txt".into(),
+        offset: Some(offset),
+        limit: Some(1000),
+        byte_offset: None,
+    };
     let sed_expr = format!("{},{}p", offset + 1, offset + 1000);
     let (ours, page, theirs, sed_out) = time_pair(
         || read_file(&big_ctx, &rargs).expect("read_file"),
         || run_cmd("sed", &["-n", &sed_expr, "big-100mb.txt"], &base),
     );
-    let content_len = page.rfind("\n(showing").map(|i| i + 1).unwrap_or(page.len());
+    let content_len = page
+        .rfind("\n(showing")
+        .map(|i| i + 1)
+        .unwrap_or(page.len());
     let same = page.as_bytes()[..content_len] == sed_out[..];
     println!(
         "read_file offset={offset} limit=1000 on {:.0} MB: ours {ours:.1} ms, sed -n '{sed_expr}' {theirs:.1} ms, ratio {:.2}x, same bytes: {same}",
