@@ -1054,6 +1054,31 @@ mod tests {
             )
             .is_err()
         );
+        // Exactly at the entries cap: complete, no footer; one over: a footer.
+        let at = ctx_with(d.path(), |c| c.output.max_entries = 9);
+        let p = list_directory(
+            &at,
+            &ListDirectoryArgs {
+                path: None,
+                offset: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(p.lines().count(), 9);
+        assert!(!p.contains("(showing"));
+        let under = ctx_with(d.path(), |c| c.output.max_entries = 8);
+        let p = list_directory(
+            &under,
+            &ListDirectoryArgs {
+                path: None,
+                offset: None,
+            },
+        )
+        .unwrap();
+        assert!(
+            p.ends_with("\nf5\n(showing entries 1-8 of 9 — call again with offset=8 for the rest)"),
+            "{p}"
+        );
     }
 
     #[test]
