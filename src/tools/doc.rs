@@ -255,7 +255,7 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap();
-        assert!(end <= 1000 && end >= 997, "{end}");
+        assert!((997..=1000).contains(&end), "{end}");
         assert_eq!(
             instr,
             format!(

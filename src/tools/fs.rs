@@ -257,7 +257,7 @@ enum Footer {
 /// [`super::budget`]. Line numbers in footers are 1-based, `offset` is 0-based.
 ///
 /// Errors: [`Error::PathOutsideRoot`], [`Error::NotFound`]; [`Error::InvalidArgument`] for a
-/// directory, a binary file, `limit=0`, an `offset` past the last line, or a `byte_offset`
+/// directory or other non-regular file, a binary file, `limit=0`, an `offset` past the last line, or a `byte_offset`
 /// past the end of its line; [`Error::Io`].
 pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
     let jail = jail(ctx)?;
@@ -267,6 +267,12 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
     if meta.is_dir() {
         return Err(Error::InvalidArgument(format!(
             "path \"{}\" is a directory; use list_directory or tree",
+            a.path
+        )));
+    }
+    if !meta.is_file() {
+        return Err(Error::InvalidArgument(format!(
+            "path \"{}\" is not a regular file (a device, socket or pipe); read_file reads files only",
             a.path
         )));
     }
@@ -1047,6 +1053,31 @@ mod tests {
                 }
             )
             .is_err()
+        );
+        // Exactly at the entries cap: complete, no footer; one over: a footer.
+        let at = ctx_with(d.path(), |c| c.output.max_entries = 9);
+        let p = list_directory(
+            &at,
+            &ListDirectoryArgs {
+                path: None,
+                offset: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(p.lines().count(), 9);
+        assert!(!p.contains("(showing"));
+        let under = ctx_with(d.path(), |c| c.output.max_entries = 8);
+        let p = list_directory(
+            &under,
+            &ListDirectoryArgs {
+                path: None,
+                offset: None,
+            },
+        )
+        .unwrap();
+        assert!(
+            p.ends_with("\nf5\n(showing entries 1-8 of 9 — call again with offset=8 for the rest)"),
+            "{p}"
         );
     }
 

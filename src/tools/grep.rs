@@ -485,6 +485,21 @@ mod tests {
     }
 
     #[test]
+    fn adjacent_matches_split_across_pages_are_each_shown_once() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("f"), "l1\nl2\nhit\nhit\nl5\n").unwrap();
+        let ctx = ctx_with(d.path(), |c| c.output.max_entries = 1);
+        let mut a = args("hit");
+        a.context = Some(1);
+        assert_eq!(
+            grep(&ctx, &a).unwrap(),
+            "f-2-l2\nf:3:hit\n(showing matches 1-1 of 2 — call again with offset=1 for the rest)"
+        );
+        a.offset = Some(1);
+        assert_eq!(grep(&ctx, &a).unwrap(), "f:4:hit\nf-5-l5");
+    }
+
+    #[test]
     fn long_lines_are_cut_with_a_marker() {
         let d = tempfile::tempdir().unwrap();
         fs::write(d.path().join("f"), format!("needle{}\n", "x".repeat(1000))).unwrap();
