@@ -20,7 +20,10 @@ const CHILD_ENV: &str = "EXEC_RSS_CHILD_SPOOL_BYTES";
 const TARGET_MB: f64 = 64.0;
 
 fn bytes() -> u64 {
-    std::env::var("EXEC_RSS_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000_000)
+    std::env::var("EXEC_RSS_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000_000)
 }
 
 fn generator(n: u64) -> String {
@@ -37,7 +40,11 @@ fn status_kb(field: &str) -> u64 {
 
 /// Child mode: run exec_command to completion, print `key=value` measurements.
 fn child(spool_cap: u64) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(tmp.path()).unwrap();
     std::fs::create_dir_all(base.join("proj")).unwrap();
@@ -66,10 +73,21 @@ fn child(spool_cap: u64) {
             )
             .await
             .unwrap();
-        while let Some(id) = reply.lines().find_map(|l| l.strip_prefix("Process running with session ID ")) {
+        while let Some(id) = reply
+            .lines()
+            .find_map(|l| l.strip_prefix("Process running with session ID "))
+        {
             let session_id = id.trim().parse().unwrap();
             reply = ex
-                .write_stdin(&ctx, WriteStdinArgs { session_id, chars: String::new(), yield_time_ms: Some(30_000), max_output_tokens: None })
+                .write_stdin(
+                    &ctx,
+                    WriteStdinArgs {
+                        session_id,
+                        chars: String::new(),
+                        yield_time_ms: Some(30_000),
+                        max_output_tokens: None,
+                    },
+                )
                 .await
                 .unwrap();
         }
@@ -85,7 +103,9 @@ fn child(spool_cap: u64) {
 }
 
 fn parse(out: &str, key: &str) -> Option<String> {
-    out.split_whitespace().find_map(|kv| kv.strip_prefix(&format!("{key}="))).map(str::to_string)
+    out.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .map(str::to_string)
 }
 
 fn mb(kb: u64) -> f64 {
@@ -97,7 +117,10 @@ fn reference_cat(n: u64) -> (u64, &'static str) {
     if std::path::Path::new("/usr/bin/time").exists() {
         let out = Command::new("bash")
             .arg("-c")
-            .arg(format!("{} | /usr/bin/time -f 'maxrss_kb=%M' cat > /dev/null", generator(n)))
+            .arg(format!(
+                "{} | /usr/bin/time -f 'maxrss_kb=%M' cat > /dev/null",
+                generator(n)
+            ))
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -105,11 +128,18 @@ fn reference_cat(n: u64) -> (u64, &'static str) {
             return (kb, "/usr/bin/time -f %M cat > /dev/null");
         }
     }
-    Command::new("sh").arg("-c").arg(format!("{} | cat > /dev/null", generator(n))).status().unwrap();
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} | cat > /dev/null", generator(n)))
+        .status()
+        .unwrap();
     // SAFETY: getrusage fills a plain C struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    (ru.ru_maxrss as u64, "getrusage(RUSAGE_CHILDREN) of head|tr|cat")
+    (
+        ru.ru_maxrss as u64,
+        "getrusage(RUSAGE_CHILDREN) of head|tr|cat",
+    )
 }
 
 fn main() {
@@ -123,26 +153,56 @@ fn main() {
     }
     let n = bytes();
     let (cat_kb, how) = reference_cat(n);
-    println!("exec_rss: peak RSS while exec_command runs `{}` ({n} bytes of output)", generator(n));
-    println!("{:<46} {:>12} {:>10} {:>10}  verdict", "case", "peak RSS", "baseline", "wall");
+    println!(
+        "exec_rss: peak RSS while exec_command runs `{}` ({n} bytes of output)",
+        generator(n)
+    );
+    println!(
+        "{:<46} {:>12} {:>10} {:>10}  verdict",
+        "case", "peak RSS", "baseline", "wall"
+    );
     let me = std::env::current_exe().unwrap();
     for (label, cap) in [
         ("exec_command, exec.maxSpoolBytes = 64 MiB", 64u64 << 20),
         ("exec_command, exec.maxSpoolBytes = 4 GiB (all)", 4u64 << 30),
     ] {
-        let out = Command::new(&me).env(CHILD_ENV, cap.to_string()).output().unwrap();
+        let out = Command::new(&me)
+            .env(CHILD_ENV, cap.to_string())
+            .output()
+            .unwrap();
         let s = String::from_utf8_lossy(&out.stdout);
-        let hwm: u64 = parse(&s, "hwm_kb").and_then(|v| v.parse().ok()).unwrap_or(0);
-        let base: u64 = parse(&s, "baseline_kb").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let hwm: u64 = parse(&s, "hwm_kb")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let base: u64 = parse(&s, "baseline_kb")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         let wall = parse(&s, "wall_s").unwrap_or_else(|| "?".into());
         let ok = parse(&s, "ok").as_deref() == Some("true");
         let verdict = match (ok, mb(hwm) < TARGET_MB) {
-            (false, _) => format!("RUN FAILED: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")),
+            (false, _) => format!(
+                "RUN FAILED: {}",
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            ),
             (true, true) => format!("under the {TARGET_MB} MB target"),
             (true, false) => format!("OVER the {TARGET_MB} MB target"),
         };
-        println!("{label:<46} {:>9.1} MB {:>7.1} MB {:>8} s  {verdict}", mb(hwm), mb(base), wall);
+        println!(
+            "{label:<46} {:>9.1} MB {:>7.1} MB {:>8} s  {verdict}",
+            mb(hwm),
+            mb(base),
+            wall
+        );
     }
-    println!("{:<46} {:>9.1} MB {:>10} {:>10}  reference ({how})", "cat > /dev/null, same stream", mb(cat_kb), "", "");
+    println!(
+        "{:<46} {:>9.1} MB {:>10} {:>10}  reference ({how})",
+        "cat > /dev/null, same stream",
+        mb(cat_kb),
+        "",
+        ""
+    );
     println!("{:<46} {:>9.1} MB", "target (issue 2)", TARGET_MB);
 }

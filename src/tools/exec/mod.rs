@@ -904,6 +904,42 @@ mod tests {
     }
 
     #[test]
+    fn sessions_and_their_futures_are_send() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>(_: T) {}
+        send_sync::<ExecSessions>();
+        let ex = ExecSessions::new();
+        let ctx = ToolCtx::new("/", crate::config::Config::default(), "/nonexistent");
+        let a = ExecCommandArgs {
+            cmd: "true".into(),
+            workdir: None,
+            yield_time_ms: None,
+            max_output_tokens: None,
+            timeout_ms: None,
+            tty: None,
+            login: None,
+        };
+        send(ex.exec_command(&ctx, a));
+        send(ex.write_stdin(
+            &ctx,
+            WriteStdinArgs {
+                session_id: 1,
+                chars: String::new(),
+                yield_time_ms: None,
+                max_output_tokens: None,
+            },
+        ));
+        send(ex.read_command_output(
+            &ctx,
+            ReadOutputArgs {
+                output_id: "x".into(),
+                offset: 0,
+                max_output_tokens: None,
+            },
+        ));
+    }
+
+    #[test]
     fn exit_descriptions() {
         let t = Duration::from_millis(1500);
         assert_eq!(
