@@ -209,7 +209,7 @@ impl ApiService {
                 }
             }));
         }
-        recent.sort_by(|a, b| b.time_ms.cmp(&a.time_ms));
+        recent.sort_by_key(|r| std::cmp::Reverse(r.time_ms));
         recent.truncate(MAX_RECENT_ERRORS);
         let (cfg, _) = self.current_config();
         let mut pipeline = self.pipeline.status();

@@ -221,7 +221,7 @@ fn csv_field(s: &str) -> String {
 /// empty cost = price unknown), newest first. Header names are stable.
 pub fn csv(all: Vec<RequestRow>, filter: &RunFilter) -> String {
     let mut rows: Vec<&RequestRow> = all.iter().filter(|r| matches(r, filter)).collect();
-    rows.sort_by(|a, b| b.time_ms.cmp(&a.time_ms));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.time_ms));
     let mut out = String::from(
         "time_utc,run_id,phase,model,input_tokens,cached_input_tokens,output_tokens,cost_usd,duration_ms,outcome,error\n",
     );
