@@ -69,7 +69,10 @@ impl ServerOptions {
 fn canonical_dir(p: &Path, flag: &str) -> Result<PathBuf> {
     let c = std::fs::canonicalize(p).map_err(|_| Error::NotFound(p.to_path_buf()))?;
     if !c.is_dir() {
-        return Err(Error::InvalidArgument(format!("{flag} {} is not a directory", p.display())));
+        return Err(Error::InvalidArgument(format!(
+            "{flag} {} is not a directory",
+            p.display()
+        )));
     }
     Ok(c)
 }
@@ -90,7 +93,10 @@ impl LiveConfig {
             tracing::warn!("{}: {w}", path.display());
         }
         let mtime = stamp(&path);
-        Ok(Self { path, state: RwLock::new((mtime, loaded.config)) })
+        Ok(Self {
+            path,
+            state: RwLock::new((mtime, loaded.config)),
+        })
     }
 
     /// The current config (re-read if the file changed since last time).
@@ -154,7 +160,12 @@ impl CodexFree {
     /// Build the shared state from options. Errors: invalid config file.
     pub fn new(opts: ServerOptions) -> Result<Self> {
         let config = LiveConfig::load(opts.config_path)?;
-        let shared = Arc::new(Shared { mode: opts.mode, home: opts.home, config, exec: crate::tools::exec::ExecSessions::new() });
+        let shared = Arc::new(Shared {
+            mode: opts.mode,
+            home: opts.home,
+            config,
+            exec: crate::tools::exec::ExecSessions::new(),
+        });
         Ok(Self::from_shared(shared))
     }
 
@@ -165,7 +176,10 @@ impl CodexFree {
         if m.enabled && m.use_memories && m.dedicated_tools {
             tool_router += Self::memories_router();
         }
-        Self { shared, tool_router }
+        Self {
+            shared,
+            tool_router,
+        }
     }
 
     /// The shared state.
@@ -178,12 +192,17 @@ impl CodexFree {
     pub(crate) fn ctx(&self, conversation: &ConversationId) -> Result<ToolCtx> {
         let config = self.shared.config.get();
         match &self.shared.mode {
-            Mode::Single { root } => Ok(ToolCtx::new(root.clone(), config, self.shared.home.clone())),
+            Mode::Single { root } => {
+                Ok(ToolCtx::new(root.clone(), config, self.shared.home.clone()))
+            }
             Mode::Multi { access_root } => {
                 let session = conversation.0.as_deref().ok_or_else(|| {
-                    Error::Binding(crate::memory::bindings::missing_session_message("it is missing"))
+                    Error::Binding(crate::memory::bindings::missing_session_message(
+                        "it is missing",
+                    ))
                 })?;
-                let root = crate::memory::Bindings::new(&self.shared.home, access_root)?.project_for(session)?;
+                let root = crate::memory::Bindings::new(&self.shared.home, access_root)?
+                    .project_for(session)?;
                 Ok(ToolCtx::new(root, config, self.shared.home.clone()))
             }
         }
@@ -195,7 +214,10 @@ impl CodexFree {
     pub fn instructions(&self) -> String {
         let base = crate::mcp::memory_tools::instructions(&self.shared);
         let config = self.shared.config.get();
-        match crate::pipeline::phase2::readpath::summary_for_instructions(&self.shared.home, &config) {
+        match crate::pipeline::phase2::readpath::summary_for_instructions(
+            &self.shared.home,
+            &config,
+        ) {
             Some(m) => format!("{base}\n\n{m}"),
             None => base,
         }
@@ -207,13 +229,18 @@ impl CodexFree {
 pub(crate) fn reply(r: Result<String>) -> CallToolResult {
     match r {
         Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("error[{}]: {e}", e.code()))]),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "error[{}]: {e}",
+            e.code()
+        ))]),
     }
 }
 
 /// Pull the conversation id out of the request extensions.
 pub(crate) fn conversation(ext: &rmcp::model::Extensions) -> ConversationId {
-    ext.get::<ConversationId>().cloned().unwrap_or(ConversationId(None))
+    ext.get::<ConversationId>()
+        .cloned()
+        .unwrap_or(ConversationId(None))
 }
 
 impl ServerHandler for CodexFree {
