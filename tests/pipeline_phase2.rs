@@ -526,6 +526,7 @@ mod e2e {
             store: s.clone(),
             home: home.to_path_buf(),
             price: None,
+            spend_cap_usd: None,
         };
         assert_eq!(
             codex_free::pipeline::phase2::record_citations(&db, &text).unwrap(),
@@ -675,6 +676,7 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
         store: store.clone(),
         home: home.path().to_path_buf(),
         price: None,
+        spend_cap_usd: None,
     };
     assert_eq!(record_rollout_citations(&db, &rollout).unwrap(), 1);
     let a = store.stage1_output("mem-a").unwrap().unwrap();

@@ -253,6 +253,8 @@ pub struct Phase2Db {
     pub home: std::path::PathBuf,
     /// Price of the consolidation model, when known.
     pub price: Option<Price>,
+    /// `memories.monthly_spend_cap_usd`: no model call once this month's spend reaches it.
+    pub spend_cap_usd: Option<f64>,
 }
 
 impl Phase2Store for Phase2Db {
@@ -313,6 +315,15 @@ impl Phase2Store for Phase2Db {
             },
             error: rec.error.clone(),
         })
+    }
+    fn spend_blocked(&self) -> Result<Option<String>> {
+        let Some(cap) = self.spend_cap_usd else {
+            return Ok(None);
+        };
+        let spent = self.store.spend_this_month()?.usd;
+        Ok((spent >= cap).then(|| {
+            format!("monthly spend cap reached: ${spent:.4} of ${cap:.2} (memories.monthly_spend_cap_usd)")
+        }))
     }
     fn finish_run(&self, run_id: &str, outcome: &str, error: Option<&str>) -> Result<()> {
         let ok = outcome != "failed";

@@ -120,6 +120,10 @@ pub trait Phase2Store: Send + Sync {
     fn log_request(&self, run_id: &str, rec: &TurnRecord) -> Result<()>;
     /// Close run `run_id` with `outcome` (`succeeded`, `no_changes`, `failed`) and error text.
     fn finish_run(&self, run_id: &str, outcome: &str, error: Option<&str>) -> Result<()>;
+    /// Why no model may be called now (the monthly spend cap is reached), or `None`.
+    fn spend_blocked(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
 }
 
 /// How a phase-2 attempt ended.
@@ -336,6 +340,9 @@ async fn claimed(
                 .unwrap_or("none configured (memories.consolidation_model)")
         ))
     })?;
+    if let Some(why) = deps.store.spend_blocked()? {
+        return Err(Error::Budget(why));
+    }
     *run_id = Some(deps.store.start_run(&deps.trigger, &model.model_id())?);
     let log = RunLog {
         store: deps.store,
@@ -614,6 +621,7 @@ mod tests {
         /// (status, token, lease_until, finished_at, retry_at, failures, last_error)
         pub job: Mutex<Option<JobRow>>,
         pub requests: Mutex<Vec<TurnRecord>>,
+        pub blocked: Mutex<Option<String>>,
     }
 
     impl Phase2Store for MemStore {
@@ -727,6 +735,9 @@ mod tests {
         }
         fn finish_run(&self, _r: &str, _o: &str, _e: Option<&str>) -> Result<()> {
             Ok(())
+        }
+        fn spend_blocked(&self) -> Result<Option<String>> {
+            Ok(self.blocked.lock().unwrap().clone())
         }
     }
 
@@ -983,6 +994,28 @@ mod tests {
                 .iter()
                 .any(|n| n.to_string_lossy().starts_with(".tmp")),
             "{names:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn spend_cap_stops_before_any_request() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(2);
+        *store.blocked.lock().unwrap() = Some("monthly spend cap reached".into());
+        let model = Scripted::new(good_agent());
+        let out = run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        assert!(
+            matches!(&out, Outcome::Failed { reason, .. } if reason.contains("spend cap")),
+            "{out:?}"
+        );
+        assert!(model.seen.lock().unwrap().is_empty(), "no model request");
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        assert!(
+            f.head().unwrap().is_none() && !f.root().join("raw_memories.md").exists(),
+            "sync undone"
         );
     }
 

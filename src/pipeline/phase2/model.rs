@@ -166,6 +166,7 @@ pub async fn run_with_store(
         store,
         home: home.to_path_buf(),
         price,
+        spend_cap_usd: m.monthly_spend_cap_usd,
     };
     let deps = Phase2Deps {
         home,
@@ -195,6 +196,7 @@ pub fn history_command_in_home(
         store,
         home: home.to_path_buf(),
         price: None,
+        spend_cap_usd: None,
     };
     super::history_command(home, cmd, &db)
 }
