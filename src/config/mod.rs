@@ -228,6 +228,14 @@ pub struct MemoriesConfig {
     pub prices: std::collections::BTreeMap<String, PriceOverride>,
     /// Timeout of one model HTTP request, seconds. Default 300, range 1..=3600.
     pub request_timeout_secs: u64,
+    /// Most lines `MEMORY.md` may have after consolidation (HYG-1, seed 002). Default 150, range 10..=5000.
+    pub memory_md_max_lines: usize,
+    /// Most bytes `MEMORY.md` may have (HYG-1: 15 KiB). Default 15360, range 1024..=1048576.
+    pub memory_md_max_bytes: usize,
+    /// Most lines `memory_summary.md` may have (HYG-1). Default 60, range 5..=1000.
+    pub memory_summary_max_lines: usize,
+    /// Most bytes `memory_summary.md` may have (HYG-1: 4 KiB). Default 4096, range 512..=65536.
+    pub memory_summary_max_bytes: usize,
 }
 
 /// `memories.providers.<name>`: where and how to reach a model provider.
@@ -283,6 +291,10 @@ impl Default for MemoriesConfig {
             providers: Default::default(),
             prices: Default::default(),
             request_timeout_secs: 300,
+            memory_md_max_lines: 150,
+            memory_md_max_bytes: 15 * 1024,
+            memory_summary_max_lines: 60,
+            memory_summary_max_bytes: 4 * 1024,
         }
     }
 }
@@ -435,6 +447,34 @@ impl Config {
             m.tool_result_token_budget,
             0,
             100_000,
+        );
+        range(
+            &mut e,
+            "memories.memory_md_max_lines",
+            m.memory_md_max_lines,
+            10,
+            5000,
+        );
+        range(
+            &mut e,
+            "memories.memory_md_max_bytes",
+            m.memory_md_max_bytes,
+            1024,
+            1 << 20,
+        );
+        range(
+            &mut e,
+            "memories.memory_summary_max_lines",
+            m.memory_summary_max_lines,
+            5,
+            1000,
+        );
+        range(
+            &mut e,
+            "memories.memory_summary_max_bytes",
+            m.memory_summary_max_bytes,
+            512,
+            64 * 1024,
         );
         for (k, v) in [
             ("memories.extract_thinking", &m.extract_thinking),

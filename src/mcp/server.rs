@@ -178,9 +178,14 @@ impl CodexFree {
 
     /// A handler over existing shared state (one per HTTP session).
     pub fn from_shared(shared: Arc<Shared>) -> Self {
+        let mut tool_router = Self::fs_router() + Self::exec_router() + Self::memory_router();
+        let m = shared.config.get().memories;
+        if m.enabled && m.use_memories && m.dedicated_tools {
+            tool_router += Self::memories_router();
+        }
         Self {
             shared,
-            tool_router: Self::fs_router() + Self::exec_router() + Self::memory_router(),
+            tool_router,
             instance: format!("mcp-{}", uuid::Uuid::now_v7().simple()),
         }
     }
@@ -283,7 +288,15 @@ impl CodexFree {
     /// project: brief, environment, saved state, skills, AGENTS.md (MEM-6); multi-project:
     /// the project-neutral brief (MEM-7). Built by `memory_tools::instructions`.
     pub fn instructions(&self) -> String {
-        crate::mcp::memory_tools::instructions(&self.shared)
+        let base = crate::mcp::memory_tools::instructions(&self.shared);
+        let config = self.shared.config.get();
+        match crate::pipeline::phase2::readpath::summary_for_instructions(
+            &self.shared.home,
+            &config,
+        ) {
+            Some(m) => format!("{base}\n\n{m}"),
+            None => base,
+        }
     }
 }
 
