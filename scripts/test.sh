@@ -11,7 +11,7 @@ echo "== ui: build (the tray app embeds ui/dist)"
 (cd ui && npm run --silent build >/dev/null)
 echo "== cargo fmt --check"; cargo fmt --all -- --check
 echo "== cargo clippy (workspace, incl. the tray app)"; cargo clippy --workspace --all-targets -- -D warnings
-echo "== cargo test (core)"; cargo test --all-targets
+echo "== cargo test (core)"; cargo test --lib --bins --tests --examples
 echo "== browser end-to-end (ui unit tests, headless server, chromium)"; scripts/ui-e2e.sh
 echo "== desktop smoke test (tray app under Xvfb)"; scripts/app-smoke.sh
 echo "== all tests passed"
