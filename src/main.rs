@@ -47,6 +47,15 @@ enum MemoriesTop {
     Control(codex_free::pipeline::control::MemoriesCmd),
     /// Measure tool-output compaction on your own sessions, with no model call.
     BenchCompaction(codex_free::pipeline::bench::BenchArgs),
+    /// Run phase 2 (consolidation) now: respects the 6 h cooldown unless --force; makes no
+    /// model call when inputs are unchanged and the artifacts are valid.
+    Consolidate {
+        /// Run despite the cooldown.
+        #[arg(long)]
+        force: bool,
+    },
+    #[command(flatten)]
+    History(codex_free::pipeline::phase2::folder::MemoryHistoryCmd),
 }
 
 #[derive(Args)]
@@ -140,6 +149,26 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
         MemoriesTop::BenchCompaction(args) => {
             let report = codex_free::pipeline::bench::run(&args.to_options(&home)?)?;
             codex_free::pipeline::bench::print(&report, &mut std::io::stdout().lock())?;
+        }
+        MemoriesTop::History(cmd) => {
+            print!(
+                "{}",
+                codex_free::pipeline::phase2::model::history_command_in_home(&home, &cmd)?
+            );
+        }
+        MemoriesTop::Consolidate { force } => {
+            let config = Config::load(&home.join(CONFIG_FILE))?.config;
+            let keys = secrets();
+            let outcome = rt.block_on(codex_free::pipeline::phase2::model::run_in_home(
+                &home,
+                &config,
+                keys.store.as_ref(),
+                codex_free::providers::RetryPolicy::default(),
+                "cli",
+                force,
+                tokio_util::sync::CancellationToken::new(),
+            ))?;
+            println!("{}", serde_json::to_string_pretty(&outcome)?);
         }
         MemoriesTop::Control(cmd) => {
             let env = codex_free::pipeline::control::ControlEnv::new(home, secrets().store);

@@ -191,3 +191,52 @@ async fn exec_over_mcp_pages_the_full_output_and_hides_provider_keys() {
     assert!(pages > 30, "{pages}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn tool_calls_are_recorded_as_redacted_mcp_transcripts() {
+    let env = Env::new(&[(
+        "notes.txt",
+        "token: sk-proj-abcdefghijklmnopqrstuvwxyz0123456789\n",
+    )]);
+    let client = env.stdio(&[]).await;
+    let (text, err) = call(
+        &client,
+        "read_file",
+        serde_json::json!({"path": "notes.txt"}),
+    )
+    .await;
+    assert!(
+        !err && text.contains("sk-proj-"),
+        "the tool itself returns the file as is"
+    );
+    client.cancel().await.unwrap();
+    let files: Vec<_> = walk(&env.home().join("transcripts"));
+    assert_eq!(files.len(), 1, "{files:?}");
+    let body = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(body.contains("\"tool\":\"read_file\""), "{body}");
+    assert!(
+        !body.contains("sk-proj-abcdefghijklmnop"),
+        "secret reached the transcript: {body}"
+    );
+    assert!(body.contains("[REDACTED_SECRET]"), "{body}");
+    // the pipeline reads it back as an `mcp` rollout
+    let rollout = codex_free::pipeline::sources::parse_file(
+        &files[0],
+        codex_free::pipeline::rollout::Source::Mcp,
+    )
+    .unwrap();
+    assert!(!rollout.items.is_empty());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p))
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p)
+        }
+    }
+    out
+}

@@ -142,6 +142,10 @@ pub struct Shared {
     pub config: LiveConfig,
     /// Exec sessions of every MCP session of this process (`exec.maxSessions` in total).
     pub exec: crate::tools::exec::ExecSessions,
+    /// Open MCP transcript writers by transcript key (see [`CodexFree::record`]).
+    pub transcripts: std::sync::Mutex<
+        std::collections::HashMap<String, Arc<crate::pipeline::sources::mcp::TranscriptWriter>>,
+    >,
 }
 
 /// The MCP server handler. Cheap to clone (an `Arc` and a router).
@@ -149,6 +153,8 @@ pub struct Shared {
 pub struct CodexFree {
     pub(crate) shared: Arc<Shared>,
     tool_router: ToolRouter<Self>,
+    /// Names this handler's transcript when the client sends no `openai/session`.
+    instance: String,
 }
 
 /// The `_meta["openai/session"]` value of the current tool call, if any (MEM-8). Stored in
@@ -165,6 +171,7 @@ impl CodexFree {
             home: opts.home,
             config,
             exec: crate::tools::exec::ExecSessions::new(),
+            transcripts: Default::default(),
         });
         Ok(Self::from_shared(shared))
     }
@@ -179,6 +186,75 @@ impl CodexFree {
         Self {
             shared,
             tool_router,
+            instance: format!("mcp-{}", uuid::Uuid::now_v7().simple()),
+        }
+    }
+
+    /// Append one tool call to this session's transcript under `<home>/transcripts/`
+    /// (input of the memory pipeline's `mcp` source; redacted and bounded by the writer).
+    /// Only when the pipeline is on, generating, and counts `mcp` as a source. The
+    /// transcript is named by a SHA-256-derived key of `openai/session` when the client
+    /// sends one (the raw value is never written), else by this handler's instance id.
+    /// Failures are logged, never raised: a transcript is not worth failing a call for.
+    fn record(
+        &self,
+        conversation: &ConversationId,
+        tool: &str,
+        args: &str,
+        result: &CallToolResponse,
+    ) {
+        let cfg = self.shared.config.get();
+        let m = &cfg.memories;
+        if !(m.enabled && m.generate_memories && m.sources.iter().any(|s| s == "mcp")) {
+            return;
+        }
+        let key = match &conversation.0 {
+            Some(raw) => format!("conv-{}", &crate::home::sha256_hex(raw.as_bytes())[..32]),
+            None => self.instance.clone(),
+        };
+        let (text, is_error) = match result {
+            CallToolResponse::Complete(r) => (
+                r.content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                r.is_error.unwrap_or(false),
+            ),
+            _ => return,
+        };
+        let writer = {
+            let mut map = self
+                .shared
+                .transcripts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some(w) = map.get(&key) {
+                w.clone()
+            } else {
+                let cwd = match &self.shared.mode {
+                    Mode::Single { root } => Some(root.clone()),
+                    Mode::Multi { .. } => None,
+                };
+                match crate::pipeline::sources::mcp::TranscriptWriter::open(
+                    &self.shared.home,
+                    &key,
+                    cwd.as_deref(),
+                ) {
+                    Ok(w) => {
+                        let w = Arc::new(w);
+                        map.insert(key, w.clone());
+                        w
+                    }
+                    Err(e) => {
+                        tracing::warn!("MCP transcript not written: {e}");
+                        return;
+                    }
+                }
+            }
+        };
+        if let Err(e) = writer.record_call(tool, args, &text, is_error) {
+            tracing::warn!("MCP transcript not written: {e}");
         }
     }
 
@@ -262,9 +338,20 @@ impl ServerHandler for CodexFree {
             .get("openai/session")
             .and_then(|v| v.as_str())
             .map(str::to_owned);
-        context.extensions.insert(ConversationId(session));
+        let conversation = ConversationId(session);
+        context.extensions.insert(conversation.clone());
+        let tool = request.name.to_string();
+        let args = request
+            .arguments
+            .as_ref()
+            .map(|a| serde_json::Value::Object(a.clone()).to_string())
+            .unwrap_or_default();
         let tcc = ToolCallContext::new(self, request, context);
-        self.tool_router.call(tcc).await
+        let out = self.tool_router.call(tcc).await;
+        if let Ok(r) = &out {
+            self.record(&conversation, &tool, &args, r);
+        }
+        out
     }
 
     async fn list_tools(
