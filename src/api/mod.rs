@@ -529,7 +529,8 @@ mod tests {
             )
             .unwrap();
         assert!(!r.saved);
-        let keys: Vec<_> = r.errors.iter().map(|e| e.key.as_str()).collect();
+        let mut keys: Vec<_> = r.errors.iter().map(|e| e.key.as_str()).collect();
+        keys.sort();
         assert_eq!(keys, vec!["exec.bogus", "output.maxFileLines"]);
         assert_eq!(
             std::fs::read_to_string(d.path().join(CONFIG_FILE)).unwrap(),
