@@ -21,7 +21,10 @@ use codex_free::mcp::{self, CodexFree, ServerOptions};
 use codex_free::secrets::{MemoryStore, SecretStore, keyring};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
 }
 
 /// The server this process runs: up while the process lives. The URL is known only after
@@ -30,13 +33,24 @@ struct Here(Arc<OnceLock<String>>);
 
 impl ServerControl for Here {
     fn status(&self) -> ServerStatus {
-        ServerStatus { state: ServerState::Running, url: self.0.get().cloned(), clients: 0, error: None }
+        ServerStatus {
+            state: ServerState::Running,
+            url: self.0.get().cloned(),
+            clients: 0,
+            error: None,
+        }
     }
     fn start(&self) -> codex_free::Result<ActionResult> {
-        Ok(ActionResult { ok: true, message: "already running".into() })
+        Ok(ActionResult {
+            ok: true,
+            message: "already running".into(),
+        })
     }
     fn stop(&self) -> codex_free::Result<ActionResult> {
-        Ok(ActionResult { ok: false, message: "the headless server stops with Ctrl-C".into() })
+        Ok(ActionResult {
+            ok: false,
+            message: "the headless server stops with Ctrl-C".into(),
+        })
     }
 }
 
@@ -50,15 +64,33 @@ async fn main() -> anyhow::Result<()> {
     let home = codex_free::home::state_home()?;
     std::fs::create_dir_all(&home)?;
     let project = arg(&args, "--project").context("give --project DIR")?;
-    let port: u16 = arg(&args, "--port").map(|p| p.parse()).transpose()?.unwrap_or(0);
-    let (store, status): (Arc<dyn SecretStore>, KeyringStatus) = if args.iter().any(|a| a == "--memory-keys") {
-        let s = Arc::new(MemoryStore::default());
-        let label = s.label();
-        (s, KeyringStatus { backend: label, fallback: false, error: None })
-    } else {
-        let o = keyring::open();
-        (o.store, KeyringStatus { backend: o.label, fallback: o.fallback, error: o.error })
-    };
+    let port: u16 = arg(&args, "--port")
+        .map(|p| p.parse())
+        .transpose()?
+        .unwrap_or(0);
+    let (store, status): (Arc<dyn SecretStore>, KeyringStatus) =
+        if args.iter().any(|a| a == "--memory-keys") {
+            let s = Arc::new(MemoryStore::default());
+            let label = s.label();
+            (
+                s,
+                KeyringStatus {
+                    backend: label,
+                    fallback: false,
+                    error: None,
+                },
+            )
+        } else {
+            let o = keyring::open();
+            (
+                o.store,
+                KeyringStatus {
+                    backend: o.label,
+                    fallback: o.fallback,
+                    error: o.error,
+                },
+            )
+        };
     let server = CodexFree::new(ServerOptions::single(project.as_ref(), &home, None)?)?;
     let token = mcp::auth::load_or_create_token(&home)?;
     let url = Arc::new(OnceLock::<String>::new());
@@ -67,7 +99,9 @@ async fn main() -> anyhow::Result<()> {
         let rows = usage::demo_records(chrono::Utc::now().timestamp_millis(), days.parse()?);
         svc = svc.with_usage(Arc::new(usage::MemoryUsage::new(rows)));
     }
-    let opts = mcp::http::HttpOptions { extra: Some(http::router(Arc::new(svc))) };
+    let opts = mcp::http::HttpOptions {
+        extra: Some(http::router(Arc::new(svc))),
+    };
     let running = mcp::http::start(server, "127.0.0.1", port, token.clone(), opts).await?;
     let base = format!("http://{}", running.addr);
     let _ = url.set(format!("{base}/mcp"));

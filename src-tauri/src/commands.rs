@@ -25,7 +25,11 @@ async fn run<T: Send + 'static>(
     let service = core.service.clone();
     match tauri::async_runtime::spawn_blocking(move || f(&service)).await {
         Ok(r) => r.map_err(|e| codex_free::api::api_error(&e)),
-        Err(e) => Err(ApiError { code: "internal".into(), message: format!("command failed: {e}"), fields: Vec::new() }),
+        Err(e) => Err(ApiError {
+            code: "internal".into(),
+            message: format!("command failed: {e}"),
+            fields: Vec::new(),
+        }),
     }
 }
 
@@ -38,11 +42,17 @@ pub async fn get_config(core: State<'_, Arc<Core>>) -> Result<ConfigView, ApiErr
     run(core, |s| s.get_config()).await
 }
 #[tauri::command]
-pub async fn validate_config(core: State<'_, Arc<Core>>, patch: Value) -> Result<ConfigSaveResult, ApiError> {
+pub async fn validate_config(
+    core: State<'_, Arc<Core>>,
+    patch: Value,
+) -> Result<ConfigSaveResult, ApiError> {
     run(core, move |s| Ok(s.validate_config(&patch))).await
 }
 #[tauri::command]
-pub async fn save_config(core: State<'_, Arc<Core>>, patch: Value) -> Result<ConfigSaveResult, ApiError> {
+pub async fn save_config(
+    core: State<'_, Arc<Core>>,
+    patch: Value,
+) -> Result<ConfigSaveResult, ApiError> {
     run(core, move |s| s.save_config(&patch)).await
 }
 #[tauri::command]
@@ -50,15 +60,25 @@ pub async fn models(core: State<'_, Arc<Core>>) -> Result<ModelsView, ApiError> 
     run(core, |s| s.models()).await
 }
 #[tauri::command]
-pub async fn set_key(core: State<'_, Arc<Core>>, provider: String, key: String) -> Result<KeyStatus, ApiError> {
+pub async fn set_key(
+    core: State<'_, Arc<Core>>,
+    provider: String,
+    key: String,
+) -> Result<KeyStatus, ApiError> {
     run(core, move |s| s.set_key(&provider, &key)).await
 }
 #[tauri::command]
-pub async fn delete_key(core: State<'_, Arc<Core>>, provider: String) -> Result<KeyStatus, ApiError> {
+pub async fn delete_key(
+    core: State<'_, Arc<Core>>,
+    provider: String,
+) -> Result<KeyStatus, ApiError> {
     run(core, move |s| s.delete_key(&provider)).await
 }
 #[tauri::command]
-pub async fn test_connection(core: State<'_, Arc<Core>>, provider: String) -> Result<ConnectionTest, ApiError> {
+pub async fn test_connection(
+    core: State<'_, Arc<Core>>,
+    provider: String,
+) -> Result<ConnectionTest, ApiError> {
     run(core, move |s| s.test_connection(&provider)).await
 }
 #[tauri::command]

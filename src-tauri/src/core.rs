@@ -35,7 +35,11 @@ pub struct Core {
 }
 
 fn usd(x: f64) -> String {
-    if x > 0.0 && x < 0.01 { format!("${x:.4}") } else { format!("${x:.2}") }
+    if x > 0.0 && x < 0.01 {
+        format!("${x:.4}")
+    } else {
+        format!("${x:.2}")
+    }
 }
 
 impl Core {
@@ -56,13 +60,24 @@ impl Core {
 
     /// Label of the start/stop item.
     pub fn toggle_label(&self) -> &'static str {
-        if self.server.addr().is_some() { "Stop server" } else { "Start server" }
+        if self.server.addr().is_some() {
+            "Stop server"
+        } else {
+            "Start server"
+        }
     }
 
     /// Start the server when stopped, stop it when running.
     pub fn toggle_server(&self) -> ActionResult {
-        let r = if self.server.addr().is_some() { self.server.stop() } else { self.server.start() };
-        r.unwrap_or_else(|e| ActionResult { ok: false, message: e.to_string() })
+        let r = if self.server.addr().is_some() {
+            self.server.stop()
+        } else {
+            self.server.start()
+        };
+        r.unwrap_or_else(|e| ActionResult {
+            ok: false,
+            message: e.to_string(),
+        })
     }
 
     /// The MCP URL to copy (no token in it), when running.
@@ -72,7 +87,9 @@ impl Core {
 
     /// The bearer token to copy.
     pub fn token(&self) -> codex_free::Result<String> {
-        Ok(codex_free::mcp::auth::load_or_create_token(&self.home)?.expose().to_string())
+        Ok(codex_free::mcp::auth::load_or_create_token(&self.home)?
+            .expose()
+            .to_string())
     }
 
     /// The UI address with the token, for opening in a browser.
@@ -83,30 +100,52 @@ impl Core {
 
     /// Run the pipeline now.
     pub fn run_pipeline(&self) -> ActionResult {
-        self.service.pipeline_run_now().unwrap_or_else(|e| ActionResult { ok: false, message: e.to_string() })
+        self.service
+            .pipeline_run_now()
+            .unwrap_or_else(|e| ActionResult {
+                ok: false,
+                message: e.to_string(),
+            })
     }
 
     /// Whether the pipeline is paused.
     pub fn pipeline_paused(&self) -> bool {
-        self.service.status().map(|s| s.pipeline.state == PipelineState::Paused).unwrap_or(false)
+        self.service
+            .status()
+            .map(|s| s.pipeline.state == PipelineState::Paused)
+            .unwrap_or(false)
     }
 
     /// Label of the pause/resume item.
     pub fn pause_label(&self) -> &'static str {
-        if self.pipeline_paused() { "Resume pipeline" } else { "Pause pipeline" }
+        if self.pipeline_paused() {
+            "Resume pipeline"
+        } else {
+            "Pause pipeline"
+        }
     }
 
     /// Pause when running, resume when paused.
     pub fn toggle_pipeline(&self) -> ActionResult {
         let paused = self.pipeline_paused();
-        self.service.pipeline_pause(!paused).unwrap_or_else(|e| ActionResult { ok: false, message: e.to_string() })
+        self.service
+            .pipeline_pause(!paused)
+            .unwrap_or_else(|e| ActionResult {
+                ok: false,
+                message: e.to_string(),
+            })
     }
 
     /// Spend line, e.g. `Spend this month: $1.20 of $5.00`.
     pub fn spend_line(&self) -> String {
         match self.service.spend() {
             Ok(s) => match s.cap_usd {
-                Some(c) => format!("Spend this month: {} of {}{}", usd(s.month_usd), usd(c), if s.cap_reached { " (cap reached)" } else { "" }),
+                Some(c) => format!(
+                    "Spend this month: {} of {}{}",
+                    usd(s.month_usd),
+                    usd(c),
+                    if s.cap_reached { " (cap reached)" } else { "" }
+                ),
                 None => format!("Spend this month: {}", usd(s.month_usd)),
             },
             Err(e) => format!("Spend: unavailable ({})", e.code()),
@@ -144,10 +183,18 @@ pub fn notifications(prev: Option<&Status>, now: &Status) -> Vec<(String, String
         ));
     }
     let last_seen = prev.and_then(|p| p.recent_errors.iter().map(|e| e.time_ms).max());
-    if let Some(prev_max) = last_seen.or(prev.map(|_| i64::MIN)) {
-        if let Some(e) = now.recent_errors.iter().filter(|e| e.time_ms > prev_max).max_by_key(|e| e.time_ms) {
-            out.push((format!("Codex Free: {} failed", e.source), e.message.clone()));
-        }
+    // Only errors newer than the previous look; nothing on the first look.
+    if let Some(prev_max) = last_seen.or(prev.map(|_| i64::MIN))
+        && let Some(e) = now
+            .recent_errors
+            .iter()
+            .filter(|e| e.time_ms > prev_max)
+            .max_by_key(|e| e.time_ms)
+    {
+        out.push((
+            format!("Codex Free: {} failed", e.source),
+            e.message.clone(),
+        ));
     }
     out
 }
@@ -164,13 +211,37 @@ mod tests {
         let (home, project) = (d.path().join("state"), d.path().join("project"));
         std::fs::create_dir_all(&project).unwrap();
         std::fs::create_dir_all(&home).unwrap();
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
         let opts = ServerOptions::single(&project, &home, None).unwrap();
-        let server = Arc::new(EmbeddedServer::new(opts, "127.0.0.1".into(), port, rt.handle().clone()));
-        let ks = KeyringStatus { backend: "in-memory (tests)".into(), fallback: false, error: None };
-        let service = Arc::new(ApiService::new(&home, Arc::new(MemoryStore::default()), ks).with_server(server.clone()));
+        let server = Arc::new(EmbeddedServer::new(
+            opts,
+            "127.0.0.1".into(),
+            port,
+            rt.handle().clone(),
+        ));
+        let ks = KeyringStatus {
+            backend: "in-memory (tests)".into(),
+            fallback: false,
+            error: None,
+        };
+        let service = Arc::new(
+            ApiService::new(&home, Arc::new(MemoryStore::default()), ks)
+                .with_server(server.clone()),
+        );
         server.attach(service.clone());
-        (d, rt, Core { service, server, home })
+        (
+            d,
+            rt,
+            Core {
+                service,
+                server,
+                home,
+            },
+        )
     }
 
     #[test]
@@ -186,15 +257,28 @@ mod tests {
         let url = c.mcp_url().unwrap();
         assert!(c.server_line().contains(&url), "{}", c.server_line());
         let health = url.replace("/mcp", "/health");
-        let body = rt.block_on(async { reqwest::get(&health).await.unwrap().text().await.unwrap() });
+        let body =
+            rt.block_on(async { reqwest::get(&health).await.unwrap().text().await.unwrap() });
         assert!(body.contains("\"ok\""), "{body}");
         // the copied token opens /api; without it the API refuses
         let token = c.token().unwrap();
-        assert_eq!(token, std::fs::read_to_string(c.home.join("server-token")).unwrap().trim());
+        assert_eq!(
+            token,
+            std::fs::read_to_string(c.home.join("server-token"))
+                .unwrap()
+                .trim()
+        );
         let api = url.replace("/mcp", "/api/status");
         let (with, without) = rt.block_on(async {
             let cl = reqwest::Client::new();
-            let a = cl.get(&api).bearer_auth(&token).send().await.unwrap().status().as_u16();
+            let a = cl
+                .get(&api)
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16();
             let b = cl.get(&api).send().await.unwrap().status().as_u16();
             (a, b)
         });
@@ -207,7 +291,10 @@ mod tests {
         assert!(c.toggle_pipeline().ok);
         assert_eq!(c.pause_label(), "Pause pipeline");
         assert_eq!(c.spend_line(), "Spend this month: $0.00");
-        assert!(!c.run_pipeline().ok, "no pipeline in this build must not claim a run");
+        assert!(
+            !c.run_pipeline().ok,
+            "no pipeline in this build must not claim a run"
+        );
         // stop closes the port
         assert!(c.toggle_server().ok);
         assert_eq!(c.icon_state(), IconState::Stopped);
@@ -224,21 +311,41 @@ mod tests {
         assert_eq!(c.icon_state(), IconState::Error);
         assert!(c.server_line().contains("failed"));
         let st = c.status().unwrap();
-        assert!(st.recent_errors.iter().any(|e| e.source == "server"), "{:?}", st.recent_errors);
+        assert!(
+            st.recent_errors.iter().any(|e| e.source == "server"),
+            "{:?}",
+            st.recent_errors
+        );
     }
 
     fn status(cap_reached: bool, errors: &[(i64, &str)]) -> Status {
         let (_d, _rt, c) = core(0);
         let mut s = c.status().unwrap();
-        s.spend = Spend { today_usd: 1.0, month_usd: 5.0, cap_usd: Some(5.0), cap_reached, unpriced_requests: 0 };
-        s.recent_errors = errors.iter().map(|(t, m)| RecentError { time_ms: *t, source: "phase1".into(), message: m.to_string() }).collect();
+        s.spend = Spend {
+            today_usd: 1.0,
+            month_usd: 5.0,
+            cap_usd: Some(5.0),
+            cap_reached,
+            unpriced_requests: 0,
+        };
+        s.recent_errors = errors
+            .iter()
+            .map(|(t, m)| RecentError {
+                time_ms: *t,
+                source: "phase1".into(),
+                message: m.to_string(),
+            })
+            .collect();
         s
     }
 
     #[test]
     fn notifications_fire_once_per_event() {
         let a = status(false, &[(10, "old")]);
-        assert!(notifications(None, &a).is_empty(), "nothing on the first look");
+        assert!(
+            notifications(None, &a).is_empty(),
+            "nothing on the first look"
+        );
         let b = status(true, &[(10, "old"), (20, "HTTP 500")]);
         let n = notifications(Some(&a), &b);
         assert_eq!(n.len(), 2, "{n:?}");

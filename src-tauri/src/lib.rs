@@ -30,7 +30,11 @@ use crate::server::EmbeddedServer;
 
 /// Command-line options of the app.
 #[derive(Debug, Clone, Default, clap::Parser)]
-#[command(name = "codex-free-app", version, about = "Codex Free tray app (MCP server, memory pipeline, web UI)")]
+#[command(
+    name = "codex-free-app",
+    version,
+    about = "Codex Free tray app (MCP server, memory pipeline, web UI)"
+)]
 pub struct Options {
     /// Serve one project (single-project mode).
     #[arg(long, value_name = "DIR", conflicts_with = "access_root")]
@@ -53,7 +57,9 @@ then open the printed address in a browser.";
 
 /// True when a display server is reachable by name (X11 or Wayland).
 pub fn has_display() -> bool {
-    ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+    ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
 }
 
 /// Build the core state: config, keyring, API service, embedded server (not started).
@@ -64,7 +70,8 @@ pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<
         (Some(p), _) => ServerOptions::single(p, &home, None)?,
         (None, Some(a)) => ServerOptions::multi(a, &home, None)?,
         (None, None) => {
-            let h = std::env::home_dir().context("no home directory: pass --project or --access-root")?;
+            let h = std::env::home_dir()
+                .context("no home directory: pass --project or --access-root")?;
             ServerOptions::multi(&h, &home, None)?
         }
     };
@@ -72,15 +79,28 @@ pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<
         .map(|l| (l.config, l.warnings))
         .unwrap_or_default();
     let port = opts.port.unwrap_or(config.server.port);
-    let server = Arc::new(EmbeddedServer::new(server_opts, config.server.host.clone(), port, rt));
+    let server = Arc::new(EmbeddedServer::new(
+        server_opts,
+        config.server.host.clone(),
+        port,
+        rt,
+    ));
     let keys = keyring::open();
     if let Some(e) = &keys.error {
         tracing::warn!("key storage: {e}");
     }
-    let status = KeyringStatus { backend: keys.label, fallback: keys.fallback, error: keys.error };
+    let status = KeyringStatus {
+        backend: keys.label,
+        fallback: keys.fallback,
+        error: keys.error,
+    };
     let service = Arc::new(ApiService::new(&home, keys.store, status).with_server(server.clone()));
     server.attach(service.clone());
-    Ok(Arc::new(Core { service, server, home }))
+    Ok(Arc::new(Core {
+        service,
+        server,
+        home,
+    }))
 }
 
 /// Create the main window showing the embedded UI.
@@ -109,10 +129,15 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
     tracing::info!("{}", started.message);
     let show = !opts.minimized;
     let app = tauri::Builder::default()
-        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| tray::open_window(app)))
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            tray::open_window(app)
+        }))
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_clipboard_manager::init())
-        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec!["--minimized"])))
+        .plugin(tauri_plugin_autostart::init(
+            tauri_plugin_autostart::MacosLauncher::LaunchAgent,
+            Some(vec!["--minimized"]),
+        ))
         .manage(core.clone())
         .invoke_handler(tauri::generate_handler![
             commands::status,
@@ -156,7 +181,10 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
     let handle = app.handle().clone();
     rt.spawn(async move {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
             return;
         };
         tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }

@@ -13,7 +13,10 @@ fn main() -> anyhow::Result<()> {
     }
     let filter = tracing_subscriber::EnvFilter::try_from_env("CODEX_FREE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let code = codex_free_app::run(codex_free_app::Options::parse())?;
     std::process::exit(code)
 }

@@ -51,7 +51,11 @@ impl EmbeddedServer {
 
     /// The bound address while running.
     pub fn addr(&self) -> Option<SocketAddr> {
-        self.running.lock().expect("poisoned").as_ref().map(|r| r.addr)
+        self.running
+            .lock()
+            .expect("poisoned")
+            .as_ref()
+            .map(|r| r.addr)
     }
 
     fn do_start(&self) -> codex_free::Result<SocketAddr> {
@@ -61,10 +65,15 @@ impl EmbeddedServer {
         }
         let server = CodexFree::new(self.opts.clone())?;
         let token = mcp::auth::load_or_create_token(&self.opts.home)?;
-        let extra = self.service.get().map(|s| codex_free::api::http::router(s.clone()));
+        let extra = self
+            .service
+            .get()
+            .map(|s| codex_free::api::http::router(s.clone()));
         let opts = mcp::http::HttpOptions { extra };
         let (host, port) = (self.host.clone(), self.port);
-        let inner = self.rt.block_on(mcp::http::start(server, &host, port, token, opts))?;
+        let inner = self
+            .rt
+            .block_on(mcp::http::start(server, &host, port, token, opts))?;
         let addr = inner.addr;
         *guard = Some(Running { addr, inner });
         Ok(addr)
@@ -72,7 +81,10 @@ impl EmbeddedServer {
 
     /// Start now (at launch), logging and recording a failure instead of returning it.
     pub fn start_now(&self) -> ActionResult {
-        self.start().unwrap_or_else(|e| ActionResult { ok: false, message: e.to_string() })
+        self.start().unwrap_or_else(|e| ActionResult {
+            ok: false,
+            message: e.to_string(),
+        })
     }
 
     /// Stop and wait for the listener to close (idempotent).
@@ -90,9 +102,18 @@ impl ServerControl for EmbeddedServer {
     fn status(&self) -> ServerStatus {
         let error = self.error.lock().expect("poisoned").clone();
         match self.addr() {
-            Some(a) => ServerStatus { state: ServerState::Running, url: Some(format!("http://{a}/mcp")), clients: 0, error: None },
+            Some(a) => ServerStatus {
+                state: ServerState::Running,
+                url: Some(format!("http://{a}/mcp")),
+                clients: 0,
+                error: None,
+            },
             None => ServerStatus {
-                state: if error.is_some() { ServerState::Error } else { ServerState::Stopped },
+                state: if error.is_some() {
+                    ServerState::Error
+                } else {
+                    ServerState::Stopped
+                },
                 url: None,
                 clients: 0,
                 error,
@@ -104,16 +125,25 @@ impl ServerControl for EmbeddedServer {
         match self.do_start() {
             Ok(a) => {
                 *self.error.lock().expect("poisoned") = None;
-                Ok(ActionResult { ok: true, message: format!("MCP server listening on http://{a}/mcp") })
+                Ok(ActionResult {
+                    ok: true,
+                    message: format!("MCP server listening on http://{a}/mcp"),
+                })
             }
             Err(e) => {
-                let msg = format!("could not start the MCP server on {}:{}: {e}", self.host, self.port);
+                let msg = format!(
+                    "could not start the MCP server on {}:{}: {e}",
+                    self.host, self.port
+                );
                 tracing::error!("{msg}");
                 if let Some(s) = self.service.get() {
                     s.record_error("server", msg.clone());
                 }
                 *self.error.lock().expect("poisoned") = Some(msg.clone());
-                Ok(ActionResult { ok: false, message: msg })
+                Ok(ActionResult {
+                    ok: false,
+                    message: msg,
+                })
             }
         }
     }
@@ -122,6 +152,14 @@ impl ServerControl for EmbeddedServer {
         let was = self.addr().is_some();
         self.shutdown();
         *self.error.lock().expect("poisoned") = None;
-        Ok(ActionResult { ok: true, message: if was { "MCP server stopped" } else { "MCP server was not running" }.into() })
+        Ok(ActionResult {
+            ok: true,
+            message: if was {
+                "MCP server stopped"
+            } else {
+                "MCP server was not running"
+            }
+            .into(),
+        })
     }
 }

@@ -127,15 +127,36 @@ fn notify(app: &AppHandle, title: &str, body: &str) {
 /// Build the tray. With no tray host (e.g. under Xvfb) this still succeeds.
 pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
     let core = app.state::<Arc<Core>>().inner().clone();
-    let server_line = MenuItem::with_id(app, "server_line", core.server_line(), false, None::<&str>)?;
-    let toggle_server = MenuItem::with_id(app, "toggle_server", core.toggle_label(), true, None::<&str>)?;
+    let server_line =
+        MenuItem::with_id(app, "server_line", core.server_line(), false, None::<&str>)?;
+    let toggle_server = MenuItem::with_id(
+        app,
+        "toggle_server",
+        core.toggle_label(),
+        true,
+        None::<&str>,
+    )?;
     let copy_url = MenuItem::with_id(app, "copy_url", "Copy MCP URL", true, None::<&str>)?;
     let copy_token = MenuItem::with_id(app, "copy_token", "Copy token", true, None::<&str>)?;
-    let run_pipeline = MenuItem::with_id(app, "run_pipeline", "Run pipeline now", true, None::<&str>)?;
-    let toggle_pipeline = MenuItem::with_id(app, "toggle_pipeline", core.pause_label(), true, None::<&str>)?;
+    let run_pipeline =
+        MenuItem::with_id(app, "run_pipeline", "Run pipeline now", true, None::<&str>)?;
+    let toggle_pipeline = MenuItem::with_id(
+        app,
+        "toggle_pipeline",
+        core.pause_label(),
+        true,
+        None::<&str>,
+    )?;
     let spend_line = MenuItem::with_id(app, "spend_line", core.spend_line(), false, None::<&str>)?;
     let autostart_on = app.autolaunch().is_enabled().unwrap_or(false);
-    let autostart = CheckMenuItem::with_id(app, "autostart", "Launch at login", true, autostart_on, None::<&str>)?;
+    let autostart = CheckMenuItem::with_id(
+        app,
+        "autostart",
+        "Launch at login",
+        true,
+        autostart_on,
+        None::<&str>,
+    )?;
     let open = MenuItem::with_id(app, "open", "Open Codex Free", true, None::<&str>)?;
     let quit_item = MenuItem::with_id(app, "quit", "Quit", true, None::<&str>)?;
     let menu = Menu::with_items(
@@ -162,18 +183,29 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
         .show_menu_on_left_click(true)
         .on_menu_event(|app, ev| on_menu(app, ev.id().as_ref()))
         .build(app)?;
-    Ok(TrayHandles { tray, server_line, toggle_server, toggle_pipeline, spend_line, autostart })
+    Ok(TrayHandles {
+        tray,
+        server_line,
+        toggle_server,
+        toggle_pipeline,
+        spend_line,
+        autostart,
+    })
 }
 
 /// Update texts, labels and icon from the current state.
 pub fn refresh(app: &AppHandle) {
     let core = app.state::<Arc<Core>>().inner().clone();
-    let Some(h) = app.try_state::<TrayHandles>() else { return };
+    let Some(h) = app.try_state::<TrayHandles>() else {
+        return;
+    };
     let _ = h.server_line.set_text(core.server_line());
     let _ = h.toggle_server.set_text(core.toggle_label());
     let _ = h.toggle_pipeline.set_text(core.pause_label());
     let _ = h.spend_line.set_text(core.spend_line());
-    let _ = h.autostart.set_checked(app.autolaunch().is_enabled().unwrap_or(false));
+    let _ = h
+        .autostart
+        .set_checked(app.autolaunch().is_enabled().unwrap_or(false));
     if let Ok(img) = Image::from_bytes(icon_bytes(core.icon_state())) {
         let _ = h.tray.set_icon(Some(img));
     }

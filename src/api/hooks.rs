@@ -10,7 +10,8 @@ use std::sync::Mutex;
 
 use crate::Result;
 use crate::api::dto::{
-    ActionResult, ConnectionTest, ModelInfo, PipelineState, PipelineStatus, ServerState, ServerStatus,
+    ActionResult, ConnectionTest, ModelInfo, PipelineState, PipelineStatus, ServerState,
+    ServerStatus,
 };
 use crate::secrets::Secret;
 
@@ -64,10 +65,18 @@ pub struct NoServer;
 
 impl ServerControl for NoServer {
     fn status(&self) -> ServerStatus {
-        ServerStatus { state: ServerState::Unknown, url: None, clients: 0, error: None }
+        ServerStatus {
+            state: ServerState::Unknown,
+            url: None,
+            clients: 0,
+            error: None,
+        }
     }
     fn start(&self) -> Result<ActionResult> {
-        Ok(ActionResult { ok: false, message: "this process does not host the MCP server".into() })
+        Ok(ActionResult {
+            ok: false,
+            message: "this process does not host the MCP server".into(),
+        })
     }
     fn stop(&self) -> Result<ActionResult> {
         self.start()
@@ -85,7 +94,11 @@ impl PipelineControl for NoPipeline {
     fn status(&self) -> PipelineStatus {
         let paused = *self.paused.lock().expect("poisoned");
         PipelineStatus {
-            state: if paused { PipelineState::Paused } else { PipelineState::Unavailable },
+            state: if paused {
+                PipelineState::Paused
+            } else {
+                PipelineState::Unavailable
+            },
             next_run_ms: None,
             last_run_ms: None,
             message: if paused {
@@ -96,11 +109,17 @@ impl PipelineControl for NoPipeline {
         }
     }
     fn run_now(&self) -> Result<ActionResult> {
-        Ok(ActionResult { ok: false, message: "the memory pipeline is not running in this process".into() })
+        Ok(ActionResult {
+            ok: false,
+            message: "the memory pipeline is not running in this process".into(),
+        })
     }
     fn set_paused(&self, paused: bool) -> Result<ActionResult> {
         *self.paused.lock().expect("poisoned") = paused;
-        Ok(ActionResult { ok: true, message: if paused { "paused" } else { "resumed" }.into() })
+        Ok(ActionResult {
+            ok: true,
+            message: if paused { "paused" } else { "resumed" }.into(),
+        })
     }
 }
 
@@ -118,11 +137,31 @@ pub fn builtin_providers() -> Vec<Provider> {
     };
     vec![
         p("openai", "OpenAI", "https://api.openai.com/v1", true),
-        p("anthropic", "Anthropic", "https://api.anthropic.com/v1", true),
-        p("openrouter", "OpenRouter", "https://openrouter.ai/api/v1", true),
+        p(
+            "anthropic",
+            "Anthropic",
+            "https://api.anthropic.com/v1",
+            true,
+        ),
+        p(
+            "openrouter",
+            "OpenRouter",
+            "https://openrouter.ai/api/v1",
+            true,
+        ),
         p("deepseek", "DeepSeek", "https://api.deepseek.com/v1", true),
-        p("ollama", "Ollama (local)", "http://127.0.0.1:11434/v1", false),
-        p("lmstudio", "LM Studio (local)", "http://127.0.0.1:1234/v1", false),
+        p(
+            "ollama",
+            "Ollama (local)",
+            "http://127.0.0.1:11434/v1",
+            false,
+        ),
+        p(
+            "lmstudio",
+            "LM Studio (local)",
+            "http://127.0.0.1:1234/v1",
+            false,
+        ),
     ]
 }
 

@@ -66,69 +66,136 @@ impl From<Error> for Fail {
     }
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> crate::Result<T> + Send + 'static) -> Result<T, Fail> {
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> crate::Result<T> + Send + 'static,
+) -> Result<T, Fail> {
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r.map_err(Fail::from),
         Err(e) => Err(Fail(
             StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError { code: "internal".into(), message: format!("handler failed: {e}"), fields: Vec::new() },
+            ApiError {
+                code: "internal".into(),
+                message: format!("handler failed: {e}"),
+                fields: Vec::new(),
+            },
         )),
     }
 }
 
-async fn json<T: Serialize + Send + 'static>(f: impl FnOnce() -> crate::Result<T> + Send + 'static) -> Result<Json<T>, Fail> {
+async fn json<T: Serialize + Send + 'static>(
+    f: impl FnOnce() -> crate::Result<T> + Send + 'static,
+) -> Result<Json<T>, Fail> {
     blocking(f).await.map(Json)
 }
 
 /// The JSON API routes (mount behind the server's auth).
 pub fn api_router(service: Svc) -> Router {
     Router::new()
-        .route("/api/status", get(|State(s): State<Svc>| json(move || s.status())))
+        .route(
+            "/api/status",
+            get(|State(s): State<Svc>| json(move || s.status())),
+        )
         .route(
             "/api/config",
-            get(|State(s): State<Svc>| json(move || s.get_config())).put(|State(s): State<Svc>, Json(patch): Json<Value>| async move {
-                let r = blocking(move || s.save_config(&patch)).await?;
-                let code = if r.saved { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
-                Ok::<_, Fail>((code, Json(r)))
-            }),
+            get(|State(s): State<Svc>| json(move || s.get_config())).put(
+                |State(s): State<Svc>, Json(patch): Json<Value>| async move {
+                    let r = blocking(move || s.save_config(&patch)).await?;
+                    let code = if r.saved {
+                        StatusCode::OK
+                    } else {
+                        StatusCode::UNPROCESSABLE_ENTITY
+                    };
+                    Ok::<_, Fail>((code, Json(r)))
+                },
+            ),
         )
         .route(
             "/api/config/validate",
-            post(|State(s): State<Svc>, Json(patch): Json<Value>| json(move || Ok(s.validate_config(&patch)))),
-        )
-        .route("/api/models", get(|State(s): State<Svc>| json(move || s.models())))
-        .route(
-            "/api/keys/{provider}",
-            put(|State(s): State<Svc>, Path(p): Path<String>, Json(body): Json<SetKeyRequest>| json(move || s.set_key(&p, &body.key)))
-                .delete(|State(s): State<Svc>, Path(p): Path<String>| json(move || s.delete_key(&p))),
-        )
-        .route("/api/keys/{provider}/test", post(|State(s): State<Svc>, Path(p): Path<String>| json(move || s.test_connection(&p))))
-        .route("/api/runs", get(|State(s): State<Svc>, Query(f): Query<RunFilter>| json(move || s.runs(&f))))
-        .route(
-            "/api/runs.csv",
-            get(|State(s): State<Svc>, Query(f): Query<RunFilter>| async move {
-                let text = blocking(move || s.runs_csv(&f)).await?;
-                Ok::<_, Fail>((
-                    [
-                        (header::CONTENT_TYPE, HeaderValue::from_static("text/csv; charset=utf-8")),
-                        (header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"codex-free-usage.csv\"")),
-                    ],
-                    text,
-                ))
+            post(|State(s): State<Svc>, Json(patch): Json<Value>| {
+                json(move || Ok(s.validate_config(&patch)))
             }),
         )
-        .route("/api/memory", get(|State(s): State<Svc>| json(move || s.memory())))
-        .route("/api/pipeline/run", post(|State(s): State<Svc>| json(move || s.pipeline_run_now())))
-        .route("/api/pipeline/pause", post(|State(s): State<Svc>| json(move || s.pipeline_pause(true))))
-        .route("/api/pipeline/resume", post(|State(s): State<Svc>| json(move || s.pipeline_pause(false))))
-        .route("/api/server/start", post(|State(s): State<Svc>| json(move || s.server_start())))
-        .route("/api/server/stop", post(|State(s): State<Svc>| json(move || s.server_stop())))
-        .route("/api/{*rest}", axum::routing::any(|Path(rest): Path<String>| async move {
-            Fail(
-                StatusCode::NOT_FOUND,
-                ApiError { code: "not_found".into(), message: format!("no API route /api/{rest}"), fields: Vec::new() },
+        .route(
+            "/api/models",
+            get(|State(s): State<Svc>| json(move || s.models())),
+        )
+        .route(
+            "/api/keys/{provider}",
+            put(
+                |State(s): State<Svc>, Path(p): Path<String>, Json(body): Json<SetKeyRequest>| {
+                    json(move || s.set_key(&p, &body.key))
+                },
             )
-        }))
+            .delete(|State(s): State<Svc>, Path(p): Path<String>| json(move || s.delete_key(&p))),
+        )
+        .route(
+            "/api/keys/{provider}/test",
+            post(|State(s): State<Svc>, Path(p): Path<String>| json(move || s.test_connection(&p))),
+        )
+        .route(
+            "/api/runs",
+            get(|State(s): State<Svc>, Query(f): Query<RunFilter>| json(move || s.runs(&f))),
+        )
+        .route(
+            "/api/runs.csv",
+            get(
+                |State(s): State<Svc>, Query(f): Query<RunFilter>| async move {
+                    let text = blocking(move || s.runs_csv(&f)).await?;
+                    Ok::<_, Fail>((
+                        [
+                            (
+                                header::CONTENT_TYPE,
+                                HeaderValue::from_static("text/csv; charset=utf-8"),
+                            ),
+                            (
+                                header::CONTENT_DISPOSITION,
+                                HeaderValue::from_static(
+                                    "attachment; filename=\"codex-free-usage.csv\"",
+                                ),
+                            ),
+                        ],
+                        text,
+                    ))
+                },
+            ),
+        )
+        .route(
+            "/api/memory",
+            get(|State(s): State<Svc>| json(move || s.memory())),
+        )
+        .route(
+            "/api/pipeline/run",
+            post(|State(s): State<Svc>| json(move || s.pipeline_run_now())),
+        )
+        .route(
+            "/api/pipeline/pause",
+            post(|State(s): State<Svc>| json(move || s.pipeline_pause(true))),
+        )
+        .route(
+            "/api/pipeline/resume",
+            post(|State(s): State<Svc>| json(move || s.pipeline_pause(false))),
+        )
+        .route(
+            "/api/server/start",
+            post(|State(s): State<Svc>| json(move || s.server_start())),
+        )
+        .route(
+            "/api/server/stop",
+            post(|State(s): State<Svc>| json(move || s.server_stop())),
+        )
+        .route(
+            "/api/{*rest}",
+            axum::routing::any(|Path(rest): Path<String>| async move {
+                Fail(
+                    StatusCode::NOT_FOUND,
+                    ApiError {
+                        code: "not_found".into(),
+                        message: format!("no API route /api/{rest}"),
+                        fields: Vec::new(),
+                    },
+                )
+            }),
+        )
         .with_state(service)
 }
 
@@ -165,7 +232,11 @@ async fn asset(uri: Uri) -> Response {
         },
     };
     let mime = file.metadata.mimetype().to_string();
-    let cache = if name.starts_with("assets/") { "public, max-age=31536000, immutable" } else { "no-cache" };
+    let cache = if name.starts_with("assets/") {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
     (
         [
             (header::CONTENT_TYPE, mime),
@@ -197,8 +268,14 @@ mod tests {
     async fn serve() -> (tempfile::TempDir, String, Arc<MemoryStore>) {
         let d = tempfile::tempdir().unwrap();
         let store = Arc::new(MemoryStore::default());
-        let ks = KeyringStatus { backend: store.label(), fallback: false, error: None };
-        let usage = Arc::new(crate::api::usage::MemoryUsage::new(crate::api::usage::demo_records(1_780_000_000_000, 5)));
+        let ks = KeyringStatus {
+            backend: store.label(),
+            fallback: false,
+            error: None,
+        };
+        let usage = Arc::new(crate::api::usage::MemoryUsage::new(
+            crate::api::usage::demo_records(1_780_000_000_000, 5),
+        ));
         let svc = Arc::new(ApiService::new(d.path(), store.clone(), ks).with_usage(usage));
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", l.local_addr().unwrap());
@@ -210,32 +287,78 @@ mod tests {
     async fn routes_answer_json_and_errors() {
         let (d, url, store) = serve().await;
         let c = reqwest::Client::new();
-        let st: Value = c.get(format!("{url}/api/status")).send().await.unwrap().json().await.unwrap();
+        let st: Value = c
+            .get(format!("{url}/api/status"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(st["server"]["state"], "unknown");
-        let r = c.put(format!("{url}/api/config")).json(&json!({"output": {"maxFileLines": 0}})).send().await.unwrap();
+        let r = c
+            .put(format!("{url}/api/config"))
+            .json(&json!({"output": {"maxFileLines": 0}}))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 422);
         let body: ConfigSaveResult = r.json().await.unwrap();
         assert_eq!(body.errors[0].key, "output.maxFileLines");
         assert!(!d.path().join("codex.config.json").exists());
-        let r = c.put(format!("{url}/api/config")).json(&json!({"output": {"maxFileLines": 7}})).send().await.unwrap();
+        let r = c
+            .put(format!("{url}/api/config"))
+            .json(&json!({"output": {"maxFileLines": 7}}))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 200);
-        assert!(std::fs::read_to_string(d.path().join("codex.config.json")).unwrap().contains("\"maxFileLines\": 7"));
-        let r = c.put(format!("{url}/api/keys/anthropic")).json(&json!({"key": "sk-ant-0000000000009876"})).send().await.unwrap();
+        assert!(
+            std::fs::read_to_string(d.path().join("codex.config.json"))
+                .unwrap()
+                .contains("\"maxFileLines\": 7")
+        );
+        let r = c
+            .put(format!("{url}/api/keys/anthropic"))
+            .json(&json!({"key": "sk-ant-0000000000009876"}))
+            .send()
+            .await
+            .unwrap();
         let ks: KeyStatus = r.json().await.unwrap();
         assert_eq!(ks.hint.as_deref(), Some("…9876"));
         assert!(store.get("anthropic").unwrap().is_some());
-        let r = c.put(format!("{url}/api/keys/nobody")).json(&json!({"key": "x"})).send().await.unwrap();
+        let r = c
+            .put(format!("{url}/api/keys/nobody"))
+            .json(&json!({"key": "x"}))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 400);
         let e: ApiError = r.json().await.unwrap();
         assert_eq!(e.code, "invalid_argument");
-        let runs: RunsView = c.get(format!("{url}/api/runs?phase=phase1")).send().await.unwrap().json().await.unwrap();
+        let runs: RunsView = c
+            .get(format!("{url}/api/runs?phase=phase1"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(runs.runs.len(), 5);
-        let csv = c.get(format!("{url}/api/runs.csv?phase=phase2")).send().await.unwrap();
+        let csv = c
+            .get(format!("{url}/api/runs.csv?phase=phase2"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
         assert_eq!(csv.text().await.unwrap().lines().count(), 1 + 4);
         let r = c.get(format!("{url}/api/nope")).send().await.unwrap();
         assert_eq!(r.status(), 404);
-        let r = c.post(format!("{url}/api/pipeline/pause")).send().await.unwrap();
+        let r = c
+            .post(format!("{url}/api/pipeline/pause"))
+            .send()
+            .await
+            .unwrap();
         let a: ActionResult = r.json().await.unwrap();
         assert!(a.ok);
     }

@@ -32,7 +32,11 @@ fn mtime_ms(p: &Path) -> Option<i64> {
 fn memory_file(dir: &Path, name: &str, max_lines: u64, max_bytes: u64) -> MemoryFile {
     let path = dir.join(name);
     let (exists, bytes, text) = match std::fs::read(&path) {
-        Ok(b) => (true, b.len() as u64, String::from_utf8_lossy(&b).into_owned()),
+        Ok(b) => (
+            true,
+            b.len() as u64,
+            String::from_utf8_lossy(&b).into_owned(),
+        ),
         Err(_) => (false, 0, String::new()),
     };
     let lines = text.lines().count() as u64;
@@ -46,7 +50,16 @@ fn memory_file(dir: &Path, name: &str, max_lines: u64, max_bytes: u64) -> Memory
     } else {
         text
     };
-    MemoryFile { name: name.into(), exists, lines, bytes, max_lines, max_bytes, content, truncated }
+    MemoryFile {
+        name: name.into(),
+        exists,
+        lines,
+        bytes,
+        max_lines,
+        max_bytes,
+        content,
+        truncated,
+    }
 }
 
 /// Parse one `memory.json` (shape of `src/memory`: `{projectRoot, notes:{k:{value}},
@@ -62,27 +75,52 @@ fn project(slug: &str, path: &Path, max_bytes: u64) -> ProjectMemory {
         updated_ms: mtime_ms(path),
         error: None,
     };
-    let v: Value = match std::fs::read(path).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
+    let v: Value = match std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
         Ok(v) => v,
         Err(e) => {
             pm.error = Some(format!("cannot read {}: {e}", path.display()));
             return pm;
         }
     };
-    pm.root = v.get("projectRoot").and_then(Value::as_str).map(String::from);
+    pm.root = v
+        .get("projectRoot")
+        .and_then(Value::as_str)
+        .map(String::from);
     if let Some(notes) = v.get("notes").and_then(Value::as_object) {
         for (k, n) in notes {
-            let value = n.get("value").and_then(Value::as_str).or_else(|| n.as_str()).unwrap_or_default().to_string();
+            let value = n
+                .get("value")
+                .and_then(Value::as_str)
+                .or_else(|| n.as_str())
+                .unwrap_or_default()
+                .to_string();
             pm.notes_bytes += (k.len() + value.len()) as u64;
-            pm.notes.push(Note { key: k.clone(), value });
+            pm.notes.push(Note {
+                key: k.clone(),
+                value,
+            });
         }
         pm.notes.sort_by(|a, b| a.key.cmp(&b.key));
     }
-    let steps = v.get("plan").and_then(|p| p.get("steps").or(Some(p))).and_then(Value::as_array);
+    let steps = v
+        .get("plan")
+        .and_then(|p| p.get("steps").or(Some(p)))
+        .and_then(Value::as_array);
     for s in steps.into_iter().flatten() {
         pm.plan.push(PlanStep {
-            step: s.get("step").and_then(Value::as_str).unwrap_or_default().into(),
-            status: s.get("status").and_then(Value::as_str).unwrap_or("pending").into(),
+            step: s
+                .get("step")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .into(),
+            status: s
+                .get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("pending")
+                .into(),
         });
     }
     pm
@@ -94,16 +132,34 @@ fn project(slug: &str, path: &Path, max_bytes: u64) -> ProjectMemory {
 pub fn view(home: &Path, config: &Config) -> MemoryView {
     let mem_dir = home.join("memories");
     let files = vec![
-        memory_file(&mem_dir, "MEMORY.md", MEMORY_MD_MAX_LINES, MEMORY_MD_MAX_BYTES),
-        memory_file(&mem_dir, "memory_summary.md", SUMMARY_MAX_LINES, SUMMARY_MAX_BYTES),
+        memory_file(
+            &mem_dir,
+            "MEMORY.md",
+            MEMORY_MD_MAX_LINES,
+            MEMORY_MD_MAX_BYTES,
+        ),
+        memory_file(
+            &mem_dir,
+            "memory_summary.md",
+            SUMMARY_MAX_LINES,
+            SUMMARY_MAX_BYTES,
+        ),
     ];
-    let base = config.memory.dir.clone().unwrap_or_else(|| home.join("projects"));
+    let base = config
+        .memory
+        .dir
+        .clone()
+        .unwrap_or_else(|| home.join("projects"));
     let mut projects = Vec::new();
     if let Ok(rd) = std::fs::read_dir(&base) {
         for e in rd.flatten() {
             let p = e.path().join("memory.json");
             if p.is_file() {
-                projects.push(project(&e.file_name().to_string_lossy(), &p, config.memory.max_bytes as u64));
+                projects.push(project(
+                    &e.file_name().to_string_lossy(),
+                    &p,
+                    config.memory.max_bytes as u64,
+                ));
             }
         }
     }
@@ -113,7 +169,11 @@ pub fn view(home: &Path, config: &Config) -> MemoryView {
         projects.push(project(".", &direct, config.memory.max_bytes as u64));
     }
     projects.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then(a.slug.cmp(&b.slug)));
-    MemoryView { memories_dir: mem_dir.display().to_string(), files, projects }
+    MemoryView {
+        memories_dir: mem_dir.display().to_string(),
+        files,
+        projects,
+    }
 }
 
 #[cfg(test)]
@@ -137,14 +197,27 @@ mod tests {
         std::fs::write(home.join("memories/MEMORY.md"), "a\nb\nc\n").unwrap();
         let v = view(home, &Config::default());
         assert_eq!(v.projects.len(), 2);
-        let p = v.projects.iter().find(|p| p.slug.starts_with("app-")).unwrap();
+        let p = v
+            .projects
+            .iter()
+            .find(|p| p.slug.starts_with("app-"))
+            .unwrap();
         assert_eq!(p.root.as_deref(), Some("/w/app"));
-        assert_eq!(p.notes, vec![Note { key: "db".into(), value: "use sqlite".into() }]);
+        assert_eq!(
+            p.notes,
+            vec![Note {
+                key: "db".into(),
+                value: "use sqlite".into()
+            }]
+        );
         assert_eq!(p.notes_bytes, 2 + 10);
         assert_eq!(p.plan[0].status, "in_progress");
         assert_eq!(p.max_bytes, 16_384);
         assert!(v.projects.iter().any(|p| p.error.is_some()));
-        assert_eq!((v.files[0].lines, v.files[0].bytes, v.files[0].max_lines), (3, 6, 150));
+        assert_eq!(
+            (v.files[0].lines, v.files[0].bytes, v.files[0].max_lines),
+            (3, 6, 150)
+        );
         assert!(!v.files[1].exists);
         assert_eq!(v.files[1].max_bytes, 4096);
     }

@@ -59,7 +59,11 @@ impl ApiService {
     /// `keyring`, see [`crate::secrets::keyring::open`]). Server, pipeline, usage and
     /// catalog start as honest stand-ins ([`NoServer`], [`NoPipeline`], no usage rows,
     /// [`BuiltinCatalog`]); replace them with the `with_*` builders.
-    pub fn new(home: impl Into<PathBuf>, secrets: Arc<dyn SecretStore>, keyring: KeyringStatus) -> Self {
+    pub fn new(
+        home: impl Into<PathBuf>,
+        secrets: Arc<dyn SecretStore>,
+        keyring: KeyringStatus,
+    ) -> Self {
         Self {
             home: home.into(),
             secrets,
@@ -107,7 +111,11 @@ impl ApiService {
     /// contain a secret.
     pub fn record_error(&self, source: &str, message: impl Into<String>) {
         let mut q = self.errors.lock().expect("poisoned");
-        q.push_front(RecentError { time_ms: now_ms(), source: source.into(), message: message.into() });
+        q.push_front(RecentError {
+            time_ms: now_ms(),
+            source: source.into(),
+            message: message.into(),
+        });
         q.truncate(MAX_RECENT_ERRORS);
     }
 
@@ -116,7 +124,12 @@ impl ApiService {
     pub fn current_config(&self) -> (Config, Vec<String>) {
         match Config::load(&self.config_path()) {
             Ok(l) => (l.config, l.warnings),
-            Err(e) => (Config::default(), vec![format!("{e} — showing defaults; saving replaces the file (the old one is kept beside it)")]),
+            Err(e) => (
+                Config::default(),
+                vec![format!(
+                    "{e} — showing defaults; saving replaces the file (the old one is kept beside it)"
+                )],
+            ),
         }
     }
 
@@ -131,11 +144,23 @@ impl ApiService {
             .single()
             .map(|t| t.timestamp_millis())
             .unwrap_or_default();
-        let day_start = now.date_naive().and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp_millis();
+        let day_start = now
+            .date_naive()
+            .and_hms_opt(0, 0, 0)
+            .expect("midnight")
+            .and_utc()
+            .timestamp_millis();
         let rows = self.usage.requests(Some(month_start), None)?;
         // fold from +0.0: an empty f64 `sum()` is -0.0, which would print as "-$0.00".
-        let month_usd = rows.iter().filter_map(|r| r.cost_usd).fold(0.0, |a, c| a + c);
-        let today_usd = rows.iter().filter(|r| r.time_ms >= day_start).filter_map(|r| r.cost_usd).fold(0.0, |a, c| a + c);
+        let month_usd = rows
+            .iter()
+            .filter_map(|r| r.cost_usd)
+            .fold(0.0, |a, c| a + c);
+        let today_usd = rows
+            .iter()
+            .filter(|r| r.time_ms >= day_start)
+            .filter_map(|r| r.cost_usd)
+            .fold(0.0, |a, c| a + c);
         let cap = cfg.memories.monthly_spend_cap_usd;
         Ok(Spend {
             today_usd,
@@ -149,22 +174,42 @@ impl ApiService {
     /// Everything the dashboard shows. Failures of parts (usage unreadable) become entries
     /// in `recent_errors` rather than a failed call.
     pub fn status(&self) -> Result<Status> {
-        let mut recent: Vec<RecentError> = self.errors.lock().expect("poisoned").iter().cloned().collect();
+        let mut recent: Vec<RecentError> = self
+            .errors
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .cloned()
+            .collect();
         let spend = match self.spend() {
             Ok(s) => s,
             Err(e) => {
-                recent.push(RecentError { time_ms: now_ms(), source: "usage".into(), message: e.to_string() });
-                Spend { today_usd: 0.0, month_usd: 0.0, cap_usd: None, cap_reached: false, unpriced_requests: 0 }
+                recent.push(RecentError {
+                    time_ms: now_ms(),
+                    source: "usage".into(),
+                    message: e.to_string(),
+                });
+                Spend {
+                    today_usd: 0.0,
+                    month_usd: 0.0,
+                    cap_usd: None,
+                    cap_reached: false,
+                    unpriced_requests: 0,
+                }
             }
         };
         if let Ok(rows) = self.usage.requests(Some(now_ms() - 7 * 86_400_000), None) {
-            recent.extend(rows.into_iter().filter(|r| r.outcome == "failed").map(|r| RecentError {
-                time_ms: r.time_ms,
-                source: r.phase,
-                message: r.error.unwrap_or_else(|| format!("request to {} failed", r.model)),
+            recent.extend(rows.into_iter().filter(|r| r.outcome == "failed").map(|r| {
+                RecentError {
+                    time_ms: r.time_ms,
+                    source: r.phase,
+                    message: r
+                        .error
+                        .unwrap_or_else(|| format!("request to {} failed", r.model)),
+                }
             }));
         }
-        recent.sort_by(|a, b| b.time_ms.cmp(&a.time_ms));
+        recent.sort_by_key(|e| std::cmp::Reverse(e.time_ms));
         recent.truncate(MAX_RECENT_ERRORS);
         let (cfg, _) = self.current_config();
         let mut pipeline = self.pipeline.status();
@@ -173,7 +218,8 @@ impl ApiService {
             pipeline.message = "memories.enabled is false".into();
         } else if spend.cap_reached && matches!(pipeline.state, PipelineState::Idle) {
             pipeline.state = PipelineState::CapReached;
-            pipeline.message = "monthly spend cap reached: no model calls until next month or a higher cap".into();
+            pipeline.message =
+                "monthly spend cap reached: no model calls until next month or a higher cap".into();
         }
         Ok(Status {
             version: env!("CARGO_PKG_VERSION").into(),
@@ -216,8 +262,16 @@ impl ApiService {
     /// Check a change without saving: the same checks as [`Self::save_config`].
     pub fn validate_config(&self, patch: &Value) -> ConfigSaveResult {
         match self.merged(patch) {
-            Ok(cfg) => ConfigSaveResult { saved: false, errors: Vec::new(), overrides: cfg.overrides() },
-            Err(errors) => ConfigSaveResult { saved: false, errors, overrides: schema::empty() },
+            Ok(cfg) => ConfigSaveResult {
+                saved: false,
+                errors: Vec::new(),
+                overrides: cfg.overrides(),
+            },
+            Err(errors) => ConfigSaveResult {
+                saved: false,
+                errors,
+                overrides: schema::empty(),
+            },
         }
     }
 
@@ -232,7 +286,13 @@ impl ApiService {
         crate::home::with_lock(&path, || {
             let cfg = match self.merged(patch) {
                 Ok(c) => c,
-                Err(errors) => return Ok(ConfigSaveResult { saved: false, errors, overrides: schema::empty() }),
+                Err(errors) => {
+                    return Ok(ConfigSaveResult {
+                        saved: false,
+                        errors,
+                        overrides: schema::empty(),
+                    });
+                }
             };
             if path.exists() && Config::load(&path).is_err() {
                 let backup = crate::home::move_aside(&path)?;
@@ -242,17 +302,28 @@ impl ApiService {
             let text = serde_json::to_string_pretty(&overrides).expect("json");
             crate::home::write_atomic_unlocked(&path, format!("{text}\n").as_bytes())?;
             tracing::info!(path = %path.display(), "config saved");
-            Ok(ConfigSaveResult { saved: true, errors: Vec::new(), overrides })
+            Ok(ConfigSaveResult {
+                saved: true,
+                errors: Vec::new(),
+                overrides,
+            })
         })
     }
 
     // ---- models & keys ---------------------------------------------------------------
 
     fn provider(&self, id: &str) -> Result<hooks::Provider> {
-        self.catalog.providers().into_iter().find(|p| p.id == id).ok_or_else(|| {
-            let known: Vec<_> = self.catalog.providers().into_iter().map(|p| p.id).collect();
-            Error::InvalidArgument(format!("provider \"{id}\" is unknown (known: {})", known.join(", ")))
-        })
+        self.catalog
+            .providers()
+            .into_iter()
+            .find(|p| p.id == id)
+            .ok_or_else(|| {
+                let known: Vec<_> = self.catalog.providers().into_iter().map(|p| p.id).collect();
+                Error::InvalidArgument(format!(
+                    "provider \"{id}\" is unknown (known: {})",
+                    known.join(", ")
+                ))
+            })
     }
 
     /// Where `provider`'s key comes from and its last 4 characters.
@@ -263,11 +334,23 @@ impl ApiService {
         self.provider(provider)?;
         let env_var = env_var_for(provider);
         if let Some(s) = self.secrets.get(provider)? {
-            return Ok(KeyStatus { source: KeySource::Keyring, hint: Some(s.hint()), env_var });
+            return Ok(KeyStatus {
+                source: KeySource::Keyring,
+                hint: Some(s.hint()),
+                env_var,
+            });
         }
         match std::env::var(&env_var).ok().filter(|v| !v.is_empty()) {
-            Some(v) => Ok(KeyStatus { source: KeySource::Env, hint: Some(Secret::new(v).hint()), env_var }),
-            None => Ok(KeyStatus { source: KeySource::None, hint: None, env_var }),
+            Some(v) => Ok(KeyStatus {
+                source: KeySource::Env,
+                hint: Some(Secret::new(v).hint()),
+                env_var,
+            }),
+            None => Ok(KeyStatus {
+                source: KeySource::None,
+                hint: None,
+                env_var,
+            }),
         }
     }
 
@@ -280,13 +363,19 @@ impl ApiService {
         self.provider(provider)?;
         let key = key.trim();
         if key.is_empty() {
-            return Err(Error::InvalidArgument("key is empty: paste the provider's API key".into()));
+            return Err(Error::InvalidArgument(
+                "key is empty: paste the provider's API key".into(),
+            ));
         }
         if key.len() > MAX_KEY_BYTES {
-            return Err(Error::InvalidArgument(format!("key is longer than {MAX_KEY_BYTES} bytes")));
+            return Err(Error::InvalidArgument(format!(
+                "key is longer than {MAX_KEY_BYTES} bytes"
+            )));
         }
         if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(Error::InvalidArgument("key contains spaces or control characters: paste only the key".into()));
+            return Err(Error::InvalidArgument(
+                "key contains spaces or control characters: paste only the key".into(),
+            ));
         }
         self.secrets.set(provider, &Secret::new(key))?;
         tracing::info!(provider, "provider key stored");
@@ -306,7 +395,11 @@ impl ApiService {
         let p = self.provider(provider)?;
         let key = crate::secrets::resolve(self.secrets.as_ref(), provider)?;
         if p.needs_key && key.is_none() {
-            return Ok(ConnectionTest { ok: false, message: format!("no key for {provider}: enter one first"), latency_ms: None });
+            return Ok(ConnectionTest {
+                ok: false,
+                message: format!("no key for {provider}: enter one first"),
+                latency_ms: None,
+            });
         }
         self.catalog.test_connection(provider, key.as_ref())
     }
@@ -322,9 +415,19 @@ impl ApiService {
             .map(|p| {
                 let key = self.key_status(&p.id).unwrap_or_else(|e| {
                     keyring.error.get_or_insert_with(|| e.to_string());
-                    KeyStatus { source: KeySource::None, hint: None, env_var: env_var_for(&p.id) }
+                    KeyStatus {
+                        source: KeySource::None,
+                        hint: None,
+                        env_var: env_var_for(&p.id),
+                    }
                 });
-                ProviderInfo { id: p.id, name: p.name, base_url: p.base_url, needs_key: p.needs_key, key }
+                ProviderInfo {
+                    id: p.id,
+                    name: p.name,
+                    base_url: p.base_url,
+                    needs_key: p.needs_key,
+                    key,
+                }
             })
             .collect();
         Ok(ModelsView {
@@ -346,7 +449,10 @@ impl ApiService {
 
     /// CSV of the requests matching `filter` (see [`usage::csv`]).
     pub fn runs_csv(&self, filter: &RunFilter) -> Result<String> {
-        Ok(usage::csv(self.usage.requests(filter.since_ms, filter.until_ms)?, filter))
+        Ok(usage::csv(
+            self.usage.requests(filter.since_ms, filter.until_ms)?,
+            filter,
+        ))
     }
 
     // ---- memory ----------------------------------------------------------------------
@@ -379,7 +485,11 @@ impl ApiService {
 
 /// Map a core error to the UI's error body.
 pub fn api_error(e: &Error) -> ApiError {
-    ApiError { code: e.code().into(), message: e.to_string(), fields: Vec::new() }
+    ApiError {
+        code: e.code().into(),
+        message: e.to_string(),
+        fields: Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -391,7 +501,11 @@ mod tests {
     fn service() -> (tempfile::TempDir, ApiService, Arc<MemoryStore>) {
         let d = tempfile::tempdir().unwrap();
         let store = Arc::new(MemoryStore::default());
-        let ks = KeyringStatus { backend: store.label(), fallback: false, error: None };
+        let ks = KeyringStatus {
+            backend: store.label(),
+            fallback: false,
+            error: None,
+        };
         let s = ApiService::new(d.path(), store.clone(), ks);
         (d, s, store)
     }
@@ -399,49 +513,100 @@ mod tests {
     #[test]
     fn save_writes_only_overrides_and_invalid_writes_nothing() {
         let (d, s, _) = service();
-        let r = s.save_config(&json!({"output": {"maxFileLines": 50}})).unwrap();
+        let r = s
+            .save_config(&json!({"output": {"maxFileLines": 50}}))
+            .unwrap();
         assert!(r.saved, "{r:?}");
         let text = std::fs::read_to_string(d.path().join(CONFIG_FILE)).unwrap();
-        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!({"output": {"maxFileLines": 50}}));
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"output": {"maxFileLines": 50}})
+        );
         // invalid: out of range + unknown key → nothing written, errors per field
-        let r = s.save_config(&json!({"output": {"maxFileLines": 0, "maxFileBytes": 2048}, "exec": {"bogus": 1}})).unwrap();
+        let r = s
+            .save_config(
+                &json!({"output": {"maxFileLines": 0, "maxFileBytes": 2048}, "exec": {"bogus": 1}}),
+            )
+            .unwrap();
         assert!(!r.saved);
         let keys: Vec<_> = r.errors.iter().map(|e| e.key.as_str()).collect();
         assert_eq!(keys, vec!["exec.bogus", "output.maxFileLines"]);
-        assert_eq!(std::fs::read_to_string(d.path().join(CONFIG_FILE)).unwrap(), text);
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(CONFIG_FILE)).unwrap(),
+            text
+        );
         // back to the default removes the override
-        let r = s.save_config(&json!({"output": {"maxFileLines": 1000}})).unwrap();
+        let r = s
+            .save_config(&json!({"output": {"maxFileLines": 1000}}))
+            .unwrap();
         assert_eq!(r.overrides, json!({}));
         // cross-field rule
-        let r = s.save_config(&json!({"command": {"defaultTimeout": 500000}})).unwrap();
-        assert!(!r.saved && r.errors[0].key == "command.defaultTimeout", "{r:?}");
+        let r = s
+            .save_config(&json!({"command": {"defaultTimeout": 500000}}))
+            .unwrap();
+        assert!(
+            !r.saved && r.errors[0].key == "command.defaultTimeout",
+            "{r:?}"
+        );
         // empty text for a nullable field means null
-        let r = s.save_config(&json!({"memories": {"extract_model": "openai/gpt-5-mini"}})).unwrap();
+        let r = s
+            .save_config(&json!({"memories": {"extract_model": "openai/gpt-5-mini"}}))
+            .unwrap();
         assert!(r.saved);
-        let r = s.save_config(&json!({"memories": {"extract_model": ""}})).unwrap();
+        let r = s
+            .save_config(&json!({"memories": {"extract_model": ""}}))
+            .unwrap();
         assert_eq!(r.overrides, json!({}));
     }
 
     #[test]
     fn invalid_file_is_kept_aside_on_save() {
         let (d, s, _) = service();
-        std::fs::write(d.path().join(CONFIG_FILE), r#"{"output":{"maxFileLines":0}}"#).unwrap();
+        std::fs::write(
+            d.path().join(CONFIG_FILE),
+            r#"{"output":{"maxFileLines":0}}"#,
+        )
+        .unwrap();
         let v = s.get_config().unwrap();
-        assert!(v.warnings[0].contains("output.maxFileLines"), "{:?}", v.warnings);
-        assert!(s.save_config(&json!({"output": {"maxEntries": 10}})).unwrap().saved);
-        let names: Vec<String> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        assert!(names.iter().any(|n| n.starts_with("codex.config.json.corrupt-")), "{names:?}");
+        assert!(
+            v.warnings[0].contains("output.maxFileLines"),
+            "{:?}",
+            v.warnings
+        );
+        assert!(
+            s.save_config(&json!({"output": {"maxEntries": 10}}))
+                .unwrap()
+                .saved
+        );
+        let names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names
+                .iter()
+                .any(|n| n.starts_with("codex.config.json.corrupt-")),
+            "{names:?}"
+        );
     }
 
     #[test]
     fn keys_go_to_the_store_and_come_back_as_hints() {
         let (d, s, store) = service();
-        let st = s.set_key("openai", "  sk-test-ABCDEFGHIJ1234wxyz \n").unwrap();
+        let st = s
+            .set_key("openai", "  sk-test-ABCDEFGHIJ1234wxyz \n")
+            .unwrap();
         assert_eq!(st.source, KeySource::Keyring);
         assert_eq!(st.hint.as_deref(), Some("…wxyz"));
-        assert_eq!(store.get("openai").unwrap().unwrap().expose(), "sk-test-ABCDEFGHIJ1234wxyz");
+        assert_eq!(
+            store.get("openai").unwrap().unwrap().expose(),
+            "sk-test-ABCDEFGHIJ1234wxyz"
+        );
         let page = serde_json::to_string(&s.models().unwrap()).unwrap();
-        assert!(!page.contains("ABCDEFGHIJ"), "key leaked into the page: {page}");
+        assert!(
+            !page.contains("ABCDEFGHIJ"),
+            "key leaked into the page: {page}"
+        );
         assert!(s.set_key("openai", "sk with space").is_err());
         assert!(s.set_key("nope", "sk-1234567890").is_err());
         assert_eq!(s.delete_key("openai").unwrap().source, KeySource::None);
@@ -456,16 +621,30 @@ mod tests {
         let now = now_ms();
         let rows = usage::demo_records(now, 3);
         let s = s.with_usage(Arc::new(MemoryUsage::new(rows)));
-        s.save_config(&json!({"memories": {"monthly_spend_cap_usd": 0.000001}})).unwrap();
+        s.save_config(&json!({"memories": {"monthly_spend_cap_usd": 0.000001}}))
+            .unwrap();
         let st = s.status().unwrap();
         assert!(st.spend.today_usd > 0.0);
         let (_d2, empty, _) = service();
-        assert!(empty.spend().unwrap().month_usd.is_sign_positive(), "no spend is +0, not -0");
+        assert!(
+            empty.spend().unwrap().month_usd.is_sign_positive(),
+            "no spend is +0, not -0"
+        );
         assert!(st.spend.month_usd >= st.spend.today_usd);
         assert!(st.spend.cap_reached);
-        assert!(st.recent_errors.iter().any(|e| e.source == "phase2"), "{:?}", st.recent_errors);
+        assert!(
+            st.recent_errors.iter().any(|e| e.source == "phase2"),
+            "{:?}",
+            st.recent_errors
+        );
         s.record_error("server", "port 3000 in use");
-        assert!(s.status().unwrap().recent_errors.iter().any(|e| e.message == "port 3000 in use"));
+        assert!(
+            s.status()
+                .unwrap()
+                .recent_errors
+                .iter()
+                .any(|e| e.message == "port 3000 in use")
+        );
     }
 
     /// The TypeScript twins of the DTOs (`ui/src/api/types/`) must equal what ts-rs
@@ -475,7 +654,9 @@ mod tests {
         use ts_rs::TS;
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ui/src/api/types");
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = ts_rs::Config::new().with_large_int("number").with_out_dir(tmp.path());
+        let cfg = ts_rs::Config::new()
+            .with_large_int("number")
+            .with_out_dir(tmp.path());
         Status::export_all(&cfg).unwrap();
         ConfigView::export_all(&cfg).unwrap();
         ConfigSaveResult::export_all(&cfg).unwrap();
@@ -495,9 +676,18 @@ mod tests {
         names.sort();
         let index: String = names
             .iter()
-            .map(|n| format!("export type {{ {0} }} from \"./{0}\";\n", n.trim_end_matches(".ts")))
+            .map(|n| {
+                format!(
+                    "export type {{ {0} }} from \"./{0}\";\n",
+                    n.trim_end_matches(".ts")
+                )
+            })
             .collect();
-        std::fs::write(tmp.path().join("index.ts"), format!("// Generated from src/api/dto.rs by ts-rs; do not edit.\n{index}")).unwrap();
+        std::fs::write(
+            tmp.path().join("index.ts"),
+            format!("// Generated from src/api/dto.rs by ts-rs; do not edit.\n{index}"),
+        )
+        .unwrap();
         names.push("index.ts".into());
         let update = std::env::var("UPDATE_TS_BINDINGS").as_deref() == Ok("1");
         if update {
@@ -515,6 +705,9 @@ mod tests {
                 }
             }
         }
-        assert!(stale.is_empty(), "stale TypeScript bindings {stale:?}: run UPDATE_TS_BINDINGS=1 cargo test --lib ts_bindings");
+        assert!(
+            stale.is_empty(),
+            "stale TypeScript bindings {stale:?}: run UPDATE_TS_BINDINGS=1 cargo test --lib ts_bindings"
+        );
     }
 }

@@ -41,14 +41,18 @@ impl UsageSource for MemoryUsage {
             .lock()
             .expect("poisoned")
             .iter()
-            .filter(|r| since_ms.is_none_or(|s| r.time_ms >= s) && until_ms.is_none_or(|u| r.time_ms < u))
+            .filter(|r| {
+                since_ms.is_none_or(|s| r.time_ms >= s) && until_ms.is_none_or(|u| r.time_ms < u)
+            })
             .cloned()
             .collect())
     }
 }
 
 fn matches(r: &RequestRow, f: &RunFilter) -> bool {
-    let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w.is_empty() || w == have);
+    let eq = |want: &Option<String>, have: &str| {
+        want.as_deref().is_none_or(|w| w.is_empty() || w == have)
+    };
     f.since_ms.is_none_or(|s| r.time_ms >= s)
         && f.until_ms.is_none_or(|u| r.time_ms < u)
         && eq(&f.phase, &r.phase)
@@ -75,7 +79,10 @@ fn utc(ms: i64) -> DateTime<Utc> {
 }
 
 fn day_start(d: NaiveDate) -> i64 {
-    d.and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp_millis()
+    d.and_hms_opt(0, 0, 0)
+        .expect("midnight")
+        .and_utc()
+        .timestamp_millis()
 }
 
 /// Bucket label and start for `ms` at `period` (`day`, `week` = ISO week, `month`), UTC.
@@ -84,7 +91,8 @@ pub fn bucket(ms: i64, period: &str) -> (String, i64) {
     match period {
         "week" => {
             let w = d.iso_week();
-            let monday = NaiveDate::from_isoywd_opt(w.year(), w.week(), chrono::Weekday::Mon).unwrap_or(d);
+            let monday =
+                NaiveDate::from_isoywd_opt(w.year(), w.week(), chrono::Weekday::Mon).unwrap_or(d);
             (format!("{}-W{:02}", w.year(), w.week()), day_start(monday))
         }
         "month" => {
@@ -99,7 +107,16 @@ fn totals_by(rows: &[&RequestRow], period: &str) -> Vec<UsageTotals> {
     let mut map: BTreeMap<i64, (UsageTotals, BTreeSet<&str>)> = BTreeMap::new();
     for r in rows {
         let (label, start) = bucket(r.time_ms, period);
-        let e = map.entry(start).or_insert_with(|| (UsageTotals { label, start_ms: start, ..Default::default() }, BTreeSet::new()));
+        let e = map.entry(start).or_insert_with(|| {
+            (
+                UsageTotals {
+                    label,
+                    start_ms: start,
+                    ..Default::default()
+                },
+                BTreeSet::new(),
+            )
+        });
         add(&mut e.0, r);
         e.1.insert(r.run_id.as_str());
     }
@@ -117,7 +134,13 @@ fn run_of(run_id: &str, mut reqs: Vec<RequestRow>) -> RunRow {
     reqs.iter().for_each(|r| add(&mut t, r));
     let phases: BTreeSet<&str> = reqs.iter().map(|r| r.phase.as_str()).collect();
     let models: BTreeSet<&str> = reqs.iter().map(|r| r.model.as_str()).collect();
-    let one = |s: BTreeSet<&str>| if s.len() == 1 { s.into_iter().next().unwrap_or_default().to_string() } else { "mixed".into() };
+    let one = |s: BTreeSet<&str>| {
+        if s.len() == 1 {
+            s.into_iter().next().unwrap_or_default().to_string()
+        } else {
+            "mixed".into()
+        }
+    };
     let bad = reqs.iter().find(|r| r.outcome != "ok");
     RunRow {
         run_id: run_id.to_string(),
@@ -131,7 +154,9 @@ fn run_of(run_id: &str, mut reqs: Vec<RequestRow>) -> RunRow {
         cost_usd: (t.unpriced_requests < t.requests).then_some(t.cost_usd),
         unpriced_requests: t.unpriced_requests,
         duration_ms: reqs.iter().map(|r| r.duration_ms).sum(),
-        outcome: bad.map(|r| r.outcome.clone()).unwrap_or_else(|| "ok".into()),
+        outcome: bad
+            .map(|r| r.outcome.clone())
+            .unwrap_or_else(|| "ok".into()),
         error: reqs.iter().find_map(|r| r.error.clone()),
         request_rows: reqs,
     }
@@ -141,18 +166,36 @@ fn run_of(run_id: &str, mut reqs: Vec<RequestRow>) -> RunRow {
 /// total, and bucket per day/week/month. Filter menus list values of the unfiltered rows.
 pub fn view(all: Vec<RequestRow>, filter: &RunFilter) -> RunsView {
     let distinct = |f: fn(&RequestRow) -> &str| -> Vec<String> {
-        all.iter().map(f).collect::<BTreeSet<_>>().into_iter().map(String::from).collect()
+        all.iter()
+            .map(f)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .map(String::from)
+            .collect()
     };
-    let (phases, models, outcomes) = (distinct(|r| &r.phase), distinct(|r| &r.model), distinct(|r| &r.outcome));
+    let (phases, models, outcomes) = (
+        distinct(|r| &r.phase),
+        distinct(|r| &r.model),
+        distinct(|r| &r.outcome),
+    );
     let rows: Vec<&RequestRow> = all.iter().filter(|r| matches(r, filter)).collect();
-    let mut total = UsageTotals { label: "all".into(), ..Default::default() };
+    let mut total = UsageTotals {
+        label: "all".into(),
+        ..Default::default()
+    };
     rows.iter().for_each(|r| add(&mut total, r));
     let mut by_run: BTreeMap<&str, Vec<RequestRow>> = BTreeMap::new();
     for r in &rows {
-        by_run.entry(r.run_id.as_str()).or_default().push((*r).clone());
+        by_run
+            .entry(r.run_id.as_str())
+            .or_default()
+            .push((*r).clone());
     }
     total.runs = by_run.len() as u32;
-    let mut runs: Vec<RunRow> = by_run.into_iter().map(|(id, reqs)| run_of(id, reqs)).collect();
+    let mut runs: Vec<RunRow> = by_run
+        .into_iter()
+        .map(|(id, reqs)| run_of(id, reqs))
+        .collect();
     runs.sort_by(|a, b| b.time_ms.cmp(&a.time_ms).then(b.run_id.cmp(&a.run_id)));
     RunsView {
         daily: totals_by(&rows, "day"),
@@ -167,14 +210,18 @@ pub fn view(all: Vec<RequestRow>, filter: &RunFilter) -> RunsView {
 }
 
 fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
 }
 
 /// CSV of the matching requests (one line per request, RFC 4180 quoting, UTC ISO times,
 /// empty cost = price unknown), newest first. Header names are stable.
 pub fn csv(all: Vec<RequestRow>, filter: &RunFilter) -> String {
     let mut rows: Vec<&RequestRow> = all.iter().filter(|r| matches(r, filter)).collect();
-    rows.sort_by(|a, b| b.time_ms.cmp(&a.time_ms));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.time_ms));
     let mut out = String::from(
         "time_utc,run_id,phase,model,input_tokens,cached_input_tokens,output_tokens,cost_usd,duration_ms,outcome,error\n",
     );
@@ -205,7 +252,8 @@ pub fn csv(all: Vec<RequestRow>, filter: &RunFilter) -> String {
 /// sums are asserted in tests and in the browser e2e, so change both together.
 pub fn demo_records(now_ms: i64, days: u32) -> Vec<RequestRow> {
     let mut out = Vec::new();
-    let price = |i: u64, c: u64, o: u64| ((i - c) as f64 * 0.25 + c as f64 * 0.025 + o as f64 * 2.0) / 1e6;
+    let price =
+        |i: u64, c: u64, o: u64| ((i - c) as f64 * 0.25 + c as f64 * 0.025 + o as f64 * 2.0) / 1e6;
     for d in 0..days as i64 {
         let t = now_ms - d * 86_400_000 - 3_600_000;
         for k in 0..2u64 {
@@ -237,7 +285,8 @@ pub fn demo_records(now_ms: i64, days: u32) -> Vec<RequestRow> {
                     cost_usd: None,
                     duration_ms: 9_000,
                     outcome: if ok { "ok" } else { "failed" }.into(),
-                    error: (!ok).then(|| "provider: HTTP 500 from local/unpriced-model".to_string()),
+                    error: (!ok)
+                        .then(|| "provider: HTTP 500 from local/unpriced-model".to_string()),
                 });
             }
         }
@@ -262,11 +311,20 @@ mod tests {
         assert_eq!(v.total.input_tokens, 7 * (12_000 + 13_000) + 3 * 60_000);
         assert_eq!(v.total.unpriced_requests, 6);
         assert_eq!(v.total.failed_requests, 3);
-        let per_day = ((10_000.0 * 0.25 + 2_000.0 * 0.025 + 800.0 * 2.0) + (11_000.0 * 0.25 + 2_000.0 * 0.025 + 900.0 * 2.0)) / 1e6;
-        assert!((v.total.cost_usd - 7.0 * per_day).abs() < 1e-9, "{}", v.total.cost_usd);
+        let per_day = ((10_000.0 * 0.25 + 2_000.0 * 0.025 + 800.0 * 2.0)
+            + (11_000.0 * 0.25 + 2_000.0 * 0.025 + 900.0 * 2.0))
+            / 1e6;
+        assert!(
+            (v.total.cost_usd - 7.0 * per_day).abs() < 1e-9,
+            "{}",
+            v.total.cost_usd
+        );
         assert_eq!(v.daily.len(), 7);
         assert!((v.daily.iter().map(|d| d.cost_usd).sum::<f64>() - v.total.cost_usd).abs() < 1e-12);
-        assert_eq!(v.monthly.iter().map(|m| m.requests).sum::<u32>(), v.total.requests);
+        assert_eq!(
+            v.monthly.iter().map(|m| m.requests).sum::<u32>(),
+            v.total.requests
+        );
         // newest first; the unpriced run has a null cost, never 0
         assert!(v.runs[0].time_ms >= v.runs[1].time_ms);
         let p2 = v.runs.iter().find(|r| r.phase == "phase2").unwrap();
@@ -278,21 +336,36 @@ mod tests {
     #[test]
     fn filters_apply_to_rows_and_totals() {
         let rows = demo_records(NOW, 7);
-        let f = RunFilter { phase: Some("phase2".into()), ..Default::default() };
+        let f = RunFilter {
+            phase: Some("phase2".into()),
+            ..Default::default()
+        };
         let v = view(rows, &f);
         assert_eq!(v.total.requests, 6);
         assert_eq!(v.total.cost_usd, 0.0);
         assert!(v.runs.iter().all(|r| r.phase == "phase2"));
-        assert_eq!(v.phases, vec!["phase1", "phase2"], "menus list unfiltered values");
+        assert_eq!(
+            v.phases,
+            vec!["phase1", "phase2"],
+            "menus list unfiltered values"
+        );
     }
 
     #[test]
     fn buckets_are_utc_iso() {
         // 2026-01-01 is a Thursday: ISO week 2026-W01 starts Monday 2025-12-29.
-        let ms = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap().timestamp_millis();
+        let ms = Utc
+            .with_ymd_and_hms(2026, 1, 1, 12, 0, 0)
+            .unwrap()
+            .timestamp_millis();
         assert_eq!(bucket(ms, "day").0, "2026-01-01");
         assert_eq!(bucket(ms, "week").0, "2026-W01");
-        assert_eq!(bucket(ms, "week").1, Utc.with_ymd_and_hms(2025, 12, 29, 0, 0, 0).unwrap().timestamp_millis());
+        assert_eq!(
+            bucket(ms, "week").1,
+            Utc.with_ymd_and_hms(2025, 12, 29, 0, 0, 0)
+                .unwrap()
+                .timestamp_millis()
+        );
         assert_eq!(bucket(ms, "month").0, "2026-01");
     }
 
@@ -304,6 +377,9 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("time_utc,run_id,phase"));
         assert!(text.contains("\"bad, \"\"quoted\"\"\nline\""), "{text}");
-        assert!(text.contains(",local/unpriced-model,30000,0,1500,,9000,"), "{text}");
+        assert!(
+            text.contains(",local/unpriced-model,30000,0,1500,,9000,"),
+            "{text}"
+        );
     }
 }

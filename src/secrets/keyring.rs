@@ -46,11 +46,15 @@ fn secrets_err(what: &str, account: &str, e: keyring_core::Error) -> Error {
 impl OsStore {
     /// Wrap a `keyring-core` store with a human label.
     pub fn new(store: Arc<CredentialStore>, label: impl Into<String>) -> Self {
-        Self { store, label: label.into() }
+        Self {
+            store,
+            label: label.into(),
+        }
     }
 
     fn entry(&self, account: &str) -> Result<Entry> {
-        Entry::new_in_store(&self.store, SERVICE, account).map_err(|e| secrets_err("addressing", account, e))
+        Entry::new_in_store(&self.store, SERVICE, account)
+            .map_err(|e| secrets_err("addressing", account, e))
     }
 }
 
@@ -63,7 +67,9 @@ impl SecretStore for OsStore {
         }
     }
     fn set(&self, account: &str, secret: &Secret) -> Result<()> {
-        self.entry(account)?.set_password(secret.expose()).map_err(|e| secrets_err("storing", account, e))
+        self.entry(account)?
+            .set_password(secret.expose())
+            .map_err(|e| secrets_err("storing", account, e))
     }
     fn delete(&self, account: &str) -> Result<()> {
         match self.entry(account)?.delete_credential() {
@@ -116,7 +122,9 @@ pub fn secret_service() -> Result<OsStore> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let r = zbus_secret_service_keyring_store::Store::new()
-            .map_err(|e| Error::Secrets(format!("cannot reach the Secret Service over D-Bus ({e})")))
+            .map_err(|e| {
+                Error::Secrets(format!("cannot reach the Secret Service over D-Bus ({e})"))
+            })
             .and_then(|s| {
                 let store = OsStore::new(s, LABEL_SECRET_SERVICE);
                 store.get(PROBE_ACCOUNT)?;
@@ -146,24 +154,38 @@ pub fn keyutils() -> Result<OsStore> {
 #[cfg(not(target_os = "linux"))]
 /// No OS store is compiled in for this platform yet.
 pub fn secret_service() -> Result<OsStore> {
-    Err(Error::Secrets("no OS keyring store is built for this platform".into()))
+    Err(Error::Secrets(
+        "no OS keyring store is built for this platform".into(),
+    ))
 }
 
 #[cfg(not(target_os = "linux"))]
 /// keyutils exists only on Linux.
 pub fn keyutils() -> Result<OsStore> {
-    Err(Error::Secrets("kernel keyutils exists only on Linux".into()))
+    Err(Error::Secrets(
+        "kernel keyutils exists only on Linux".into(),
+    ))
 }
 
 fn opened(s: OsStore, fallback: bool, error: Option<String>) -> Opened {
-    Opened { label: s.label(), store: Arc::new(s), fallback, error }
+    Opened {
+        label: s.label(),
+        store: Arc::new(s),
+        fallback,
+        error,
+    }
 }
 
 /// Open the secret store chosen by [`BACKEND_ENV`]. Never fails: when nothing is
 /// reachable the result holds an [`Unavailable`] store whose every call explains why.
 pub fn open() -> Opened {
     let choice = std::env::var(BACKEND_ENV).unwrap_or_default();
-    let fail = |e: String| Opened { label: "none".into(), store: Arc::new(Unavailable(e.clone())), fallback: true, error: Some(e) };
+    let fail = |e: String| Opened {
+        label: "none".into(),
+        store: Arc::new(Unavailable(e.clone())),
+        fallback: true,
+        error: Some(e),
+    };
     match choice.as_str() {
         "keyutils" => match keyutils() {
             Ok(s) => opened(s, false, None),
@@ -196,8 +218,12 @@ mod tests {
 
     fn roundtrip(store: &dyn SecretStore, account: &str) {
         assert!(store.get(account).unwrap().is_none());
-        store.set(account, &Secret::new("sk-first-000000001111")).unwrap();
-        store.set(account, &Secret::new("sk-second-00000002222")).unwrap();
+        store
+            .set(account, &Secret::new("sk-first-000000001111"))
+            .unwrap();
+        store
+            .set(account, &Secret::new("sk-second-00000002222"))
+            .unwrap();
         assert_eq!(store.get(account).unwrap().unwrap().hint(), "…2222");
         store.delete(account).unwrap();
         store.delete(account).unwrap();
@@ -214,7 +240,12 @@ mod tests {
     fn unavailable_explains() {
         let u = Unavailable("no session bus".into());
         assert_eq!(u.get("openai").err().map(|e| e.code()), Some("secrets"));
-        assert!(u.set("openai", &Secret::new("x")).unwrap_err().to_string().contains("no session bus"));
+        assert!(
+            u.set("openai", &Secret::new("x"))
+                .unwrap_err()
+                .to_string()
+                .contains("no session bus")
+        );
         assert!(u.delete("openai").is_err());
     }
 
@@ -237,8 +268,15 @@ mod tests {
         let _g = BUS_ENV.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the tests touching this variable hold BUS_ENV.
         let had = std::env::var_os("DBUS_SESSION_BUS_ADDRESS");
-        unsafe { std::env::set_var("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/codex-free-bus") };
-        let e = secret_service().err().expect("no bus means no Secret Service");
+        unsafe {
+            std::env::set_var(
+                "DBUS_SESSION_BUS_ADDRESS",
+                "unix:path=/nonexistent/codex-free-bus",
+            )
+        };
+        let e = secret_service()
+            .err()
+            .expect("no bus means no Secret Service");
         match had {
             Some(v) => unsafe { std::env::set_var("DBUS_SESSION_BUS_ADDRESS", v) },
             None => unsafe { std::env::remove_var("DBUS_SESSION_BUS_ADDRESS") },
