@@ -34,6 +34,19 @@ enum Cmd {
         #[command(subcommand)]
         cmd: TokenCmd,
     },
+    /// The background memory pipeline: status, run, on/off, reset, benchmarks.
+    Memories {
+        #[command(subcommand)]
+        cmd: MemoriesTop,
+    },
+}
+
+#[derive(Subcommand)]
+enum MemoriesTop {
+    #[command(flatten)]
+    Control(codex_free::pipeline::control::MemoriesCmd),
+    /// Measure tool-output compaction on your own sessions, with no model call.
+    BenchCompaction(codex_free::pipeline::bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -56,6 +69,12 @@ struct ServeArgs {
     /// Multi-project mode: conversations pick a project under DIR with set_project_root.
     #[arg(long, value_name = "DIR")]
     access_root: Option<PathBuf>,
+    /// With --http: also serve the web UI and its /api on the same port (same token).
+    #[arg(long, requires = "http")]
+    ui: bool,
+    /// With --http: do not run the memory pipeline scheduler in this process.
+    #[arg(long)]
+    no_pipeline: bool,
 }
 
 #[derive(Subcommand)]
@@ -103,7 +122,36 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::Serve(args) => serve(args, home, config_path),
+        Cmd::Memories { cmd } => memories(cmd, home),
     }
+}
+
+/// The OS keyring (Secret Service, else the labelled keyutils fallback; the keyring
+/// module logs which and why).
+fn secrets() -> codex_free::secrets::keyring::Opened {
+    codex_free::secrets::keyring::open()
+}
+
+fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cmd {
+        MemoriesTop::BenchCompaction(args) => {
+            let report = codex_free::pipeline::bench::run(&args.to_options(&home)?)?;
+            codex_free::pipeline::bench::print(&report, &mut std::io::stdout().lock())?;
+        }
+        MemoriesTop::Control(cmd) => {
+            let env = codex_free::pipeline::control::ControlEnv::new(home, secrets().store);
+            let cancel = env.cancel.clone();
+            let out = rt.block_on(async move {
+                tokio::select! {
+                    r = codex_free::pipeline::control::execute(cmd, &env) => r,
+                    _ = tokio::signal::ctrl_c() => { cancel.cancel(); Err(codex_free::Error::Cancelled("interrupted".into())) }
+                }
+            })?;
+            println!("{}", out.trim_end());
+        }
+    }
+    Ok(())
 }
 
 fn config_cmd(cmd: ConfigCmd, path: &std::path::Path) -> anyhow::Result<()> {
@@ -150,9 +198,40 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         let host = args.host.unwrap_or(config.server.host.clone());
         let port = args.port.unwrap_or(config.server.port);
         let token = mcp::auth::load_or_create_token(&home)?;
-        let running = mcp::http::start(server, &host, port, token.clone(), Default::default()).await?;
+        let url = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+        let mut opts = mcp::http::HttpOptions::default();
+        let keys = secrets();
+        if args.ui {
+            let o = keys.clone();
+            let status = codex_free::api::dto::KeyringStatus { backend: o.label, fallback: o.fallback, error: o.error };
+            let svc = codex_free::api::ApiService::new(&home, o.store, status)
+                .with_server(std::sync::Arc::new(Headless(url.clone())));
+            opts.extra = Some(codex_free::api::http::router(std::sync::Arc::new(svc)));
+        }
+        let running = mcp::http::start(server, &host, port, token.clone(), opts).await?;
         let base = format!("http://{}", running.addr);
+        let _ = url.set(format!("{base}/mcp"));
+        let pipeline = if args.no_pipeline {
+            None
+        } else {
+            let env = codex_free::pipeline::control::ControlEnv::new(home.clone(), keys.store.clone());
+            match codex_free::pipeline::scheduler::Scheduler::start(
+                home.clone(),
+                config.clone(),
+                env.scheduler_deps(),
+                running.cancel.child_token(),
+            ) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!("memory pipeline not started: {e}");
+                    None
+                }
+            }
+        };
         println!("Codex Free MCP server listening on {base}/mcp");
+        if args.ui {
+            println!("  web UI:       {base}/?token={}", token.expose());
+        }
         println!("  health:       {base}/health (no auth)");
         println!("  auth header:  Authorization: Bearer {}", token.expose());
         println!("  secret path:  {base}/mcp/{}   (for clients that cannot send headers; keep it secret)", token.expose());
@@ -166,6 +245,27 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         }
         running.cancel.cancel();
         let _ = running.task.await;
+        drop(pipeline);
         anyhow::Ok(())
     })
+}
+
+/// The headless server as the UI sees it: running while this process lives.
+struct Headless(std::sync::Arc<std::sync::OnceLock<String>>);
+
+impl codex_free::api::hooks::ServerControl for Headless {
+    fn status(&self) -> codex_free::api::dto::ServerStatus {
+        codex_free::api::dto::ServerStatus {
+            state: codex_free::api::dto::ServerState::Running,
+            url: self.0.get().cloned(),
+            clients: 0,
+            error: None,
+        }
+    }
+    fn start(&self) -> codex_free::Result<codex_free::api::dto::ActionResult> {
+        Ok(codex_free::api::dto::ActionResult { ok: true, message: "already running".into() })
+    }
+    fn stop(&self) -> codex_free::Result<codex_free::api::dto::ActionResult> {
+        Ok(codex_free::api::dto::ActionResult { ok: false, message: "the headless server stops with Ctrl-C in its terminal".into() })
+    }
 }

@@ -4,4 +4,11 @@ mod support;
 
 mod mcp_clients;
 mod mcp_transport;
+#[path = "support/mock_provider.rs"]
+mod mock_provider;
+mod pipeline_phase1;
+mod pipeline_phase1_fixtures;
+mod pipeline_sources;
+mod taskmem;
+mod tools_exec;
 mod tools_fs;

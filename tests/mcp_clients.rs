@@ -89,3 +89,52 @@ async fn config_edits_apply_to_the_running_server() {
     assert_eq!(text.lines().last().unwrap(), "(showing lines 1-10 of 100 — call again with offset=10 for the rest)");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn exec_over_mcp_pages_the_full_output_and_hides_provider_keys() {
+    let env = Env::new(&[]);
+    // the server process has a provider key; its commands must not see it
+    let project = env.project().to_path_buf();
+    let cmd = env.command();
+    let mut cmd = cmd;
+    cmd.env("OPENAI_API_KEY", "sk-test-should-not-leak-0000");
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let cmd = cmd.configure(|c| {
+        c.arg("serve").arg("--stdio").arg("--project").arg(&project);
+    });
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let (text, err) = call(&client, "exec_command", serde_json::json!({"cmd": "env"})).await;
+    assert!(!err, "{text}");
+    assert!(!text.contains("sk-test-should-not-leak"), "provider key leaked to the child: {text}");
+    // 200k lines (~1.3 MB) is far over the 40 KB reply budget
+    let (text, err) = call(&client, "exec_command", serde_json::json!({"cmd": "seq 1 200000"})).await;
+    assert!(!err, "{text}");
+    let last = text.lines().last().unwrap().to_string();
+    assert!(last.contains("read_command_output"), "{last}");
+    assert!(text.len() <= 40_000, "reply is {} bytes", text.len());
+    // page through the spool from 0: every byte exactly once
+    let re = regex::Regex::new(r"output_id=([0-9a-f]+) offset=(\d+)").unwrap();
+    let id = re.captures(&last).unwrap()[1].to_string();
+    let (mut offset, mut all, mut pages) = (0u64, String::new(), 0);
+    loop {
+        let (page, err) = call(&client, "read_command_output", serde_json::json!({"output_id": id, "offset": offset})).await;
+        assert!(!err, "{page}");
+        pages += 1;
+        match page.rsplit_once('\n').filter(|(_, l)| l.starts_with("(showing bytes")) {
+            Some((body, footer)) => {
+                all.push_str(body);
+                offset = re.captures(footer).unwrap()[2].parse().unwrap();
+            }
+            None => {
+                all.push_str(&page);
+                break;
+            }
+        }
+    }
+    let expected: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(all.len(), expected.len());
+    assert!(all == expected, "paged output differs from seq's");
+    assert!(pages > 30, "{pages}");
+    client.cancel().await.unwrap();
+}

@@ -221,6 +221,42 @@ pub struct MemoriesConfig {
     pub sources: Vec<String>,
     /// Monthly spend cap in USD; when reached the pipeline stops calling models. null = no cap.
     pub monthly_spend_cap_usd: Option<f64>,
+    /// Per-provider endpoint settings keyed by provider name (`openai`, `ollama`, or a
+    /// custom name used as `name/model-id`). Empty by default (built-in presets apply).
+    pub providers: std::collections::BTreeMap<String, ProviderSettings>,
+    /// Price overrides keyed by `provider/model-id`; they win over the bundled table.
+    pub prices: std::collections::BTreeMap<String, PriceOverride>,
+    /// Timeout of one model HTTP request, seconds. Default 300, range 1..=3600.
+    pub request_timeout_secs: u64,
+}
+
+/// `memories.providers.<name>`: where and how to reach a model provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProviderSettings {
+    /// Base URL ending in the API version path, e.g. `http://127.0.0.1:11434/v1/`.
+    pub base_url: Option<String>,
+    /// Wire format: `openai-responses`, `openai-chat` or `anthropic`. Required for custom names.
+    pub api: Option<String>,
+    /// Structured output: `strict` (JSON schema enforced by the provider), `json_object`
+    /// (JSON mode) or `none` (instructions only). Output is always validated locally.
+    pub structured_output: Option<String>,
+}
+
+/// `memories.prices.<provider/model-id>`: USD per million tokens.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PriceOverride {
+    /// Uncached input, USD per 1M tokens.
+    pub input_per_mtok: f64,
+    /// Output (reasoning included), USD per 1M tokens.
+    pub output_per_mtok: f64,
+    /// Cached input read, USD per 1M tokens; defaults to the input price.
+    pub cached_input_per_mtok: Option<f64>,
+    /// Cache write (Anthropic), USD per 1M tokens; defaults to the input price.
+    pub cache_write_per_mtok: Option<f64>,
+    /// Context window in tokens (for the 70% input cap).
+    pub context_window: Option<u64>,
 }
 
 impl Default for MemoriesConfig {
@@ -244,6 +280,9 @@ impl Default for MemoriesConfig {
             consolidation_thinking: "medium".into(),
             sources: vec!["codex".into(), "claude".into(), "pi".into(), "mcp".into()],
             monthly_spend_cap_usd: None,
+            providers: Default::default(),
+            prices: Default::default(),
+            request_timeout_secs: 300,
         }
     }
 }
@@ -337,6 +376,33 @@ impl Config {
             && !(c.is_finite() && c >= 0.0)
         {
             e.push(format!("memories.monthly_spend_cap_usd = {c} must be a number >= 0"));
+        }
+        range(&mut e, "memories.request_timeout_secs", m.request_timeout_secs, 1, 3600);
+        for (name, p) in &m.providers {
+            if let Some(api) = &p.api
+                && !["openai-responses", "openai-chat", "anthropic"].contains(&api.as_str())
+            {
+                e.push(format!("memories.providers.{name}.api = \"{api}\" is not allowed (allowed openai-responses|openai-chat|anthropic)"));
+            }
+            if let Some(so) = &p.structured_output
+                && !["strict", "json_object", "none"].contains(&so.as_str())
+            {
+                e.push(format!("memories.providers.{name}.structured_output = \"{so}\" is not allowed (allowed strict|json_object|none)"));
+            }
+            if let Some(u) = &p.base_url
+                && !(u.starts_with("http://") || u.starts_with("https://"))
+            {
+                e.push(format!("memories.providers.{name}.base_url = \"{u}\" must start with http:// or https://"));
+            }
+        }
+        for (model, p) in &m.prices {
+            let all = [Some(p.input_per_mtok), Some(p.output_per_mtok), p.cached_input_per_mtok, p.cache_write_per_mtok];
+            if all.iter().flatten().any(|v| !(v.is_finite() && *v >= 0.0)) {
+                e.push(format!("memories.prices.\"{model}\" has a negative or non-finite price (USD per 1M tokens, >= 0)"));
+            }
+            if !model.contains('/') {
+                e.push(format!("memories.prices key \"{model}\" must be provider/model-id"));
+            }
         }
         if self.server.host.parse::<std::net::IpAddr>().is_err() && self.server.host != "localhost" {
             e.push(format!("server.host = \"{}\" is not an IP address", self.server.host));

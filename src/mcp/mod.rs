@@ -9,8 +9,10 @@
 
 pub mod auth;
 pub mod http;
+mod memory_tools;
 pub mod server;
 pub mod stdio;
+mod tools_exec;
 mod tools_fs;
 
 pub use server::{CodexFree, Mode, ServerOptions};

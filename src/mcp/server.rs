@@ -134,6 +134,8 @@ pub struct Shared {
     pub home: PathBuf,
     /// Live config.
     pub config: LiveConfig,
+    /// Exec sessions of every MCP session of this process (`exec.maxSessions` in total).
+    pub exec: crate::tools::exec::ExecSessions,
 }
 
 /// The MCP server handler. Cheap to clone (an `Arc` and a router).
@@ -152,13 +154,13 @@ impl CodexFree {
     /// Build the shared state from options. Errors: invalid config file.
     pub fn new(opts: ServerOptions) -> Result<Self> {
         let config = LiveConfig::load(opts.config_path)?;
-        let shared = Arc::new(Shared { mode: opts.mode, home: opts.home, config });
+        let shared = Arc::new(Shared { mode: opts.mode, home: opts.home, config, exec: crate::tools::exec::ExecSessions::new() });
         Ok(Self::from_shared(shared))
     }
 
     /// A handler over existing shared state (one per HTTP session).
     pub fn from_shared(shared: Arc<Shared>) -> Self {
-        Self { shared, tool_router: Self::fs_router() }
+        Self { shared, tool_router: Self::fs_router() + Self::exec_router() + Self::memory_router() }
     }
 
     /// The shared state.
@@ -168,45 +170,26 @@ impl CodexFree {
 
     /// The tool context for a call: the project root (single mode) or the conversation's
     /// bound project (multi mode), and a fresh config snapshot.
-    pub(crate) fn ctx(&self, _conversation: &ConversationId) -> Result<ToolCtx> {
+    pub(crate) fn ctx(&self, conversation: &ConversationId) -> Result<ToolCtx> {
         let config = self.shared.config.get();
         match &self.shared.mode {
             Mode::Single { root } => Ok(ToolCtx::new(root.clone(), config, self.shared.home.clone())),
-            Mode::Multi { .. } => Err(Error::Binding(
-                "this server runs in multi-project mode: call set_project_root first".into(),
-            )),
-        }
-    }
-
-    /// The instructions for a new session (SRV-7): rebuilt on every initialize.
-    pub fn instructions(&self) -> String {
-        let config = self.shared.config.get();
-        match &self.shared.mode {
-            Mode::Single { root } => {
-                let ctx = ToolCtx::new(root.clone(), config, self.shared.home.clone());
-                crate::mcp::server::single_project_instructions(&ctx)
+            Mode::Multi { access_root } => {
+                let session = conversation.0.as_deref().ok_or_else(|| {
+                    Error::Binding(crate::memory::bindings::missing_session_message("it is missing"))
+                })?;
+                let root = crate::memory::Bindings::new(&self.shared.home, access_root)?.project_for(session)?;
+                Ok(ToolCtx::new(root, config, self.shared.home.clone()))
             }
-            Mode::Multi { access_root } => format!(
-                "Codex Free (multi-project mode). Projects live under {}. Call get_agent_brief first; it restores this conversation's project or tells you to call set_project_root.",
-                access_root.display()
-            ),
         }
     }
-}
 
-/// Instructions text for single-project mode.
-pub(crate) fn single_project_instructions(ctx: &ToolCtx) -> String {
-    let mut s = format!(
-        "Codex Free: bounded coding tools over the project at {}.\n\nEvery tool that can return long text stops at a budget; when it does, its last line says so and names the argument that continues (for example offset=...). If no such line is present, the output is complete.\n\n## Environment\n{}\n",
-        ctx.root.display(),
-        crate::tools::doc::get_environment(ctx)
-    );
-    if let Some(doc) = crate::tools::doc::project_doc_for_instructions(ctx) {
-        s.push_str("\n## Project instructions (AGENTS.md)\n");
-        s.push_str(&doc);
-        s.push('\n');
+    /// The instructions for a new session (SRV-7): rebuilt on every initialize. Single
+    /// project: brief, environment, saved state, skills, AGENTS.md (MEM-6); multi-project:
+    /// the project-neutral brief (MEM-7). Built by `memory_tools::instructions`.
+    pub fn instructions(&self) -> String {
+        crate::mcp::memory_tools::instructions(&self.shared)
     }
-    s
 }
 
 /// Map a core result into an MCP tool result: `Ok(text)` → text content; `Err(e)` →

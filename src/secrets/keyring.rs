@@ -102,6 +102,7 @@ impl SecretStore for Unavailable {
 }
 
 /// The opened secret store and how it was chosen.
+#[derive(Clone)]
 pub struct Opened {
     /// The store to use.
     pub store: Arc<dyn SecretStore>,

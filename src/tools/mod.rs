@@ -45,3 +45,7 @@ impl ToolCtx {
         crate::tokens::bytes_for(self.config.output.max_tool_output_tokens)
     }
 }
+
+pub mod exec;
+pub mod git;
+pub mod policy;

@@ -1,0 +1,213 @@
+//! Secret redaction: every text that leaves the machine (phase-1 input, stored outputs,
+//! this server's own transcripts) passes [`redact`] first. Secrets become
+//! [`REDACTED`]; for `key=value`-style pairs, URL credentials and `Bearer` headers the key
+//! name / scheme is kept so the reader still sees what was there.
+//!
+//! Covered (issue 4 "Sanitise"): OpenAI `sk-`/`sk-proj-`, Anthropic `sk-ant-`, OpenRouter
+//! `sk-or-`, Google `AIza`, GitHub `ghp_`/`gho_`/`ghs_`/`ghu_`/`ghr_`/`github_pat_`, Slack
+//! `xox?-`, AWS access key ids (`AKIA`/`ASIA`) and secret access keys given as pairs,
+//! `Bearer` tokens, PEM private-key blocks (also JSON-escaped and cut-off ones), JWTs,
+//! `password=` / `api_key:` / `secret=` / `token=`-style pairs, and `scheme://user:pass@`.
+//!
+//! Invariant: the regexes are compiled once per process; redaction is idempotent
+//! (`redact(redact(x)) == redact(x)`) and never alters text without a match.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+
+/// The replacement for every secret.
+pub const REDACTED: &str = "[REDACTED_SECRET]";
+
+struct Rule {
+    re: Regex,
+    /// Replace the whole match, or keep capture group 1 (a prefix) and redact group 2.
+    keep_prefix: bool,
+    /// Extra check on the secret part; `false` leaves the match untouched.
+    accept: fn(&str) -> bool,
+}
+
+fn any(_: &str) -> bool {
+    true
+}
+
+/// Provider keys: long, and mixing letters and digits (so prose like `sk-learn` survives).
+fn keyish(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_digit()) && s.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
+/// Values of `password=`-style pairs: not a placeholder or a plain short word.
+fn pair_value(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    if v.starts_with("[REDACTED") || v.starts_with('$') || v.starts_with('<') || v.starts_with("{{")
+    {
+        return false;
+    }
+    if matches!(
+        lower.as_str(),
+        "null"
+            | "none"
+            | "true"
+            | "false"
+            | "undefined"
+            | "required"
+            | "optional"
+            | "string"
+            | "redacted"
+    ) {
+        return false;
+    }
+    if v.chars()
+        .all(|c| c == '*' || c == 'x' || c == 'X' || c == '.')
+    {
+        return false;
+    }
+    // A word of letters only must be long to count (prose: "token: see below").
+    v.len() >= 12 || v.chars().any(|c| !c.is_ascii_alphabetic())
+}
+
+static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    let r = |pat: &str, keep_prefix: bool, accept: fn(&str) -> bool| Rule {
+        re: Regex::new(pat).expect("redaction regex compiles"),
+        keep_prefix,
+        accept,
+    };
+    vec![
+        // PEM private keys: whole block, newlines raw or JSON-escaped; a block cut before
+        // its END line is redacted through its base64 body.
+        r(
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:\\[nr]|[\sA-Za-z0-9+/=:-])*",
+            false,
+            any,
+        ),
+        // JWT: three base64url segments, the first two JSON objects (`eyJ`).
+        r(
+            r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+            false,
+            any,
+        ),
+        // OpenAI / Anthropic / OpenRouter (`sk-`, `sk-proj-`, `sk-ant-api03-`, `sk-or-v1-`).
+        r(r"\bsk-[A-Za-z0-9_-]{20,}", false, keyish),
+        // Google API keys.
+        r(r"\bAIza[0-9A-Za-z_-]{35}", false, any),
+        // GitHub tokens.
+        r(
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+            false,
+            any,
+        ),
+        // Slack tokens.
+        r(r"\bxox[abposre]-[A-Za-z0-9-]{10,}", false, keyish),
+        // AWS access key ids.
+        r(r"\b(?:AKIA|ASIA|AIDA|AROA)[0-9A-Z]{16}\b", false, any),
+        // Bearer tokens (keep the scheme word).
+        r(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/-]{12,}=*)", true, keyish),
+        // URL credentials: keep `scheme://user:`, redact the password.
+        r(
+            r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^@\s/]{3,})@",
+            true,
+            any,
+        ),
+        // key=value / key: value pairs, plain, quoted or JSON-escaped (any depth); keep the key.
+        r(
+            r#"(?i)((?:password|passwd|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token)\b(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)([^\s"'\\,;&}\]]+)"#,
+            true,
+            pair_value,
+        ),
+    ]
+});
+
+/// `text` with every recognised secret replaced by [`REDACTED`]; borrowed when nothing
+/// matched. Cost: one pass per rule (about a dozen regexes, literal-prefiltered).
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let mut out: Cow<'_, str> = Cow::Borrowed(text);
+    for rule in RULES.iter() {
+        if !rule.re.is_match(&out) {
+            continue;
+        }
+        let replaced = rule.re.replace_all(&out, |c: &Captures<'_>| {
+            if rule.keep_prefix {
+                let secret = c.get(2).map_or("", |m| m.as_str());
+                if (rule.accept)(secret) {
+                    let tail = &c[0][c[1].len() + secret.len()..];
+                    format!("{}{REDACTED}{tail}", &c[1])
+                } else {
+                    c[0].to_string()
+                }
+            } else if (rule.accept)(&c[0]) {
+                REDACTED.to_string()
+            } else {
+                c[0].to_string()
+            }
+        });
+        if let Cow::Owned(s) = replaced {
+            out = Cow::Owned(s);
+        }
+    }
+    out
+}
+
+/// [`redact`] into an owned string.
+pub fn redact_string(text: String) -> String {
+    match redact(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(s) => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_key_names_and_schemes() {
+        assert_eq!(
+            redact("DB_PASSWORD=hunter2!"),
+            "DB_PASSWORD=[REDACTED_SECRET]"
+        );
+        assert_eq!(
+            redact(r#"{"api_key": "abc123def"}"#),
+            r#"{"api_key": "[REDACTED_SECRET]"}"#
+        );
+        assert_eq!(
+            redact(r#"{\"token\":\"t0k3n-value\"}"#),
+            r#"{\"token\":\"[REDACTED_SECRET]\"}"#
+        );
+        assert_eq!(
+            redact(r#"{\\\"token\\\":\\\"t0k3n-value\\\"}"#),
+            r#"{\\\"token\\\":\\\"[REDACTED_SECRET]\\\"}"#
+        );
+        assert_eq!(
+            redact("Authorization: Bearer abcdef0123456789xyz"),
+            "Authorization: Bearer [REDACTED_SECRET]"
+        );
+        assert_eq!(
+            redact("postgres://app:s3cretpw@db:5432/x"),
+            "postgres://app:[REDACTED_SECRET]@db:5432/x"
+        );
+    }
+
+    #[test]
+    fn leaves_prose_and_placeholders() {
+        for s in [
+            "the token: see below",
+            "max_tokens: 1000",
+            "password: null",
+            "api_key=$OPENAI_API_KEY",
+            "use sk-learn for this",
+            "Bearer authentication is described in RFC 6750",
+            "passwordless login",
+        ] {
+            assert_eq!(redact(s), s);
+        }
+    }
+
+    #[test]
+    fn idempotent() {
+        let s = "k=sk-proj-abcDEF1234567890abcdef1234 and password=pw12345";
+        let once = redact(s).into_owned();
+        assert_eq!(redact(&once), once);
+        assert!(!once.contains("abcDEF"));
+    }
+}

@@ -1,0 +1,893 @@
+//! Phase 1 end to end against the mock provider (each wire format), fault handling,
+//! spend cap, cancellation, and several real processes sharing one database.
+//!
+//! Rollouts here are plain-text files read by `TextDirInput` (the engine's seam); the
+//! transcript parsers plug into the same seam.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use codex_free::config::{CONFIG_FILE, Config};
+use codex_free::pipeline::control::{ControlEnv, MemoriesCmd, execute, status};
+use codex_free::pipeline::phase1::{Redactor, TextDirInput};
+use codex_free::providers::{ModelRef, PriceTable, RetryPolicy, TokenUsage};
+use codex_free::secrets::{MemoryStore, Secret, SecretStore};
+use codex_free::store::Store;
+use serde_json::{Value, json};
+
+use crate::mock_provider::{Fault, MOCK_USAGE, MockProvider, session_id};
+
+/// Replaces the planted test secret, standing in for the real redactor.
+struct PlantedSecretRedactor;
+impl Redactor for PlantedSecretRedactor {
+    fn redact(&self, text: &str) -> String {
+        text.replace("sk-live-PLANTED0123456789", "[REDACTED_SECRET]")
+    }
+}
+
+fn write_rollouts(home: &Path, source: &str, ids: &[String], age: Duration) {
+    let dir = home.join("rollouts").join(source);
+    std::fs::create_dir_all(&dir).unwrap();
+    for id in ids {
+        let p = dir.join(format!("{id}.txt"));
+        std::fs::write(
+            &p,
+            format!("user: please fix the build of {id}\nassistant: done, use pnpm\n"),
+        )
+        .unwrap();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(SystemTime::now() - age).unwrap();
+    }
+}
+
+fn ids(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i:03}")).collect()
+}
+
+fn fast_retry() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 4,
+        base_delay: Duration::from_millis(20),
+        max_delay: Duration::from_millis(100),
+        max_retry_after: Duration::from_secs(5),
+    }
+}
+
+fn secrets() -> Arc<dyn SecretStore> {
+    let s = MemoryStore::default();
+    s.set("openai", &Secret::new("sk-test-openai-000000000000"))
+        .unwrap();
+    s.set("anthropic", &Secret::new("sk-ant-test-0000000000000"))
+        .unwrap();
+    Arc::new(s)
+}
+
+fn env_for(home: &Path) -> ControlEnv {
+    let mut env = ControlEnv::new(home.to_path_buf(), secrets());
+    env.input = Arc::new(TextDirInput::new(home.join("rollouts")));
+    env.redactor = Arc::new(PlantedSecretRedactor);
+    env.retry = fast_retry();
+    env
+}
+
+/// Write `codex.config.json` pointing `provider` at the mock.
+fn configure(home: &Path, mock: &MockProvider, provider: &str, model: &str, extra: Value) {
+    let mut memories = json!({
+        "extract_model": format!("{provider}/{model}"),
+        "max_rollouts_per_startup": 8,
+        "sources": ["codex"],
+        "providers": { provider: { "base_url": mock.base_url() } },
+    });
+    if provider == "local" {
+        memories["providers"]["local"]["api"] = json!("openai-chat");
+    }
+    if let (Some(m), Some(e)) = (memories.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    let text = json!({ "memories": memories }).to_string();
+    let (cfg, warnings) = Config::parse(&text).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    cfg.save(&home.join(CONFIG_FILE)).unwrap();
+}
+
+fn store(home: &Path) -> Store {
+    Store::open_in_home(home).unwrap()
+}
+
+fn log_lines(home: &Path) -> Vec<String> {
+    std::fs::read_to_string(home.join("memories.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn mock_usage() -> TokenUsage {
+    let (input, cached, output, reasoning) = MOCK_USAGE;
+    TokenUsage {
+        input,
+        cached_input: cached,
+        cache_write: 0,
+        output,
+        reasoning,
+    }
+}
+
+struct Case {
+    provider: &'static str,
+    model: &'static str,
+    path: &'static str,
+}
+
+async fn end_to_end(case: Case) {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path();
+    configure(home, &mock, case.provider, case.model, json!({}));
+    let rollouts = ids("r", 3);
+    write_rollouts(home, "codex", &rollouts, Duration::from_secs(7 * 3600));
+    // r000 has nothing worth keeping; r001's answer carries a planted secret.
+    mock.set_answer(|body| {
+        let id = session_id(body);
+        match id.as_str() {
+            "r000" => {
+                json!({"rollout_summary": "", "rollout_slug": null, "raw_memory": ""}).to_string()
+            }
+            _ => json!({
+                "rollout_summary": format!("summary of {id}"),
+                "rollout_slug": format!("Fix {id}"),
+                "raw_memory": format!("- {id}: always use pnpm; key sk-live-PLANTED0123456789")
+            })
+            .to_string(),
+        }
+    });
+    let env = env_for(home);
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(
+        out.contains("3 claimed, 2 with output, 1 no output, 0 failed, 0 released"),
+        "{out}"
+    );
+
+    // Requests: one per rollout, real wire format, key sent, rollout text sent.
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3);
+    for r in &reqs {
+        assert!(r.path.ends_with(case.path), "{}", r.path);
+        assert!(
+            r.auth.as_deref().is_some_and(|a| a.contains("test")),
+            "key header sent"
+        );
+        assert!(
+            r.body.to_string().contains("please fix the build of"),
+            "rollout text is in the request"
+        );
+        match case.path {
+            "/responses" => {
+                assert_eq!(r.body["text"]["format"]["type"], "json_schema");
+                assert_eq!(r.body["text"]["format"]["strict"], true);
+                assert_eq!(
+                    r.body["text"]["format"]["schema"]["additionalProperties"],
+                    false
+                );
+            }
+            "/chat/completions" => {
+                assert_eq!(r.body["response_format"]["type"], "json_schema");
+                assert_eq!(r.body["response_format"]["json_schema"]["strict"], true);
+            }
+            _ => {
+                assert!(
+                    r.body["system"].to_string().contains("rollout_summary"),
+                    "instructions describe the shape"
+                );
+                assert!(
+                    r.body.get("output_config").is_none(),
+                    "anthropic defaults to compatibility mode"
+                );
+            }
+        }
+    }
+
+    // Outputs stored, redacted again; the empty answer stored nothing.
+    let s = store(home);
+    assert!(s.stage1_output("r000").unwrap().is_none());
+    let o = s.stage1_output("r001").unwrap().unwrap();
+    assert_eq!(o.rollout_summary, "summary of r001");
+    assert_eq!(o.rollout_slug.as_deref(), Some("fix-r001"));
+    assert!(
+        o.raw_memory.contains("[REDACTED_SECRET]") && !o.raw_memory.contains("PLANTED"),
+        "{}",
+        o.raw_memory
+    );
+    assert_eq!(s.job_counts().unwrap().done, 3);
+
+    // Usage rows and run totals: exact token sums, cost from the bundled table.
+    let run = &s.recent_runs(1).unwrap()[0];
+    let usage = s.run_usage(&run.id).unwrap();
+    assert_eq!(usage.len(), 3);
+    let mut u = mock_usage();
+    if case.path == "/messages" {
+        // Anthropic's usage does not break reasoning out of output_tokens.
+        u.reasoning = 0;
+    }
+    for row in &usage {
+        assert_eq!(
+            (
+                row.input_tokens,
+                row.cached_input_tokens,
+                row.output_tokens,
+                row.reasoning_tokens,
+                row.attempts
+            ),
+            (
+                u.input as i64,
+                u.cached_input as i64,
+                u.output as i64,
+                u.reasoning as i64,
+                1
+            )
+        );
+    }
+    assert_eq!(usage.iter().filter(|r| r.outcome == "no_output").count(), 1);
+    assert_eq!(
+        (run.input_tokens, run.cached_input_tokens, run.output_tokens),
+        (3 * 1200, 3 * 200, 3 * 150)
+    );
+    let price = PriceTable::bundled()
+        .lookup(
+            &ModelRef::parse(&format!("{}/{}", case.provider, case.model)).unwrap(),
+            &Default::default(),
+        )
+        .price
+        .expect("model is in the bundled price table");
+    let expect = 3.0 * price.cost(&u);
+    assert!(expect > 0.0);
+    assert!(
+        (run.cost_usd.unwrap() - expect).abs() < 1e-12,
+        "{:?} vs {expect}",
+        run.cost_usd
+    );
+
+    // One log line with the same numbers.
+    let lines = log_lines(home);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let total = 3 * (1200 + 150);
+    assert!(
+        lines[0].contains(&format!(
+            "phase1: 3 claimed, 2 with output, 1 no output, 0 failed, 0 released, {total} tokens, $"
+        )),
+        "{}",
+        lines[0]
+    );
+
+    // Unchanged rollouts are never re-extracted.
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("nothing to do"), "{out}");
+    assert_eq!(mock.requests().len(), 3);
+
+    // Status shows the run, tokens and cost.
+    let st = status(&env).unwrap();
+    assert_eq!(st.sources[0].with_output, 2);
+    assert_eq!(st.recent_runs.len(), 1);
+    let text = st.render();
+    assert!(text.contains("3 claimed, 2 with output"), "{text}");
+    assert!(
+        text.contains(&format!("{} in ({} cached)", 3 * 1200, 3 * 200)),
+        "{text}"
+    );
+    mock.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_to_end_openai_responses() {
+    end_to_end(Case {
+        provider: "openai",
+        model: "gpt-5-mini",
+        path: "/responses",
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_to_end_openai_chat_completions() {
+    end_to_end(Case {
+        provider: "openai-chat",
+        model: "gpt-5-mini",
+        path: "/chat/completions",
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_to_end_anthropic_messages() {
+    end_to_end(Case {
+        provider: "anthropic",
+        model: "claude-haiku-4-5",
+        path: "/messages",
+    })
+    .await;
+}
+
+/// One rollout, one run, with `faults` queued; returns (stdout line, store, requests).
+async fn one_rollout_with(
+    faults: Vec<Fault>,
+    extra: Value,
+) -> (String, Store, MockProvider, tempfile::TempDir, ControlEnv) {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    configure(d.path(), &mock, "openai-chat", "gpt-5-mini", extra);
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("f", 1),
+        Duration::from_secs(7 * 3600),
+    );
+    mock.push_faults(faults);
+    let env = env_for(d.path());
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let s = store(d.path());
+    (out, s, mock, d, env)
+}
+
+fn only_usage(s: &Store) -> codex_free::store::UsageRow {
+    let run = &s.recent_runs(1).unwrap()[0];
+    let rows = s.run_usage(&run.id).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    rows.into_iter().next().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_429_honours_retry_after_then_succeeds() {
+    let started = Instant::now();
+    let (out, s, mock, _d, _) = one_rollout_with(
+        vec![Fault::Status(
+            429,
+            json!({"error": {"message": "slow down", "type": "rate_limit"}}),
+            vec![("retry-after", "1".into())],
+        )],
+        json!({}),
+    )
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "waited for Retry-After"
+    );
+    assert!(out.contains("1 with output"), "{out}");
+    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(only_usage(&s).attempts, 2);
+    assert!(s.stage1_output("f000").unwrap().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_are_retried_then_succeed() {
+    let e500 = || Fault::Status(500, json!({"error": {"message": "internal"}}), vec![]);
+    let (out, s, mock, _d, _) = one_rollout_with(vec![e500(), e500()], json!({})).await;
+    assert!(out.contains("1 with output"), "{out}");
+    assert_eq!(mock.requests().len(), 3);
+    assert_eq!(only_usage(&s).attempts, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persistent_server_error_fails_the_job_with_backoff_and_stores_nothing() {
+    let e500 = || Fault::Status(503, json!({"error": {"message": "overloaded"}}), vec![]);
+    let (out, s, mock, d, _) = one_rollout_with((0..4).map(|_| e500()).collect(), json!({})).await;
+    assert!(
+        out.contains("1 claimed, 0 with output, 0 no output, 1 failed"),
+        "{out}"
+    );
+    assert_eq!(mock.requests().len(), 4, "max_attempts");
+    assert!(s.stage1_output("f000").unwrap().is_none());
+    let jobs = s.job_counts().unwrap();
+    assert_eq!((jobs.retrying, jobs.done, jobs.running), (1, 0, 0));
+    let u = only_usage(&s);
+    assert_eq!(
+        (u.outcome.as_str(), u.attempts, u.input_tokens),
+        ("failed", 4, 0)
+    );
+    // The backoff holds: an immediate second run does not retry it.
+    let env = env_for(d.path());
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("nothing to do"), "{out}");
+    assert_eq!(mock.requests().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_is_retried() {
+    let (out, s, mock, _d, _) = one_rollout_with(
+        vec![Fault::Delay(Duration::from_secs(3), None)],
+        json!({"request_timeout_secs": 1}),
+    )
+    .await;
+    assert!(out.contains("1 with output"), "{out}");
+    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(only_usage(&s).attempts, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_body_is_retried_then_fails_cleanly() {
+    let (out, s, mock, _d, _) = one_rollout_with(vec![Fault::Malformed], json!({})).await;
+    assert!(out.contains("1 with output"), "{out}");
+    assert_eq!(mock.requests().len(), 2);
+    assert!(s.stage1_output("f000").unwrap().is_some());
+
+    let (out, s, mock, _d, _) =
+        one_rollout_with((0..4).map(|_| Fault::Malformed).collect(), json!({})).await;
+    assert!(out.contains("1 failed"), "{out}");
+    assert_eq!(mock.requests().len(), 4);
+    assert!(s.stage1_output("f000").unwrap().is_none());
+    assert!(only_usage(&s).error.unwrap().contains("Malformed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_response_is_retried_then_fails_cleanly() {
+    let (out, s, mock, _d, _) = one_rollout_with(vec![Fault::Cut], json!({})).await;
+    assert!(out.contains("1 with output"), "{out}");
+    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(only_usage(&s).attempts, 2);
+
+    let (out, s, mock, _d, _) =
+        one_rollout_with((0..4).map(|_| Fault::Cut).collect(), json!({})).await;
+    assert!(out.contains("1 failed"), "{out}");
+    assert_eq!(mock.requests().len(), 4);
+    assert!(s.stage1_output("f000").unwrap().is_none());
+    assert_eq!(s.job_counts().unwrap().retrying, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_invalid_answer_fails_without_storing_and_counts_tokens() {
+    let bad =
+        json!({"rollout_summary": "s", "rollout_slug": null, "raw_memory": "m", "confidence": 0.9})
+            .to_string();
+    let (out, s, mock, _d, _) = one_rollout_with(vec![Fault::Answer(bad)], json!({})).await;
+    assert!(out.contains("1 failed"), "{out}");
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "a wrong answer is not a transport error: no retry in the run"
+    );
+    assert!(s.stage1_output("f000").unwrap().is_none());
+    let u = only_usage(&s);
+    assert_eq!(u.outcome, "invalid_output");
+    assert_eq!(
+        u.input_tokens, 1200,
+        "tokens spent on a bad answer are still counted"
+    );
+    assert!(u.cost_usd.unwrap() > 0.0);
+    assert!(u.error.unwrap().contains("confidence"));
+    let (out, s, _, _d, _) = one_rollout_with(
+        vec![Fault::Answer("Sure! Here is the memory.".into())],
+        json!({}),
+    )
+    .await;
+    assert!(out.contains("1 failed"), "{out}");
+    assert!(only_usage(&s).error.unwrap().contains("not JSON"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unavailable_model_fails_the_run_and_releases_jobs() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    configure(d.path(), &mock, "openai-chat", "gpt-5-mini", json!({}));
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("m", 3),
+        Duration::from_secs(7 * 3600),
+    );
+    let nf = || {
+        Fault::Status(
+            404,
+            json!({"error": {"message": "The model `gpt-5-mini` does not exist", "code": "model_not_found"}}),
+            vec![],
+        )
+    };
+    mock.push_faults((0..3).map(|_| nf()));
+    let env = env_for(d.path());
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(
+        out.contains("3 claimed, 0 with output, 0 no output, 0 failed, 3 released"),
+        "{out}"
+    );
+    assert!(
+        out.contains("stopped: model openai-chat/gpt-5-mini is not available"),
+        "{out}"
+    );
+    let s = store(d.path());
+    let jobs = s.job_counts().unwrap();
+    assert_eq!(
+        (jobs.pending, jobs.retrying),
+        (3, 0),
+        "released, no retry spent"
+    );
+    let reqs = mock.requests();
+    assert!(reqs.len() <= 3);
+    assert!(
+        reqs.iter().all(|r| r.body["model"] == "gpt-5-mini"),
+        "never a different model"
+    );
+    assert_eq!(s.recent_runs(1).unwrap()[0].summary.outcome, "failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spend_cap_stops_model_calls_and_status_says_so() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    // One mock request costs well under a cent; a cap of 1e-9 USD is reached by the first.
+    configure(
+        d.path(),
+        &mock,
+        "openai-chat",
+        "gpt-5-mini",
+        json!({"monthly_spend_cap_usd": 1e-9, "max_rollouts_per_startup": 1}),
+    );
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("c", 2),
+        Duration::from_secs(7 * 3600),
+    );
+    let env = env_for(d.path());
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("1 claimed, 1 with output"), "{out}");
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("stopped: monthly spend cap reached"), "{out}");
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "no model call once the cap is reached"
+    );
+    let st = status(&env).unwrap();
+    assert!(st.cap_reached);
+    assert!(st.render().contains("CAP REACHED"), "{}", st.render());
+    assert_eq!(st.eligible_now, 1, "the other rollout waits");
+    assert!(log_lines(d.path()).last().unwrap().contains("spend cap"));
+    // Said once: a further trigger while capped adds no run and no log line.
+    let lines = log_lines(d.path()).len();
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(
+        out.contains("spend_cap: monthly spend cap reached"),
+        "{out}"
+    );
+    assert_eq!(log_lines(d.path()).len(), lines);
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_price_is_reported_as_unknown_not_zero() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    configure(d.path(), &mock, "local", "tiny-model", json!({}));
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("u", 1),
+        Duration::from_secs(7 * 3600),
+    );
+    let env = env_for(d.path());
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("price unknown"), "{out}");
+    let s = store(d.path());
+    assert_eq!(only_usage(&s).cost_usd, None);
+    assert_eq!(s.recent_runs(1).unwrap()[0].cost_usd, None);
+    let text = status(&env).unwrap().render();
+    assert!(text.contains("price unknown"), "{text}");
+    // With a cap set, an unpriced model is not called at all.
+    configure(
+        d.path(),
+        &mock,
+        "local",
+        "tiny-model",
+        json!({"monthly_spend_cap_usd": 5.0}),
+    );
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("v", 1),
+        Duration::from_secs(7 * 3600),
+    );
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(
+        out.contains("price of local/tiny-model is unknown"),
+        "{out}"
+    );
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_releases_the_job_promptly() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    configure(d.path(), &mock, "openai-chat", "gpt-5-mini", json!({}));
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("x", 1),
+        Duration::from_secs(7 * 3600),
+    );
+    mock.push_faults([Fault::Delay(Duration::from_secs(10), None)]);
+    let env = env_for(d.path());
+    let cancel = env.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let started = Instant::now();
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped promptly"
+    );
+    assert!(out.contains("1 released"), "{out}");
+    let s = store(d.path());
+    assert_eq!(s.job_counts().unwrap().pending, 1);
+    assert_eq!(s.recent_runs(1).unwrap()[0].summary.outcome, "cancelled");
+    assert!(s.stage1_output("x000").unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thread_off_force_and_reset() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    configure(d.path(), &mock, "openai-chat", "gpt-5-mini", json!({}));
+    // Active 2 hours ago: not idle enough for `run`, fine for `force`.
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("t", 2),
+        Duration::from_secs(2 * 3600),
+    );
+    let env = env_for(d.path());
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("nothing to do"), "{out}");
+    let out = execute(MemoriesCmd::Force, &env).await.unwrap();
+    assert!(out.contains("2 claimed, 2 with output"), "{out}");
+    execute(
+        MemoriesCmd::Thread {
+            state: codex_free::pipeline::control::OnOff::Off,
+            id: "t000".into(),
+        },
+        &env,
+    )
+    .await
+    .unwrap();
+    let s = store(d.path());
+    assert!(s.stage1_output("t000").unwrap().is_none());
+    assert!(!s.thread("t000").unwrap().unwrap().memory_enabled);
+    let out = execute(MemoriesCmd::Reset { yes: true }, &env)
+        .await
+        .unwrap();
+    assert!(out.contains("1 extracted memories"), "{out}");
+    // Transcripts untouched; spend history kept.
+    assert!(d.path().join("rollouts/codex/t001.txt").exists());
+    assert_eq!(s.spend_this_month().unwrap().requests, 2);
+}
+
+/// Helper process for [`concurrent_processes_extract_each_rollout_once`]: runs phase 1
+/// repeatedly on `$PHASE1_WORKER_HOME` until nothing is eligible or running.
+#[test]
+#[ignore = "spawned as a separate process by concurrent_processes_extract_each_rollout_once"]
+fn concurrency_worker() {
+    let Ok(home) = std::env::var("PHASE1_WORKER_HOME") else {
+        return;
+    };
+    let home = PathBuf::from(home);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let env = env_for(&home);
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            execute(MemoriesCmd::Run, &env).await.unwrap();
+            let st = status(&env).unwrap();
+            if st.eligible_now == 0 && st.jobs.running == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "worker did not finish: {st:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_processes_extract_each_rollout_once() {
+    const N: usize = 50;
+    let mock = MockProvider::start().await;
+    mock.set_delay(Duration::from_millis(30));
+    let d = tempfile::tempdir().unwrap();
+    configure(
+        d.path(),
+        &mock,
+        "openai-chat",
+        "gpt-5-mini",
+        json!({"max_rollouts_per_startup": 4}),
+    );
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("p", N),
+        Duration::from_secs(7 * 3600),
+    );
+    // Create the schema once so the workers race only on claims.
+    drop(store(d.path()));
+    let exe = std::env::current_exe().unwrap();
+    let mut children = Vec::new();
+    for _ in 0..3 {
+        children.push(
+            tokio::process::Command::new(&exe)
+                .args([
+                    "--ignored",
+                    "--exact",
+                    "pipeline_phase1::concurrency_worker",
+                    "--test-threads=1",
+                    "--nocapture",
+                ])
+                .env("PHASE1_WORKER_HOME", d.path())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+    }
+    for mut c in children {
+        let st = c.wait().await.unwrap();
+        assert!(st.success(), "worker failed: {st}");
+    }
+    let reqs = mock.requests();
+    let mut seen: Vec<String> = reqs.iter().map(|r| session_id(&r.body)).collect();
+    seen.sort();
+    let unique = {
+        let mut u = seen.clone();
+        u.dedup();
+        u
+    };
+    assert_eq!(unique.len(), N, "every rollout extracted");
+    assert_eq!(seen.len(), N, "none extracted twice: {seen:?}");
+    let s = store(d.path());
+    assert_eq!(s.job_counts().unwrap().done, N as i64);
+    assert_eq!(s.list_stage1_outputs(1000).unwrap().len(), N);
+    // Runs from all processes add up, and each claimed run wrote one log line.
+    let runs = s.recent_runs(1000).unwrap();
+    assert_eq!(
+        runs.iter().map(|r| r.summary.claimed).sum::<i64>(),
+        N as i64
+    );
+    let workers: std::collections::BTreeSet<_> = runs.iter().map(|r| r.id.clone()).collect();
+    assert_eq!(log_lines(d.path()).len(), workers.len());
+    let claimed_in_log: i64 = log_lines(d.path())
+        .iter()
+        .map(|l| {
+            l.split("phase1: ")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse::<i64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(claimed_in_log, N as i64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
+    use codex_free::pipeline::phase1::Trigger;
+    use codex_free::pipeline::scheduler::Scheduler;
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().to_path_buf();
+    configure(&home, &mock, "openai-chat", "gpt-5-mini", json!({}));
+    write_rollouts(&home, "codex", &ids("s", 1), Duration::from_secs(7 * 3600));
+    let env = env_for(&home);
+    let mut deps = env.scheduler_deps();
+    deps.rescan_every = Duration::from_secs(3600);
+    deps.watch = None;
+    let cfg = Config::load(&home.join(CONFIG_FILE)).unwrap().config;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let sched = Scheduler::start(home.clone(), cfg, deps, cancel.clone()).unwrap();
+    let wait_for = |n: usize| {
+        let mock = &mock;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while mock.requests().len() < n {
+                assert!(
+                    Instant::now() < deadline,
+                    "expected {n} requests, got {}",
+                    mock.requests().len()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    wait_for(1).await; // startup run
+    write_rollouts(&home, "codex", &ids("t", 1), Duration::from_secs(7 * 3600));
+    sched.nudge(Trigger::Watch);
+    wait_for(2).await;
+    // Off in the config file: a later trigger makes no call.
+    execute(MemoriesCmd::Off, &env).await.unwrap();
+    write_rollouts(&home, "codex", &ids("u", 1), Duration::from_secs(7 * 3600));
+    sched.nudge(Trigger::Watch);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(mock.requests().len(), 2);
+    sched.shutdown().await;
+    assert!(cancel.is_cancelled());
+    assert_eq!(log_lines(&home).len(), 2);
+}
+
+/// The provider trait already carries what phase 2's tool-using agent needs: tools out,
+/// tool calls back, tool results in the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_calls_round_trip_through_chat_completions() {
+    use codex_free::providers::genai_client::GenaiClient;
+    use codex_free::providers::{
+        Api, CompletionRequest, Message, ModelClient, StopKind, StructuredMode, ToolSpec,
+    };
+    let mock = MockProvider::start().await;
+    mock.push_faults([Fault::Body(json!({
+        "id": "chatcmpl-tools", "object": "chat.completion", "created": 1, "model": "gpt-5-mini",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                            "function": {"name": "read_file", "arguments": "{\"path\":\"MEMORY.md\"}"}}]}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+    }))]);
+    let client = GenaiClient::new(
+        ModelRef::parse("openai-chat/gpt-5-mini").unwrap(),
+        Api::OpenaiChat,
+        &mock.base_url(),
+        Some(Secret::new("sk-test-tools-0000000000")),
+        StructuredMode::Strict,
+        Duration::from_secs(10),
+        fast_retry(),
+    )
+    .unwrap();
+    let tool = ToolSpec {
+        name: "read_file".into(),
+        description: "Read a file of the memory folder".into(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    };
+    let mut req = CompletionRequest {
+        system: "consolidate".into(),
+        messages: vec![Message::User("go".into())],
+        tools: vec![tool],
+        ..Default::default()
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let c = client.complete(&req, &cancel).await.unwrap();
+    assert_eq!(c.stop, StopKind::ToolCalls);
+    assert_eq!(c.tool_calls.len(), 1);
+    assert_eq!(
+        (c.tool_calls[0].id.as_str(), c.tool_calls[0].name.as_str()),
+        ("call_1", "read_file")
+    );
+    assert_eq!(c.tool_calls[0].arguments, json!({"path": "MEMORY.md"}));
+    assert_eq!((c.usage.input, c.usage.output), (50, 10));
+    let sent = &mock.requests()[0].body;
+    assert_eq!(sent["tools"][0]["function"]["name"], "read_file");
+    // Second turn: the call and its result go back in the wire format.
+    req.messages.push(Message::Assistant {
+        content: String::new(),
+        tool_calls: c.tool_calls.clone(),
+    });
+    req.messages.push(Message::Tool {
+        call_id: "call_1".into(),
+        content: "# Memory".into(),
+    });
+    let c2 = client.complete(&req, &cancel).await.unwrap();
+    assert!(c2.tool_calls.is_empty());
+    let sent = &mock.requests()[1].body;
+    let msgs = sent["messages"].as_array().unwrap();
+    let tool_msg = msgs
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("tool result message sent");
+    assert_eq!(tool_msg["tool_call_id"], "call_1");
+    assert_eq!(tool_msg["content"], "# Memory");
+    assert!(
+        msgs.iter()
+            .any(|m| m["role"] == "assistant" && m["tool_calls"][0]["id"] == "call_1")
+    );
+}

@@ -1,0 +1,249 @@
+//! Phase 1 on the real transcripts of all three CLIs (`tests/data/sessions`, copied from
+//! the shared fixtures) through the transcript readers, against the mock provider; and a
+//! planted-secrets transcript whose secrets must never reach the provider.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use codex_free::config::{CONFIG_FILE, Config};
+use codex_free::pipeline::control::{ControlEnv, MemoriesCmd, execute, status};
+use codex_free::pipeline::discover::SourceRoots;
+use codex_free::pipeline::input::{SecretRedactor, TranscriptInput};
+use codex_free::providers::RetryPolicy;
+use codex_free::secrets::{MemoryStore, Secret, SecretStore};
+use codex_free::store::Store;
+use serde_json::json;
+
+use crate::mock_provider::{MOCK_USAGE, MockProvider, session_id};
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+/// Copy `src` to `dst` recursively, setting every file's mtime to `age` ago.
+fn copy_tree(src: &Path, dst: &Path, age: Duration) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to, age);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+            let f = std::fs::File::options().write(true).open(&to).unwrap();
+            f.set_modified(SystemTime::now() - age).unwrap();
+        }
+    }
+}
+
+fn env(home: &Path, roots: SourceRoots) -> ControlEnv {
+    let s = MemoryStore::default();
+    s.set("openai", &Secret::new("sk-test-openai-000000000000"))
+        .unwrap();
+    let secrets: Arc<dyn SecretStore> = Arc::new(s);
+    let mut env = ControlEnv::new(home.to_path_buf(), secrets);
+    env.input = Arc::new(TranscriptInput::new(roots));
+    env.redactor = Arc::new(SecretRedactor);
+    env.retry = RetryPolicy {
+        base_delay: Duration::from_millis(20),
+        ..RetryPolicy::default()
+    };
+    env
+}
+
+fn configure(home: &Path, mock: &MockProvider) {
+    let text = json!({"memories": {
+        "extract_model": "openai/gpt-5-mini",
+        "max_rollouts_per_startup": 128,
+        "providers": {"openai": {"base_url": mock.base_url()}},
+    }})
+    .to_string();
+    Config::parse(&text)
+        .unwrap()
+        .0
+        .save(&home.join(CONFIG_FILE))
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixtures_of_all_three_clis_end_to_end() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("home");
+    let sessions = d.path().join("sessions");
+    copy_tree(
+        &data().join("sessions"),
+        &sessions,
+        Duration::from_secs(7 * 3600),
+    );
+    let roots = SourceRoots {
+        codex_home: Some(sessions.join("codex")),
+        claude_dir: Some(sessions.join("claude")),
+        pi_dir: Some(sessions.join("pi")),
+        state_home: None,
+    };
+    configure(&home, &mock);
+    let env = env(&home, roots);
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+
+    let s = Store::open_in_home(&home).unwrap();
+    let counts = s.source_counts().unwrap();
+    let by = |src: &str| {
+        counts
+            .iter()
+            .find(|c| c.source == src)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (codex, claude, pi) = (by("codex"), by("claude"), by("pi"));
+    assert!(
+        codex.threads >= 5 && claude.threads >= 5 && pi.threads >= 3,
+        "{counts:?}"
+    );
+    let eligible: i64 = counts.iter().map(|c| c.threads - c.excluded).sum();
+    // Every eligible session of every CLI: exactly one request, one stored output.
+    let reqs = mock.requests();
+    let mut ids: Vec<String> = reqs.iter().map(|r| session_id(&r.body)).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len() as i64, eligible, "{out}");
+    assert_eq!(reqs.len() as i64, eligible, "each session sent once");
+    for c in [&codex, &claude, &pi] {
+        assert_eq!(c.with_output, c.threads - c.excluded, "{c:?}");
+    }
+    assert!(
+        out.contains(&format!(
+            "{eligible} claimed, {eligible} with output, 0 no output, 0 failed"
+        )),
+        "{out}"
+    );
+
+    // What was sent: the conversations, without injected context.
+    let bodies: Vec<String> = reqs.iter().map(|r| r.body.to_string()).collect();
+    assert!(
+        bodies.iter().any(|b| b.contains("pnpm")),
+        "the stated preference reaches the extractor"
+    );
+    assert!(
+        bodies.iter().all(|b| !b.contains("<environment_context>")),
+        "injected context filtered"
+    );
+    assert!(bodies.iter().all(|b| !b.contains("<skills_instructions>")));
+
+    // Usage rows and totals.
+    let run = &s.recent_runs(1).unwrap()[0];
+    let rows = s.run_usage(&run.id).unwrap();
+    assert_eq!(rows.len() as i64, eligible);
+    let (input, cached, output, _) = MOCK_USAGE;
+    assert_eq!(run.input_tokens, eligible * input as i64);
+    assert_eq!(run.cached_input_tokens, eligible * cached as i64);
+    assert_eq!(run.output_tokens, eligible * output as i64);
+    assert!(run.cost_usd.unwrap() > 0.0);
+    let log = std::fs::read_to_string(home.join("memories.log")).unwrap();
+    assert_eq!(log.lines().count(), 1);
+    assert!(
+        log.contains(&format!("{} tokens", eligible * (input + output) as i64)),
+        "{log}"
+    );
+    let st = status(&env).unwrap().render();
+    assert!(
+        st.contains("codex") && st.contains("claude") && st.contains("pi"),
+        "{st}"
+    );
+
+    // Nothing changed: a second run sends nothing.
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("nothing to do"), "{out}");
+    assert_eq!(mock.requests().len() as i64, eligible);
+}
+
+/// The planted values of `tests/data/secrets_corpus.txt` (`secret<TAB>text with «value»`).
+fn planted() -> Vec<(String, String)> {
+    let raw = std::fs::read_to_string(data().join("secrets_corpus.txt")).unwrap();
+    raw.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_once('\t'))
+        .filter(|(k, _)| *k == "secret")
+        .map(|(_, t)| {
+            let t = t.replace('⏎', "\n");
+            let s = t.find('«').unwrap() + '«'.len_utf8();
+            let e = t.find('»').unwrap();
+            (t.replace(['«', '»'], ""), t[s..e].to_string())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planted_secrets_never_reach_the_provider() {
+    let mock = MockProvider::start().await;
+    // The model echoes whatever it saw back into its memory: output redaction must catch it.
+    mock.set_answer(|body| {
+        json!({"rollout_summary": "echo", "rollout_slug": null, "raw_memory": body.to_string()})
+            .to_string()
+    });
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("home");
+    let codex = d.path().join("codex");
+    let dir = codex.join("sessions/2026/11/29");
+    std::fs::create_dir_all(&dir).unwrap();
+    let id = "01a2275c-0000-7000-8000-00000000beef";
+    let secrets = planted();
+    assert!(secrets.len() >= 20);
+    let mut lines = vec![
+        json!({"timestamp": "2026-11-29T12:00:00.000Z", "ordinal": 0, "type": "session_meta",
+        "payload": {"id": id, "session_id": id, "cwd": "/home/dev/work/x", "originator": "codex_exec",
+                    "cli_version": "0.171.0", "source": "exec", "timestamp": "2026-11-29T12:00:00.000Z"}}),
+    ];
+    for (i, (text, _)) in secrets.iter().enumerate() {
+        let (role, kind) = if i % 2 == 0 {
+            ("user", "input_text")
+        } else {
+            ("assistant", "output_text")
+        };
+        lines.push(json!({"timestamp": "2026-11-29T12:00:01.000Z", "ordinal": i + 1, "type": "response_item",
+            "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}}));
+    }
+    let file = dir.join(format!("rollout-2026-11-29T12-00-00-{id}.jsonl"));
+    std::fs::write(
+        &file,
+        lines
+            .iter()
+            .map(|l| l.to_string() + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(7 * 3600))
+        .unwrap();
+
+    configure(&home, &mock);
+    let roots = SourceRoots {
+        codex_home: Some(codex),
+        claude_dir: None,
+        pi_dir: None,
+        state_home: None,
+    };
+    let env = env(&home, roots);
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("1 claimed, 1 with output"), "{out}");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 1);
+    let sent = reqs[0].body.to_string();
+    // JSON escaping turns newlines into \n: probe each value's longest line.
+    for (_, value) in &secrets {
+        let probe = value.lines().max_by_key(|l| l.len()).unwrap_or(value);
+        assert!(!sent.contains(probe), "{probe:?} reached the provider");
+    }
+    assert!(sent.contains("[REDACTED_SECRET]"));
+    // And the stored memory (the model echoing its input) holds none either.
+    let s = Store::open_in_home(&home).unwrap();
+    let mem = s.stage1_output(id).unwrap().unwrap().raw_memory;
+    for (_, value) in &secrets {
+        let probe = value.lines().max_by_key(|l| l.len()).unwrap_or(value);
+        assert!(!mem.contains(probe), "{probe:?} stored");
+    }
+}
