@@ -31,10 +31,10 @@ mkdir -p "$CODEX_FREE_HOME/memories" "$CODEX_FREE_HOME/projects/project-e2e00000
 for i in $(seq 1 180); do echo "- rule $i"; done > "$CODEX_FREE_HOME/memories/MEMORY.md"
 { echo v1; for i in $(seq 1 19); do echo "summary $i"; done; } > "$CODEX_FREE_HOME/memories/memory_summary.md"
 cat > "$CODEX_FREE_HOME/projects/project-e2e0000000000000/memory.json" <<JSON
-echo "== seed: $(target/debug/examples/seed_usage "$SEED_DAYS") runs over $SEED_DAYS days into state.sqlite"
 {"version":1,"projectRoot":"$PROJECT_DIR","notes":{"db":{"value":"use the e2e database","updatedAt":"2026-01-01T00:00:00Z"}},
  "plan":{"steps":[{"step":"write the browser tests","status":"in_progress"},{"step":"ship","status":"pending"}],"updatedAt":"2026-01-01T00:00:00Z"}}
 JSON
+echo "== seed: $(target/debug/examples/seed_usage "$SEED_DAYS") runs over $SEED_DAYS days into state.sqlite"
 
 # Everything below runs in a private session bus with an unlocked Secret Service, with
 # HOME in the temp dir (gnome-keyring and chromium write there); keep the toolchain's homes.
