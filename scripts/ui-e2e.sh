@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Browser end-to-end tests of the web UI (tests/ui/, playwright-core + Debian's chromium).
-# Builds the UI and the headless server, starts the server on a temp state home seeded with
-# demo usage rows and memory files, inside a private D-Bus session with an unlocked
+# Builds the UI and `codex-free`, seeds a temp state home (demo usage rows written into
+# state.sqlite by examples/seed_usage.rs, memory files), starts
+# `codex-free serve --http --ui` on it inside a private D-Bus session with an unlocked
 # gnome-keyring (so keys go to a real Secret Service), runs the tests, and saves one
 # screenshot per page to docs/screenshots/. Also runs the keyring unit test against that
 # real Secret Service. Usage: scripts/ui-e2e.sh   (after scripts/install-deps.sh)
@@ -16,8 +17,7 @@ echo "== ui: unit tests and build"
 (cd ui && npx vitest run && npm run --silent build)
 
 echo "== server: build"
-cargo build --quiet --example ui_server
-SERVER=(target/debug/examples/ui_server)
+cargo build --quiet --bin codex-free --example seed_usage
 
 TMP=$(mktemp -d /tmp/cf-ui-e2e.XXXXXX)
 cleanup() { rm -rf "$TMP"; }
@@ -34,24 +34,28 @@ cat > "$CODEX_FREE_HOME/projects/project-e2e0000000000000/memory.json" <<JSON
 {"version":1,"projectRoot":"$PROJECT_DIR","notes":{"db":{"value":"use the e2e database","updatedAt":"2026-01-01T00:00:00Z"}},
  "plan":{"steps":[{"step":"write the browser tests","status":"in_progress"},{"step":"ship","status":"pending"}],"updatedAt":"2026-01-01T00:00:00Z"}}
 JSON
+echo "== seed: $(target/debug/examples/seed_usage "$SEED_DAYS") runs over $SEED_DAYS days into state.sqlite"
 
 # Everything below runs in a private session bus with an unlocked Secret Service, with
 # HOME in the temp dir (gnome-keyring and chromium write there); keep the toolchain's homes.
 export RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup} CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 export HOME=$TMP/home XDG_DATA_HOME=$TMP/home/.local/share XDG_CONFIG_HOME=$TMP/home/.config
-export SHOTS SEED_DAYS ROOT SERVER_BIN="${SERVER[0]}"
+export SHOTS SEED_DAYS ROOT
 dbus-run-session -- bash -euo pipefail -c '
   echo -n e2e-keyring-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null
   export KEYRING=secret-service CODEX_FREE_KEYRING=secret-service
   echo "== keyring: unit test against the real Secret Service"
   CODEX_FREE_TEST_SECRET_SERVICE=1 cargo test --quiet --lib secrets::keyring 2>&1 | tail -3
-  echo "== server: start"
-  "$ROOT/$SERVER_BIN" --project "$PROJECT_DIR" --port 0 --seed-days "$SEED_DAYS" >"$CODEX_FREE_HOME/../server.out" 2>"$CODEX_FREE_HOME/../server.err" &
+  echo "== server: start (codex-free serve --http --ui, pipeline off so the seeded totals stay exact)"
+  OUT=$CODEX_FREE_HOME/../server.out
+  "$ROOT/target/debug/codex-free" serve --http --ui --project "$PROJECT_DIR" --port 0 --no-pipeline >"$OUT" 2>"$CODEX_FREE_HOME/../server.err" &
   pid=$!
   trap "kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true" EXIT
-  for _ in $(seq 1 100); do [ -s "$CODEX_FREE_HOME/../server.out" ] && [ "$(wc -l < "$CODEX_FREE_HOME/../server.out")" -ge 3 ] && break; sleep 0.1; done
-  export UI_URL=$(sed -n 1p "$CODEX_FREE_HOME/../server.out") MCP_URL=$(sed -n 2p "$CODEX_FREE_HOME/../server.out") MCP_TOKEN=$(sed -n 3p "$CODEX_FREE_HOME/../server.out")
-  [ -n "$UI_URL" ] || { cat "$CODEX_FREE_HOME/../server.err"; exit 1; }
+  for _ in $(seq 1 100); do grep -q "Press Ctrl-C" "$OUT" 2>/dev/null && break; sleep 0.1; done
+  export UI_URL=$(sed -n "s/^ *web UI: *//p" "$OUT")
+  export MCP_TOKEN=$(sed -n "s/^ *auth header: *Authorization: Bearer //p" "$OUT")
+  export MCP_URL=${UI_URL%%/\?*}/mcp
+  [ -n "$UI_URL" ] && [ -n "$MCP_TOKEN" ] || { cat "$OUT" "$CODEX_FREE_HOME/../server.err"; exit 1; }
   curl -fsS "${UI_URL%%/\?*}/health" >/dev/null
   echo "== browser tests against $(echo "$UI_URL" | sed "s/token=.*/token=…/")"
   node --test --test-reporter=spec "$ROOT/tests/ui/"

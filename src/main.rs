@@ -234,11 +234,13 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         let url = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
         let mut opts = mcp::http::HttpOptions::default();
         let keys = secrets();
+        let pipe = std::sync::Arc::new(codex_free::api::hooks::SchedulerPipeline::new(&home));
         if args.ui {
             let o = keys.clone();
             let status = codex_free::api::dto::KeyringStatus { backend: o.label, fallback: o.fallback, error: o.error };
             let svc = codex_free::api::ApiService::new(&home, o.store, status)
-                .with_server(std::sync::Arc::new(Headless(url.clone())));
+                .with_server(std::sync::Arc::new(Headless(url.clone())))
+                .with_pipeline(pipe.clone());
             opts.extra = Some(codex_free::api::http::router(std::sync::Arc::new(svc)));
         }
         let running = mcp::http::start(server, &host, port, token.clone(), opts).await?;
@@ -254,7 +256,10 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
                 env.scheduler_deps(),
                 running.cancel.child_token(),
             ) {
-                Ok(s) => Some(s),
+                Ok(s) => {
+                    pipe.attach(s.trigger_sender());
+                    Some(s)
+                }
                 Err(e) => {
                     tracing::warn!("memory pipeline not started: {e}");
                     None

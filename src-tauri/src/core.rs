@@ -5,11 +5,14 @@
 //! Invariant: nothing here touches a display; actions return what to show or copy.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use codex_free::api::ApiService;
 use codex_free::api::dto::{ActionResult, PipelineState, ServerState, Status};
-use codex_free::api::hooks::ServerControl;
+use codex_free::api::hooks::{SchedulerPipeline, ServerControl};
+use codex_free::pipeline::control::ControlEnv;
+use codex_free::pipeline::scheduler::Scheduler;
+use codex_free::secrets::SecretStore;
 
 use crate::server::EmbeddedServer;
 
@@ -32,6 +35,14 @@ pub struct Core {
     pub server: Arc<EmbeddedServer>,
     /// State home.
     pub home: PathBuf,
+    /// The pipeline control the service uses (attached to the scheduler once it runs).
+    pub pipe: Arc<SchedulerPipeline>,
+    /// Key store (the scheduler's providers read keys from it).
+    pub secrets: Arc<dyn SecretStore>,
+    /// The app's async runtime.
+    pub rt: tokio::runtime::Handle,
+    /// The running pipeline scheduler.
+    pub scheduler: Mutex<Option<Scheduler>>,
 }
 
 fn usd(x: f64) -> String {
@@ -161,8 +172,55 @@ impl Core {
         }
     }
 
-    /// Quit: stop the server (waits for the listener to close).
+    /// Start the memory pipeline scheduler on the app's runtime (first run at once, then on
+    /// transcript changes and every 15 minutes). A failure is reported, not fatal.
+    pub fn start_pipeline(&self) -> ActionResult {
+        let mut guard = self.scheduler.lock().expect("poisoned");
+        if guard.is_some() {
+            return ActionResult {
+                ok: true,
+                message: "the pipeline is already running".into(),
+            };
+        }
+        let (config, _) = self.service.current_config();
+        let deps = ControlEnv::new(self.home.clone(), self.secrets.clone()).scheduler_deps();
+        let home = self.home.clone();
+        let started = self.rt.block_on(async move {
+            Scheduler::start(
+                home,
+                config,
+                deps,
+                tokio_util::sync::CancellationToken::new(),
+            )
+        });
+        match started {
+            Ok(s) => {
+                self.pipe.attach(s.trigger_sender());
+                *guard = Some(s);
+                ActionResult {
+                    ok: true,
+                    message: "memory pipeline started".into(),
+                }
+            }
+            Err(e) => {
+                self.service.record_error(
+                    "pipeline",
+                    format!("the memory pipeline did not start: {e}"),
+                );
+                ActionResult {
+                    ok: false,
+                    message: format!("the memory pipeline did not start: {e}"),
+                }
+            }
+        }
+    }
+
+    /// Quit: stop the scheduler (its run in flight releases its jobs) and the server
+    /// (waits for the listener to close).
     pub fn quit(&self) {
+        if let Some(s) = self.scheduler.lock().expect("poisoned").take() {
+            self.rt.block_on(s.shutdown());
+        }
         self.server.shutdown();
     }
 }
@@ -183,18 +241,18 @@ pub fn notifications(prev: Option<&Status>, now: &Status) -> Vec<(String, String
         ));
     }
     let last_seen = prev.and_then(|p| p.recent_errors.iter().map(|e| e.time_ms).max());
-    if let Some(prev_max) = last_seen.or(prev.map(|_| i64::MIN)) {
-        if let Some(e) = now
+    // Only errors newer than the previous look; nothing on the first look.
+    if let Some(prev_max) = last_seen.or(prev.map(|_| i64::MIN))
+        && let Some(e) = now
             .recent_errors
             .iter()
             .filter(|e| e.time_ms > prev_max)
             .max_by_key(|e| e.time_ms)
-        {
-            out.push((
-                format!("Codex Free: {} failed", e.source),
-                e.message.clone(),
-            ));
-        }
+    {
+        out.push((
+            format!("Codex Free: {} failed", e.source),
+            e.message.clone(),
+        ));
     }
     out
 }
@@ -228,20 +286,14 @@ mod tests {
             fallback: false,
             error: None,
         };
+        let secrets: Arc<dyn SecretStore> = Arc::new(MemoryStore::default());
+        let pipe = Arc::new(SchedulerPipeline::new(&home));
         let service = Arc::new(
-            ApiService::new(&home, Arc::new(MemoryStore::default()), ks)
-                .with_server(server.clone()),
+            ApiService::new(&home, secrets.clone(), ks).with_server(server.clone()).with_pipeline(pipe.clone()),
         );
         server.attach(service.clone());
-        (
-            d,
-            rt,
-            Core {
-                service,
-                server,
-                home,
-            },
-        )
+        let h = rt.handle().clone();
+        (d, rt, Core { service, server, home, pipe, secrets, rt: h, scheduler: Mutex::new(None) })
     }
 
     #[test]

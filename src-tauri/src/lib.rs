@@ -48,6 +48,9 @@ pub struct Options {
     /// Start in the tray without opening the window.
     #[arg(long)]
     pub minimized: bool,
+    /// Do not start the memory pipeline scheduler.
+    #[arg(long)]
+    pub no_pipeline: bool,
 }
 
 /// The message shown when there is no display, naming the headless alternative.
@@ -83,23 +86,33 @@ pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<
         server_opts,
         config.server.host.clone(),
         port,
-        rt,
+        rt.clone(),
     ));
     let keys = keyring::open();
     if let Some(e) = &keys.error {
         tracing::warn!("key storage: {e}");
     }
+    let pipe = Arc::new(codex_free::api::hooks::SchedulerPipeline::new(&home));
     let status = KeyringStatus {
         backend: keys.label,
         fallback: keys.fallback,
         error: keys.error,
     };
-    let service = Arc::new(ApiService::new(&home, keys.store, status).with_server(server.clone()));
+    let secrets = keys.store.clone();
+    let service = Arc::new(
+        ApiService::new(&home, keys.store, status)
+            .with_server(server.clone())
+            .with_pipeline(pipe.clone()),
+    );
     server.attach(service.clone());
     Ok(Arc::new(Core {
         service,
         server,
         home,
+        pipe,
+        secrets,
+        rt,
+        scheduler: std::sync::Mutex::new(None),
     }))
 }
 
@@ -127,6 +140,10 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
     let core = build_core(&opts, rt.handle().clone())?;
     let started = core.server.start_now();
     tracing::info!("{}", started.message);
+    if !opts.no_pipeline {
+        let p = core.start_pipeline();
+        tracing::info!("{}", p.message);
+    }
     let show = !opts.minimized;
     let app = tauri::Builder::default()
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {

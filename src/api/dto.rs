@@ -348,6 +348,8 @@ pub struct RunRow {
     pub time_ms: i64,
     /// Phase of the run (`phase1`, `phase2`, or `mixed`).
     pub phase: String,
+    /// What started it (`startup`, `watch`, `manual`, `force`, `periodic`); empty when unknown.
+    pub trigger: String,
     /// Model (or `mixed` when requests used several).
     pub model: String,
     /// Number of requests.

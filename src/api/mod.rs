@@ -11,11 +11,13 @@
 //! 4-character hint; a config change with any field error writes nothing; config writes
 //! hold only overrides and happen under the file's lock (read-merge-validate-write).
 
+pub mod catalog;
 pub mod dto;
 pub mod hooks;
 pub mod http;
 pub mod memview;
 pub mod schema;
+pub mod store_usage;
 pub mod usage;
 
 use std::collections::VecDeque;
@@ -29,8 +31,8 @@ use crate::config::{CONFIG_FILE, Config};
 use crate::secrets::{Secret, SecretStore, env_var_for};
 use crate::{Error, Result};
 use dto::*;
-use hooks::{BuiltinCatalog, ModelCatalog, NoPipeline, NoServer, PipelineControl, ServerControl};
-use usage::{MemoryUsage, UsageSource};
+use hooks::{ModelCatalog, NoPipeline, NoServer, PipelineControl, ServerControl};
+use usage::UsageSource;
 
 /// Most recent errors kept for the dashboard.
 const MAX_RECENT_ERRORS: usize = 10;
@@ -56,20 +58,22 @@ fn now_ms() -> i64 {
 
 impl ApiService {
     /// A service over the state home `home` storing keys in `secrets` (described by
-    /// `keyring`, see [`crate::secrets::keyring::open`]). Server, pipeline, usage and
-    /// catalog start as honest stand-ins ([`NoServer`], [`NoPipeline`], no usage rows,
-    /// [`BuiltinCatalog`]); replace them with the `with_*` builders.
+    /// `keyring`, see [`crate::secrets::keyring::open`]). Usage comes from
+    /// `<home>/state.sqlite` ([`store_usage::StoreUsage`]) and models from the bundled price
+    /// table ([`catalog::PriceCatalog`]); server and pipeline start as honest stand-ins
+    /// ([`NoServer`], [`NoPipeline`]). Replace any part with the `with_*` builders.
     pub fn new(
         home: impl Into<PathBuf>,
         secrets: Arc<dyn SecretStore>,
         keyring: KeyringStatus,
     ) -> Self {
+        let home = home.into();
         Self {
-            home: home.into(),
+            usage: Arc::new(store_usage::StoreUsage::new(&home)),
+            catalog: Arc::new(catalog::PriceCatalog::new(&home)),
+            home,
             secrets,
             keyring,
-            usage: Arc::new(MemoryUsage::default()),
-            catalog: Arc::new(BuiltinCatalog),
             server: Arc::new(NoServer),
             pipeline: Arc::new(NoPipeline::default()),
             errors: Mutex::new(VecDeque::new()),
@@ -209,13 +213,13 @@ impl ApiService {
                 }
             }));
         }
-        recent.sort_by_key(|r| std::cmp::Reverse(r.time_ms));
+        recent.sort_by_key(|e| std::cmp::Reverse(e.time_ms));
         recent.truncate(MAX_RECENT_ERRORS);
         let (cfg, _) = self.current_config();
         let mut pipeline = self.pipeline.status();
         if !cfg.memories.enabled && pipeline.state != PipelineState::Running {
-            pipeline.state = PipelineState::Disabled;
-            pipeline.message = "memories.enabled is false".into();
+            pipeline.state = PipelineState::Paused;
+            pipeline.message = "paused: memories.enabled is false (Resume turns it on)".into();
         } else if spend.cap_reached && matches!(pipeline.state, PipelineState::Idle) {
             pipeline.state = PipelineState::CapReached;
             pipeline.message =
@@ -444,7 +448,11 @@ impl ApiService {
 
     /// Runs, totals per day/week/month and filter menus for `filter`.
     pub fn runs(&self, filter: &RunFilter) -> Result<RunsView> {
-        Ok(usage::view(self.usage.requests(None, None)?, filter))
+        Ok(usage::view(
+            self.usage.requests(None, None)?,
+            self.usage.runs(None, None)?,
+            filter,
+        ))
     }
 
     /// CSV of the requests matching `filter` (see [`usage::csv`]).
@@ -469,8 +477,18 @@ impl ApiService {
     pub fn pipeline_run_now(&self) -> Result<ActionResult> {
         self.pipeline.run_now()
     }
-    /// Pause (`true`) or resume (`false`) the pipeline.
+    /// Pause (`true`) or resume (`false`) the pipeline: writes `memories.enabled` (so every
+    /// process sharing the state home, and the next start, see it; the scheduler re-reads
+    /// the config before each run), then tells the in-process pipeline.
     pub fn pipeline_pause(&self, paused: bool) -> Result<ActionResult> {
+        let r = self.save_config(&serde_json::json!({"memories": {"enabled": !paused}}))?;
+        if !r.saved {
+            let why: Vec<_> = r.errors.iter().map(|e| e.message.clone()).collect();
+            return Ok(ActionResult {
+                ok: false,
+                message: format!("config not saved: {}", why.join("; ")),
+            });
+        }
         self.pipeline.set_paused(paused)
     }
     /// Start the MCP server.
@@ -621,7 +639,7 @@ mod tests {
         let (_d, s, _) = service();
         let now = now_ms();
         let rows = usage::demo_records(now, 3);
-        let s = s.with_usage(Arc::new(MemoryUsage::new(rows)));
+        let s = s.with_usage(Arc::new(usage::MemoryUsage::new(rows)));
         s.save_config(&json!({"memories": {"monthly_spend_cap_usd": 0.000001}}))
             .unwrap();
         let st = s.status().unwrap();

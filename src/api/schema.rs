@@ -262,6 +262,13 @@ const SPECS: &[Spec] = &[
         48.0,
         "Idle time before a session is extracted.",
     ),
+    int(
+        "memories.request_timeout_secs",
+        "s",
+        1.0,
+        3600.0,
+        "Timeout of one model request.",
+    ),
     text(
         "memories.extract_model",
         true,
@@ -530,21 +537,64 @@ mod tests {
             };
             assert_eq!(try_val(lo), (true, true), "{} min {lo}", s.key);
             assert_eq!(try_val(hi), (true, true), "{} max {hi}", s.key);
-            if hi < u16::MAX as u64 || s.key != "server.port" {
-                let (schema_ok, cfg_ok) = try_val(hi + 1);
-                assert!(!schema_ok, "{} schema accepts {}", s.key, hi + 1);
-                assert!(
-                    !cfg_ok || s.key == "server.port",
-                    "{} validate accepts {}",
+            // One past either end fails both checks (for server.port, 65536 is not a u16).
+            assert_eq!(
+                try_val(hi + 1),
+                (false, false),
+                "{} accepts {}",
+                s.key,
+                hi + 1
+            );
+            if lo > 0 {
+                assert_eq!(
+                    try_val(lo - 1),
+                    (false, false),
+                    "{} accepts {}",
                     s.key,
-                    hi + 1
+                    lo - 1
                 );
             }
-            if lo > 0 {
-                assert!(!try_val(lo - 1).0, "{} schema accepts {}", s.key, lo - 1);
-                assert!(!try_val(lo - 1).1, "{} validate accepts {}", s.key, lo - 1);
+        }
+    }
+
+    /// Every scalar or list setting of `Config` has a schema entry, so a new config key
+    /// cannot silently miss the Settings page. Maps (`memories.providers`,
+    /// `memories.prices`) and the fixed `memories.version` are edited in the file.
+    #[test]
+    fn every_config_key_has_a_field() {
+        fn leaves(v: &Value, path: String, out: &mut Vec<String>) {
+            match v.as_object() {
+                Some(o) if !o.is_empty() => {
+                    for (k, x) in o {
+                        leaves(
+                            x,
+                            if path.is_empty() {
+                                k.clone()
+                            } else {
+                                format!("{path}.{k}")
+                            },
+                            out,
+                        )
+                    }
+                }
+                _ => out.push(path),
             }
         }
+        let mut keys = Vec::new();
+        leaves(
+            &serde_json::to_value(Config::default()).unwrap(),
+            String::new(),
+            &mut keys,
+        );
+        let skip = ["memories.version", "memories.providers", "memories.prices"];
+        let missing: Vec<_> = keys
+            .iter()
+            .filter(|k| !skip.contains(&k.as_str()) && spec(k).is_none())
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "config keys without a Settings field: {missing:?}"
+        );
     }
 
     #[test]

@@ -13,10 +13,36 @@ use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use crate::Result;
 use crate::api::dto::{RequestRow, RunFilter, RunRow, RunsView, UsageTotals};
 
-/// Where request rows come from (the SQLite usage table in the app; a list in tests).
+/// Run-level facts (the `runs` table): what a run was and how it ended, including runs
+/// that made no request (spend cap reached, nothing eligible, a run-level error).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunMeta {
+    /// Run id.
+    pub run_id: String,
+    /// Start (Unix ms).
+    pub time_ms: i64,
+    /// `phase1` / `phase2`.
+    pub phase: String,
+    /// `startup`, `watch`, `manual`, `force`, `periodic`.
+    pub trigger: String,
+    /// Model, when the run resolved one.
+    pub model: Option<String>,
+    /// Run outcome (`ok`, `failed`, `cancelled`, `spend_cap`, `skipped`, `running`).
+    pub outcome: Option<String>,
+    /// Run-level error.
+    pub error: Option<String>,
+}
+
+/// Where usage comes from (`state.sqlite` in the app, see `api::store_usage`; a list in
+/// tests and demos).
 pub trait UsageSource: Send + Sync {
     /// Every request with `since_ms <= time_ms < until_ms` (bounds optional), any order.
     fn requests(&self, since_ms: Option<i64>, until_ms: Option<i64>) -> Result<Vec<RequestRow>>;
+    /// Runs started in `[since_ms, until_ms)`; sources without run records return none and
+    /// runs are then derived from their requests alone.
+    fn runs(&self, _since_ms: Option<i64>, _until_ms: Option<i64>) -> Result<Vec<RunMeta>> {
+        Ok(Vec::new())
+    }
 }
 
 /// An in-memory usage source: a test double and the seed for demos (see [`demo_records`]).
@@ -128,7 +154,7 @@ fn totals_by(rows: &[&RequestRow], period: &str) -> Vec<UsageTotals> {
         .collect()
 }
 
-fn run_of(run_id: &str, mut reqs: Vec<RequestRow>) -> RunRow {
+fn run_of(run_id: &str, mut reqs: Vec<RequestRow>, meta: Option<&RunMeta>) -> RunRow {
     reqs.sort_by_key(|r| r.time_ms);
     let mut t = UsageTotals::default();
     reqs.iter().for_each(|r| add(&mut t, r));
@@ -142,11 +168,35 @@ fn run_of(run_id: &str, mut reqs: Vec<RequestRow>) -> RunRow {
         }
     };
     let bad = reqs.iter().find(|r| r.outcome != "ok");
+    let derived = bad
+        .map(|r| r.outcome.clone())
+        .unwrap_or_else(|| "ok".into());
+    let outcome = match meta.and_then(|m| m.outcome.clone()) {
+        Some(o) if o != "ok" && !o.is_empty() => o,
+        _ => derived,
+    };
+    let error = meta
+        .and_then(|m| m.error.clone())
+        .or_else(|| reqs.iter().find_map(|r| r.error.clone()));
+    let phase = if reqs.is_empty() {
+        meta.map(|m| m.phase.clone()).unwrap_or_default()
+    } else {
+        one(phases)
+    };
+    let model = if reqs.is_empty() {
+        meta.and_then(|m| m.model.clone()).unwrap_or_default()
+    } else {
+        one(models)
+    };
     RunRow {
         run_id: run_id.to_string(),
-        time_ms: reqs.first().map(|r| r.time_ms).unwrap_or_default(),
-        phase: one(phases),
-        model: one(models),
+        time_ms: meta
+            .map(|m| m.time_ms)
+            .or_else(|| reqs.first().map(|r| r.time_ms))
+            .unwrap_or_default(),
+        phase,
+        trigger: meta.map(|m| m.trigger.clone()).unwrap_or_default(),
+        model,
         requests: t.requests,
         input_tokens: t.input_tokens,
         cached_input_tokens: t.cached_input_tokens,
@@ -154,17 +204,16 @@ fn run_of(run_id: &str, mut reqs: Vec<RequestRow>) -> RunRow {
         cost_usd: (t.unpriced_requests < t.requests).then_some(t.cost_usd),
         unpriced_requests: t.unpriced_requests,
         duration_ms: reqs.iter().map(|r| r.duration_ms).sum(),
-        outcome: bad
-            .map(|r| r.outcome.clone())
-            .unwrap_or_else(|| "ok".into()),
-        error: reqs.iter().find_map(|r| r.error.clone()),
+        outcome,
+        error,
         request_rows: reqs,
     }
 }
 
-/// Build the Runs & costs view from all request rows: filter, group by run (newest first),
-/// total, and bucket per day/week/month. Filter menus list values of the unfiltered rows.
-pub fn view(all: Vec<RequestRow>, filter: &RunFilter) -> RunsView {
+/// Build the Runs & costs view from all request rows and run records: filter, group by run
+/// (newest first; runs without requests are listed from their record), total, and bucket
+/// per day/week/month. Filter menus list values of the unfiltered rows.
+pub fn view(all: Vec<RequestRow>, metas: Vec<RunMeta>, filter: &RunFilter) -> RunsView {
     let distinct = |f: fn(&RequestRow) -> &str| -> Vec<String> {
         all.iter()
             .map(f)
@@ -191,11 +240,28 @@ pub fn view(all: Vec<RequestRow>, filter: &RunFilter) -> RunsView {
             .or_default()
             .push((*r).clone());
     }
-    total.runs = by_run.len() as u32;
+    let meta_of = |id: &str| metas.iter().find(|m| m.run_id == id);
     let mut runs: Vec<RunRow> = by_run
         .into_iter()
-        .map(|(id, reqs)| run_of(id, reqs))
+        .map(|(id, reqs)| run_of(id, reqs, meta_of(id)))
         .collect();
+    // Runs that made no request at all, filtered by their own record.
+    let eq = |want: &Option<String>, have: &str| {
+        want.as_deref().is_none_or(|w| w.is_empty() || w == have)
+    };
+    for m in &metas {
+        let in_range = filter.since_ms.is_none_or(|s| m.time_ms >= s)
+            && filter.until_ms.is_none_or(|u| m.time_ms < u);
+        if in_range
+            && !all.iter().any(|r| r.run_id == m.run_id)
+            && eq(&filter.phase, &m.phase)
+            && eq(&filter.model, m.model.as_deref().unwrap_or(""))
+            && eq(&filter.outcome, m.outcome.as_deref().unwrap_or(""))
+        {
+            runs.push(run_of(&m.run_id, Vec::new(), Some(m)));
+        }
+    }
+    total.runs = runs.len() as u32;
     runs.sort_by(|a, b| b.time_ms.cmp(&a.time_ms).then(b.run_id.cmp(&a.run_id)));
     RunsView {
         daily: totals_by(&rows, "day"),
@@ -303,7 +369,7 @@ mod tests {
     #[test]
     fn totals_and_grouping() {
         let rows = demo_records(NOW, 7);
-        let v = view(rows.clone(), &RunFilter::default());
+        let v = view(rows.clone(), Vec::new(), &RunFilter::default());
         // 7 phase-1 runs + phase-2 runs on days 0, 3, 6
         assert_eq!(v.runs.len(), 10);
         assert_eq!(v.total.runs, 10);
@@ -340,7 +406,7 @@ mod tests {
             phase: Some("phase2".into()),
             ..Default::default()
         };
-        let v = view(rows, &f);
+        let v = view(rows, Vec::new(), &f);
         assert_eq!(v.total.requests, 6);
         assert_eq!(v.total.cost_usd, 0.0);
         assert!(v.runs.iter().all(|r| r.phase == "phase2"));
@@ -349,6 +415,45 @@ mod tests {
             vec!["phase1", "phase2"],
             "menus list unfiltered values"
         );
+    }
+
+    #[test]
+    fn runs_without_requests_are_listed_from_their_record() {
+        let mut rows = demo_records(NOW, 1);
+        rows.retain(|r| r.phase == "phase1");
+        let metas = vec![
+            RunMeta {
+                run_id: "run-000-p1".into(),
+                time_ms: NOW - 3_600_000,
+                phase: "phase1".into(),
+                trigger: "startup".into(),
+                model: Some("openai/gpt-5-mini".into()),
+                outcome: Some("ok".into()),
+                error: None,
+            },
+            RunMeta {
+                run_id: "capped".into(),
+                time_ms: NOW,
+                phase: "phase1".into(),
+                trigger: "watch".into(),
+                model: None,
+                outcome: Some("spend_cap".into()),
+                error: Some("monthly spend cap reached".into()),
+            },
+        ];
+        let v = view(rows, metas, &RunFilter::default());
+        assert_eq!(v.total.runs, 2);
+        assert_eq!(v.runs[0].run_id, "capped");
+        assert_eq!(
+            (
+                v.runs[0].requests,
+                v.runs[0].outcome.as_str(),
+                v.runs[0].cost_usd
+            ),
+            (0, "spend_cap", None)
+        );
+        assert_eq!(v.runs[1].trigger, "startup");
+        assert_eq!(v.total.requests, 2);
     }
 
     #[test]

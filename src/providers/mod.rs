@@ -15,6 +15,7 @@
 //! explicit model is used as given or the call fails — there is never a silent switch to
 //! another model; error texts never contain the request payload or a key.
 
+pub mod check;
 pub mod genai_client;
 pub mod prices;
 

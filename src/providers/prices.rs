@@ -142,6 +142,24 @@ impl PriceTable {
         None
     }
 
+    /// Model ids (without the provider prefix) the table lists for our `provider`, sorted:
+    /// the choices of the web UI's model picker.
+    pub fn model_ids(&self, provider: &str) -> Vec<String> {
+        let Some(lp) = litellm_provider(provider) else {
+            return Vec::new();
+        };
+        let prefix = format!("{lp}/");
+        let mut ids: Vec<String> = self
+            .models
+            .iter()
+            .filter(|(_, e)| e.litellm_provider.as_deref() == Some(lp))
+            .map(|(k, _)| k.strip_prefix(&prefix).unwrap_or(k).to_string())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     /// Price and window of `m`: a `memories.prices["provider/model"]` override first, then
     /// the bundled table. An override without `context_window` keeps the table's.
     pub fn lookup(&self, m: &ModelRef, overrides: &BTreeMap<String, PriceOverride>) -> ModelInfo {

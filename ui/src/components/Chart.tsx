@@ -1,14 +1,24 @@
-import { useEffect, useRef } from "preact/hooks";
-import uPlot from "uplot";
+import { useEffect, useRef, useState } from "preact/hooks";
+import type uPlotType from "uplot";
 import "uplot/dist/uPlot.min.css";
+
+// uPlot is loaded on demand: it reads the browser's locale when it loads, and a broken
+// locale (e.g. LANG=C in a bare session) must cost the chart, not the whole UI.
+let loading: Promise<typeof uPlotType> | null = null;
+const loadUPlot = () => (loading ??= import("uplot").then((m) => m.default));
 import type { UsageTotals } from "../api";
 import { formatUsd } from "../format";
 
 /** Daily cost bars (uPlot). Days without requests are filled with 0 so gaps show. */
 export function DailyCostChart({ daily }: { daily: UsageTotals[] }) {
   const el = useRef<HTMLDivElement>(null);
+  const [uPlot, setUPlot] = useState<typeof uPlotType | null>(null);
+  const [failed, setFailed] = useState("");
   useEffect(() => {
-    if (!el.current || daily.length === 0) return;
+    loadUPlot().then((u) => setUPlot(() => u), (e) => setFailed(String(e)));
+  }, []);
+  useEffect(() => {
+    if (!uPlot || !el.current || daily.length === 0) return;
     const DAY = 86_400;
     const first = daily[0].start_ms / 1000;
     const last = daily[daily.length - 1].start_ms / 1000;
@@ -43,7 +53,8 @@ export function DailyCostChart({ daily }: { daily: UsageTotals[] }) {
       el.current,
     );
     return () => plot.destroy();
-  }, [daily]);
+  }, [daily, uPlot]);
   if (daily.length === 0) return <p class="muted">No costs in this range.</p>;
+  if (failed) return <p class="error-text">The chart could not load: {failed}</p>;
   return <div ref={el} class="chart" data-testid="daily-chart" />;
 }

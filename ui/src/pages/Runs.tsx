@@ -40,7 +40,10 @@ function RunLine({ r }: { r: RunRow }) {
         <td>
           <span class="twisty">{open ? "▾" : "▸"}</span> {formatTime(r.time_ms)}
         </td>
-        <td>{r.phase}</td>
+        <td>
+          {r.phase}
+          {r.trigger && <div class="muted small">{r.trigger}</div>}
+        </td>
         <td>
           <code>{r.model}</code>
         </td>

@@ -18,6 +18,10 @@ time_ms: number,
  */
 phase: string, 
 /**
+ * What started it (`startup`, `watch`, `manual`, `force`, `periodic`); empty when unknown.
+ */
+trigger: string, 
+/**
  * Model (or `mixed` when requests used several).
  */
 model: string, 

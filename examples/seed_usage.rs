@@ -1,0 +1,17 @@
+//! Seed `state.sqlite` with demo usage for tests and screenshots:
+//! `cargo run --example seed_usage -- DAYS` writes `api::usage::demo_records(now, DAYS)`
+//! (documented there: the exact rows and prices the browser tests assert) into
+//! `$CODEX_FREE_HOME/state.sqlite` through the store's own API. Prints the number of runs.
+
+fn main() -> anyhow::Result<()> {
+    let days: u32 = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "21".into())
+        .parse()?;
+    let home = codex_free::home::state_home()?;
+    std::fs::create_dir_all(&home)?;
+    let rows = codex_free::api::usage::demo_records(chrono::Utc::now().timestamp_millis(), days);
+    let runs = codex_free::api::store_usage::seed(&home, &rows)?;
+    println!("{runs}");
+    Ok(())
+}
