@@ -289,11 +289,25 @@ mod tests {
         let secrets: Arc<dyn SecretStore> = Arc::new(MemoryStore::default());
         let pipe = Arc::new(SchedulerPipeline::new(&home));
         let service = Arc::new(
-            ApiService::new(&home, secrets.clone(), ks).with_server(server.clone()).with_pipeline(pipe.clone()),
+            ApiService::new(&home, secrets.clone(), ks)
+                .with_server(server.clone())
+                .with_pipeline(pipe.clone()),
         );
         server.attach(service.clone());
         let h = rt.handle().clone();
-        (d, rt, Core { service, server, home, pipe, secrets, rt: h, scheduler: Mutex::new(None) })
+        (
+            d,
+            rt,
+            Core {
+                service,
+                server,
+                home,
+                pipe,
+                secrets,
+                rt: h,
+                scheduler: Mutex::new(None),
+            },
+        )
     }
 
     #[test]
