@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# The project's test command: installs what it needs, then runs the mechanical checks and
-# every test suite. Usage: scripts/test.sh
+# The project's test command (CI runs exactly this): installs what it needs, then runs the
+# mechanical checks and every test suite — Rust unit + integration tests (real binary over
+# stdio and HTTP, the Python MCP SDK as an independent client), the UI's Vitest tests, the
+# browser end-to-end tests (playwright-core + Debian's chromium) and the desktop smoke
+# test (Tauri app under Xvfb). Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+echo "== ui: build (the tray app embeds ui/dist)"
+(cd ui && npm run --silent build >/dev/null)
 echo "== cargo fmt --check"; cargo fmt --all -- --check
-echo "== cargo clippy"; cargo clippy --all-targets -- -D warnings
-echo "== cargo test"; cargo test --all-targets
-echo "== web UI: vitest, browser end-to-end tests (real Secret Service), screenshots"; scripts/ui-e2e.sh
-echo "== desktop app: clippy"; cargo clippy -p codex-free-app --all-targets --no-deps -- -D warnings
-echo "== desktop app: smoke test under Xvfb"; scripts/app-smoke.sh
+echo "== cargo clippy (workspace, incl. the tray app)"; cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test (core)"; cargo test --lib --bins --tests --examples
+echo "== browser end-to-end (ui unit tests, headless server, chromium)"; scripts/ui-e2e.sh
+echo "== desktop smoke test (tray app under Xvfb)"; scripts/app-smoke.sh
+echo "== all tests passed"

@@ -45,7 +45,13 @@ pub fn project_slug(canonical_root: &Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "root".into())
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(40)
         .collect();
     let hash = sha256_hex(canonical_root.as_os_str().as_encoded_bytes());
@@ -65,7 +71,8 @@ pub fn with_lock<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
         .write(true)
         .open(&lock_path)
         .ctx(|| format!("opening lock {}", lock_path.display()))?;
-    lock.lock().ctx(|| format!("locking {}", lock_path.display()))?;
+    lock.lock()
+        .ctx(|| format!("locking {}", lock_path.display()))?;
     let out = f();
     let _ = lock.unlock();
     out
@@ -100,7 +107,10 @@ pub fn write_atomic_private_unlocked(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 fn write_atomic_mode(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp-")
@@ -115,8 +125,11 @@ fn write_atomic_mode(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
     }
     #[cfg(not(unix))]
     let _ = private;
-    tmp.write_all(bytes).ctx(|| format!("writing {}", path.display()))?;
-    tmp.as_file().sync_all().ctx(|| format!("syncing {}", path.display()))?;
+    tmp.write_all(bytes)
+        .ctx(|| format!("writing {}", path.display()))?;
+    tmp.as_file()
+        .sync_all()
+        .ctx(|| format!("syncing {}", path.display()))?;
     tmp.persist(path)
         .map_err(|e| Error::io(format!("renaming into {}", path.display()), e.error))?;
     if let Ok(d) = File::open(dir) {
@@ -146,7 +159,10 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "two");
-        let names: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 2, "only the file and its lock: {names:?}");
     }
 

@@ -47,6 +47,15 @@ enum MemoriesTop {
     Control(codex_free::pipeline::control::MemoriesCmd),
     /// Measure tool-output compaction on your own sessions, with no model call.
     BenchCompaction(codex_free::pipeline::bench::BenchArgs),
+    /// Run phase 2 (consolidation) now: respects the 6 h cooldown unless --force; makes no
+    /// model call when inputs are unchanged and the artifacts are valid.
+    Consolidate {
+        /// Run despite the cooldown.
+        #[arg(long)]
+        force: bool,
+    },
+    #[command(flatten)]
+    History(codex_free::pipeline::phase2::folder::MemoryHistoryCmd),
 }
 
 #[derive(Args)]
@@ -133,11 +142,33 @@ fn secrets() -> codex_free::secrets::keyring::Opened {
 }
 
 fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     match cmd {
         MemoriesTop::BenchCompaction(args) => {
             let report = codex_free::pipeline::bench::run(&args.to_options(&home)?)?;
             codex_free::pipeline::bench::print(&report, &mut std::io::stdout().lock())?;
+        }
+        MemoriesTop::History(cmd) => {
+            print!(
+                "{}",
+                codex_free::pipeline::phase2::model::history_command_in_home(&home, &cmd)?
+            );
+        }
+        MemoriesTop::Consolidate { force } => {
+            let config = Config::load(&home.join(CONFIG_FILE))?.config;
+            let keys = secrets();
+            let outcome = rt.block_on(codex_free::pipeline::phase2::model::run_in_home(
+                &home,
+                &config,
+                keys.store.as_ref(),
+                codex_free::providers::RetryPolicy::default(),
+                "cli",
+                force,
+                tokio_util::sync::CancellationToken::new(),
+            ))?;
+            println!("{}", serde_json::to_string_pretty(&outcome)?);
         }
         MemoriesTop::Control(cmd) => {
             let env = codex_free::pipeline::control::ControlEnv::new(home, secrets().store);
@@ -188,7 +219,9 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         _ => bail!("give --project DIR (one project) or --access-root DIR (multi-project mode)"),
     };
     let server = CodexFree::new(opts).context("loading the config")?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         if args.stdio {
             mcp::stdio::serve(server).await?;
@@ -268,9 +301,15 @@ impl codex_free::api::hooks::ServerControl for Headless {
         }
     }
     fn start(&self) -> codex_free::Result<codex_free::api::dto::ActionResult> {
-        Ok(codex_free::api::dto::ActionResult { ok: true, message: "already running".into() })
+        Ok(codex_free::api::dto::ActionResult {
+            ok: true,
+            message: "already running".into(),
+        })
     }
     fn stop(&self) -> codex_free::Result<codex_free::api::dto::ActionResult> {
-        Ok(codex_free::api::dto::ActionResult { ok: false, message: "the headless server stops with Ctrl-C in its terminal".into() })
+        Ok(codex_free::api::dto::ActionResult {
+            ok: false,
+            message: "the headless server stops with Ctrl-C in its terminal".into(),
+        })
     }
 }

@@ -8,6 +8,7 @@ mod mcp_transport;
 mod mock_provider;
 mod pipeline_phase1;
 mod pipeline_phase1_fixtures;
+mod pipeline_phase2;
 mod pipeline_sources;
 mod taskmem;
 mod tools_exec;

@@ -7,12 +7,21 @@ use std::process::Command;
 use crate::support::{Env, call};
 
 fn numbered(n: usize) -> String {
-    (1..=n).map(|i| format!("line {i} of the big file\n")).collect()
+    (1..=n)
+        .map(|i| format!("line {i} of the big file\n"))
+        .collect()
 }
 
 fn python_client(args: &[&str]) -> serde_json::Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/python_sdk_client.py");
-    let out = Command::new("python3").arg(script).args(args).output().expect("python3 runs");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/python_sdk_client.py"
+    );
+    let out = Command::new("python3")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python3 runs");
     assert!(
         out.status.success(),
         "Python MCP SDK client failed (is `mcp` installed? run scripts/install-deps.sh)\nstderr: {}",
@@ -32,13 +41,28 @@ fn python_sdk_over_stdio_pages_through_a_file() {
     // The Python SDK hands the server only a default environment (HOME, PATH, ...), so a
     // wrapper script sets this test's state home.
     let wrapper = env.home().join("server.sh");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nCODEX_FREE_HOME={home} CODEX_FREE_LOG=warn exec {} \"$@\"\n", bin.display())).unwrap();
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nCODEX_FREE_HOME={home} CODEX_FREE_LOG=warn exec {} \"$@\"\n",
+            bin.display()
+        ),
+    )
+    .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     let v = python_client(&["stdio", wrapper.to_str().unwrap(), &project, "big.txt"]);
     assert_eq!(v["server"], "codex-free");
     let tools: Vec<String> = serde_json::from_value(v["tools"].clone()).unwrap();
-    for t in ["read_file", "grep", "apply_patch", "list_directory", "tree", "glob", "write_file"] {
+    for t in [
+        "read_file",
+        "grep",
+        "apply_patch",
+        "list_directory",
+        "tree",
+        "glob",
+        "write_file",
+    ] {
         assert!(tools.contains(&t.to_string()), "{t} missing from {tools:?}");
     }
     assert!(v["instructions"].as_str().unwrap().contains("Use pnpm."));
@@ -54,7 +78,9 @@ async fn python_sdk_over_http_pages_through_a_file() {
     let srv = env.http(&[]).await;
     let url = srv.url.clone();
     let token = srv.token.clone();
-    let v = tokio::task::spawn_blocking(move || python_client(&["http", &url, &token, "big.txt"])).await.unwrap();
+    let v = tokio::task::spawn_blocking(move || python_client(&["http", &url, &token, "big.txt"]))
+        .await
+        .unwrap();
     assert_eq!(v["pages"], 2);
     assert_eq!(v["content"].as_str().unwrap(), body);
 }
@@ -70,7 +96,12 @@ async fn rmcp_stdio_read_file_footer_is_exact() {
         text.lines().last().unwrap(),
         "(showing lines 1-1000 of 4820 — call again with offset=1000 for the rest)"
     );
-    let (text, err) = call(&client, "read_file", serde_json::json!({"path": "../etc/passwd"})).await;
+    let (text, err) = call(
+        &client,
+        "read_file",
+        serde_json::json!({"path": "../etc/passwd"}),
+    )
+    .await;
     assert!(err);
     assert!(text.starts_with("error[path_outside_root]"), "{text}");
     client.cancel().await.unwrap();
@@ -81,12 +112,18 @@ async fn config_edits_apply_to_the_running_server() {
     let env = Env::new(&[("big.txt", &numbered(100))]);
     let client = env.stdio(&[]).await;
     let (text, _) = call(&client, "read_file", serde_json::json!({"path": "big.txt"})).await;
-    assert!(!text.contains("showing lines"), "whole file fits the default cap");
+    assert!(
+        !text.contains("showing lines"),
+        "whole file fits the default cap"
+    );
     // mtime granularity: make sure the edit is seen as a change
     std::thread::sleep(std::time::Duration::from_millis(20));
     env.write_config(serde_json::json!({"output": {"maxFileLines": 10}}));
     let (text, _) = call(&client, "read_file", serde_json::json!({"path": "big.txt"})).await;
-    assert_eq!(text.lines().last().unwrap(), "(showing lines 1-10 of 100 — call again with offset=10 for the rest)");
+    assert_eq!(
+        text.lines().last().unwrap(),
+        "(showing lines 1-10 of 100 — call again with offset=10 for the rest)"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -106,9 +143,17 @@ async fn exec_over_mcp_pages_the_full_output_and_hides_provider_keys() {
     let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
     let (text, err) = call(&client, "exec_command", serde_json::json!({"cmd": "env"})).await;
     assert!(!err, "{text}");
-    assert!(!text.contains("sk-test-should-not-leak"), "provider key leaked to the child: {text}");
+    assert!(
+        !text.contains("sk-test-should-not-leak"),
+        "provider key leaked to the child: {text}"
+    );
     // 200k lines (~1.3 MB) is far over the 40 KB reply budget
-    let (text, err) = call(&client, "exec_command", serde_json::json!({"cmd": "seq 1 200000"})).await;
+    let (text, err) = call(
+        &client,
+        "exec_command",
+        serde_json::json!({"cmd": "seq 1 200000"}),
+    )
+    .await;
     assert!(!err, "{text}");
     let last = text.lines().last().unwrap().to_string();
     assert!(last.contains("read_command_output"), "{last}");
@@ -118,10 +163,18 @@ async fn exec_over_mcp_pages_the_full_output_and_hides_provider_keys() {
     let id = re.captures(&last).unwrap()[1].to_string();
     let (mut offset, mut all, mut pages) = (0u64, String::new(), 0);
     loop {
-        let (page, err) = call(&client, "read_command_output", serde_json::json!({"output_id": id, "offset": offset})).await;
+        let (page, err) = call(
+            &client,
+            "read_command_output",
+            serde_json::json!({"output_id": id, "offset": offset}),
+        )
+        .await;
         assert!(!err, "{page}");
         pages += 1;
-        match page.rsplit_once('\n').filter(|(_, l)| l.starts_with("(showing bytes")) {
+        match page
+            .rsplit_once('\n')
+            .filter(|(_, l)| l.starts_with("(showing bytes"))
+        {
             Some((body, footer)) => {
                 all.push_str(body);
                 offset = re.captures(footer).unwrap()[2].parse().unwrap();
@@ -137,4 +190,53 @@ async fn exec_over_mcp_pages_the_full_output_and_hides_provider_keys() {
     assert!(all == expected, "paged output differs from seq's");
     assert!(pages > 30, "{pages}");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn tool_calls_are_recorded_as_redacted_mcp_transcripts() {
+    let env = Env::new(&[(
+        "notes.txt",
+        "token: sk-proj-abcdefghijklmnopqrstuvwxyz0123456789\n",
+    )]);
+    let client = env.stdio(&[]).await;
+    let (text, err) = call(
+        &client,
+        "read_file",
+        serde_json::json!({"path": "notes.txt"}),
+    )
+    .await;
+    assert!(
+        !err && text.contains("sk-proj-"),
+        "the tool itself returns the file as is"
+    );
+    client.cancel().await.unwrap();
+    let files: Vec<_> = walk(&env.home().join("transcripts"));
+    assert_eq!(files.len(), 1, "{files:?}");
+    let body = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(body.contains("\"tool\":\"read_file\""), "{body}");
+    assert!(
+        !body.contains("sk-proj-abcdefghijklmnop"),
+        "secret reached the transcript: {body}"
+    );
+    assert!(body.contains("[REDACTED_SECRET]"), "{body}");
+    // the pipeline reads it back as an `mcp` rollout
+    let rollout = codex_free::pipeline::sources::parse_file(
+        &files[0],
+        codex_free::pipeline::rollout::Source::Mcp,
+    )
+    .unwrap();
+    assert!(!rollout.items.is_empty());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p))
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p)
+        }
+    }
+    out
 }

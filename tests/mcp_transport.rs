@@ -8,7 +8,10 @@ async fn stdio_initialize_carries_instructions_and_tools() {
     let env = Env::new(&[("a.txt", "hello\n")]);
     let client = env.stdio(&[]).await;
     let info = client.peer_info().expect("server info");
-    assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("codex-free"));
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("codex-free")
+    );
     let instr = info.instructions.clone().unwrap_or_default();
     let root = std::fs::canonicalize(env.project()).unwrap();
     assert!(instr.contains(&root.display().to_string()), "{instr}");
@@ -28,35 +31,71 @@ async fn http_requires_token_and_checks_host_and_origin() {
             .json(&init)
     };
     // /health needs nothing
-    let r = http.get(format!("{}/health", srv.base())).send().await.unwrap();
+    let r = http
+        .get(format!("{}/health", srv.base()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     // no token
     let r = post(srv.url.clone()).send().await.unwrap();
     assert_eq!(r.status(), 401);
     assert_eq!(r.headers()["www-authenticate"], "Bearer");
     // wrong token
-    let r = post(srv.url.clone()).bearer_auth("wrong").send().await.unwrap();
+    let r = post(srv.url.clone())
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     // right token
-    let r = post(srv.url.clone()).bearer_auth(&srv.token).send().await.unwrap();
+    let r = post(srv.url.clone())
+        .bearer_auth(&srv.token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     // foreign Host (DNS rebinding)
-    let r = post(srv.url.clone()).bearer_auth(&srv.token).header("host", "evil.example").send().await.unwrap();
+    let r = post(srv.url.clone())
+        .bearer_auth(&srv.token)
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 403);
     // foreign Origin
-    let r = post(srv.url.clone()).bearer_auth(&srv.token).header("origin", "https://evil.example").send().await.unwrap();
+    let r = post(srv.url.clone())
+        .bearer_auth(&srv.token)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 403);
     // loopback Origin is fine
-    let r = post(srv.url.clone()).bearer_auth(&srv.token).header("origin", "http://localhost:5173").send().await.unwrap();
+    let r = post(srv.url.clone())
+        .bearer_auth(&srv.token)
+        .header("origin", "http://localhost:5173")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     // secret path without a header
-    let r = post(format!("{}/{}", srv.url, srv.token)).send().await.unwrap();
+    let r = post(format!("{}/{}", srv.url, srv.token))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
-    let r = post(format!("{}/not-the-token", srv.url)).send().await.unwrap();
+    let r = post(format!("{}/not-the-token", srv.url))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 404);
     // the token never appears in the server's stderr is checked by the log test in tools; here: the token file is 0600
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(env.home().join("server-token")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(env.home().join("server-token"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 }
 
@@ -66,7 +105,12 @@ async fn http_client_lists_tools_with_rmcp() {
     let srv = env.http(&[]).await;
     let client = srv.client().await;
     let info = client.peer_info().expect("server info");
-    assert!(info.instructions.as_deref().unwrap_or("").contains("Codex Free"));
+    assert!(
+        info.instructions
+            .as_deref()
+            .unwrap_or("")
+            .contains("Codex Free")
+    );
     let _tools = client.list_all_tools().await.unwrap();
     client.cancel().await.unwrap();
 }

@@ -170,7 +170,12 @@ async fn disabled_memory_writes_nothing_anywhere() {
     env.git_init();
     let cfg_dir = tempfile::tempdir().unwrap();
     let cfg = cfg_dir.path().join("codex.config.json");
-    std::fs::write(&cfg, r#"{"memory":{"enabled":false}}"#).unwrap();
+    // both task memory and the pipeline (whose MCP transcripts live in the state home) off
+    std::fs::write(
+        &cfg,
+        r#"{"memory":{"enabled":false},"memories":{"enabled":false}}"#,
+    )
+    .unwrap();
     let user = tempfile::tempdir().unwrap();
     let p = env.project().to_str().unwrap().to_string();
     let c = spawn(

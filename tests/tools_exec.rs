@@ -293,7 +293,7 @@ async fn bytes_past_the_spool_cap_are_reported_dropped() {
     }
     assert!(
         final_page.ends_with(
-            "bytes 1048576-3000000 were not spooled: they went past exec.maxSpoolBytes = 1048576)"
+            "of 3000000; bytes from 1048576 on were not spooled: they went past exec.maxSpoolBytes = 1048576)"
         ),
         "{}",
         final_page.lines().last().unwrap()

@@ -6,9 +6,12 @@ use std::path::Path;
 
 use codex_free::config::Config;
 use codex_free::tools::ToolCtx;
-use codex_free::tools::doc::{GetProjectDocArgs, get_environment, get_project_doc, project_doc_for_instructions};
+use codex_free::tools::doc::{
+    GetProjectDocArgs, get_environment, get_project_doc, project_doc_for_instructions,
+};
 use codex_free::tools::fs::{
-    GlobArgs, ListDirectoryArgs, ReadFileArgs, TreeArgs, WriteFileArgs, glob, list_directory, read_file, tree, write_file,
+    GlobArgs, ListDirectoryArgs, ReadFileArgs, TreeArgs, WriteFileArgs, glob, list_directory,
+    read_file, tree, write_file,
 };
 use codex_free::tools::grep::{GrepArgs, grep};
 use codex_free::tools::patch::{ApplyPatchArgs, apply_patch};
@@ -20,11 +23,23 @@ fn ctx_with(root: &Path, f: impl FnOnce(&mut Config)) -> ToolCtx {
 }
 
 fn read_args(path: &str, offset: Option<u64>, byte_offset: Option<u64>) -> ReadFileArgs {
-    ReadFileArgs { path: path.into(), offset, limit: None, byte_offset }
+    ReadFileArgs {
+        path: path.into(),
+        offset,
+        limit: None,
+        byte_offset,
+    }
 }
 
 fn grep_args(pattern: &str) -> GrepArgs {
-    GrepArgs { pattern: pattern.into(), path: None, glob: None, case_insensitive: None, context: None, offset: None }
+    GrepArgs {
+        pattern: pattern.into(),
+        path: None,
+        glob: None,
+        case_insensitive: None,
+        context: None,
+        offset: None,
+    }
 }
 
 /// Follow read_file's footers to the end; returns the bytes and the number of pages.
@@ -33,13 +48,21 @@ fn read_all(ctx: &ToolCtx, path: &str) -> (Vec<u8>, usize) {
     let (mut off, mut boff) = (None, None);
     for pages in 1.. {
         let page = read_file(ctx, &read_args(path, off, boff)).unwrap();
-        assert!(page.len() <= ctx.max_output_bytes(), "page of {} bytes over the ceiling", page.len());
+        assert!(
+            page.len() <= ctx.max_output_bytes(),
+            "page of {} bytes over the ceiling",
+            page.len()
+        );
         let Some(i) = page.rfind("\n(showing ") else {
             out.extend_from_slice(page.as_bytes());
             return (out, pages);
         };
         let footer = &page[i + 1..];
-        let args = footer.split("call again with ").nth(1).unwrap().trim_end_matches(" for the rest)");
+        let args = footer
+            .split("call again with ")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(" for the rest)");
         let mut next_off = None;
         let mut next_boff = None;
         for kv in args.split(' ') {
@@ -51,7 +74,11 @@ fn read_all(ctx: &ToolCtx, path: &str) -> (Vec<u8>, usize) {
             }
         }
         // Byte pages: footer preceded by a separator newline; line pages: by the content's own.
-        let content = if next_boff.is_some() { &page[..i] } else { &page[..=i] };
+        let content = if next_boff.is_some() {
+            &page[..i]
+        } else {
+            &page[..=i]
+        };
         out.extend_from_slice(content.as_bytes());
         off = next_off;
         boff = next_boff;
@@ -100,17 +127,35 @@ fn every_tool_refuses_every_escape() {
         let e = r.expect_err(what);
         assert_eq!(e.code(), "path_outside_root", "{what}: {e}");
         let m = e.to_string();
-        assert!(m.contains("outside the project root"), "{what}: message names the rule: {m}");
+        assert!(
+            m.contains("outside the project root"),
+            "{what}: message names the rule: {m}"
+        );
     };
     for (name, p) in &escapes {
-        refused(&format!("read_file {name}"), read_file(&ctx, &read_args(p, None, None)));
+        refused(
+            &format!("read_file {name}"),
+            read_file(&ctx, &read_args(p, None, None)),
+        );
         refused(
             &format!("write_file {name}"),
-            write_file(&ctx, &WriteFileArgs { path: p.clone(), content: "pwned".into() }),
+            write_file(
+                &ctx,
+                &WriteFileArgs {
+                    path: p.clone(),
+                    content: "pwned".into(),
+                },
+            ),
         );
         refused(
             &format!("grep {name}"),
-            grep(&ctx, &GrepArgs { path: Some(p.clone()), ..grep_args("needle") }),
+            grep(
+                &ctx,
+                &GrepArgs {
+                    path: Some(p.clone()),
+                    ..grep_args("needle")
+                },
+            ),
         );
         for body in [
             format!("*** Add File: {p}\n+pwned"),
@@ -120,25 +165,95 @@ fn every_tool_refuses_every_escape() {
         ] {
             refused(
                 &format!("apply_patch {name}: {body}"),
-                apply_patch(&ctx, &ApplyPatchArgs { input: format!("*** Begin Patch\n{body}\n*** End Patch") }),
+                apply_patch(
+                    &ctx,
+                    &ApplyPatchArgs {
+                        input: format!("*** Begin Patch\n{body}\n*** End Patch"),
+                    },
+                ),
             );
         }
     }
     for (name, p) in &dir_escapes {
-        refused(&format!("list_directory {name}"), list_directory(&ctx, &ListDirectoryArgs { path: Some(p.clone()), offset: None }));
-        refused(&format!("tree {name}"), tree(&ctx, &TreeArgs { path: Some(p.clone()), depth: None, offset: None }));
-        refused(&format!("glob {name}"), glob(&ctx, &GlobArgs { pattern: "*".into(), path: Some(p.clone()), offset: None }));
+        refused(
+            &format!("list_directory {name}"),
+            list_directory(
+                &ctx,
+                &ListDirectoryArgs {
+                    path: Some(p.clone()),
+                    offset: None,
+                },
+            ),
+        );
+        refused(
+            &format!("tree {name}"),
+            tree(
+                &ctx,
+                &TreeArgs {
+                    path: Some(p.clone()),
+                    depth: None,
+                    offset: None,
+                },
+            ),
+        );
+        refused(
+            &format!("glob {name}"),
+            glob(
+                &ctx,
+                &GlobArgs {
+                    pattern: "*".into(),
+                    path: Some(p.clone()),
+                    offset: None,
+                },
+            ),
+        );
     }
     // Writing under a symlinked directory that points outside (new file and new subdirectory).
-    refused("write through dir link", write_file(&ctx, &WriteFileArgs { path: "out-dir/new.txt".into(), content: "x".into() }));
-    refused("write through dir link, deeper", write_file(&ctx, &WriteFileArgs { path: "out-dir/a/b.txt".into(), content: "x".into() }));
+    refused(
+        "write through dir link",
+        write_file(
+            &ctx,
+            &WriteFileArgs {
+                path: "out-dir/new.txt".into(),
+                content: "x".into(),
+            },
+        ),
+    );
+    refused(
+        "write through dir link, deeper",
+        write_file(
+            &ctx,
+            &WriteFileArgs {
+                path: "out-dir/a/b.txt".into(),
+                content: "x".into(),
+            },
+        ),
+    );
     // Nothing outside changed, nothing was created.
-    assert_eq!(fs::read_to_string(evil.join("secret.txt")).unwrap(), "secret needle\n");
+    assert_eq!(
+        fs::read_to_string(evil.join("secret.txt")).unwrap(),
+        "secret needle\n"
+    );
     assert_eq!(fs::read_dir(&evil).unwrap().count(), 1);
     assert_eq!(fs::read_to_string(root.join("src/ok.txt")).unwrap(), "ok\n");
     // Walkers do not follow the symlink out: grep over the whole root does not see the secret.
-    assert!(grep(&ctx, &grep_args("needle")).unwrap().starts_with("(no matches"));
-    assert!(glob(&ctx, &GlobArgs { pattern: "**/secret.txt".into(), path: None, offset: None }).unwrap().starts_with("(no files match"));
+    assert!(
+        grep(&ctx, &grep_args("needle"))
+            .unwrap()
+            .starts_with("(no matches")
+    );
+    assert!(
+        glob(
+            &ctx,
+            &GlobArgs {
+                pattern: "**/secret.txt".into(),
+                path: None,
+                offset: None
+            }
+        )
+        .unwrap()
+        .starts_with("(no files match")
+    );
 }
 
 #[cfg(unix)]
@@ -149,10 +264,22 @@ fn symlink_inside_pointing_inside_is_written_through_not_replaced() {
     fs::write(root.join("real.txt"), "old\n").unwrap();
     std::os::unix::fs::symlink(root.join("real.txt"), root.join("alias.txt")).unwrap();
     let ctx = ctx_with(root, |_| {});
-    let r = write_file(&ctx, &WriteFileArgs { path: "alias.txt".into(), content: "new\n".into() }).unwrap();
+    let r = write_file(
+        &ctx,
+        &WriteFileArgs {
+            path: "alias.txt".into(),
+            content: "new\n".into(),
+        },
+    )
+    .unwrap();
     assert_eq!(r, "wrote 4 bytes to real.txt (replaced)");
     assert_eq!(fs::read_to_string(root.join("real.txt")).unwrap(), "new\n");
-    assert!(fs::symlink_metadata(root.join("alias.txt")).unwrap().file_type().is_symlink());
+    assert!(
+        fs::symlink_metadata(root.join("alias.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }
 
 #[test]
@@ -173,23 +300,37 @@ fn read_file_pages_to_the_end_byte_for_byte() {
     for tokens in [500, 10_000] {
         let ctx = ctx_with(d.path(), |c| c.output.max_tool_output_tokens = tokens);
         let (bytes, pages) = read_all(&ctx, "mixed.txt");
-        assert!(bytes == s.as_bytes(), "tokens={tokens}: paged bytes differ from the file");
+        assert!(
+            bytes == s.as_bytes(),
+            "tokens={tokens}: paged bytes differ from the file"
+        );
         assert!(pages > 3, "{pages}");
     }
     // The first page states the total in the exact SRV-3 shape.
     let ctx = ctx_with(d.path(), |_| {});
     let first = read_file(&ctx, &read_args("mixed.txt", None, None)).unwrap();
-    assert!(first.ends_with("\n(showing lines 1-1000 of 5502 — call again with offset=1000 for the rest)"), "{}", &first[first.len() - 120..]);
+    assert!(
+        first.ends_with(
+            "\n(showing lines 1-1000 of 5502 — call again with offset=1000 for the rest)"
+        ),
+        "{}",
+        &first[first.len() - 120..]
+    );
 }
 
 #[test]
 fn six_mb_single_line_reaches_every_byte() {
     let d = tempfile::tempdir().unwrap();
-    let line: String = (0..6 * 1024 * 1024).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+    let line: String = (0..6 * 1024 * 1024)
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect();
     fs::write(d.path().join("bundle.min.js"), &line).unwrap();
     let ctx = ctx_with(d.path(), |c| c.output.max_tool_output_tokens = 100_000);
     let first = read_file(&ctx, &read_args("bundle.min.js", None, None)).unwrap();
-    assert_eq!(first.len(), 131_072 + 1 + first.lines().last().unwrap().len());
+    assert_eq!(
+        first.len(),
+        131_072 + 1 + first.lines().last().unwrap().len()
+    );
     assert!(first.ends_with(
         "\n(showing bytes 0-131072 of 6291456 of line 1 — call again with offset=0 byte_offset=131072 for the rest)"
     ));
@@ -205,7 +346,11 @@ fn no_tool_output_exceeds_a_small_ceiling() {
     let long = "n".repeat(200);
     for i in 0..300 {
         fs::create_dir_all(r.join(format!("dir{i:03}"))).unwrap();
-        fs::write(r.join(format!("dir{i:03}/{long}{i}.txt")), format!("needle {}\n", "x".repeat(2000)).repeat(3)).unwrap();
+        fs::write(
+            r.join(format!("dir{i:03}/{long}{i}.txt")),
+            format!("needle {}\n", "x".repeat(2000)).repeat(3),
+        )
+        .unwrap();
     }
     fs::write(r.join("AGENTS.md"), "rule\n".repeat(20_000)).unwrap();
     fs::write(r.join("big.txt"), "word ".repeat(100_000)).unwrap();
@@ -220,31 +365,95 @@ fn no_tool_output_exceeds_a_small_ceiling() {
     let mut grep_ctx = grep_args("needle");
     grep_ctx.context = Some(20);
     let outputs: Vec<(&str, String)> = vec![
-        ("read_file", read_file(&ctx, &read_args("big.txt", None, None)).unwrap()),
-        ("list_directory", list_directory(&ctx, &ListDirectoryArgs { path: None, offset: None }).unwrap()),
-        ("tree", tree(&ctx, &TreeArgs { path: None, depth: Some(5), offset: None }).unwrap()),
-        ("glob", glob(&ctx, &GlobArgs { pattern: "**/*.txt".into(), path: None, offset: None }).unwrap()),
+        (
+            "read_file",
+            read_file(&ctx, &read_args("big.txt", None, None)).unwrap(),
+        ),
+        (
+            "list_directory",
+            list_directory(
+                &ctx,
+                &ListDirectoryArgs {
+                    path: None,
+                    offset: None,
+                },
+            )
+            .unwrap(),
+        ),
+        (
+            "tree",
+            tree(
+                &ctx,
+                &TreeArgs {
+                    path: None,
+                    depth: Some(5),
+                    offset: None,
+                },
+            )
+            .unwrap(),
+        ),
+        (
+            "glob",
+            glob(
+                &ctx,
+                &GlobArgs {
+                    pattern: "**/*.txt".into(),
+                    path: None,
+                    offset: None,
+                },
+            )
+            .unwrap(),
+        ),
         ("grep", grep(&ctx, &grep_args("needle")).unwrap()),
         ("grep with context", grep(&ctx, &grep_ctx).unwrap()),
-        ("get_project_doc", get_project_doc(&ctx, &GetProjectDocArgs { offset: None }).unwrap()),
+        (
+            "get_project_doc",
+            get_project_doc(&ctx, &GetProjectDocArgs { offset: None }).unwrap(),
+        ),
         ("get_environment", get_environment(&ctx)),
-        ("write_file", write_file(&ctx, &WriteFileArgs { path: format!("{long}/{long}/{long}.txt"), content: "x".into() }).unwrap()),
+        (
+            "write_file",
+            write_file(
+                &ctx,
+                &WriteFileArgs {
+                    path: format!("{long}/{long}/{long}.txt"),
+                    content: "x".into(),
+                },
+            )
+            .unwrap(),
+        ),
     ];
     for (tool, out) in &outputs {
         assert!(out.len() <= max, "{tool}: {} bytes > {max}", out.len());
         if *tool != "get_environment" && *tool != "write_file" {
             let last = out.lines().last().unwrap();
-            assert!(last.starts_with("(showing ") && last.contains("call again with offset="), "{tool} was cut without a continuation: {last}");
+            assert!(
+                last.starts_with("(showing ") && last.contains("call again with offset="),
+                "{tool} was cut without a continuation: {last}"
+            );
         }
     }
     // apply_patch touching many files reports within the ceiling too.
-    let body: String = (0..200).map(|i| format!("*** Add File: added/{long}{i}.txt\n+x\n")).collect();
-    let out = apply_patch(&ctx, &ApplyPatchArgs { input: format!("*** Begin Patch\n{body}*** End Patch") }).unwrap();
+    let body: String = (0..200)
+        .map(|i| format!("*** Add File: added/{long}{i}.txt\n+x\n"))
+        .collect();
+    let out = apply_patch(
+        &ctx,
+        &ApplyPatchArgs {
+            input: format!("*** Begin Patch\n{body}*** End Patch"),
+        },
+    )
+    .unwrap();
     assert!(out.len() <= max, "apply_patch: {}", out.len());
     // And the instructions' copy of AGENTS.md is bounded by projectDoc.maxBytes with a marker.
     let small = ctx_with(r, |c| c.project_doc.max_bytes = 4096);
     let doc = project_doc_for_instructions(&small).unwrap();
-    assert!(doc.len() < 4096 + 200 && doc.ends_with("call get_project_doc with offset=4096 for the rest)"), "{}", doc.len());
+    assert!(
+        doc.len() < 4096 + 200
+            && doc.ends_with("call get_project_doc with offset=4096 for the rest)"),
+        "{}",
+        doc.len()
+    );
 }
 
 #[test]
@@ -259,9 +468,19 @@ fn grep_pages_through_100k_matching_lines_exactly() {
     let mut offset = 0usize;
     let mut seen = 0usize;
     loop {
-        let page = grep(&ctx, &GrepArgs { offset: Some(offset), ..grep_args("^hit") }).unwrap();
+        let page = grep(
+            &ctx,
+            &GrepArgs {
+                offset: Some(offset),
+                ..grep_args("^hit")
+            },
+        )
+        .unwrap();
         let mut lines: Vec<&str> = page.lines().collect();
-        let footer = lines.last().filter(|l| l.starts_with("(showing")).map(|l| l.to_string());
+        let footer = lines
+            .last()
+            .filter(|l| l.starts_with("(showing"))
+            .map(|l| l.to_string());
         if footer.is_some() {
             lines.pop();
         }
@@ -273,7 +492,12 @@ fn grep_pages_through_100k_matching_lines_exactly() {
             Some(f) => {
                 assert_eq!(
                     f,
-                    format!("(showing matches {}-{} of 100000 — call again with offset={} for the rest)", offset + 1, seen, seen)
+                    format!(
+                        "(showing matches {}-{} of 100000 — call again with offset={} for the rest)",
+                        offset + 1,
+                        seen,
+                        seen
+                    )
                 );
                 offset = seen;
             }

@@ -228,6 +228,14 @@ pub struct MemoriesConfig {
     pub prices: std::collections::BTreeMap<String, PriceOverride>,
     /// Timeout of one model HTTP request, seconds. Default 300, range 1..=3600.
     pub request_timeout_secs: u64,
+    /// Most lines `MEMORY.md` may have after consolidation (HYG-1, seed 002). Default 150, range 10..=5000.
+    pub memory_md_max_lines: usize,
+    /// Most bytes `MEMORY.md` may have (HYG-1: 15 KiB). Default 15360, range 1024..=1048576.
+    pub memory_md_max_bytes: usize,
+    /// Most lines `memory_summary.md` may have (HYG-1). Default 60, range 5..=1000.
+    pub memory_summary_max_lines: usize,
+    /// Most bytes `memory_summary.md` may have (HYG-1: 4 KiB). Default 4096, range 512..=65536.
+    pub memory_summary_max_bytes: usize,
 }
 
 /// `memories.providers.<name>`: where and how to reach a model provider.
@@ -283,6 +291,10 @@ impl Default for MemoriesConfig {
             providers: Default::default(),
             prices: Default::default(),
             request_timeout_secs: 300,
+            memory_md_max_lines: 150,
+            memory_md_max_bytes: 15 * 1024,
+            memory_summary_max_lines: 60,
+            memory_summary_max_bytes: 4 * 1024,
         }
     }
 }
@@ -328,13 +340,37 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         let mut e = Vec::new();
         let o = &self.output;
-        range(&mut e, "output.maxToolOutputTokens", o.max_tool_output_tokens, 500, 100_000);
+        range(
+            &mut e,
+            "output.maxToolOutputTokens",
+            o.max_tool_output_tokens,
+            500,
+            100_000,
+        );
         range(&mut e, "output.maxFileLines", o.max_file_lines, 1, 100_000);
-        range(&mut e, "output.maxFileBytes", o.max_file_bytes, 1024, 16 * 1024 * 1024);
+        range(
+            &mut e,
+            "output.maxFileBytes",
+            o.max_file_bytes,
+            1024,
+            16 * 1024 * 1024,
+        );
         range(&mut e, "output.maxEntries", o.max_entries, 1, 100_000);
         range(&mut e, "output.maxTreeNodes", o.max_tree_nodes, 1, 100_000);
-        range(&mut e, "command.defaultTimeout", self.command.default_timeout, 100, 3_600_000);
-        range(&mut e, "command.maxTimeout", self.command.max_timeout, 100, 3_600_000);
+        range(
+            &mut e,
+            "command.defaultTimeout",
+            self.command.default_timeout,
+            100,
+            3_600_000,
+        );
+        range(
+            &mut e,
+            "command.maxTimeout",
+            self.command.max_timeout,
+            100,
+            3_600_000,
+        );
         if self.command.default_timeout > self.command.max_timeout {
             e.push(format!(
                 "command.defaultTimeout = {} exceeds command.maxTimeout = {}",
@@ -342,42 +378,147 @@ impl Config {
             ));
         }
         range(&mut e, "exec.maxSessions", self.exec.max_sessions, 1, 64);
-        range(&mut e, "exec.maxSpoolBytes", self.exec.max_spool_bytes, 1 << 20, 4 << 30);
-        range(&mut e, "projectDoc.maxBytes", self.project_doc.max_bytes, 0, 1 << 20);
-        range(&mut e, "memory.maxBytes", self.memory.max_bytes, 256, 1 << 20);
+        range(
+            &mut e,
+            "exec.maxSpoolBytes",
+            self.exec.max_spool_bytes,
+            1 << 20,
+            4 << 30,
+        );
+        range(
+            &mut e,
+            "projectDoc.maxBytes",
+            self.project_doc.max_bytes,
+            0,
+            1 << 20,
+        );
+        range(
+            &mut e,
+            "memory.maxBytes",
+            self.memory.max_bytes,
+            256,
+            1 << 20,
+        );
         let m = &self.memories;
         if m.version != "v1" {
-            e.push(format!("memories.version = \"{}\" is not supported (allowed \"v1\")", m.version));
+            e.push(format!(
+                "memories.version = \"{}\" is not supported (allowed \"v1\")",
+                m.version
+            ));
         }
-        range(&mut e, "memories.max_raw_memories_for_consolidation", m.max_raw_memories_for_consolidation, 1, 4096);
-        range(&mut e, "memories.max_unused_days", m.max_unused_days, 0, 365);
-        range(&mut e, "memories.max_rollout_age_days", m.max_rollout_age_days, 0, 90);
-        range(&mut e, "memories.max_rollouts_per_startup", m.max_rollouts_per_startup, 1, 128);
-        range(&mut e, "memories.min_rollout_idle_hours", m.min_rollout_idle_hours, 1, 48);
-        range(&mut e, "memories.tool_result_token_budget", m.tool_result_token_budget, 0, 100_000);
-        for (k, v) in [("memories.extract_thinking", &m.extract_thinking), ("memories.consolidation_thinking", &m.consolidation_thinking)] {
+        range(
+            &mut e,
+            "memories.max_raw_memories_for_consolidation",
+            m.max_raw_memories_for_consolidation,
+            1,
+            4096,
+        );
+        range(
+            &mut e,
+            "memories.max_unused_days",
+            m.max_unused_days,
+            0,
+            365,
+        );
+        range(
+            &mut e,
+            "memories.max_rollout_age_days",
+            m.max_rollout_age_days,
+            0,
+            90,
+        );
+        range(
+            &mut e,
+            "memories.max_rollouts_per_startup",
+            m.max_rollouts_per_startup,
+            1,
+            128,
+        );
+        range(
+            &mut e,
+            "memories.min_rollout_idle_hours",
+            m.min_rollout_idle_hours,
+            1,
+            48,
+        );
+        range(
+            &mut e,
+            "memories.tool_result_token_budget",
+            m.tool_result_token_budget,
+            0,
+            100_000,
+        );
+        range(
+            &mut e,
+            "memories.memory_md_max_lines",
+            m.memory_md_max_lines,
+            10,
+            5000,
+        );
+        range(
+            &mut e,
+            "memories.memory_md_max_bytes",
+            m.memory_md_max_bytes,
+            1024,
+            1 << 20,
+        );
+        range(
+            &mut e,
+            "memories.memory_summary_max_lines",
+            m.memory_summary_max_lines,
+            5,
+            1000,
+        );
+        range(
+            &mut e,
+            "memories.memory_summary_max_bytes",
+            m.memory_summary_max_bytes,
+            512,
+            64 * 1024,
+        );
+        for (k, v) in [
+            ("memories.extract_thinking", &m.extract_thinking),
+            ("memories.consolidation_thinking", &m.consolidation_thinking),
+        ] {
             if !["none", "minimal", "low", "medium", "high", "xhigh"].contains(&v.as_str()) {
-                e.push(format!("{k} = \"{v}\" is not allowed (allowed none|minimal|low|medium|high|xhigh)"));
+                e.push(format!(
+                    "{k} = \"{v}\" is not allowed (allowed none|minimal|low|medium|high|xhigh)"
+                ));
             }
         }
-        for (k, v) in [("memories.extract_model", &m.extract_model), ("memories.consolidation_model", &m.consolidation_model)] {
+        for (k, v) in [
+            ("memories.extract_model", &m.extract_model),
+            ("memories.consolidation_model", &m.consolidation_model),
+        ] {
             if let Some(v) = v
                 && !v.contains('/')
             {
-                e.push(format!("{k} = \"{v}\" must be provider/model-id (e.g. \"openai/gpt-5-mini\")"));
+                e.push(format!(
+                    "{k} = \"{v}\" must be provider/model-id (e.g. \"openai/gpt-5-mini\")"
+                ));
             }
         }
         for s in &m.sources {
             if !["codex", "claude", "pi", "mcp"].contains(&s.as_str()) {
-                e.push(format!("memories.sources contains \"{s}\" (allowed codex|claude|pi|mcp)"));
+                e.push(format!(
+                    "memories.sources contains \"{s}\" (allowed codex|claude|pi|mcp)"
+                ));
             }
         }
         if let Some(c) = m.monthly_spend_cap_usd
             && !(c.is_finite() && c >= 0.0)
         {
-            e.push(format!("memories.monthly_spend_cap_usd = {c} must be a number >= 0"));
+            e.push(format!(
+                "memories.monthly_spend_cap_usd = {c} must be a number >= 0"
+            ));
         }
-        range(&mut e, "memories.request_timeout_secs", m.request_timeout_secs, 1, 3600);
+        range(
+            &mut e,
+            "memories.request_timeout_secs",
+            m.request_timeout_secs,
+            1,
+            3600,
+        );
         for (name, p) in &m.providers {
             if let Some(api) = &p.api
                 && !["openai-responses", "openai-chat", "anthropic"].contains(&api.as_str())
@@ -396,27 +537,51 @@ impl Config {
             }
         }
         for (model, p) in &m.prices {
-            let all = [Some(p.input_per_mtok), Some(p.output_per_mtok), p.cached_input_per_mtok, p.cache_write_per_mtok];
+            let all = [
+                Some(p.input_per_mtok),
+                Some(p.output_per_mtok),
+                p.cached_input_per_mtok,
+                p.cache_write_per_mtok,
+            ];
             if all.iter().flatten().any(|v| !(v.is_finite() && *v >= 0.0)) {
                 e.push(format!("memories.prices.\"{model}\" has a negative or non-finite price (USD per 1M tokens, >= 0)"));
             }
             if !model.contains('/') {
-                e.push(format!("memories.prices key \"{model}\" must be provider/model-id"));
+                e.push(format!(
+                    "memories.prices key \"{model}\" must be provider/model-id"
+                ));
             }
         }
-        if self.server.host.parse::<std::net::IpAddr>().is_err() && self.server.host != "localhost" {
-            e.push(format!("server.host = \"{}\" is not an IP address", self.server.host));
+        if self.server.host.parse::<std::net::IpAddr>().is_err() && self.server.host != "localhost"
+        {
+            e.push(format!(
+                "server.host = \"{}\" is not an IP address",
+                self.server.host
+            ));
         }
-        if e.is_empty() { Ok(()) } else { Err(Error::Config(e.join("; "))) }
+        if e.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Config(e.join("; ")))
+        }
     }
 
     /// Load `path`. A missing file yields defaults; an unreadable or invalid one fails.
     pub fn load(path: &Path) -> Result<Loaded> {
         match std::fs::read_to_string(path) {
             Ok(text) => {
-                let (config, warnings) = Self::parse(&text)
-                    .map_err(|e| Error::Config(format!("{}: {}", path.display(), e.to_string().trim_start_matches("invalid config: "))))?;
-                Ok(Loaded { config, warnings, path: Some(path.to_path_buf()) })
+                let (config, warnings) = Self::parse(&text).map_err(|e| {
+                    Error::Config(format!(
+                        "{}: {}",
+                        path.display(),
+                        e.to_string().trim_start_matches("invalid config: ")
+                    ))
+                })?;
+                Ok(Loaded {
+                    config,
+                    warnings,
+                    path: Some(path.to_path_buf()),
+                })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::default()),
             Err(e) => Err(Error::io(format!("reading config {}", path.display()), e)),
@@ -455,7 +620,11 @@ fn diff(a: &serde_json::Value, b: &serde_json::Value) -> Option<serde_json::Valu
                     }
                 }
             }
-            if out.is_empty() { None } else { Some(Value::Object(out)) }
+            if out.is_empty() {
+                None
+            } else {
+                Some(Value::Object(out))
+            }
         }
         _ if a == b => None,
         _ => Some(a.clone()),
@@ -485,10 +654,14 @@ mod tests {
 
     #[test]
     fn bad_value_names_key_value_and_range() {
-        let e = Config::parse(r#"{"output":{"maxFileLines":0}}"#).unwrap_err().to_string();
+        let e = Config::parse(r#"{"output":{"maxFileLines":0}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("output.maxFileLines = 0"), "{e}");
         assert!(e.contains("1..=100000"), "{e}");
-        let e = Config::parse(r#"{"exec":{"mode":"yolo"}}"#).unwrap_err().to_string();
+        let e = Config::parse(r#"{"exec":{"mode":"yolo"}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("yolo"), "{e}");
     }
 
@@ -498,7 +671,10 @@ mod tests {
         c.output.max_file_lines = 50;
         c.memories.extract_model = Some("openai/gpt-5-mini".into());
         let o = c.overrides();
-        assert_eq!(o, serde_json::json!({"output":{"maxFileLines":50},"memories":{"extract_model":"openai/gpt-5-mini"}}));
+        assert_eq!(
+            o,
+            serde_json::json!({"output":{"maxFileLines":50},"memories":{"extract_model":"openai/gpt-5-mini"}})
+        );
         let (back, _) = Config::parse(&o.to_string()).unwrap();
         assert_eq!(back, c);
     }

@@ -99,7 +99,16 @@ fn host_part(authority: &str) -> &str {
     if let Some(rest) = authority.strip_prefix('[') {
         return rest.split(']').next().unwrap_or("");
     }
-    authority.rsplit_once(':').map(|(h, p)| if p.chars().all(|c| c.is_ascii_digit()) { h } else { authority }).unwrap_or(authority)
+    authority
+        .rsplit_once(':')
+        .map(|(h, p)| {
+            if p.chars().all(|c| c.is_ascii_digit()) {
+                h
+            } else {
+                authority
+            }
+        })
+        .unwrap_or(authority)
 }
 
 fn is_loopback_host(h: &str) -> bool {
@@ -110,17 +119,26 @@ fn is_loopback_host(h: &str) -> bool {
 /// Is the `Host` header value acceptable? Loopback names at any port, or configured hosts.
 pub fn host_ok(host: &str, allowed: &Allowed) -> bool {
     let h = host_part(host);
-    is_loopback_host(h) || allowed.hosts.iter().any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(h))
+    is_loopback_host(h)
+        || allowed
+            .hosts
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(h))
 }
 
 /// Is the `Origin` header value acceptable? Absent is fine (non-browser clients);
 /// `http(s)://` loopback at any port, or a configured origin. `null` is refused.
 pub fn origin_ok(origin: Option<&str>, allowed: &Allowed) -> bool {
     let Some(o) = origin else { return true };
-    if allowed.origins.iter().any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(o.trim_end_matches('/'))) {
+    if allowed.origins.iter().any(|a| {
+        a.trim_end_matches('/')
+            .eq_ignore_ascii_case(o.trim_end_matches('/'))
+    }) {
         return true;
     }
-    let rest = o.strip_prefix("http://").or_else(|| o.strip_prefix("https://"));
+    let rest = o
+        .strip_prefix("http://")
+        .or_else(|| o.strip_prefix("https://"));
     match rest {
         Some(authority) if !authority.contains('/') => is_loopback_host(host_part(authority)),
         _ => false,
@@ -166,10 +184,16 @@ pub fn check_request(
         return Err(Refusal::Origin);
     }
     if let Some(seg) = presented.path_secret {
-        return if token.matches(seg) { Ok(()) } else { Err(Refusal::NotFound) };
+        return if token.matches(seg) {
+            Ok(())
+        } else {
+            Err(Refusal::NotFound)
+        };
     }
     if let Some(a) = presented.authorization
-        && let Some(t) = a.strip_prefix("Bearer ").or_else(|| a.strip_prefix("bearer "))
+        && let Some(t) = a
+            .strip_prefix("Bearer ")
+            .or_else(|| a.strip_prefix("bearer "))
         && token.matches(t.trim())
     {
         return Ok(());
@@ -192,7 +216,11 @@ mod tests {
     use super::*;
 
     fn p<'a>(auth: Option<&'a str>) -> Presented<'a> {
-        Presented { authorization: auth, cookie: None, path_secret: None }
+        Presented {
+            authorization: auth,
+            cookie: None,
+            path_secret: None,
+        }
     }
 
     #[test]
@@ -205,7 +233,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(token_path(d.path())).unwrap().permissions().mode();
+            let mode = std::fs::metadata(token_path(d.path()))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
         let c = rotate_token(d.path()).unwrap();
@@ -217,29 +248,110 @@ mod tests {
         let t = Token::from_string("s3cret-token-value-s3cret-token-value-xx".into());
         let al = Allowed::default();
         let bearer = format!("Bearer {}", t.expose());
-        assert_eq!(check_request(&t, &al, Some("127.0.0.1:3000"), None, &p(Some(&bearer))), Ok(()));
-        assert_eq!(check_request(&t, &al, Some("localhost"), None, &p(None)), Err(Refusal::Unauthorized));
-        assert_eq!(check_request(&t, &al, Some("127.0.0.1:3000"), None, &p(Some("Bearer nope"))), Err(Refusal::Unauthorized));
-        assert_eq!(check_request(&t, &al, Some("evil.example:3000"), None, &p(Some(&bearer))), Err(Refusal::Host));
-        assert_eq!(check_request(&t, &al, None, None, &p(Some(&bearer))), Err(Refusal::Host));
         assert_eq!(
-            check_request(&t, &al, Some("127.0.0.1:3000"), Some("https://evil.example"), &p(Some(&bearer))),
+            check_request(&t, &al, Some("127.0.0.1:3000"), None, &p(Some(&bearer))),
+            Ok(())
+        );
+        assert_eq!(
+            check_request(&t, &al, Some("localhost"), None, &p(None)),
+            Err(Refusal::Unauthorized)
+        );
+        assert_eq!(
+            check_request(
+                &t,
+                &al,
+                Some("127.0.0.1:3000"),
+                None,
+                &p(Some("Bearer nope"))
+            ),
+            Err(Refusal::Unauthorized)
+        );
+        assert_eq!(
+            check_request(&t, &al, Some("evil.example:3000"), None, &p(Some(&bearer))),
+            Err(Refusal::Host)
+        );
+        assert_eq!(
+            check_request(&t, &al, None, None, &p(Some(&bearer))),
+            Err(Refusal::Host)
+        );
+        assert_eq!(
+            check_request(
+                &t,
+                &al,
+                Some("127.0.0.1:3000"),
+                Some("https://evil.example"),
+                &p(Some(&bearer))
+            ),
             Err(Refusal::Origin)
         );
-        assert_eq!(check_request(&t, &al, Some("127.0.0.1:3000"), Some("null"), &p(Some(&bearer))), Err(Refusal::Origin));
-        assert_eq!(check_request(&t, &al, Some("[::1]:3000"), Some("http://localhost:5173"), &p(Some(&bearer))), Ok(()));
-        // localhost.evil.example must not pass as loopback
-        assert_eq!(check_request(&t, &al, Some("localhost.evil.example"), None, &p(Some(&bearer))), Err(Refusal::Host));
-        let secret = Presented { authorization: None, cookie: None, path_secret: Some(t.expose()) };
-        assert_eq!(check_request(&t, &al, Some("127.0.0.1"), None, &secret), Ok(()));
-        let wrong = Presented { authorization: None, cookie: None, path_secret: Some("x") };
-        assert_eq!(check_request(&t, &al, Some("127.0.0.1"), None, &wrong), Err(Refusal::NotFound));
-        let cookie = format!("a=b; {COOKIE}={}", t.expose());
-        let c = Presented { authorization: None, cookie: Some(&cookie), path_secret: None };
-        assert_eq!(check_request(&t, &al, Some("127.0.0.1"), None, &c), Ok(()));
-        let tunnel = Allowed { hosts: vec!["abc.tunnel.example".into()], origins: vec!["https://chatgpt.com".into()] };
         assert_eq!(
-            check_request(&t, &tunnel, Some("abc.tunnel.example"), Some("https://chatgpt.com"), &p(Some(&bearer))),
+            check_request(
+                &t,
+                &al,
+                Some("127.0.0.1:3000"),
+                Some("null"),
+                &p(Some(&bearer))
+            ),
+            Err(Refusal::Origin)
+        );
+        assert_eq!(
+            check_request(
+                &t,
+                &al,
+                Some("[::1]:3000"),
+                Some("http://localhost:5173"),
+                &p(Some(&bearer))
+            ),
+            Ok(())
+        );
+        // localhost.evil.example must not pass as loopback
+        assert_eq!(
+            check_request(
+                &t,
+                &al,
+                Some("localhost.evil.example"),
+                None,
+                &p(Some(&bearer))
+            ),
+            Err(Refusal::Host)
+        );
+        let secret = Presented {
+            authorization: None,
+            cookie: None,
+            path_secret: Some(t.expose()),
+        };
+        assert_eq!(
+            check_request(&t, &al, Some("127.0.0.1"), None, &secret),
+            Ok(())
+        );
+        let wrong = Presented {
+            authorization: None,
+            cookie: None,
+            path_secret: Some("x"),
+        };
+        assert_eq!(
+            check_request(&t, &al, Some("127.0.0.1"), None, &wrong),
+            Err(Refusal::NotFound)
+        );
+        let cookie = format!("a=b; {COOKIE}={}", t.expose());
+        let c = Presented {
+            authorization: None,
+            cookie: Some(&cookie),
+            path_secret: None,
+        };
+        assert_eq!(check_request(&t, &al, Some("127.0.0.1"), None, &c), Ok(()));
+        let tunnel = Allowed {
+            hosts: vec!["abc.tunnel.example".into()],
+            origins: vec!["https://chatgpt.com".into()],
+        };
+        assert_eq!(
+            check_request(
+                &t,
+                &tunnel,
+                Some("abc.tunnel.example"),
+                Some("https://chatgpt.com"),
+                &p(Some(&bearer))
+            ),
             Ok(())
         );
     }

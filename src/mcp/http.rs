@@ -18,9 +18,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use crate::mcp::CodexFree;
 use crate::mcp::auth::{self, Allowed, Presented, Refusal, Token};
 use crate::mcp::server::Shared;
-use crate::mcp::CodexFree;
 use crate::{Error, Result};
 
 /// What to serve besides MCP.
@@ -48,7 +48,13 @@ pub struct RunningHttp {
 
 /// Bind `host:port` and serve. Returns once listening. `token` comes from
 /// [`auth::load_or_create_token`]. Errors: bind failure (port in use, bad address).
-pub async fn start(server: CodexFree, host: &str, port: u16, token: Token, opts: HttpOptions) -> Result<RunningHttp> {
+pub async fn start(
+    server: CodexFree,
+    host: &str,
+    port: u16,
+    token: Token,
+    opts: HttpOptions,
+) -> Result<RunningHttp> {
     let shared = server.shared().clone();
     let config = shared.config.get();
     let cancel = CancellationToken::new();
@@ -63,7 +69,10 @@ pub async fn start(server: CodexFree, host: &str, port: u16, token: Token, opts:
         Arc::new(LocalSessionManager::default()),
         rmcp_config,
     );
-    let gate = Gate { token, shared: shared.clone() };
+    let gate = Gate {
+        token,
+        shared: shared.clone(),
+    };
     let mut app = Router::new()
         .route_service("/mcp", service.clone())
         .route_service("/mcp/{secret}", service);
@@ -76,7 +85,9 @@ pub async fn start(server: CodexFree, host: &str, port: u16, token: Token, opts:
     let listener = tokio::net::TcpListener::bind((host, port))
         .await
         .map_err(|e| Error::io(format!("binding {host}:{port}"), e))?;
-    let addr = listener.local_addr().map_err(|e| Error::io("reading the bound address", e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::io("reading the bound address", e))?;
     let c = cancel.clone();
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app)
@@ -88,22 +99,29 @@ pub async fn start(server: CodexFree, host: &str, port: u16, token: Token, opts:
 }
 
 async fn health() -> impl IntoResponse {
-    axum::Json(serde_json::json!({"status": "ok", "name": "codex-free", "version": env!("CARGO_PKG_VERSION")}))
+    axum::Json(
+        serde_json::json!({"status": "ok", "name": "codex-free", "version": env!("CARGO_PKG_VERSION")}),
+    )
 }
 
-fn header_str<'a>(h: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
 async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     let config = gate.shared.config.get();
-    let allowed = Allowed { hosts: config.server.allowed_hosts.clone(), origins: config.server.allowed_origins.clone() };
+    let allowed = Allowed {
+        hosts: config.server.allowed_hosts.clone(),
+        origins: config.server.allowed_origins.clone(),
+    };
     let uri: Uri = req.uri().clone();
     let path = uri.path();
     let headers = req.headers();
     let host = header_str(headers, header::HOST).or_else(|| uri.authority().map(|a| a.as_str()));
     let origin = header_str(headers, header::ORIGIN);
-    let path_secret = path.strip_prefix("/mcp/").filter(|s| !s.is_empty() && !s.contains('/'));
+    let path_secret = path
+        .strip_prefix("/mcp/")
+        .filter(|s| !s.is_empty() && !s.contains('/'));
     // The UI is opened as /?token=...: accept it once and set a cookie.
     let query_token = uri
         .query()
@@ -128,7 +146,11 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
         Ok(()) => {
             let mut resp = next.run(req).await;
             if set_cookie {
-                let cookie = format!("{}={}; Path=/; HttpOnly; SameSite=Strict", auth::COOKIE, gate.token.expose());
+                let cookie = format!(
+                    "{}={}; Path=/; HttpOnly; SameSite=Strict",
+                    auth::COOKIE,
+                    gate.token.expose()
+                );
                 if let Ok(v) = cookie.parse() {
                     resp.headers_mut().append(header::SET_COOKIE, v);
                 }
@@ -141,14 +163,33 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
 
 fn refuse(r: Refusal) -> Response {
     let (status, code, msg) = match r {
-        Refusal::Host => (StatusCode::FORBIDDEN, "forbidden_host", "Host header not allowed (add it to server.allowedHosts to serve behind a tunnel)"),
-        Refusal::Origin => (StatusCode::FORBIDDEN, "forbidden_origin", "Origin not allowed (add it to server.allowedOrigins)"),
-        Refusal::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong token: send 'Authorization: Bearer <token>' (see `codex-free token show`) or use the secret path /mcp/<token>"),
+        Refusal::Host => (
+            StatusCode::FORBIDDEN,
+            "forbidden_host",
+            "Host header not allowed (add it to server.allowedHosts to serve behind a tunnel)",
+        ),
+        Refusal::Origin => (
+            StatusCode::FORBIDDEN,
+            "forbidden_origin",
+            "Origin not allowed (add it to server.allowedOrigins)",
+        ),
+        Refusal::Unauthorized => (
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or wrong token: send 'Authorization: Bearer <token>' (see `codex-free token show`) or use the secret path /mcp/<token>",
+        ),
         Refusal::NotFound => (StatusCode::NOT_FOUND, "not_found", "not found"),
     };
-    let mut resp = (status, axum::Json(serde_json::json!({"code": code, "message": msg}))).into_response();
+    let mut resp = (
+        status,
+        axum::Json(serde_json::json!({"code": code, "message": msg})),
+    )
+        .into_response();
     if r == Refusal::Unauthorized {
-        resp.headers_mut().insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static header"));
+        resp.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            "Bearer".parse().expect("static header"),
+        );
     }
     resp
 }

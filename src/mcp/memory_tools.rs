@@ -103,7 +103,23 @@ impl CodexFree {
         Parameters(a): Parameters<RecallArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        self.memory_call(&ext, move |s| s.recall(&a)).await
+        let home = self.shared.home.clone();
+        let config = self.shared.config.get();
+        let ceiling = crate::tokens::bytes_for(config.output.max_tool_output_tokens);
+        self.memory_call(&ext, move |s| {
+            let text = s.recall(&a)?;
+            // MEM-9 / PIPE-6: a client that ignores instructions gets the same saved state
+            // and memory summary from recall; the summary follows the last page.
+            let last_page = !text.lines().last().unwrap_or("").starts_with("(showing");
+            match crate::pipeline::phase2::readpath::summary_for_instructions(&home, &config) {
+                Some(m) if last_page => Ok(crate::tools::budget::enforce_ceiling(
+                    format!("{text}\n\n{m}"),
+                    ceiling,
+                )),
+                _ => Ok(text),
+            }
+        })
+        .await
     }
 
     /// Save the task plan (replacing the saved one) so it survives this conversation:

@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod http;
+mod memories_tools;
 mod memory_tools;
 pub mod server;
 pub mod stdio;

@@ -69,7 +69,10 @@ impl ServerOptions {
 fn canonical_dir(p: &Path, flag: &str) -> Result<PathBuf> {
     let c = std::fs::canonicalize(p).map_err(|_| Error::NotFound(p.to_path_buf()))?;
     if !c.is_dir() {
-        return Err(Error::InvalidArgument(format!("{flag} {} is not a directory", p.display())));
+        return Err(Error::InvalidArgument(format!(
+            "{flag} {} is not a directory",
+            p.display()
+        )));
     }
     Ok(c)
 }
@@ -90,7 +93,10 @@ impl LiveConfig {
             tracing::warn!("{}: {w}", path.display());
         }
         let mtime = stamp(&path);
-        Ok(Self { path, state: RwLock::new((mtime, loaded.config)) })
+        Ok(Self {
+            path,
+            state: RwLock::new((mtime, loaded.config)),
+        })
     }
 
     /// The current config (re-read if the file changed since last time).
@@ -136,6 +142,10 @@ pub struct Shared {
     pub config: LiveConfig,
     /// Exec sessions of every MCP session of this process (`exec.maxSessions` in total).
     pub exec: crate::tools::exec::ExecSessions,
+    /// Open MCP transcript writers by transcript key (see [`CodexFree::record`]).
+    pub transcripts: std::sync::Mutex<
+        std::collections::HashMap<String, Arc<crate::pipeline::sources::mcp::TranscriptWriter>>,
+    >,
 }
 
 /// The MCP server handler. Cheap to clone (an `Arc` and a router).
@@ -143,6 +153,8 @@ pub struct Shared {
 pub struct CodexFree {
     pub(crate) shared: Arc<Shared>,
     tool_router: ToolRouter<Self>,
+    /// Names this handler's transcript when the client sends no `openai/session`.
+    instance: String,
 }
 
 /// The `_meta["openai/session"]` value of the current tool call, if any (MEM-8). Stored in
@@ -154,13 +166,96 @@ impl CodexFree {
     /// Build the shared state from options. Errors: invalid config file.
     pub fn new(opts: ServerOptions) -> Result<Self> {
         let config = LiveConfig::load(opts.config_path)?;
-        let shared = Arc::new(Shared { mode: opts.mode, home: opts.home, config, exec: crate::tools::exec::ExecSessions::new() });
+        let shared = Arc::new(Shared {
+            mode: opts.mode,
+            home: opts.home,
+            config,
+            exec: crate::tools::exec::ExecSessions::new(),
+            transcripts: Default::default(),
+        });
         Ok(Self::from_shared(shared))
     }
 
     /// A handler over existing shared state (one per HTTP session).
     pub fn from_shared(shared: Arc<Shared>) -> Self {
-        Self { shared, tool_router: Self::fs_router() + Self::exec_router() + Self::memory_router() }
+        let mut tool_router = Self::fs_router() + Self::exec_router() + Self::memory_router();
+        let m = shared.config.get().memories;
+        if m.enabled && m.use_memories && m.dedicated_tools {
+            tool_router += Self::memories_router();
+        }
+        Self {
+            shared,
+            tool_router,
+            instance: format!("mcp-{}", uuid::Uuid::now_v7().simple()),
+        }
+    }
+
+    /// Append one tool call to this session's transcript under `<home>/transcripts/`
+    /// (input of the memory pipeline's `mcp` source; redacted and bounded by the writer).
+    /// Only when the pipeline is on, generating, and counts `mcp` as a source. The
+    /// transcript is named by a SHA-256-derived key of `openai/session` when the client
+    /// sends one (the raw value is never written), else by this handler's instance id.
+    /// Failures are logged, never raised: a transcript is not worth failing a call for.
+    fn record(
+        &self,
+        conversation: &ConversationId,
+        tool: &str,
+        args: &str,
+        result: &CallToolResponse,
+    ) {
+        let cfg = self.shared.config.get();
+        let m = &cfg.memories;
+        if !(m.enabled && m.generate_memories && m.sources.iter().any(|s| s == "mcp")) {
+            return;
+        }
+        let key = match &conversation.0 {
+            Some(raw) => format!("conv-{}", &crate::home::sha256_hex(raw.as_bytes())[..32]),
+            None => self.instance.clone(),
+        };
+        let (text, is_error) = match result {
+            CallToolResponse::Complete(r) => (
+                r.content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                r.is_error.unwrap_or(false),
+            ),
+            _ => return,
+        };
+        let writer = {
+            let mut map = self
+                .shared
+                .transcripts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some(w) = map.get(&key) {
+                w.clone()
+            } else {
+                let cwd = match &self.shared.mode {
+                    Mode::Single { root } => Some(root.clone()),
+                    Mode::Multi { .. } => None,
+                };
+                match crate::pipeline::sources::mcp::TranscriptWriter::open(
+                    &self.shared.home,
+                    &key,
+                    cwd.as_deref(),
+                ) {
+                    Ok(w) => {
+                        let w = Arc::new(w);
+                        map.insert(key, w.clone());
+                        w
+                    }
+                    Err(e) => {
+                        tracing::warn!("MCP transcript not written: {e}");
+                        return;
+                    }
+                }
+            }
+        };
+        if let Err(e) = writer.record_call(tool, args, &text, is_error) {
+            tracing::warn!("MCP transcript not written: {e}");
+        }
     }
 
     /// The shared state.
@@ -173,12 +268,17 @@ impl CodexFree {
     pub(crate) fn ctx(&self, conversation: &ConversationId) -> Result<ToolCtx> {
         let config = self.shared.config.get();
         match &self.shared.mode {
-            Mode::Single { root } => Ok(ToolCtx::new(root.clone(), config, self.shared.home.clone())),
+            Mode::Single { root } => {
+                Ok(ToolCtx::new(root.clone(), config, self.shared.home.clone()))
+            }
             Mode::Multi { access_root } => {
                 let session = conversation.0.as_deref().ok_or_else(|| {
-                    Error::Binding(crate::memory::bindings::missing_session_message("it is missing"))
+                    Error::Binding(crate::memory::bindings::missing_session_message(
+                        "it is missing",
+                    ))
                 })?;
-                let root = crate::memory::Bindings::new(&self.shared.home, access_root)?.project_for(session)?;
+                let root = crate::memory::Bindings::new(&self.shared.home, access_root)?
+                    .project_for(session)?;
                 Ok(ToolCtx::new(root, config, self.shared.home.clone()))
             }
         }
@@ -188,7 +288,15 @@ impl CodexFree {
     /// project: brief, environment, saved state, skills, AGENTS.md (MEM-6); multi-project:
     /// the project-neutral brief (MEM-7). Built by `memory_tools::instructions`.
     pub fn instructions(&self) -> String {
-        crate::mcp::memory_tools::instructions(&self.shared)
+        let base = crate::mcp::memory_tools::instructions(&self.shared);
+        let config = self.shared.config.get();
+        match crate::pipeline::phase2::readpath::summary_for_instructions(
+            &self.shared.home,
+            &config,
+        ) {
+            Some(m) => format!("{base}\n\n{m}"),
+            None => base,
+        }
     }
 }
 
@@ -197,13 +305,18 @@ impl CodexFree {
 pub(crate) fn reply(r: Result<String>) -> CallToolResult {
     match r {
         Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("error[{}]: {e}", e.code()))]),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "error[{}]: {e}",
+            e.code()
+        ))]),
     }
 }
 
 /// Pull the conversation id out of the request extensions.
 pub(crate) fn conversation(ext: &rmcp::model::Extensions) -> ConversationId {
-    ext.get::<ConversationId>().cloned().unwrap_or(ConversationId(None))
+    ext.get::<ConversationId>()
+        .cloned()
+        .unwrap_or(ConversationId(None))
 }
 
 impl ServerHandler for CodexFree {
@@ -225,9 +338,20 @@ impl ServerHandler for CodexFree {
             .get("openai/session")
             .and_then(|v| v.as_str())
             .map(str::to_owned);
-        context.extensions.insert(ConversationId(session));
+        let conversation = ConversationId(session);
+        context.extensions.insert(conversation.clone());
+        let tool = request.name.to_string();
+        let args = request
+            .arguments
+            .as_ref()
+            .map(|a| serde_json::Value::Object(a.clone()).to_string())
+            .unwrap_or_default();
         let tcc = ToolCallContext::new(self, request, context);
-        self.tool_router.call(tcc).await
+        let out = self.tool_router.call(tcc).await;
+        if let Ok(r) = &out {
+            self.record(&conversation, &tool, &args, r);
+        }
+        out
     }
 
     async fn list_tools(

@@ -11,13 +11,17 @@ use crate::{Error, Result};
 /// Serve one session on stdin/stdout until the client closes it.
 /// Errors: the transport failed to initialise ([`Error::Io`]).
 pub async fn serve(server: CodexFree) -> Result<()> {
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| Error::io("starting the stdio MCP session", std::io::Error::other(e.to_string())))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| Error::io("running the stdio MCP session", std::io::Error::other(e.to_string())))?;
+    let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| {
+        Error::io(
+            "starting the stdio MCP session",
+            std::io::Error::other(e.to_string()),
+        )
+    })?;
+    running.waiting().await.map_err(|e| {
+        Error::io(
+            "running the stdio MCP session",
+            std::io::Error::other(e.to_string()),
+        )
+    })?;
     Ok(())
 }

@@ -14,38 +14,81 @@ impl CodexFree {
     /// Read a text file of the project. Returns at most `output.maxFileLines` lines and
     /// `output.maxFileBytes` bytes; when cut, the last line names the offset that continues.
     #[tool(annotations(title = "Read file", read_only_hint = true, open_world_hint = false))]
-    async fn read_file(&self, Parameters(a): Parameters<fs::ReadFileArgs>, ext: Extensions) -> CallToolResult {
-        reply(self.ctx(&conversation(&ext)).and_then(|c| fs::read_file(&c, &a)))
+    async fn read_file(
+        &self,
+        Parameters(a): Parameters<fs::ReadFileArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
+        reply(
+            self.ctx(&conversation(&ext))
+                .and_then(|c| fs::read_file(&c, &a)),
+        )
     }
 
     /// Create or overwrite a file inside the project (atomic write; parents created).
-    #[tool(annotations(title = "Write file", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false))]
-    async fn write_file(&self, Parameters(a): Parameters<fs::WriteFileArgs>, ext: Extensions) -> CallToolResult {
-        reply(self.ctx(&conversation(&ext)).and_then(|c| fs::write_file(&c, &a)))
+    #[tool(annotations(
+        title = "Write file",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn write_file(
+        &self,
+        Parameters(a): Parameters<fs::WriteFileArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
+        reply(
+            self.ctx(&conversation(&ext))
+                .and_then(|c| fs::write_file(&c, &a)),
+        )
     }
 
     /// List one directory of the project (sorted; directories end with `/`), paged by `offset`.
-    #[tool(annotations(title = "List directory", read_only_hint = true, open_world_hint = false))]
-    async fn list_directory(&self, Parameters(a): Parameters<fs::ListDirectoryArgs>, ext: Extensions) -> CallToolResult {
-        reply(self.ctx(&conversation(&ext)).and_then(|c| fs::list_directory(&c, &a)))
+    #[tool(annotations(
+        title = "List directory",
+        read_only_hint = true,
+        open_world_hint = false
+    ))]
+    async fn list_directory(
+        &self,
+        Parameters(a): Parameters<fs::ListDirectoryArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
+        reply(
+            self.ctx(&conversation(&ext))
+                .and_then(|c| fs::list_directory(&c, &a)),
+        )
     }
 
     /// Show the project's file tree (respects .gitignore), bounded by `output.maxTreeNodes`, paged by `offset`.
     #[tool(annotations(title = "Tree", read_only_hint = true, open_world_hint = false))]
-    async fn tree(&self, Parameters(a): Parameters<fs::TreeArgs>, ext: Extensions) -> CallToolResult {
+    async fn tree(
+        &self,
+        Parameters(a): Parameters<fs::TreeArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
         reply(self.ctx(&conversation(&ext)).and_then(|c| fs::tree(&c, &a)))
     }
 
     /// Find files by glob pattern (e.g. `src/**/*.rs`), paged by `offset`.
     #[tool(annotations(title = "Glob", read_only_hint = true, open_world_hint = false))]
-    async fn glob(&self, Parameters(a): Parameters<fs::GlobArgs>, ext: Extensions) -> CallToolResult {
+    async fn glob(
+        &self,
+        Parameters(a): Parameters<fs::GlobArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
         reply(self.ctx(&conversation(&ext)).and_then(|c| fs::glob(&c, &a)))
     }
 
     /// Search file contents with a regular expression (ripgrep's engine; respects .gitignore).
     /// Results are `path:line:text`, paged by `offset`.
     #[tool(annotations(title = "Grep", read_only_hint = true, open_world_hint = false))]
-    async fn grep(&self, Parameters(a): Parameters<grep::GrepArgs>, ext: Extensions) -> CallToolResult {
+    async fn grep(
+        &self,
+        Parameters(a): Parameters<grep::GrepArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
         let ctx = match self.ctx(&conversation(&ext)) {
             Ok(c) => c,
             Err(e) => return reply(Err(e)),
@@ -59,20 +102,47 @@ impl CodexFree {
 
     /// Apply a patch in Codex's apply_patch format (`*** Begin Patch` ... `*** End Patch`):
     /// add, delete, update and move files. All-or-nothing.
-    #[tool(annotations(title = "Apply patch", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false))]
-    async fn apply_patch(&self, Parameters(a): Parameters<patch::ApplyPatchArgs>, ext: Extensions) -> CallToolResult {
-        reply(self.ctx(&conversation(&ext)).and_then(|c| patch::apply_patch(&c, &a)))
+    #[tool(annotations(
+        title = "Apply patch",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn apply_patch(
+        &self,
+        Parameters(a): Parameters<patch::ApplyPatchArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
+        reply(
+            self.ctx(&conversation(&ext))
+                .and_then(|c| patch::apply_patch(&c, &a)),
+        )
     }
 
     /// The project's AGENTS.md, bounded by `projectDoc.maxBytes`, paged by `offset`.
-    #[tool(annotations(title = "Project doc (AGENTS.md)", read_only_hint = true, open_world_hint = false))]
-    async fn get_project_doc(&self, Parameters(a): Parameters<doc::GetProjectDocArgs>, ext: Extensions) -> CallToolResult {
-        reply(self.ctx(&conversation(&ext)).and_then(|c| doc::get_project_doc(&c, &a)))
+    #[tool(annotations(
+        title = "Project doc (AGENTS.md)",
+        read_only_hint = true,
+        open_world_hint = false
+    ))]
+    async fn get_project_doc(
+        &self,
+        Parameters(a): Parameters<doc::GetProjectDocArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
+        reply(
+            self.ctx(&conversation(&ext))
+                .and_then(|c| doc::get_project_doc(&c, &a)),
+        )
     }
 
     /// Facts about the environment: project root, OS, shell, git branch, date, output caps.
     #[tool(annotations(title = "Environment", read_only_hint = true, open_world_hint = false))]
     async fn get_environment(&self, ext: Extensions) -> CallToolResult {
-        reply(self.ctx(&conversation(&ext)).map(|c| doc::get_environment(&c)))
+        reply(
+            self.ctx(&conversation(&ext))
+                .map(|c| doc::get_environment(&c)),
+        )
     }
 }

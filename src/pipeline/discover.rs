@@ -276,7 +276,7 @@ pub enum WatchEvent {
     Rescan {
         /// The source whose directory changed.
         source: Source,
-        /// Changed transcript paths (deduplicated, may be empty for directory events).
+        /// Changed transcript paths (deduplicated, never empty).
         paths: Vec<PathBuf>,
     },
 }
@@ -312,12 +312,13 @@ impl Watcher {
 
     /// Watch the existing directories of the `enabled` sources recursively; after each
     /// quiet `debounce` window send one [`WatchEvent::Rescan`] per source whose `*.jsonl`
-    /// files changed. A full channel drops the event (a rescan is already pending). After
+    /// files changed (events touching no `*.jsonl` file are dropped). A full channel drops the event (a rescan is already pending). After
     /// `cancel` fires no event is sent. Directories that do not exist yet are not watched
     /// (the scheduler's periodic scan covers them).
     ///
-    /// Errors: [`Error::Io`]-like [`Error::InvalidArgument`] when the OS watcher cannot be
-    /// created (e.g. inotify limits).
+    /// Errors: [`Error::InvalidArgument`] when the OS watcher cannot be created (e.g. the
+    /// inotify instance limit is reached); a directory that cannot be watched is logged
+    /// and skipped.
     pub fn start_with(
         roots: &SourceRoots,
         enabled: &[Source],
@@ -358,7 +359,9 @@ impl Watcher {
                 }
             }
             for (source, paths) in by_source {
-                let _ = tx.try_send(WatchEvent::Rescan { source, paths });
+                if !paths.is_empty() {
+                    let _ = tx.try_send(WatchEvent::Rescan { source, paths });
+                }
             }
         };
         let mut debouncer = new_debouncer(debounce, None, handler)

@@ -14,6 +14,7 @@ pub mod control;
 pub mod discover;
 pub mod input;
 pub mod phase1;
+pub mod phase2;
 pub mod redact;
 pub mod render;
 pub mod rollout;

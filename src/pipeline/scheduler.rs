@@ -186,6 +186,27 @@ async fn run_loop(
                 last_error = Some(msg);
             }
         }
+        // Phase 2 after every phase-1 pass: its own job, cooldown and "no change = no
+        // model call" rule decide whether anything happens.
+        let force = trigger == Trigger::Force;
+        match crate::pipeline::phase2::model::run_with_store(
+            &home,
+            &config,
+            store.clone(),
+            deps.secrets.as_ref(),
+            deps.retry,
+            "scheduler",
+            force,
+            cancel.child_token(),
+        )
+        .await
+        {
+            Ok(crate::pipeline::phase2::Outcome::Failed { reason, .. }) => {
+                tracing::warn!(%reason, "phase 2 failed; the previous memory stays in place")
+            }
+            Ok(o) => tracing::debug!(outcome = ?o, "phase 2"),
+            Err(e) => tracing::warn!(error = %e, "phase 2 not run"),
+        }
     }
 }
 

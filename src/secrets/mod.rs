@@ -61,7 +61,10 @@ impl SecretStore for MemoryStore {
         Ok(self.0.lock().expect("poisoned").get(account).cloned())
     }
     fn set(&self, account: &str, secret: &Secret) -> Result<()> {
-        self.0.lock().expect("poisoned").insert(account.into(), secret.clone());
+        self.0
+            .lock()
+            .expect("poisoned")
+            .insert(account.into(), secret.clone());
         Ok(())
     }
     fn delete(&self, account: &str) -> Result<()> {
@@ -76,7 +79,10 @@ impl SecretStore for MemoryStore {
 /// The environment variable consulted when the store has no entry for `account`
 /// (CI and headless fallback), e.g. `openai` → `OPENAI_API_KEY`.
 pub fn env_var_for(account: &str) -> String {
-    format!("{}_API_KEY", account.to_ascii_uppercase().replace(['-', '.', '/'], "_"))
+    format!(
+        "{}_API_KEY",
+        account.to_ascii_uppercase().replace(['-', '.', '/'], "_")
+    )
 }
 
 /// Look `account` up in `store`, then in its environment variable ([`env_var_for`]).
@@ -84,7 +90,10 @@ pub fn resolve(store: &dyn SecretStore, account: &str) -> Result<Option<Secret>>
     if let Some(s) = store.get(account)? {
         return Ok(Some(s));
     }
-    Ok(std::env::var(env_var_for(account)).ok().filter(|v| !v.is_empty()).map(Secret::new))
+    Ok(std::env::var(env_var_for(account))
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(Secret::new))
 }
 
 #[cfg(test)]
@@ -95,7 +104,8 @@ mod tests {
     fn memory_store_roundtrip_and_hint() {
         let s = MemoryStore::default();
         assert!(s.get("openai").unwrap().is_none());
-        s.set("openai", &Secret::new("sk-test-1234567890abcd")).unwrap();
+        s.set("openai", &Secret::new("sk-test-1234567890abcd"))
+            .unwrap();
         assert_eq!(s.get("openai").unwrap().unwrap().hint(), "…abcd");
         s.delete("openai").unwrap();
         assert!(s.get("openai").unwrap().is_none());

@@ -15,7 +15,9 @@
 //! all-or-nothing (claim, success + output, reset) is one transaction; a job row is only
 //! changed by the holder of its current `ownership_token` (or after its lease expired).
 
+pub mod fts;
 pub mod migrations;
+pub mod phase2;
 pub mod stage1;
 pub mod usage;
 

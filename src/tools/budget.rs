@@ -35,13 +35,17 @@ pub const FOOTER_RESERVE: usize = 512;
 /// Bytes a page's content may take: the tool's own cap, but never more than the output
 /// ceiling minus [`FOOTER_RESERVE`]. Always at least 1.
 pub fn page_budget(cap_bytes: usize, max_output_bytes: usize) -> usize {
-    cap_bytes.min(max_output_bytes.saturating_sub(FOOTER_RESERVE)).max(1)
+    cap_bytes
+        .min(max_output_bytes.saturating_sub(FOOTER_RESERVE))
+        .max(1)
 }
 
 /// The line-paging footer. `first` and `last` are 1-based inclusive line numbers shown,
 /// `total` the file's line count, `next_offset` the 0-based line to resume at (= `last`).
 pub fn lines_footer(first: u64, last: u64, total: u64, next_offset: u64) -> String {
-    format!("(showing lines {first}-{last} of {total} — call again with offset={next_offset} for the rest)")
+    format!(
+        "(showing lines {first}-{last} of {total} — call again with offset={next_offset} for the rest)"
+    )
 }
 
 /// The footer of a page cut inside one long line. `start..end` is the 0-based half-open
@@ -58,13 +62,17 @@ pub fn bytes_footer(start: u64, end: u64, line_len: u64, line_index: u64) -> Str
 /// The footer of a byte-paged whole document (e.g. `AGENTS.md`): `start..end` 0-based
 /// half-open of `total` bytes, resumed with `offset=<end>`.
 pub fn doc_bytes_footer(name: &str, start: u64, end: u64, total: u64) -> String {
-    format!("(showing bytes {start}-{end} of {total} of {name} — call again with offset={end} for the rest)")
+    format!(
+        "(showing bytes {start}-{end} of {total} of {name} — call again with offset={end} for the rest)"
+    )
 }
 
 /// The footer of an entry-paged result. `noun` is `entries`, `nodes` or `matches`; `first`
 /// and `last` are 1-based inclusive, `next` the 0-based index to resume at (= `last`).
 pub fn entries_footer(noun: &str, first: usize, last: usize, total: usize, next: usize) -> String {
-    format!("(showing {noun} {first}-{last} of {total} — call again with offset={next} for the rest)")
+    format!(
+        "(showing {noun} {first}-{last} of {total} — call again with offset={next} for the rest)"
+    )
 }
 
 /// Append `footer` as the last line of `out`, inserting one `\n` first unless `out` is
@@ -195,7 +203,11 @@ mod tests {
         assert_eq!(utf8_complete_prefix(&s[..4]), 3);
         assert_eq!(utf8_complete_prefix(&s[..6]), 3);
         assert_eq!(utf8_complete_prefix(s), 7);
-        assert_eq!(utf8_complete_prefix(b"\xff\xfe"), 2, "invalid bytes are not judged");
+        assert_eq!(
+            utf8_complete_prefix(b"\xff\xfe"),
+            2,
+            "invalid bytes are not judged"
+        );
         assert_eq!(utf8_complete_prefix(b""), 0);
         assert_eq!(page_budget(131072, 40_000), 40_000 - FOOTER_RESERVE);
     }

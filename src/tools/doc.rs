@@ -51,9 +51,12 @@ fn doc_page(ctx: &ToolCtx, offset: u64, page: usize) -> Result<Option<(String, u
             "offset={offset} is past the end of {PROJECT_DOC}, which is {total} bytes"
         )));
     }
-    f.seek(SeekFrom::Start(offset)).ctx(|| format!("reading {PROJECT_DOC}"))?;
+    f.seek(SeekFrom::Start(offset))
+        .ctx(|| format!("reading {PROJECT_DOC}"))?;
     let mut buf = Vec::with_capacity(page.min(total as usize));
-    f.take(page as u64).read_to_end(&mut buf).ctx(|| format!("reading {PROJECT_DOC}"))?;
+    f.take(page as u64)
+        .read_to_end(&mut buf)
+        .ctx(|| format!("reading {PROJECT_DOC}"))?;
     let mut keep = buf.len();
     if offset + (buf.len() as u64) < total {
         keep = budget::utf8_complete_prefix(&buf);
@@ -86,7 +89,10 @@ pub fn get_project_doc(ctx: &ToolCtx, a: &GetProjectDocArgs) -> Result<String> {
         return Ok(format!("({PROJECT_DOC} is empty)"));
     }
     if end < total {
-        append_byte_footer(&mut text, &budget::doc_bytes_footer(PROJECT_DOC, offset, end, total));
+        append_byte_footer(
+            &mut text,
+            &budget::doc_bytes_footer(PROJECT_DOC, offset, end, total),
+        );
     }
     Ok(budget::enforce_ceiling(text, ctx.max_output_bytes()))
 }
@@ -127,12 +133,16 @@ fn git_branch(root: &std::path::Path) -> Option<String> {
     let repo = git2::Repository::discover(root).ok()?;
     match repo.head() {
         Ok(h) if h.is_branch() => h.shorthand().ok().map(str::to_string),
-        Ok(h) => h.target().map(|oid| format!("detached at {}", &oid.to_string()[..7])),
+        Ok(h) => h
+            .target()
+            .map(|oid| format!("detached at {}", &oid.to_string()[..7])),
         // Unborn branch (no commit yet): read the symbolic HEAD.
-        Err(_) => repo
-            .find_reference("HEAD")
-            .ok()
-            .and_then(|r| r.symbolic_target().ok().flatten().map(|t| format!("{} (no commits yet)", t.trim_start_matches("refs/heads/")))),
+        Err(_) => repo.find_reference("HEAD").ok().and_then(|r| {
+            r.symbolic_target()
+                .ok()
+                .flatten()
+                .map(|t| format!("{} (no commits yet)", t.trim_start_matches("refs/heads/")))
+        }),
     }
 }
 
@@ -150,19 +160,29 @@ pub fn get_environment(ctx: &ToolCtx) -> String {
         crate::config::ExecMode::Allowlist => "allowlist",
         crate::config::ExecMode::Unrestricted => "unrestricted",
     };
-    let doc = if ctx.root().join(PROJECT_DOC).is_file() { "present" } else { "absent" };
+    let doc = if ctx.root().join(PROJECT_DOC).is_file() {
+        "present"
+    } else {
+        "absent"
+    };
     let lines = [
         format!("project root: {}", ctx.root().display()),
         format!("os: {} ({})", std::env::consts::OS, std::env::consts::ARCH),
         format!("shell: {shell}"),
         format!("git branch: {branch}"),
         format!("date: {}", now.format("%Y-%m-%d %H:%M %:z (%A)")),
-        format!("{PROJECT_DOC}: {doc} (up to {} bytes per get_project_doc page)", ctx.config.project_doc.max_bytes),
+        format!(
+            "{PROJECT_DOC}: {doc} (up to {} bytes per get_project_doc page)",
+            ctx.config.project_doc.max_bytes
+        ),
         format!(
             "read_file page: up to {} lines and {} bytes",
             o.max_file_lines, o.max_file_bytes
         ),
-        format!("list_directory/glob/grep page: up to {} entries", o.max_entries),
+        format!(
+            "list_directory/glob/grep page: up to {} entries",
+            o.max_entries
+        ),
         format!("tree page: up to {} nodes", o.max_tree_nodes),
         format!(
             "tool output ceiling: {} tokens (counted as bytes / 4, so {} bytes)",
@@ -203,8 +223,19 @@ mod tests {
                 Some(i) => {
                     let footer = &page[i + 1..];
                     got.push_str(&page[..i]);
-                    let next: u64 = footer.split("offset=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
-                    assert!(footer.contains(&format!("of {} of AGENTS.md", text.len())), "{footer}");
+                    let next: u64 = footer
+                        .split("offset=")
+                        .nth(1)
+                        .unwrap()
+                        .split(' ')
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    assert!(
+                        footer.contains(&format!("of {} of AGENTS.md", text.len())),
+                        "{footer}"
+                    );
                     offset = Some(next);
                 }
                 None => {
@@ -215,9 +246,24 @@ mod tests {
         }
         assert_eq!(got, text);
         let instr = project_doc_for_instructions(&ctx).unwrap();
-        let end: usize = instr.rsplit("offset=").next().unwrap().split(' ').next().unwrap().parse().unwrap();
-        assert!(end <= 1000 && end >= 997, "{end}");
-        assert_eq!(instr, format!("{}\n(AGENTS.md cut at {end} of {} bytes — call get_project_doc with offset={end} for the rest)", &text[..end], text.len()));
+        let end: usize = instr
+            .rsplit("offset=")
+            .next()
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((997..=1000).contains(&end), "{end}");
+        assert_eq!(
+            instr,
+            format!(
+                "{}\n(AGENTS.md cut at {end} of {} bytes — call get_project_doc with offset={end} for the rest)",
+                &text[..end],
+                text.len()
+            )
+        );
         assert!(instr.starts_with("# Rules\n"));
     }
 
@@ -225,15 +271,28 @@ mod tests {
     fn missing_empty_and_disabled_doc() {
         let d = tempfile::tempdir().unwrap();
         let ctx = ctx_with(d.path(), 1000);
-        assert_eq!(get_project_doc(&ctx, &GetProjectDocArgs::default()).unwrap(), "(no AGENTS.md at the project root)");
+        assert_eq!(
+            get_project_doc(&ctx, &GetProjectDocArgs::default()).unwrap(),
+            "(no AGENTS.md at the project root)"
+        );
         assert!(project_doc_for_instructions(&ctx).is_none());
         std::fs::write(d.path().join("AGENTS.md"), "").unwrap();
-        assert_eq!(get_project_doc(&ctx, &GetProjectDocArgs::default()).unwrap(), "(AGENTS.md is empty)");
+        assert_eq!(
+            get_project_doc(&ctx, &GetProjectDocArgs::default()).unwrap(),
+            "(AGENTS.md is empty)"
+        );
         std::fs::write(d.path().join("AGENTS.md"), "short\n").unwrap();
-        assert_eq!(get_project_doc(&ctx, &GetProjectDocArgs::default()).unwrap(), "short\n");
+        assert_eq!(
+            get_project_doc(&ctx, &GetProjectDocArgs::default()).unwrap(),
+            "short\n"
+        );
         assert_eq!(project_doc_for_instructions(&ctx).unwrap(), "short\n");
         let off = ctx_with(d.path(), 0);
-        assert!(get_project_doc(&off, &GetProjectDocArgs::default()).unwrap().contains("turned off"));
+        assert!(
+            get_project_doc(&off, &GetProjectDocArgs::default())
+                .unwrap()
+                .contains("turned off")
+        );
         assert!(project_doc_for_instructions(&off).is_none());
     }
 
@@ -243,8 +302,14 @@ mod tests {
         git2::Repository::init(d.path()).unwrap();
         let ctx = ctx_with(d.path(), 32768);
         let env = get_environment(&ctx);
-        assert!(env.contains(&format!("project root: {}", ctx.root().display())), "{env}");
-        assert!(env.contains("git branch: ") && env.contains("(no commits yet)"), "{env}");
+        assert!(
+            env.contains(&format!("project root: {}", ctx.root().display())),
+            "{env}"
+        );
+        assert!(
+            env.contains("git branch: ") && env.contains("(no commits yet)"),
+            "{env}"
+        );
         assert!(env.contains("1000 lines and 131072 bytes"), "{env}");
         assert!(env.contains("10000 tokens"), "{env}");
     }

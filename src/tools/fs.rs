@@ -125,7 +125,11 @@ enum LineEnd {
 }
 
 /// Append bytes of the current line to `out`, at most `max`, stopping after a `\n`.
-fn read_line_bounded(r: &mut impl BufRead, out: &mut Vec<u8>, max: usize) -> std::io::Result<(usize, LineEnd)> {
+fn read_line_bounded(
+    r: &mut impl BufRead,
+    out: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<(usize, LineEnd)> {
     let mut taken = 0usize;
     loop {
         let buf = r.fill_buf()?;
@@ -203,7 +207,9 @@ fn skip_lines(r: &mut impl BufRead, lines: u64) -> std::io::Result<u64> {
             let len = buf.len();
             r.consume(len);
         } else {
-            let pos = memchr::memchr_iter(b'\n', buf).nth((need - 1) as usize).expect("counted");
+            let pos = memchr::memchr_iter(b'\n', buf)
+                .nth((need - 1) as usize)
+                .expect("counted");
             r.consume(pos + 1);
             skipped += need;
         }
@@ -251,7 +257,7 @@ enum Footer {
 /// [`super::budget`]. Line numbers in footers are 1-based, `offset` is 0-based.
 ///
 /// Errors: [`Error::PathOutsideRoot`], [`Error::NotFound`]; [`Error::InvalidArgument`] for a
-/// directory, a binary file, `limit=0`, an `offset` past the last line, or a `byte_offset`
+/// directory or other non-regular file, a binary file, `limit=0`, an `offset` past the last line, or a `byte_offset`
 /// past the end of its line; [`Error::Io`].
 pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
     let jail = jail(ctx)?;
@@ -264,8 +270,17 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
             a.path
         )));
     }
+    if !meta.is_file() {
+        return Err(Error::InvalidArgument(format!(
+            "path \"{}\" is not a regular file (a device, socket or pipe); read_file reads files only",
+            a.path
+        )));
+    }
     let out_cfg = &ctx.config.output;
-    let limit = a.limit.unwrap_or(out_cfg.max_file_lines).min(out_cfg.max_file_lines);
+    let limit = a
+        .limit
+        .unwrap_or(out_cfg.max_file_lines)
+        .min(out_cfg.max_file_lines);
     if limit == 0 {
         return Err(Error::InvalidArgument("limit must be at least 1".into()));
     }
@@ -296,7 +311,11 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
     if skipped < offset || at_eof {
         // `skipped` newlines exist before EOF; the file has `skipped` lines, plus one if it
         // does not end with a newline (in which case skip_lines stopped at EOF mid-line).
-        let total = if skipped < offset { skipped + u64::from(!ends_with_newline(&path)?) } else { skipped };
+        let total = if skipped < offset {
+            skipped + u64::from(!ends_with_newline(&path)?)
+        } else {
+            skipped
+        };
         return Err(Error::InvalidArgument(format!(
             "offset={offset} is past the end of {shown}, which has {total} lines (valid offsets 0..{total})"
         )));
@@ -322,7 +341,8 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
     while (lines_shown as usize) < limit {
         let start_len = content.len();
         let room = budget.saturating_sub(start_len);
-        let (n, end) = read_line_bounded(&mut r, &mut content, room).ctx(|| format!("reading {shown}"))?;
+        let (n, end) =
+            read_line_bounded(&mut r, &mut content, room).ctx(|| format!("reading {shown}"))?;
         match end {
             LineEnd::Newline => lines_shown += 1,
             LineEnd::Eof => {
@@ -343,7 +363,12 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
                 let line_len = byte_offset + n as u64 + rest;
                 let end_byte = byte_offset + keep as u64;
                 content.truncate(keep);
-                footer = Some(Footer::Bytes(budget::bytes_footer(byte_offset, end_byte, line_len, offset)));
+                footer = Some(Footer::Bytes(budget::bytes_footer(
+                    byte_offset,
+                    end_byte,
+                    line_len,
+                    offset,
+                )));
                 break;
             }
             LineEnd::Cut => {
@@ -360,7 +385,9 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
             let (rest_lines, _) = count_rest(&mut r).ctx(|| format!("reading {shown}"))?;
             let last = offset + lines_shown;
             let total = last + rest_lines;
-            footer = Some(Footer::Lines(budget::lines_footer(first_line, last, total, last)));
+            footer = Some(Footer::Lines(budget::lines_footer(
+                first_line, last, total, last,
+            )));
         }
     }
     let text = match String::from_utf8(content) {
@@ -385,13 +412,18 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
 fn ends_with_newline(path: &Path) -> Result<bool> {
     use std::io::{Seek, SeekFrom};
     let mut f = File::open(path).ctx(|| format!("opening {}", path.display()))?;
-    let len = f.metadata().ctx(|| format!("reading {}", path.display()))?.len();
+    let len = f
+        .metadata()
+        .ctx(|| format!("reading {}", path.display()))?
+        .len();
     if len == 0 {
         return Ok(true);
     }
-    f.seek(SeekFrom::End(-1)).ctx(|| format!("reading {}", path.display()))?;
+    f.seek(SeekFrom::End(-1))
+        .ctx(|| format!("reading {}", path.display()))?;
     let mut b = [0u8; 1];
-    f.read_exact(&mut b).ctx(|| format!("reading {}", path.display()))?;
+    f.read_exact(&mut b)
+        .ctx(|| format!("reading {}", path.display()))?;
     Ok(b[0] == b'\n')
 }
 
@@ -409,7 +441,9 @@ pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<b
         .parent()
         .ok_or_else(|| Error::InvalidArgument(format!("{shown} has no parent directory")))?;
     fs::create_dir_all(parent).ctx(|| format!("creating directories for {shown}"))?;
-    let parent_canon = parent.canonicalize().ctx(|| format!("resolving the directory of {shown}"))?;
+    let parent_canon = parent
+        .canonicalize()
+        .ctx(|| format!("resolving the directory of {shown}"))?;
     if !parent_canon.starts_with(jail.root()) {
         return Err(Error::PathOutsideRoot(format!(
             "path \"{shown}\" is outside the project root {}: its directory resolves to {}",
@@ -417,13 +451,17 @@ pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<b
             parent_canon.display()
         )));
     }
-    let name = target.file_name().ok_or_else(|| Error::InvalidArgument(format!("{shown} has no file name")))?;
+    let name = target
+        .file_name()
+        .ok_or_else(|| Error::InvalidArgument(format!("{shown} has no file name")))?;
     let final_path = parent_canon.join(name);
     let existing = fs::symlink_metadata(&final_path).ok();
     if let Some(m) = &existing
         && m.is_dir()
     {
-        return Err(Error::InvalidArgument(format!("{shown} is a directory; cannot write a file there")));
+        return Err(Error::InvalidArgument(format!(
+            "{shown} is a directory; cannot write a file there"
+        )));
     }
     let mut tmp = tempfile::Builder::new()
         .prefix(".codex-free-tmp-")
@@ -435,7 +473,9 @@ pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<b
         let _ = tmp.as_file().set_permissions(m.permissions());
     }
     tmp.write_all(bytes).ctx(|| format!("writing {shown}"))?;
-    tmp.as_file().sync_all().ctx(|| format!("syncing {shown}"))?;
+    tmp.as_file()
+        .sync_all()
+        .ctx(|| format!("syncing {shown}"))?;
     tmp.persist(&final_path)
         .map_err(|e| Error::io(format!("renaming the temp file over {shown}"), e.error))?;
     if let Ok(d) = File::open(&parent_canon) {
@@ -481,7 +521,9 @@ fn page_items<T>(
     let total = items.len();
     if total == 0 {
         if offset > 0 {
-            return Err(Error::InvalidArgument(format!("offset={offset} is past the end (there are no {noun})")));
+            return Err(Error::InvalidArgument(format!(
+                "offset={offset} is past the end (there are no {noun})"
+            )));
         }
         return Ok(empty.to_string());
     }
@@ -514,7 +556,10 @@ fn page_items<T>(
     }
     let next = offset + shown;
     if next < total {
-        append_footer(&mut out, &entries_footer(noun, offset + 1, next, total, next));
+        append_footer(
+            &mut out,
+            &entries_footer(noun, offset + 1, next, total, next),
+        );
     } else if out.ends_with('\n') {
         out.pop();
     }
@@ -537,7 +582,9 @@ pub fn list_directory(ctx: &ToolCtx, a: &ListDirectoryArgs) -> Result<String> {
     let dir = jail.resolve(a.path.as_deref().unwrap_or("."))?;
     let shown = jail.display(&dir);
     if !dir.is_dir() {
-        return Err(Error::InvalidArgument(format!("{shown} is not a directory; use read_file")));
+        return Err(Error::InvalidArgument(format!(
+            "{shown} is not a directory; use read_file"
+        )));
     }
     let mut entries: Vec<(Vec<u8>, String)> = Vec::new();
     for e in fs::read_dir(&dir).ctx(|| format!("listing {shown}"))? {
@@ -598,11 +645,15 @@ pub fn tree(ctx: &ToolCtx, a: &TreeArgs) -> Result<String> {
     let base = jail.resolve(a.path.as_deref().unwrap_or("."))?;
     let shown = jail.display(&base);
     if !base.is_dir() {
-        return Err(Error::InvalidArgument(format!("{shown} is not a directory; use read_file")));
+        return Err(Error::InvalidArgument(format!(
+            "{shown} is not a directory; use read_file"
+        )));
     }
     let depth = a.depth.unwrap_or(DEFAULT_TREE_DEPTH);
     if depth == 0 || depth > MAX_TREE_DEPTH {
-        return Err(Error::InvalidArgument(format!("depth={depth} is out of range (allowed 1..={MAX_TREE_DEPTH})")));
+        return Err(Error::InvalidArgument(format!(
+            "depth={depth} is out of range (allowed 1..={MAX_TREE_DEPTH})"
+        )));
     }
     let mut b = walker(&base);
     b.max_depth(Some(depth)).sort_by_file_name(|x, y| x.cmp(y));
@@ -653,7 +704,9 @@ pub fn glob(ctx: &ToolCtx, a: &GlobArgs) -> Result<String> {
     let base = jail.resolve(a.path.as_deref().unwrap_or("."))?;
     let shown = jail.display(&base);
     if !base.is_dir() {
-        return Err(Error::InvalidArgument(format!("{shown} is not a directory")));
+        return Err(Error::InvalidArgument(format!(
+            "{shown} is not a directory"
+        )));
     }
     if a.pattern.starts_with('/') {
         return Err(Error::InvalidArgument(format!(
@@ -664,7 +717,12 @@ pub fn glob(ctx: &ToolCtx, a: &GlobArgs) -> Result<String> {
     let matcher = globset::GlobBuilder::new(&a.pattern)
         .literal_separator(true)
         .build()
-        .map_err(|e| Error::InvalidArgument(format!("pattern \"{}\" is not a valid glob: {e}", a.pattern)))?
+        .map_err(|e| {
+            Error::InvalidArgument(format!(
+                "pattern \"{}\" is not a valid glob: {e}",
+                a.pattern
+            ))
+        })?
         .compile_matcher();
     let found = std::sync::Mutex::new(Vec::<PathBuf>::new());
     walker(&base).build_parallel().run(|| {
@@ -721,8 +779,21 @@ mod tests {
         ToolCtx::new(root.canonicalize().unwrap(), c, root.join(".home"))
     }
 
-    fn read(ctx: &ToolCtx, path: &str, offset: Option<u64>, byte_offset: Option<u64>) -> Result<String> {
-        read_file(ctx, &ReadFileArgs { path: path.into(), offset, limit: None, byte_offset })
+    fn read(
+        ctx: &ToolCtx,
+        path: &str,
+        offset: Option<u64>,
+        byte_offset: Option<u64>,
+    ) -> Result<String> {
+        read_file(
+            ctx,
+            &ReadFileArgs {
+                path: path.into(),
+                offset,
+                limit: None,
+                byte_offset,
+            },
+        )
     }
 
     /// Page through a file following the footers; return the concatenated content and pages.
@@ -749,7 +820,9 @@ mod tests {
 
     /// Split a read_file page into content and the continuation (offset, byte_offset).
     pub(crate) fn split_page(page: &str) -> (&str, Option<(u64, Option<u64>)>) {
-        let Some(idx) = page.rfind("\n(showing ") else { return (page, None) };
+        let Some(idx) = page.rfind("\n(showing ") else {
+            return (page, None);
+        };
         let footer = &page[idx + 1..];
         let after = footer.split("call again with ").nth(1).unwrap();
         let mut off = None;
@@ -764,7 +837,11 @@ mod tests {
         }
         // Byte pages get a separator newline; line pages end with their own newline,
         // which belongs to the content.
-        let content = if boff.is_some() { &page[..idx] } else { &page[..idx + 1] };
+        let content = if boff.is_some() {
+            &page[..idx]
+        } else {
+            &page[..idx + 1]
+        };
         (content, Some((off.unwrap(), boff)))
     }
 
@@ -775,7 +852,10 @@ mod tests {
         fs::write(d.path().join("nonl"), "a\nb").unwrap();
         fs::write(d.path().join("crlf"), "a\r\nb\r\n").unwrap();
         let ctx = ctx_with(d.path(), |_| {});
-        assert_eq!(read(&ctx, "empty", None, None).unwrap(), "(empty file: 0 bytes)");
+        assert_eq!(
+            read(&ctx, "empty", None, None).unwrap(),
+            "(empty file: 0 bytes)"
+        );
         assert_eq!(read(&ctx, "nonl", None, None).unwrap(), "a\nb");
         assert_eq!(read(&ctx, "crlf", None, None).unwrap(), "a\r\nb\r\n");
         assert_eq!(read(&ctx, "nonl", Some(1), None).unwrap(), "b");
@@ -795,7 +875,13 @@ mod tests {
         let ctx = ctx_with(d.path(), |_| {});
         assert_eq!(read(&ctx, "at", None, None).unwrap(), at);
         let p = read(&ctx, "over", None, None).unwrap();
-        assert!(p.ends_with("\n(showing lines 1-1000 of 1001 — call again with offset=1000 for the rest)"), "{}", &p[p.len() - 100..]);
+        assert!(
+            p.ends_with(
+                "\n(showing lines 1-1000 of 1001 — call again with offset=1000 for the rest)"
+            ),
+            "{}",
+            &p[p.len() - 100..]
+        );
         assert_eq!(read(&ctx, "over", Some(1000), None).unwrap(), "1001\n");
     }
 
@@ -811,7 +897,10 @@ mod tests {
         assert_eq!(read(&ctx, "at", None, None).unwrap(), line.repeat(16));
         fs::write(d.path().join("over"), format!("{}y\n", line.repeat(16))).unwrap();
         let p = read(&ctx, "over", None, None).unwrap();
-        assert!(p.ends_with("(showing lines 1-16 of 17 — call again with offset=16 for the rest)"), "{p}");
+        assert!(
+            p.ends_with("(showing lines 1-16 of 17 — call again with offset=16 for the rest)"),
+            "{p}"
+        );
         let (bytes, pages) = page_all(&ctx, "over");
         assert_eq!(bytes, fs::read(d.path().join("over")).unwrap());
         assert_eq!(pages, 2);
@@ -831,7 +920,13 @@ mod tests {
         let first = read(&ctx, "min.js", None, None).unwrap();
         let footer = first.lines().last().unwrap();
         assert!(footer.starts_with("(showing bytes 0-131"), "{footer}");
-        assert!(footer.contains(&format!(" of {} of line 1 — call again with offset=0 byte_offset=", s.len())), "{footer}");
+        assert!(
+            footer.contains(&format!(
+                " of {} of line 1 — call again with offset=0 byte_offset=",
+                s.len()
+            )),
+            "{footer}"
+        );
         let (bytes, pages) = page_all(&ctx, "min.js");
         assert_eq!(bytes.len(), s.len());
         assert!(bytes == s.as_bytes());
@@ -848,7 +943,10 @@ mod tests {
         fs::write(d.path().join("f"), &s).unwrap();
         let ctx = ctx_with(d.path(), |c| c.output.max_file_bytes = 1024);
         let p = read(&ctx, "f", None, None).unwrap();
-        assert!(p.ends_with("(showing lines 1-2 of 5 — call again with offset=2 for the rest)"), "{p}");
+        assert!(
+            p.ends_with("(showing lines 1-2 of 5 — call again with offset=2 for the rest)"),
+            "{p}"
+        );
         let (bytes, _) = page_all(&ctx, "f");
         assert_eq!(bytes, s.as_bytes());
     }
@@ -869,14 +967,41 @@ mod tests {
     fn write_file_creates_parents_and_replaces_atomically() {
         let d = tempfile::tempdir().unwrap();
         let ctx = ctx_with(d.path(), |_| {});
-        let r = write_file(&ctx, &WriteFileArgs { path: "a/b/c.txt".into(), content: "hi\n".into() }).unwrap();
+        let r = write_file(
+            &ctx,
+            &WriteFileArgs {
+                path: "a/b/c.txt".into(),
+                content: "hi\n".into(),
+            },
+        )
+        .unwrap();
         assert_eq!(r, "wrote 3 bytes to a/b/c.txt (created)");
-        let r = write_file(&ctx, &WriteFileArgs { path: "a/b/c.txt".into(), content: "bye".into() }).unwrap();
+        let r = write_file(
+            &ctx,
+            &WriteFileArgs {
+                path: "a/b/c.txt".into(),
+                content: "bye".into(),
+            },
+        )
+        .unwrap();
         assert!(r.ends_with("(replaced)"), "{r}");
-        assert_eq!(fs::read_to_string(d.path().join("a/b/c.txt")).unwrap(), "bye");
-        let names: Vec<_> = fs::read_dir(d.path().join("a/b")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(
+            fs::read_to_string(d.path().join("a/b/c.txt")).unwrap(),
+            "bye"
+        );
+        let names: Vec<_> = fs::read_dir(d.path().join("a/b"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "no temp files left: {names:?}");
-        let e = write_file(&ctx, &WriteFileArgs { path: "a".into(), content: "x".into() }).unwrap_err();
+        let e = write_file(
+            &ctx,
+            &WriteFileArgs {
+                path: "a".into(),
+                content: "x".into(),
+            },
+        )
+        .unwrap_err();
         assert_eq!(e.code(), "invalid_argument");
     }
 
@@ -889,13 +1014,71 @@ mod tests {
         fs::create_dir(d.path().join("dir")).unwrap();
         fs::create_dir(d.path().join("empty")).unwrap();
         let ctx = ctx_with(d.path(), |c| c.output.max_entries = 5);
-        let p = list_directory(&ctx, &ListDirectoryArgs { path: None, offset: None }).unwrap();
-        assert_eq!(p, "dir/\nempty/\nf0\nf1\nf2\n(showing entries 1-5 of 9 — call again with offset=5 for the rest)");
-        let p = list_directory(&ctx, &ListDirectoryArgs { path: None, offset: Some(5) }).unwrap();
+        let p = list_directory(
+            &ctx,
+            &ListDirectoryArgs {
+                path: None,
+                offset: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            "dir/\nempty/\nf0\nf1\nf2\n(showing entries 1-5 of 9 — call again with offset=5 for the rest)"
+        );
+        let p = list_directory(
+            &ctx,
+            &ListDirectoryArgs {
+                path: None,
+                offset: Some(5),
+            },
+        )
+        .unwrap();
         assert_eq!(p, "f3\nf4\nf5\nf6");
-        let p = list_directory(&ctx, &ListDirectoryArgs { path: Some("empty".into()), offset: None }).unwrap();
+        let p = list_directory(
+            &ctx,
+            &ListDirectoryArgs {
+                path: Some("empty".into()),
+                offset: None,
+            },
+        )
+        .unwrap();
         assert_eq!(p, "(empty directory)");
-        assert!(list_directory(&ctx, &ListDirectoryArgs { path: None, offset: Some(9) }).is_err());
+        assert!(
+            list_directory(
+                &ctx,
+                &ListDirectoryArgs {
+                    path: None,
+                    offset: Some(9)
+                }
+            )
+            .is_err()
+        );
+        // Exactly at the entries cap: complete, no footer; one over: a footer.
+        let at = ctx_with(d.path(), |c| c.output.max_entries = 9);
+        let p = list_directory(
+            &at,
+            &ListDirectoryArgs {
+                path: None,
+                offset: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(p.lines().count(), 9);
+        assert!(!p.contains("(showing"));
+        let under = ctx_with(d.path(), |c| c.output.max_entries = 8);
+        let p = list_directory(
+            &under,
+            &ListDirectoryArgs {
+                path: None,
+                offset: None,
+            },
+        )
+        .unwrap();
+        assert!(
+            p.ends_with("\nf5\n(showing entries 1-8 of 9 — call again with offset=8 for the rest)"),
+            "{p}"
+        );
     }
 
     #[test]
@@ -909,9 +1092,28 @@ mod tests {
         fs::write(r.join("src/main.rs"), "").unwrap();
         fs::write(r.join("src/deep/deeper/x.rs"), "").unwrap();
         let ctx = ctx_with(r, |c| c.output.max_tree_nodes = 3);
-        let full = tree(&ctx, &TreeArgs { path: None, depth: Some(2), offset: None }).unwrap();
-        assert_eq!(full, ".gitignore\nsrc/\n  deep/\n(showing nodes 1-3 of 4 — call again with offset=3 for the rest)");
-        let rest = tree(&ctx, &TreeArgs { path: None, depth: Some(2), offset: Some(3) }).unwrap();
+        let full = tree(
+            &ctx,
+            &TreeArgs {
+                path: None,
+                depth: Some(2),
+                offset: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            full,
+            ".gitignore\nsrc/\n  deep/\n(showing nodes 1-3 of 4 — call again with offset=3 for the rest)"
+        );
+        let rest = tree(
+            &ctx,
+            &TreeArgs {
+                path: None,
+                depth: Some(2),
+                offset: Some(3),
+            },
+        )
+        .unwrap();
         assert_eq!(rest, "  src/main.rs");
     }
 
@@ -925,11 +1127,33 @@ mod tests {
         fs::write(r.join("top.rs"), "").unwrap();
         fs::write(r.join("src/c.txt"), "").unwrap();
         let ctx = ctx_with(r, |_| {});
-        let g = |p: &str, path: Option<&str>| glob(&ctx, &GlobArgs { pattern: p.into(), path: path.map(Into::into), offset: None }).unwrap();
+        let g = |p: &str, path: Option<&str>| {
+            glob(
+                &ctx,
+                &GlobArgs {
+                    pattern: p.into(),
+                    path: path.map(Into::into),
+                    offset: None,
+                },
+            )
+            .unwrap()
+        };
         assert_eq!(g("**/*.rs", None), "src/a/x.rs\nsrc/b.rs\ntop.rs");
         assert_eq!(g("*.rs", None), "top.rs");
         assert_eq!(g("*.rs", Some("src")), "src/b.rs");
         assert!(g("*.zig", None).starts_with("(no files match"));
-        assert_eq!(glob(&ctx, &GlobArgs { pattern: "[".into(), path: None, offset: None }).unwrap_err().code(), "invalid_argument");
+        assert_eq!(
+            glob(
+                &ctx,
+                &GlobArgs {
+                    pattern: "[".into(),
+                    path: None,
+                    offset: None
+                }
+            )
+            .unwrap_err()
+            .code(),
+            "invalid_argument"
+        );
     }
 }

@@ -68,7 +68,11 @@ struct CountSink(u64);
 
 impl Sink for CountSink {
     type Error = std::io::Error;
-    fn matched(&mut self, _: &Searcher, _: &SinkMatch<'_>) -> std::result::Result<bool, Self::Error> {
+    fn matched(
+        &mut self,
+        _: &Searcher,
+        _: &SinkMatch<'_>,
+    ) -> std::result::Result<bool, Self::Error> {
         self.0 += 1;
         Ok(true)
     }
@@ -98,15 +102,26 @@ impl CollectSink {
         {
             return false;
         }
-        let end = bytes.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |i| i + 1);
-        self.lines.push(SeenLine { number, is_match, text: bytes[..end].to_vec() });
+        let end = bytes
+            .iter()
+            .rposition(|&b| b != b'\n' && b != b'\r')
+            .map_or(0, |i| i + 1);
+        self.lines.push(SeenLine {
+            number,
+            is_match,
+            text: bytes[..end].to_vec(),
+        });
         true
     }
 }
 
 impl Sink for CollectSink {
     type Error = std::io::Error;
-    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> std::result::Result<bool, Self::Error> {
+    fn matched(
+        &mut self,
+        _: &Searcher,
+        m: &SinkMatch<'_>,
+    ) -> std::result::Result<bool, Self::Error> {
         let n = m.line_number().unwrap_or(0);
         if !self.push(n, true, m.bytes()) {
             return Ok(false);
@@ -117,7 +132,11 @@ impl Sink for CollectSink {
         self.matches += 1;
         Ok(self.stop_line.is_none_or(|s| n < s))
     }
-    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> std::result::Result<bool, Self::Error> {
+    fn context(
+        &mut self,
+        _: &Searcher,
+        c: &SinkContext<'_>,
+    ) -> std::result::Result<bool, Self::Error> {
         let n = c.line_number().unwrap_or(0);
         Ok(self.push(n, false, c.bytes()))
     }
@@ -147,7 +166,10 @@ fn count_matches(
             .search_path(matcher, base, &mut sink)
             .map_err(|e| Error::io(format!("searching {}", display_rel(root, base)), e))?;
         if sink.0 > 0 {
-            found.lock().expect("not poisoned").push((base.to_path_buf(), sink.0));
+            found
+                .lock()
+                .expect("not poisoned")
+                .push((base.to_path_buf(), sink.0));
         }
     } else {
         let mut wb = walker(base);
@@ -230,7 +252,9 @@ pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
     let base = jail.resolve(a.path.as_deref().unwrap_or("."))?;
     let context = a.context.unwrap_or(0);
     if context > MAX_CONTEXT {
-        return Err(Error::InvalidArgument(format!("context={context} is out of range (allowed 0..={MAX_CONTEXT})")));
+        return Err(Error::InvalidArgument(format!(
+            "context={context} is out of range (allowed 0..={MAX_CONTEXT})"
+        )));
     }
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(a.case_insensitive.unwrap_or(false))
@@ -242,10 +266,20 @@ pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
     let offset = a.offset.unwrap_or(0) as u64;
     if total == 0 {
         if offset > 0 {
-            return Err(Error::InvalidArgument(format!("offset={offset} is past the end (there are no matches)")));
+            return Err(Error::InvalidArgument(format!(
+                "offset={offset} is past the end (there are no matches)"
+            )));
         }
-        let glob = a.glob.as_deref().map(|g| format!(" in files matching \"{g}\"")).unwrap_or_default();
-        return Ok(format!("(no matches for /{}/ under {}{glob})", a.pattern, jail.display(&base)));
+        let glob = a
+            .glob
+            .as_deref()
+            .map(|g| format!(" in files matching \"{g}\""))
+            .unwrap_or_default();
+        return Ok(format!(
+            "(no matches for /{}/ under {}{glob})",
+            a.pattern,
+            jail.display(&base)
+        ));
     }
     if offset >= total {
         return Err(Error::InvalidArgument(format!(
@@ -270,7 +304,13 @@ pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
         let first = offset.saturating_sub(before).min(*count);
         let want = (max_matches - shown).min(count - first);
         let last = first + want - 1;
-        let mut sink = CollectSink { lines: Vec::new(), matches: 0, stop_after: last, context: context as u64, stop_line: None };
+        let mut sink = CollectSink {
+            lines: Vec::new(),
+            matches: 0,
+            stop_after: last,
+            context: context as u64,
+            stop_line: None,
+        };
         searcher(true, context)
             .search_path(&matcher, path, &mut sink)
             .map_err(|e| Error::io(format!("searching {rel}"), e))?;
@@ -314,7 +354,10 @@ pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
             }
             let mut block = String::new();
             let block_start = block_lines.first().map_or(m, |l| l.number);
-            if !out.is_empty() && context > 0 && (printed_up_to == 0 || block_start > printed_up_to + 1) {
+            if !out.is_empty()
+                && context > 0
+                && (printed_up_to == 0 || block_start > printed_up_to + 1)
+            {
                 block.push_str("--\n");
             }
             for l in &block_lines {
@@ -324,7 +367,11 @@ pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
             if out.len() + block.len() > budget {
                 if shown == 0 {
                     // Not even one match with its context fits: show the match line alone.
-                    let l = sink.lines.iter().find(|l| l.number == m && l.is_match).expect("selected match was collected");
+                    let l = sink
+                        .lines
+                        .iter()
+                        .find(|l| l.number == m && l.is_match)
+                        .expect("selected match was collected");
                     out.push_str(&render_line(rel, l.number, true, &l.text));
                     shown = 1;
                 }
@@ -339,7 +386,16 @@ pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
     }
     let next = offset + shown;
     if next < total {
-        append_footer(&mut out, &entries_footer("matches", (offset + 1) as usize, next as usize, total as usize, next as usize));
+        append_footer(
+            &mut out,
+            &entries_footer(
+                "matches",
+                (offset + 1) as usize,
+                next as usize,
+                total as usize,
+                next as usize,
+            ),
+        );
     } else if out.ends_with('\n') {
         out.pop();
     }
@@ -359,7 +415,14 @@ mod tests {
     }
 
     fn args(p: &str) -> GrepArgs {
-        GrepArgs { pattern: p.into(), path: None, glob: None, case_insensitive: None, context: None, offset: None }
+        GrepArgs {
+            pattern: p.into(),
+            path: None,
+            glob: None,
+            case_insensitive: None,
+            context: None,
+            offset: None,
+        }
     }
 
     #[test]
@@ -369,29 +432,71 @@ mod tests {
         fs::write(d.path().join("b/x.rs"), "fn main() {}\nlet needle = 1;\n").unwrap();
         fs::write(d.path().join("a.txt"), "needle\r\nhay\nNEEDLE\n").unwrap();
         let ctx = ctx_with(d.path(), |_| {});
-        assert_eq!(grep(&ctx, &args("needle")).unwrap(), "a.txt:1:needle\nb/x.rs:2:let needle = 1;");
+        assert_eq!(
+            grep(&ctx, &args("needle")).unwrap(),
+            "a.txt:1:needle\nb/x.rs:2:let needle = 1;"
+        );
         let mut a = args("needle");
         a.case_insensitive = Some(true);
-        assert_eq!(grep(&ctx, &a).unwrap(), "a.txt:1:needle\na.txt:3:NEEDLE\nb/x.rs:2:let needle = 1;");
+        assert_eq!(
+            grep(&ctx, &a).unwrap(),
+            "a.txt:1:needle\na.txt:3:NEEDLE\nb/x.rs:2:let needle = 1;"
+        );
         a.glob = Some("*.rs".into());
         assert_eq!(grep(&ctx, &a).unwrap(), "b/x.rs:2:let needle = 1;");
         a.glob = None;
         a.path = Some("a.txt".into());
         a.context = Some(1);
-        assert_eq!(grep(&ctx, &a).unwrap(), "a.txt:1:needle\na.txt-2-hay\na.txt:3:NEEDLE");
-        assert!(grep(&ctx, &args("zzz")).unwrap().starts_with("(no matches for /zzz/"));
-        assert_eq!(grep(&ctx, &args("(")).unwrap_err().code(), "invalid_argument");
+        assert_eq!(
+            grep(&ctx, &a).unwrap(),
+            "a.txt:1:needle\na.txt-2-hay\na.txt:3:NEEDLE"
+        );
+        assert!(
+            grep(&ctx, &args("zzz"))
+                .unwrap()
+                .starts_with("(no matches for /zzz/")
+        );
+        assert_eq!(
+            grep(&ctx, &args("(")).unwrap_err().code(),
+            "invalid_argument"
+        );
     }
 
     #[test]
     fn context_groups_are_separated() {
         let d = tempfile::tempdir().unwrap();
-        let text: String = (1..=20).map(|i| if i == 3 || i == 15 { "hit\n".to_string() } else { format!("l{i}\n") }).collect();
+        let text: String = (1..=20)
+            .map(|i| {
+                if i == 3 || i == 15 {
+                    "hit\n".to_string()
+                } else {
+                    format!("l{i}\n")
+                }
+            })
+            .collect();
         fs::write(d.path().join("f"), text).unwrap();
         let ctx = ctx_with(d.path(), |_| {});
         let mut a = args("hit");
         a.context = Some(1);
-        assert_eq!(grep(&ctx, &a).unwrap(), "f-2-l2\nf:3:hit\nf-4-l4\n--\nf-14-l14\nf:15:hit\nf-16-l16");
+        assert_eq!(
+            grep(&ctx, &a).unwrap(),
+            "f-2-l2\nf:3:hit\nf-4-l4\n--\nf-14-l14\nf:15:hit\nf-16-l16"
+        );
+    }
+
+    #[test]
+    fn adjacent_matches_split_across_pages_are_each_shown_once() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("f"), "l1\nl2\nhit\nhit\nl5\n").unwrap();
+        let ctx = ctx_with(d.path(), |c| c.output.max_entries = 1);
+        let mut a = args("hit");
+        a.context = Some(1);
+        assert_eq!(
+            grep(&ctx, &a).unwrap(),
+            "f-2-l2\nf:3:hit\n(showing matches 1-1 of 2 — call again with offset=1 for the rest)"
+        );
+        a.offset = Some(1);
+        assert_eq!(grep(&ctx, &a).unwrap(), "f:4:hit\nf-5-l5");
     }
 
     #[test]
@@ -421,7 +526,10 @@ mod tests {
             let mut lines: Vec<&str> = page.lines().collect();
             if lines.last().unwrap().starts_with("(showing") {
                 let f = lines.pop().unwrap();
-                assert!(f.starts_with(&format!("(showing matches {}-", offset + 1)), "{f}");
+                assert!(
+                    f.starts_with(&format!("(showing matches {}-", offset + 1)),
+                    "{f}"
+                );
                 assert!(f.contains(" of 35 —"), "{f}");
                 all.extend(lines.iter().map(|s| s.to_string()));
                 offset += 4;
@@ -430,7 +538,9 @@ mod tests {
                 break;
             }
         }
-        let expected: Vec<String> = (0..5).flat_map(|f| (0..7).map(move |i| format!("f{f}:{}:m {f} {i}", i + 1))).collect();
+        let expected: Vec<String> = (0..5)
+            .flat_map(|f| (0..7).map(move |i| format!("f{f}:{}:m {f} {i}", i + 1)))
+            .collect();
         assert_eq!(all, expected);
     }
 }

@@ -32,7 +32,11 @@ pub struct ToolCtx {
 impl ToolCtx {
     /// Build a context; `root` must already be canonical.
     pub fn new(root: impl Into<PathBuf>, config: Config, home: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), config, home: home.into() }
+        Self {
+            root: root.into(),
+            config,
+            home: home.into(),
+        }
     }
 
     /// The project root.

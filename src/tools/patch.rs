@@ -70,9 +70,18 @@ struct Chunk {
 /// One file operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
-    Add { path: String, contents: String },
-    Delete { path: String },
-    Update { path: String, move_to: Option<String>, chunks: Vec<Chunk> },
+    Add {
+        path: String,
+        contents: String,
+    },
+    Delete {
+        path: String,
+    },
+    Update {
+        path: String,
+        move_to: Option<String>,
+        chunks: Vec<Chunk>,
+    },
 }
 
 const BEGIN: &str = "*** Begin Patch";
@@ -105,7 +114,10 @@ fn parse(input: &str) -> Result<Vec<Op>> {
         return Err(perr(base, format!("the first line must be '{BEGIN}'")));
     }
     if lines.len() < 2 || lines.last().map(|l| l.trim()) != Some(END) {
-        return Err(perr(base + lines.len().saturating_sub(1), format!("the last line must be '{END}'")));
+        return Err(perr(
+            base + lines.len().saturating_sub(1),
+            format!("the last line must be '{END}'"),
+        ));
     }
     let body = &lines[1..lines.len() - 1];
     let mut ops = Vec::new();
@@ -133,7 +145,9 @@ fn parse(input: &str) -> Result<Vec<Op>> {
             }
             ops.push(Op::Add { path, contents });
         } else if let Some(path) = head.strip_prefix(DELETE) {
-            ops.push(Op::Delete { path: nonempty_path(path, ln(i))? });
+            ops.push(Op::Delete {
+                path: nonempty_path(path, ln(i))?,
+            });
             i += 1;
         } else if let Some(path) = head.strip_prefix(UPDATE) {
             let path = nonempty_path(path, ln(i))?;
@@ -168,9 +182,21 @@ fn parse(input: &str) -> Result<Vec<Op>> {
                     }
                 }
                 if i == start && !chunks.is_empty() {
-                    return Err(perr(ln(i), format!("expected a hunk starting with '@@' in Update File: {path}, got '{l}'")));
+                    return Err(perr(
+                        ln(i),
+                        format!(
+                            "expected a hunk starting with '@@' in Update File: {path}, got '{l}'"
+                        ),
+                    ));
                 }
-                let mut chunk = Chunk { anchors, old: Vec::new(), new: Vec::new(), script: Vec::new(), eof: false, patch_line: ln(start) };
+                let mut chunk = Chunk {
+                    anchors,
+                    old: Vec::new(),
+                    new: Vec::new(),
+                    script: Vec::new(),
+                    eof: false,
+                    patch_line: ln(start),
+                };
                 let mut n = 0usize;
                 while i < body.len() {
                     let l = body[i];
@@ -202,7 +228,9 @@ fn parse(input: &str) -> Result<Vec<Op>> {
                             if n == 0 {
                                 return Err(perr(
                                     ln(i),
-                                    format!("unexpected line '{l}' in a hunk of Update File: {path}; every hunk line starts with ' ' (context), '-' (remove) or '+' (add)"),
+                                    format!(
+                                        "unexpected line '{l}' in a hunk of Update File: {path}; every hunk line starts with ' ' (context), '-' (remove) or '+' (add)"
+                                    ),
                                 ));
                             }
                             break;
@@ -212,18 +240,30 @@ fn parse(input: &str) -> Result<Vec<Op>> {
                     i += 1;
                 }
                 if n == 0 {
-                    return Err(perr(chunk.patch_line, format!("a hunk of Update File: {path} has no lines")));
+                    return Err(perr(
+                        chunk.patch_line,
+                        format!("a hunk of Update File: {path} has no lines"),
+                    ));
                 }
                 chunks.push(chunk);
             }
             if chunks.is_empty() {
-                return Err(perr(header_line, format!("Update File: {path} has no hunks")));
+                return Err(perr(
+                    header_line,
+                    format!("Update File: {path} has no hunks"),
+                ));
             }
-            ops.push(Op::Update { path, move_to, chunks });
+            ops.push(Op::Update {
+                path,
+                move_to,
+                chunks,
+            });
         } else {
             return Err(perr(
                 ln(i),
-                format!("'{head}' is not a valid operation; expected '*** Add File: <path>', '*** Delete File: <path>' or '*** Update File: <path>'"),
+                format!(
+                    "'{head}' is not a valid operation; expected '*** Add File: <path>', '*** Delete File: <path>' or '*** Update File: <path>'"
+                ),
             ));
         }
     }
@@ -272,7 +312,12 @@ fn seek(lines: &[String], pattern: &[String], start: usize, eof: bool) -> Option
         |a, b| fold(a) == fold(b),
     ];
     for eq in eq_levels {
-        let matches_at = |i: usize| pattern.iter().enumerate().all(|(k, p)| eq(&lines[i + k], p));
+        let matches_at = |i: usize| {
+            pattern
+                .iter()
+                .enumerate()
+                .all(|(k, p)| eq(&lines[i + k], p))
+        };
         if eof && last >= start && matches_at(last) {
             return Some(last);
         }
@@ -285,7 +330,8 @@ fn seek(lines: &[String], pattern: &[String], start: usize, eof: bool) -> Option
 
 /// New content of a file after applying `chunks`; errors name the file and the hunk.
 fn apply_chunks(shown: &str, original: &str, chunks: &[Chunk]) -> Result<String> {
-    let crlf = original.contains("\r\n") && original.matches('\n').count() == original.matches("\r\n").count();
+    let crlf = original.contains("\r\n")
+        && original.matches('\n').count() == original.matches("\r\n").count();
     let mut lines: Vec<String> = original.split('\n').map(str::to_string).collect();
     if lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
@@ -313,7 +359,11 @@ fn apply_chunks(shown: &str, original: &str, chunks: &[Chunk]) -> Result<String>
             }
         }
         if ch.old.is_empty() {
-            let at = if ch.eof || ch.anchors.is_empty() { lines.len() } else { cursor };
+            let at = if ch.eof || ch.anchors.is_empty() {
+                lines.len()
+            } else {
+                cursor
+            };
             repl.push((at, 0, ch.new.clone()));
             cursor = at;
             continue;
@@ -348,11 +398,24 @@ fn apply_chunks(shown: &str, original: &str, chunks: &[Chunk]) -> Result<String>
                 cursor = i + old.len();
             }
             None => {
-                let shown_old: String = ch.old.iter().take(12).map(|l| format!("\n  |{l}")).collect();
-                let more = if ch.old.len() > 12 { format!("\n  ... ({} lines in all)", ch.old.len()) } else { String::new() };
+                let shown_old: String = ch
+                    .old
+                    .iter()
+                    .take(12)
+                    .map(|l| format!("\n  |{l}"))
+                    .collect();
+                let more = if ch.old.len() > 12 {
+                    format!("\n  ... ({} lines in all)", ch.old.len())
+                } else {
+                    String::new()
+                };
                 return Err(Error::InvalidArgument(format!(
                     "apply_patch: Update File: {shown}, {which}: these lines were not found{} (searched from line {}; re-read the file and retry):{shown_old}{more}",
-                    if ch.eof { " at the end of the file" } else { "" },
+                    if ch.eof {
+                        " at the end of the file"
+                    } else {
+                        ""
+                    },
                     cursor + 1
                 )));
             }
@@ -384,13 +447,17 @@ impl Stage<'_> {
         }
         let disk = match fs::symlink_metadata(path) {
             Ok(m) if m.is_dir() => {
-                return Err(Error::InvalidArgument(format!("apply_patch: {shown} is a directory, not a file")));
+                return Err(Error::InvalidArgument(format!(
+                    "apply_patch: {shown} is a directory, not a file"
+                )));
             }
             Ok(_) => Some(fs::read(path).ctx(|| format!("apply_patch: reading {shown}"))?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::io(format!("apply_patch: reading {shown}"), e)),
         };
-        self.originals.entry(path.clone()).or_insert_with(|| disk.clone());
+        self.originals
+            .entry(path.clone())
+            .or_insert_with(|| disk.clone());
         Ok(disk)
     }
 
@@ -416,9 +483,15 @@ pub fn apply_patch(ctx: &ToolCtx, a: &ApplyPatchArgs) -> Result<String> {
     let jail = jail(ctx)?;
     let ops = parse(&a.input)?;
     if ops.is_empty() {
-        return Err(Error::InvalidArgument("apply_patch: the patch contains no file operations".into()));
+        return Err(Error::InvalidArgument(
+            "apply_patch: the patch contains no file operations".into(),
+        ));
     }
-    let mut stage = Stage { jail: &jail, files: BTreeMap::new(), originals: BTreeMap::new() };
+    let mut stage = Stage {
+        jail: &jail,
+        files: BTreeMap::new(),
+        originals: BTreeMap::new(),
+    };
     let mut summary: Vec<String> = Vec::new();
     for op in &ops {
         match op {
@@ -432,19 +505,29 @@ pub fn apply_patch(ctx: &ToolCtx, a: &ApplyPatchArgs) -> Result<String> {
                 let p = jail.resolve_for_write(path)?;
                 let shown = jail.display(&p);
                 if stage.read(&p, &shown)?.is_none() {
-                    return Err(Error::InvalidArgument(format!("apply_patch: Delete File: {shown} does not exist")));
+                    return Err(Error::InvalidArgument(format!(
+                        "apply_patch: Delete File: {shown} does not exist"
+                    )));
                 }
                 stage.set(p, &shown, None)?;
                 summary.push(format!("D {shown}"));
             }
-            Op::Update { path, move_to, chunks } => {
+            Op::Update {
+                path,
+                move_to,
+                chunks,
+            } => {
                 let p = jail.resolve_for_write(path)?;
                 let shown = jail.display(&p);
                 let Some(bytes) = stage.read(&p, &shown)? else {
-                    return Err(Error::InvalidArgument(format!("apply_patch: Update File: {shown} does not exist")));
+                    return Err(Error::InvalidArgument(format!(
+                        "apply_patch: Update File: {shown} does not exist"
+                    )));
                 };
                 let text = String::from_utf8(bytes).map_err(|_| {
-                    Error::InvalidArgument(format!("apply_patch: Update File: {shown} is not UTF-8 text; use write_file"))
+                    Error::InvalidArgument(format!(
+                        "apply_patch: Update File: {shown} is not UTF-8 text; use write_file"
+                    ))
                 })?;
                 let new = apply_chunks(&shown, &text, chunks)?;
                 match move_to {
@@ -503,10 +586,13 @@ fn commit(stage: &Stage<'_>) -> Result<()> {
             } else {
                 format!("could not restore: {}", failed_restores.join(", "))
             };
-            return Err(Error::io(format!("apply_patch: writing {shown} failed ({note})"), match e {
-                Error::Io { source, .. } => source,
-                other => std::io::Error::other(other.to_string()),
-            }));
+            return Err(Error::io(
+                format!("apply_patch: writing {shown} failed ({note})"),
+                match e {
+                    Error::Io { source, .. } => source,
+                    other => std::io::Error::other(other.to_string()),
+                },
+            ));
         }
         done.push(path);
     }
@@ -520,11 +606,20 @@ mod tests {
     use std::path::Path;
 
     fn ctx(root: &Path) -> ToolCtx {
-        ToolCtx::new(root.canonicalize().unwrap(), Config::default(), root.join(".home"))
+        ToolCtx::new(
+            root.canonicalize().unwrap(),
+            Config::default(),
+            root.join(".home"),
+        )
     }
 
     fn run(root: &Path, body: &str) -> Result<String> {
-        apply_patch(&ctx(root), &ApplyPatchArgs { input: format!("*** Begin Patch\n{body}\n*** End Patch\n") })
+        apply_patch(
+            &ctx(root),
+            &ApplyPatchArgs {
+                input: format!("*** Begin Patch\n{body}\n*** End Patch\n"),
+            },
+        )
     }
 
     #[test]
@@ -534,9 +629,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ops.len(), 3);
-        assert_eq!(ops[0], Op::Add { path: "a.txt".into(), contents: "x\ny\n".into() });
-        assert_eq!(ops[1], Op::Delete { path: "b.txt".into() });
-        let Op::Update { path, move_to, chunks } = &ops[2] else { panic!() };
+        assert_eq!(
+            ops[0],
+            Op::Add {
+                path: "a.txt".into(),
+                contents: "x\ny\n".into()
+            }
+        );
+        assert_eq!(
+            ops[1],
+            Op::Delete {
+                path: "b.txt".into()
+            }
+        );
+        let Op::Update {
+            path,
+            move_to,
+            chunks,
+        } = &ops[2]
+        else {
+            panic!()
+        };
         assert_eq!((path.as_str(), move_to.as_deref()), ("c.py", Some("d.py")));
         assert_eq!(chunks[0].anchors, vec!["def f():".to_string()]);
         assert_eq!(chunks[0].old, vec!["    pass".to_string()]);
@@ -548,26 +661,50 @@ mod tests {
     fn parse_errors_name_the_line() {
         let e = parse("bad").unwrap_err().to_string();
         assert!(e.contains("first line must be '*** Begin Patch'"), "{e}");
-        let e = parse("*** Begin Patch\n*** Add File: x\n+y").unwrap_err().to_string();
+        let e = parse("*** Begin Patch\n*** Add File: x\n+y")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("last line must be '*** End Patch'"), "{e}");
-        let e = parse("*** Begin Patch\n*** Frobnicate: x\n*** End Patch").unwrap_err().to_string();
+        let e = parse("*** Begin Patch\n*** Frobnicate: x\n*** End Patch")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 2") && e.contains("Frobnicate"), "{e}");
-        let e = parse("*** Begin Patch\n*** Update File: x\n*** End Patch").unwrap_err().to_string();
+        let e = parse("*** Begin Patch\n*** Update File: x\n*** End Patch")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("has no hunks"), "{e}");
-        let e = parse("*** Begin Patch\n*** Update File: x\n@@\nbad line\n*** End Patch").unwrap_err().to_string();
+        let e = parse("*** Begin Patch\n*** Update File: x\n@@\nbad line\n*** End Patch")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 4") && e.contains("unexpected line"), "{e}");
         // Heredoc wrapper is accepted.
-        assert_eq!(parse("<<'EOF'\n*** Begin Patch\n*** Delete File: x\n*** End Patch\nEOF").unwrap().len(), 1);
+        assert_eq!(
+            parse("<<'EOF'\n*** Begin Patch\n*** Delete File: x\n*** End Patch\nEOF")
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[test]
     fn update_multiple_hunks_anchors_and_moves() {
         let d = tempfile::tempdir().unwrap();
         fs::write(d.path().join("m.txt"), "foo\nbar\nbaz\nqux\n").unwrap();
-        let out = run(d.path(), "*** Update File: m.txt\n@@\n foo\n-bar\n+BAR\n@@\n baz\n-qux\n+QUX").unwrap();
+        let out = run(
+            d.path(),
+            "*** Update File: m.txt\n@@\n foo\n-bar\n+BAR\n@@\n baz\n-qux\n+QUX",
+        )
+        .unwrap();
         assert_eq!(out, "Success. Updated the following files:\nM m.txt");
-        assert_eq!(fs::read_to_string(d.path().join("m.txt")).unwrap(), "foo\nBAR\nbaz\nQUX\n");
-        fs::write(d.path().join("c.py"), "class A:\n    def f():\n        pass\nclass B:\n    def f():\n        pass\n").unwrap();
+        assert_eq!(
+            fs::read_to_string(d.path().join("m.txt")).unwrap(),
+            "foo\nBAR\nbaz\nQUX\n"
+        );
+        fs::write(
+            d.path().join("c.py"),
+            "class A:\n    def f():\n        pass\nclass B:\n    def f():\n        pass\n",
+        )
+        .unwrap();
         run(d.path(), "*** Update File: c.py\n*** Move to: sub/c2.py\n@@ class B:\n@@     def f():\n-        pass\n+        return 2").unwrap();
         assert!(!d.path().join("c.py").exists());
         assert_eq!(
@@ -579,17 +716,45 @@ mod tests {
     #[test]
     fn fuzzy_levels_eof_and_crlf() {
         let d = tempfile::tempdir().unwrap();
-        fs::write(d.path().join("w.txt"), "a  \n\u{201C}quoted\u{201D} \u{2014} x\nend\nend\n").unwrap();
-        run(d.path(), "*** Update File: w.txt\n@@\n a\n-\"quoted\" - x\n+plain\n").unwrap();
-        assert_eq!(fs::read_to_string(d.path().join("w.txt")).unwrap(), "a  \nplain\nend\nend\n");
-        run(d.path(), "*** Update File: w.txt\n@@\n-end\n+END\n*** End of File").unwrap();
-        assert_eq!(fs::read_to_string(d.path().join("w.txt")).unwrap(), "a  \nplain\nend\nEND\n");
+        fs::write(
+            d.path().join("w.txt"),
+            "a  \n\u{201C}quoted\u{201D} \u{2014} x\nend\nend\n",
+        )
+        .unwrap();
+        run(
+            d.path(),
+            "*** Update File: w.txt\n@@\n a\n-\"quoted\" - x\n+plain\n",
+        )
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(d.path().join("w.txt")).unwrap(),
+            "a  \nplain\nend\nend\n"
+        );
+        run(
+            d.path(),
+            "*** Update File: w.txt\n@@\n-end\n+END\n*** End of File",
+        )
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(d.path().join("w.txt")).unwrap(),
+            "a  \nplain\nend\nEND\n"
+        );
         fs::write(d.path().join("crlf.txt"), "one\r\ntwo\r\n").unwrap();
-        run(d.path(), "*** Update File: crlf.txt\n@@\n one\n-two\n+TWO\n+three").unwrap();
-        assert_eq!(fs::read(d.path().join("crlf.txt")).unwrap(), b"one\r\nTWO\r\nthree\r\n");
+        run(
+            d.path(),
+            "*** Update File: crlf.txt\n@@\n one\n-two\n+TWO\n+three",
+        )
+        .unwrap();
+        assert_eq!(
+            fs::read(d.path().join("crlf.txt")).unwrap(),
+            b"one\r\nTWO\r\nthree\r\n"
+        );
         fs::write(d.path().join("nonl.txt"), "x").unwrap();
         run(d.path(), "*** Update File: nonl.txt\n@@\n-x\n+y").unwrap();
-        assert_eq!(fs::read_to_string(d.path().join("nonl.txt")).unwrap(), "y\n");
+        assert_eq!(
+            fs::read_to_string(d.path().join("nonl.txt")).unwrap(),
+            "y\n"
+        );
     }
 
     #[test]
@@ -603,22 +768,45 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("keep.txt") && e.contains("hunk 2 of 2") && e.contains("|nope"), "{e}");
+        assert!(
+            e.contains("keep.txt") && e.contains("hunk 2 of 2") && e.contains("|nope"),
+            "{e}"
+        );
         assert!(!d.path().join("new.txt").exists());
         assert!(d.path().join("del.txt").exists());
-        assert_eq!(fs::read_to_string(d.path().join("keep.txt")).unwrap(), "1\n2\n3\n");
-        let e = run(d.path(), "*** Delete File: missing.txt").unwrap_err().to_string();
-        assert!(e.contains("missing.txt") && e.contains("does not exist"), "{e}");
-        let e = run(d.path(), "*** Update File: keep.txt\n@@ fn nowhere\n-1\n+x").unwrap_err().to_string();
+        assert_eq!(
+            fs::read_to_string(d.path().join("keep.txt")).unwrap(),
+            "1\n2\n3\n"
+        );
+        let e = run(d.path(), "*** Delete File: missing.txt")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("missing.txt") && e.contains("does not exist"),
+            "{e}"
+        );
+        let e = run(d.path(), "*** Update File: keep.txt\n@@ fn nowhere\n-1\n+x")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("'@@ fn nowhere' anchor"), "{e}");
     }
 
     #[test]
     fn add_then_update_same_file_in_one_patch() {
         let d = tempfile::tempdir().unwrap();
-        let out = run(d.path(), "*** Add File: n.txt\n+a\n+b\n*** Update File: n.txt\n@@\n a\n-b\n+c").unwrap();
-        assert_eq!(out, "Success. Updated the following files:\nA n.txt\nM n.txt");
-        assert_eq!(fs::read_to_string(d.path().join("n.txt")).unwrap(), "a\nc\n");
+        let out = run(
+            d.path(),
+            "*** Add File: n.txt\n+a\n+b\n*** Update File: n.txt\n@@\n a\n-b\n+c",
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "Success. Updated the following files:\nA n.txt\nM n.txt"
+        );
+        assert_eq!(
+            fs::read_to_string(d.path().join("n.txt")).unwrap(),
+            "a\nc\n"
+        );
     }
 
     #[test]
@@ -627,7 +815,11 @@ mod tests {
         let root = d.path().join("proj");
         fs::create_dir(&root).unwrap();
         fs::write(root.join("f.txt"), "x\n").unwrap();
-        for body in ["*** Add File: ../evil.txt\n+x", "*** Delete File: /etc/passwd", "*** Update File: f.txt\n*** Move to: ../out.txt\n@@\n-x\n+y"] {
+        for body in [
+            "*** Add File: ../evil.txt\n+x",
+            "*** Delete File: /etc/passwd",
+            "*** Update File: f.txt\n*** Move to: ../out.txt\n@@\n-x\n+y",
+        ] {
             let e = run(&root, body).unwrap_err();
             assert_eq!(e.code(), "path_outside_root", "{body}: {e}");
         }

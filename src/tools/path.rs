@@ -36,11 +36,21 @@ impl Jail {
     pub fn new(root: &Path) -> Result<Jail> {
         let canon = match root.canonicalize() {
             Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(root.to_path_buf())),
-            Err(e) => return Err(Error::io(format!("resolving project root {}", root.display()), e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::NotFound(root.to_path_buf()));
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    format!("resolving project root {}", root.display()),
+                    e,
+                ));
+            }
         };
         if !canon.is_dir() {
-            return Err(Error::InvalidArgument(format!("project root {} is not a directory", root.display())));
+            return Err(Error::InvalidArgument(format!(
+                "project root {} is not a directory",
+                root.display()
+            )));
         }
         Ok(Jail { root: canon })
     }
@@ -68,9 +78,11 @@ impl Jail {
                 self.resolve_missing(user_path, &lexical)?;
                 Err(Error::NotFound(lexical))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Err(Error::InvalidArgument(format!(
-                "path \"{user_path}\": a component before the last one is a file, not a directory"
-            ))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                Err(Error::InvalidArgument(format!(
+                    "path \"{user_path}\": a component before the last one is a file, not a directory"
+                )))
+            }
             Err(e) => Err(Error::io(format!("resolving {user_path}"), e)),
         }
     }
@@ -99,10 +111,14 @@ impl Jail {
                 }
                 Ok(canon)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.resolve_missing(user_path, &lexical),
-            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Err(Error::InvalidArgument(format!(
-                "path \"{user_path}\": a component before the last one is a file, not a directory"
-            ))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.resolve_missing(user_path, &lexical)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                Err(Error::InvalidArgument(format!(
+                    "path \"{user_path}\": a component before the last one is a file, not a directory"
+                )))
+            }
             Err(e) => Err(Error::io(format!("resolving {user_path}"), e)),
         }
     }
@@ -117,11 +133,15 @@ impl Jail {
     /// paths that are outside both lexically and after resolving symlinks.
     fn lexical(&self, user_path: &str) -> Result<PathBuf> {
         if user_path.contains('\0') {
-            return Err(Error::InvalidArgument(format!("path {user_path:?} contains a NUL byte")));
+            return Err(Error::InvalidArgument(format!(
+                "path {user_path:?} contains a NUL byte"
+            )));
         }
         let p = Path::new(user_path);
         if p.is_absolute() {
-            let norm = normalize(p).ok_or_else(|| self.refuse(user_path, "`..` may not climb above the filesystem root"))?;
+            let norm = normalize(p).ok_or_else(|| {
+                self.refuse(user_path, "`..` may not climb above the filesystem root")
+            })?;
             if norm.starts_with(&self.root) {
                 return Ok(norm);
             }
@@ -141,13 +161,17 @@ impl Jail {
                 Component::CurDir => {}
                 Component::ParentDir => {
                     if out.components().count() <= depth_floor {
-                        return Err(self.refuse(user_path, "`..` may not climb above the project root"));
+                        return Err(
+                            self.refuse(user_path, "`..` may not climb above the project root")
+                        );
                     }
                     out.pop();
                 }
                 Component::Normal(n) => out.push(n),
                 Component::RootDir | Component::Prefix(_) => {
-                    return Err(self.refuse(user_path, "absolute paths must lie inside the project root"));
+                    return Err(
+                        self.refuse(user_path, "absolute paths must lie inside the project root")
+                    );
                 }
             }
         }
@@ -161,7 +185,9 @@ impl Jail {
         if let Ok(meta) = std::fs::symlink_metadata(lexical)
             && meta.file_type().is_symlink()
         {
-            let target = std::fs::read_link(lexical).map(|t| t.display().to_string()).unwrap_or_default();
+            let target = std::fs::read_link(lexical)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
             return Err(self.refuse(
                 user_path,
                 &format!("it is a symlink to {target:?}, which does not exist, so its target cannot be checked against the project root"),
@@ -173,16 +199,23 @@ impl Jail {
             match std::fs::symlink_metadata(&existing) {
                 Ok(meta) => {
                     if meta.file_type().is_symlink() && existing.canonicalize().is_err() {
-                        let target = std::fs::read_link(&existing).map(|t| t.display().to_string()).unwrap_or_default();
+                        let target = std::fs::read_link(&existing)
+                            .map(|t| t.display().to_string())
+                            .unwrap_or_default();
                         return Err(self.refuse(
                             user_path,
-                            &format!("{} is a symlink to {target:?}, which does not exist", display_rel(&self.root, &existing)),
+                            &format!(
+                                "{} is a symlink to {target:?}, which does not exist",
+                                display_rel(&self.root, &existing)
+                            ),
                         ));
                     }
                     break;
                 }
                 Err(_) => {
-                    let Some(name) = existing.file_name() else { break };
+                    let Some(name) = existing.file_name() else {
+                        break;
+                    };
                     tail.push(name.to_owned());
                     if !existing.pop() {
                         break;
@@ -196,7 +229,10 @@ impl Jail {
         if !base.starts_with(&self.root) {
             return Err(self.refuse(
                 user_path,
-                &format!("a symlink in it points outside the project root (resolves to {})", base.display()),
+                &format!(
+                    "a symlink in it points outside the project root (resolves to {})",
+                    base.display()
+                ),
             ));
         }
         if !base.is_dir() && !tail.is_empty() {
@@ -218,7 +254,10 @@ impl Jail {
         } else {
             Err(self.refuse(
                 user_path,
-                &format!("a symlink in it points outside the project root (resolves to {})", canon.display()),
+                &format!(
+                    "a symlink in it points outside the project root (resolves to {})",
+                    canon.display()
+                ),
             ))
         }
     }
@@ -274,7 +313,11 @@ pub fn display_rel(root: &Path, path: &Path) -> String {
         Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
         Ok(rel) => {
             let s = rel.to_string_lossy();
-            if std::path::MAIN_SEPARATOR == '/' { s.into_owned() } else { s.replace(std::path::MAIN_SEPARATOR, "/") }
+            if std::path::MAIN_SEPARATOR == '/' {
+                s.into_owned()
+            } else {
+                s.replace(std::path::MAIN_SEPARATOR, "/")
+            }
         }
         Err(_) => path.display().to_string(),
     }
@@ -299,7 +342,10 @@ mod tests {
         assert_eq!(j.resolve("").unwrap(), j.root());
         assert_eq!(j.resolve(".").unwrap(), j.root());
         assert_eq!(j.resolve("src/a.rs").unwrap(), j.root().join("src/a.rs"));
-        assert_eq!(j.resolve("src/../src/./a.rs").unwrap(), j.root().join("src/a.rs"));
+        assert_eq!(
+            j.resolve("src/../src/./a.rs").unwrap(),
+            j.root().join("src/a.rs")
+        );
     }
 
     #[test]
@@ -308,7 +354,10 @@ mod tests {
         for p in ["..", "../proj-evil", "src/../../x", "./../proj/src"] {
             let e = j.resolve(p).unwrap_err();
             assert_eq!(e.code(), "path_outside_root", "{p}: {e}");
-            assert!(e.to_string().contains(p) && e.to_string().contains("`..`"), "{e}");
+            assert!(
+                e.to_string().contains(p) && e.to_string().contains("`..`"),
+                "{e}"
+            );
         }
     }
 
@@ -354,7 +403,10 @@ mod tests {
         assert_eq!(e.code(), "path_outside_root", "{e}");
         // A symlink inside pointing inside is fine.
         std::os::unix::fs::symlink(j.root().join("src"), j.root().join("src-link")).unwrap();
-        assert_eq!(j.resolve("src-link/a.rs").unwrap(), j.root().join("src/a.rs"));
+        assert_eq!(
+            j.resolve("src-link/a.rs").unwrap(),
+            j.root().join("src/a.rs")
+        );
     }
 
     #[cfg(unix)]
@@ -371,10 +423,22 @@ mod tests {
     #[test]
     fn write_resolution_of_new_paths() {
         let (_d, j) = setup();
-        assert_eq!(j.resolve_for_write("new/dir/f.txt").unwrap(), j.root().join("new/dir/f.txt"));
-        assert_eq!(j.resolve_for_write("src/a.rs").unwrap(), j.root().join("src/a.rs"));
-        assert_eq!(j.resolve_for_write(".").unwrap_err().code(), "invalid_argument");
-        assert_eq!(j.resolve_for_write("src/a.rs/x").unwrap_err().code(), "invalid_argument");
+        assert_eq!(
+            j.resolve_for_write("new/dir/f.txt").unwrap(),
+            j.root().join("new/dir/f.txt")
+        );
+        assert_eq!(
+            j.resolve_for_write("src/a.rs").unwrap(),
+            j.root().join("src/a.rs")
+        );
+        assert_eq!(
+            j.resolve_for_write(".").unwrap_err().code(),
+            "invalid_argument"
+        );
+        assert_eq!(
+            j.resolve_for_write("src/a.rs/x").unwrap_err().code(),
+            "invalid_argument"
+        );
         assert_eq!(j.resolve("missing.txt").unwrap_err().code(), "not_found");
         assert_eq!(j.resolve("a\0b").unwrap_err().code(), "invalid_argument");
     }

@@ -50,7 +50,11 @@ impl Env {
 
     /// Write `codex.config.json` in the home.
     pub fn write_config(&self, json: serde_json::Value) {
-        std::fs::write(self.home().join("codex.config.json"), serde_json::to_string_pretty(&json).unwrap()).unwrap();
+        std::fs::write(
+            self.home().join("codex.config.json"),
+            serde_json::to_string_pretty(&json).unwrap(),
+        )
+        .unwrap();
     }
 
     /// Run `git init` + commit in the project.
@@ -58,9 +62,22 @@ impl Env {
         for args in [
             vec!["init", "-q"],
             vec!["add", "-A"],
-            vec!["-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "init", "--allow-empty"],
+            vec![
+                "-c",
+                "user.email=t@e",
+                "-c",
+                "user.name=t",
+                "commit",
+                "-qm",
+                "init",
+                "--allow-empty",
+            ],
         ] {
-            let st = std::process::Command::new("git").args(&args).current_dir(self.project()).status().unwrap();
+            let st = std::process::Command::new("git")
+                .args(&args)
+                .current_dir(self.project())
+                .status()
+                .unwrap();
             assert!(st.success());
         }
     }
@@ -68,7 +85,8 @@ impl Env {
     /// A command for the binary with this env's home.
     pub fn command(&self) -> tokio::process::Command {
         let mut c = tokio::process::Command::new(bin());
-        c.env("CODEX_FREE_HOME", self.home()).env("CODEX_FREE_LOG", "warn");
+        c.env("CODEX_FREE_HOME", self.home())
+            .env("CODEX_FREE_LOG", "warn");
         c
     }
 
@@ -83,7 +101,10 @@ impl Env {
             }
             c.args(&extra);
         });
-        let (transport, _stderr) = TokioChildProcess::builder(cmd).stderr(Stdio::inherit()).spawn().unwrap();
+        let (transport, _stderr) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
         ().serve(transport).await.expect("stdio client connects")
     }
 
@@ -94,7 +115,10 @@ impl Env {
         if !extra.contains(&"--access-root") {
             cmd.arg("--project").arg(self.project());
         }
-        cmd.args(extra).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+        cmd.args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
         let mut child = cmd.spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
@@ -105,7 +129,10 @@ impl Env {
         let url = first.rsplit(' ').next().unwrap().to_string();
         assert!(url.starts_with("http://127.0.0.1:"), "{first}");
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        let token = std::fs::read_to_string(self.home().join("server-token")).unwrap().trim().to_string();
+        let token = std::fs::read_to_string(self.home().join("server-token"))
+            .unwrap()
+            .trim()
+            .to_string();
         HttpServer { child, url, token }
     }
 }
@@ -127,7 +154,8 @@ impl HttpServer {
     /// An rmcp client with the bearer token.
     pub async fn client(&self) -> Client {
         let t = StreamableHttpClientTransport::from_config(
-            StreamableHttpClientTransportConfig::with_uri(self.url.clone()).auth_header(self.token.clone()),
+            StreamableHttpClientTransportConfig::with_uri(self.url.clone())
+                .auth_header(self.token.clone()),
         );
         ().serve(t).await.expect("http client connects")
     }
@@ -139,18 +167,33 @@ pub async fn call(client: &Client, name: &str, args: serde_json::Value) -> (Stri
 }
 
 /// As [`call`], with an `openai/session` value in `_meta`.
-pub async fn call_meta(client: &Client, name: &str, args: serde_json::Value, session: Option<&str>) -> (String, bool) {
-    let mut p = CallToolRequestParams::new(name.to_string()).with_arguments(args.as_object().cloned().unwrap_or_default());
+pub async fn call_meta(
+    client: &Client,
+    name: &str,
+    args: serde_json::Value,
+    session: Option<&str>,
+) -> (String, bool) {
+    let mut p = CallToolRequestParams::new(name.to_string())
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
     if let Some(s) = session {
         let mut meta = rmcp::model::RequestMetaObject::default();
-        meta.0.0.insert("openai/session".into(), serde_json::Value::String(s.into()));
+        meta.0
+            .0
+            .insert("openai/session".into(), serde_json::Value::String(s.into()));
         p.meta = Some(meta);
     }
-    let r: CallToolResult = client.call_tool(p).await.unwrap_or_else(|e| panic!("call {name}: {e}"));
+    let r: CallToolResult = client
+        .call_tool(p)
+        .await
+        .unwrap_or_else(|e| panic!("call {name}: {e}"));
     (text(&r), r.is_error.unwrap_or(false))
 }
 
 /// Concatenated text content of a tool result.
 pub fn text(r: &CallToolResult) -> String {
-    r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -381,6 +381,12 @@ impl ExecSessions {
                 .find(|o| o.id == id)
                 .cloned()
         };
+        let expired = || {
+            Error::InvalidArgument(format!(
+                "output {id} is no longer available: spool files are deleted {} h after their last write, when more than {RETAINED_OUTPUTS} newer cut outputs exist, or when the server stops; run the command again",
+                SPOOL_TTL.as_secs() / 3600
+            ))
+        };
         let (path, total, spooled, closed, stop) = match &known {
             Some(o) => {
                 let p = o.progress();
@@ -388,12 +394,13 @@ impl ExecSessions {
             }
             None => {
                 let path = ctx.home.join("spool").join(format!("{id}.out"));
-                let len = std::fs::metadata(&path)
-                    .map_err(|_| Error::NotFound(path.clone()))?
-                    .len();
+                let len = std::fs::metadata(&path).map_err(|_| expired())?.len();
                 (path, len, len, true, None)
             }
         };
+        if !path.exists() {
+            return Err(expired());
+        }
         let budget = body_budget(ctx, a.max_output_tokens, 0);
         let offset = a.offset;
         if offset > spooled || (offset == spooled && closed && total == spooled) {
@@ -415,14 +422,14 @@ impl ExecSessions {
                 "(showing bytes {offset}-{next} of {spooled}{} — call read_command_output with output_id={id} offset={next} for the rest)",
                 if closed { "" } else { " so far" }
             ))
+        } else if let Some(why) = &stop {
+            Some(format!(
+                "(showing bytes {offset}-{next} of {total}{}; bytes from {spooled} on were not spooled: {why})",
+                if closed { "" } else { " so far" }
+            ))
         } else if !closed {
             Some(format!(
                 "(showing bytes {offset}-{next} of {spooled} so far; the command is still running — call read_command_output with output_id={id} offset={next} later for newer output)"
-            ))
-        } else if total > spooled {
-            Some(format!(
-                "(showing bytes {offset}-{next} of {total}; bytes {spooled}-{total} were not spooled: {})",
-                stop.as_deref().unwrap_or("spooling stopped")
             ))
         } else {
             None
@@ -894,6 +901,42 @@ mod tests {
             resolve_workdir(&root, Some("nope")).unwrap_err().code(),
             "not_found"
         );
+    }
+
+    #[test]
+    fn sessions_and_their_futures_are_send() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>(_: T) {}
+        send_sync::<ExecSessions>();
+        let ex = ExecSessions::new();
+        let ctx = ToolCtx::new("/", crate::config::Config::default(), "/nonexistent");
+        let a = ExecCommandArgs {
+            cmd: "true".into(),
+            workdir: None,
+            yield_time_ms: None,
+            max_output_tokens: None,
+            timeout_ms: None,
+            tty: None,
+            login: None,
+        };
+        send(ex.exec_command(&ctx, a));
+        send(ex.write_stdin(
+            &ctx,
+            WriteStdinArgs {
+                session_id: 1,
+                chars: String::new(),
+                yield_time_ms: None,
+                max_output_tokens: None,
+            },
+        ));
+        send(ex.read_command_output(
+            &ctx,
+            ReadOutputArgs {
+                output_id: "x".into(),
+                offset: 0,
+                max_output_tokens: None,
+            },
+        ));
     }
 
     #[test]
