@@ -238,7 +238,11 @@ impl Store {
 
     /// Every usage row recorded in `[since, until)` (unix seconds, bounds optional) with its
     /// `created_at`, oldest first: the web UI's runs and costs view (`api::store_usage`).
-    pub fn usage_between(&self, since: Option<i64>, until: Option<i64>) -> Result<Vec<(i64, UsageRow)>> {
+    pub fn usage_between(
+        &self,
+        since: Option<i64>,
+        until: Option<i64>,
+    ) -> Result<Vec<(i64, UsageRow)>> {
         let c = self.conn();
         let mut st = c
             .prepare(
@@ -247,28 +251,31 @@ impl Store {
                  FROM usage WHERE created_at >= ?1 AND created_at < ?2 ORDER BY created_at, id",
             )
             .map_err(db_err)?;
-        st.query_map(params![since.unwrap_or(i64::MIN), until.unwrap_or(i64::MAX)], |r| {
-            Ok((
-                r.get(15)?,
-                UsageRow {
-                    run_id: r.get(0)?,
-                    phase: r.get(1)?,
-                    request_no: r.get(2)?,
-                    thread_id: r.get(3)?,
-                    model: r.get(4)?,
-                    attempts: r.get(5)?,
-                    input_tokens: r.get(6)?,
-                    cached_input_tokens: r.get(7)?,
-                    cache_write_tokens: r.get(8)?,
-                    output_tokens: r.get(9)?,
-                    reasoning_tokens: r.get(10)?,
-                    cost_usd: r.get(11)?,
-                    duration_ms: r.get(12)?,
-                    outcome: r.get(13)?,
-                    error: r.get(14)?,
-                },
-            ))
-        })
+        st.query_map(
+            params![since.unwrap_or(i64::MIN), until.unwrap_or(i64::MAX)],
+            |r| {
+                Ok((
+                    r.get(15)?,
+                    UsageRow {
+                        run_id: r.get(0)?,
+                        phase: r.get(1)?,
+                        request_no: r.get(2)?,
+                        thread_id: r.get(3)?,
+                        model: r.get(4)?,
+                        attempts: r.get(5)?,
+                        input_tokens: r.get(6)?,
+                        cached_input_tokens: r.get(7)?,
+                        cache_write_tokens: r.get(8)?,
+                        output_tokens: r.get(9)?,
+                        reasoning_tokens: r.get(10)?,
+                        cost_usd: r.get(11)?,
+                        duration_ms: r.get(12)?,
+                        outcome: r.get(13)?,
+                        error: r.get(14)?,
+                    },
+                ))
+            },
+        )
         .map_err(db_err)?
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(db_err)
