@@ -2,7 +2,7 @@
 # Desktop smoke test: builds the UI and the tray app, runs the app under Xvfb in a private
 # D-Bus session (with an unlocked gnome-keyring), and checks that the window shows the UI
 # (the UI's first command reaches the core; a screenshot of the screen is not blank), the
-# tray was built, the embedded MCP server answers /health and /api/status, and SIGTERM
+# tray was built, the pipeline scheduler started, the embedded MCP server answers /health and /api/status, and SIGTERM
 # quits cleanly (exit 0, port closed). Screenshot: docs/screenshots/app-window.png.
 # Also runs the app crate's tests (tray actions as plain functions).
 # Usage: scripts/app-smoke.sh   (after scripts/install-deps.sh)
@@ -44,6 +44,7 @@ xvfb-run -a -s "-screen 0 1280x900x24" dbus-run-session -- bash -euo pipefail -c
   fail() { echo "FAIL: $*"; echo "--- app log"; tail -40 "$TMP/app.log"; kill $pid 2>/dev/null || true; exit 1; }
   for _ in $(seq 1 300); do grep -q "ui connected" "$TMP/app.log" && break; kill -0 $pid 2>/dev/null || fail "app exited early"; sleep 0.1; done
   grep -q "tray built" "$TMP/app.log" || fail "tray not built"
+  grep -q "memory pipeline started" "$TMP/app.log" || fail "the pipeline scheduler did not start"
   grep -q "ui connected" "$TMP/app.log" || fail "the window never called the core (UI not loaded?)"
   curl -fsS "http://127.0.0.1:$PORT/health" | grep -q "\"ok\"" || fail "/health did not answer"
   TOKEN=$(cat "$CODEX_FREE_HOME/server-token")

@@ -1,7 +1,7 @@
 //! Read-only views of memory for the Memory page: task notes and plan per project
 //! (`projects/<slug>/memory.json`, MEM-4) and the pipeline's `MEMORY.md` /
-//! `memory_summary.md` with their budget gauges (HYG-1: 150 lines or 15 KiB; 60 lines or
-//! 4 KiB).
+//! `memory_summary.md` with their budget gauges against `memories.memory_md_max_*` and
+//! `memories.memory_summary_max_*` (defaults from HYG-1: 150 lines / 15 KiB, 60 lines / 4 KiB).
 //!
 //! Invariant: nothing here writes; an unreadable or corrupt file becomes an `error` on its
 //! entry (the page still renders), never a failed page.
@@ -13,14 +13,6 @@ use serde_json::Value;
 use crate::api::dto::{MemoryFile, MemoryView, Note, PlanStep, ProjectMemory};
 use crate::config::Config;
 
-/// `MEMORY.md` budget in lines (HYG-1, seed 002).
-pub const MEMORY_MD_MAX_LINES: u64 = 150;
-/// `MEMORY.md` budget in bytes (15 KiB, HYG-1).
-pub const MEMORY_MD_MAX_BYTES: u64 = 15 * 1024;
-/// `memory_summary.md` budget in lines (HYG-1).
-pub const SUMMARY_MAX_LINES: u64 = 60;
-/// `memory_summary.md` budget in bytes (4 KiB, HYG-1).
-pub const SUMMARY_MAX_BYTES: u64 = 4 * 1024;
 /// Largest file content sent to the UI, bytes.
 pub const MAX_CONTENT_BYTES: usize = 256 * 1024;
 
@@ -131,18 +123,19 @@ fn project(slug: &str, path: &Path, max_bytes: u64) -> ProjectMemory {
 /// `<home>/memories/`.
 pub fn view(home: &Path, config: &Config) -> MemoryView {
     let mem_dir = home.join("memories");
+    let m = &config.memories;
     let files = vec![
         memory_file(
             &mem_dir,
             "MEMORY.md",
-            MEMORY_MD_MAX_LINES,
-            MEMORY_MD_MAX_BYTES,
+            m.memory_md_max_lines as u64,
+            m.memory_md_max_bytes as u64,
         ),
         memory_file(
             &mem_dir,
             "memory_summary.md",
-            SUMMARY_MAX_LINES,
-            SUMMARY_MAX_BYTES,
+            m.memory_summary_max_lines as u64,
+            m.memory_summary_max_bytes as u64,
         ),
     ];
     let base = config

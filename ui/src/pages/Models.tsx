@@ -225,6 +225,7 @@ export function Models() {
         {data.models.length === 0 ? (
           <p class="muted">No price table is loaded in this build; any provider/model-id can still be entered above.</p>
         ) : (
+          <div class="scroll">
           <table class="table num">
             <thead>
               <tr>
@@ -249,6 +250,7 @@ export function Models() {
               ))}
             </tbody>
           </table>
+          </div>
         )}
       </Card>
     </div>
