@@ -9,6 +9,26 @@ use rmcp::{tool, tool_router};
 use crate::mcp::server::{CodexFree, conversation, reply};
 use crate::tools::{doc, fs, grep, patch};
 
+impl CodexFree {
+    /// Run a synchronous tool on the blocking pool (file and directory walks must not stall
+    /// the async runtime that serves every session).
+    async fn blocking(
+        &self,
+        ext: &Extensions,
+        f: impl FnOnce(crate::tools::ToolCtx) -> crate::Result<String> + Send + 'static,
+    ) -> CallToolResult {
+        let ctx = match self.ctx(&conversation(ext)) {
+            Ok(c) => c,
+            Err(e) => return reply(Err(e)),
+        };
+        reply(
+            tokio::task::spawn_blocking(move || f(ctx))
+                .await
+                .unwrap_or_else(|e| Err(crate::Error::Cancelled(format!("tool task failed: {e}")))),
+        )
+    }
+}
+
 #[tool_router(router = fs_router, vis = "pub(crate)")]
 impl CodexFree {
     /// Read a text file of the project. Returns at most `output.maxFileLines` lines and
@@ -19,10 +39,7 @@ impl CodexFree {
         Parameters(a): Parameters<fs::ReadFileArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        reply(
-            self.ctx(&conversation(&ext))
-                .and_then(|c| fs::read_file(&c, &a)),
-        )
+        self.blocking(&ext, move |c| fs::read_file(&c, &a)).await
     }
 
     /// Create or overwrite a file inside the project (atomic write; parents created).
@@ -38,10 +55,7 @@ impl CodexFree {
         Parameters(a): Parameters<fs::WriteFileArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        reply(
-            self.ctx(&conversation(&ext))
-                .and_then(|c| fs::write_file(&c, &a)),
-        )
+        self.blocking(&ext, move |c| fs::write_file(&c, &a)).await
     }
 
     /// List one directory of the project (sorted; directories end with `/`), paged by `offset`.
@@ -55,10 +69,8 @@ impl CodexFree {
         Parameters(a): Parameters<fs::ListDirectoryArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        reply(
-            self.ctx(&conversation(&ext))
-                .and_then(|c| fs::list_directory(&c, &a)),
-        )
+        self.blocking(&ext, move |c| fs::list_directory(&c, &a))
+            .await
     }
 
     /// Show the project's file tree (respects .gitignore), bounded by `output.maxTreeNodes`, paged by `offset`.
@@ -68,7 +80,7 @@ impl CodexFree {
         Parameters(a): Parameters<fs::TreeArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        reply(self.ctx(&conversation(&ext)).and_then(|c| fs::tree(&c, &a)))
+        self.blocking(&ext, move |c| fs::tree(&c, &a)).await
     }
 
     /// Find files by glob pattern (e.g. `src/**/*.rs`), paged by `offset`.
@@ -78,7 +90,7 @@ impl CodexFree {
         Parameters(a): Parameters<fs::GlobArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        reply(self.ctx(&conversation(&ext)).and_then(|c| fs::glob(&c, &a)))
+        self.blocking(&ext, move |c| fs::glob(&c, &a)).await
     }
 
     /// Search file contents with a regular expression (ripgrep's engine; respects .gitignore).
@@ -114,10 +126,8 @@ impl CodexFree {
         Parameters(a): Parameters<patch::ApplyPatchArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        reply(
-            self.ctx(&conversation(&ext))
-                .and_then(|c| patch::apply_patch(&c, &a)),
-        )
+        self.blocking(&ext, move |c| patch::apply_patch(&c, &a))
+            .await
     }
 
     /// The project's AGENTS.md, bounded by `projectDoc.maxBytes`, paged by `offset`.
@@ -131,10 +141,8 @@ impl CodexFree {
         Parameters(a): Parameters<doc::GetProjectDocArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        reply(
-            self.ctx(&conversation(&ext))
-                .and_then(|c| doc::get_project_doc(&c, &a)),
-        )
+        self.blocking(&ext, move |c| doc::get_project_doc(&c, &a))
+            .await
     }
 
     /// Facts about the environment: project root, OS, shell, git branch, date, output caps.
