@@ -231,7 +231,7 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         let host = args.host.unwrap_or(config.server.host.clone());
         let port = args.port.unwrap_or(config.server.port);
         let token = mcp::auth::load_or_create_token(&home)?;
-        let url = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+        let url = std::sync::Arc::new(std::sync::OnceLock::new());
         let mut opts = mcp::http::HttpOptions::default();
         let keys = secrets();
         let pipe = std::sync::Arc::new(codex_free::api::hooks::SchedulerPipeline::new(&home));
@@ -245,7 +245,7 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         }
         let running = mcp::http::start(server, &host, port, token.clone(), opts).await?;
         let base = format!("http://{}", running.addr);
-        let _ = url.set(format!("{base}/mcp"));
+        let _ = url.set((format!("{base}/mcp"), running.shared.clone()));
         let pipeline = if args.no_pipeline {
             None
         } else {
@@ -288,15 +288,16 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     })
 }
 
-/// The headless server as the UI sees it: running while this process lives.
-struct Headless(std::sync::Arc<std::sync::OnceLock<String>>);
+/// The headless server as the UI sees it: running while this process lives. Holds the
+/// URL and the shared server state once bound.
+struct Headless(std::sync::Arc<std::sync::OnceLock<(String, std::sync::Arc<mcp::server::Shared>)>>);
 
 impl codex_free::api::hooks::ServerControl for Headless {
     fn status(&self) -> codex_free::api::dto::ServerStatus {
         codex_free::api::dto::ServerStatus {
             state: codex_free::api::dto::ServerState::Running,
-            url: self.0.get().cloned(),
-            clients: 0,
+            url: self.0.get().map(|(u, _)| u.clone()),
+            clients: self.0.get().map(|(_, s)| s.active_clients()).unwrap_or(0),
             error: None,
         }
     }

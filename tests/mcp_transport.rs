@@ -114,3 +114,30 @@ async fn http_client_lists_tools_with_rmcp() {
     let _tools = client.list_all_tools().await.unwrap();
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn dashboard_counts_connected_clients() {
+    let env = Env::new(&[("a.txt", "hello\n")]);
+    let srv = env.http(&["--ui", "--no-pipeline"]).await;
+    let status = || async {
+        let v: serde_json::Value = reqwest::Client::new()
+            .get(format!("{}/api/status", srv.base()))
+            .bearer_auth(&srv.token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["server"]["clients"].as_u64().unwrap()
+    };
+    assert_eq!(status().await, 0, "no client has called yet");
+    let a = srv.client().await;
+    let b = srv.client().await;
+    crate::support::call(&a, "read_file", serde_json::json!({"path": "a.txt"})).await;
+    crate::support::call(&b, "read_file", serde_json::json!({"path": "a.txt"})).await;
+    let n = status().await;
+    assert!(n >= 1, "active clients after two sessions called: {n}");
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+}

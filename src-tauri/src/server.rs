@@ -101,11 +101,18 @@ impl EmbeddedServer {
 impl ServerControl for EmbeddedServer {
     fn status(&self) -> ServerStatus {
         let error = self.error.lock().expect("poisoned").clone();
+        let clients = self
+            .running
+            .lock()
+            .expect("poisoned")
+            .as_ref()
+            .map(|r| r.inner.shared.active_clients())
+            .unwrap_or(0);
         match self.addr() {
             Some(a) => ServerStatus {
                 state: ServerState::Running,
                 url: Some(format!("http://{a}/mcp")),
-                clients: 0,
+                clients,
                 error: None,
             },
             None => ServerStatus {

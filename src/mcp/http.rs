@@ -38,6 +38,8 @@ struct Gate {
 
 /// A running HTTP server.
 pub struct RunningHttp {
+    /// State shared by its sessions (client count, config, exec sessions).
+    pub shared: Arc<Shared>,
     /// The bound address (port 0 resolves to the real port).
     pub addr: SocketAddr,
     /// Cancel to stop the server.
@@ -95,7 +97,12 @@ pub async fn start(
             .await;
     });
     tracing::info!("MCP HTTP server listening on http://{addr}/mcp");
-    Ok(RunningHttp { addr, cancel, task })
+    Ok(RunningHttp {
+        shared,
+        addr,
+        cancel,
+        task,
+    })
 }
 
 async fn health() -> impl IntoResponse {

@@ -131,6 +131,9 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
+/// A client counts as connected while it was active within this window (5 minutes).
+pub const CLIENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// State shared by every session of one server process.
 #[derive(Debug)]
 pub struct Shared {
@@ -142,10 +145,32 @@ pub struct Shared {
     pub config: LiveConfig,
     /// Exec sessions of every MCP session of this process (`exec.maxSessions` in total).
     pub exec: crate::tools::exec::ExecSessions,
+    /// Last activity per client (conversation or MCP session), for the dashboard's count.
+    pub clients: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// Open MCP transcript writers by transcript key (see [`CodexFree::record`]).
     pub transcripts: std::sync::Mutex<
         std::collections::HashMap<String, Arc<crate::pipeline::sources::mcp::TranscriptWriter>>,
     >,
+}
+
+impl Shared {
+    /// Note activity of client `key` (a conversation or MCP-session key; never a raw
+    /// `openai/session` value) and forget clients idle longer than [`CLIENT_WINDOW`].
+    pub fn touch_client(&self, key: &str) {
+        let now = std::time::Instant::now();
+        let mut m = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        m.retain(|_, t| now.duration_since(*t) < CLIENT_WINDOW);
+        m.insert(key.to_string(), now);
+    }
+
+    /// Clients (MCP sessions or conversations) active within [`CLIENT_WINDOW`].
+    pub fn active_clients(&self) -> u32 {
+        let now = std::time::Instant::now();
+        let m = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        m.values()
+            .filter(|t| now.duration_since(**t) < CLIENT_WINDOW)
+            .count() as u32
+    }
 }
 
 /// The MCP server handler. Cheap to clone (an `Arc` and a router).
@@ -172,6 +197,7 @@ impl CodexFree {
             config,
             exec: crate::tools::exec::ExecSessions::new(),
             transcripts: Default::default(),
+            clients: Default::default(),
         });
         Ok(Self::from_shared(shared))
     }
@@ -338,6 +364,17 @@ impl ServerHandler for CodexFree {
             .get("openai/session")
             .and_then(|v| v.as_str())
             .map(str::to_owned);
+        // Who is calling, for the dashboard's client count: the conversation (hashed), else
+        // the client info the stateless protocol sends with each request, else this
+        // handler (one per stdio or legacy HTTP session).
+        let client_key = match &session {
+            Some(raw) => format!("conv-{}", &crate::home::sha256_hex(raw.as_bytes())[..16]),
+            None => match context.meta.0.0.get("io.modelcontextprotocol/clientInfo") {
+                Some(info) => format!("client-{info}"),
+                None => self.instance.clone(),
+            },
+        };
+        self.shared.touch_client(&client_key);
         let conversation = ConversationId(session);
         context.extensions.insert(conversation.clone());
         let tool = request.name.to_string();
