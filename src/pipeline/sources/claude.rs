@@ -20,7 +20,7 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value};
 
-use super::{JsonlReader, Line, ParseCtx, args_text, content_text, is_injected_context};
+use super::{JsonlReader, Line, ParseCtx, content_text, is_injected_context};
 use crate::Result;
 use crate::pipeline::rollout::Item;
 
@@ -189,22 +189,7 @@ fn assistant(
                 }
             }
             "tool_use" | "server_tool_use" => {
-                let call_id = b
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let name = b
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("tool")
-                    .to_string();
-                names.insert(call_id.clone(), name.clone());
-                ctx.rollout.items.push(Item::ToolCall {
-                    call_id,
-                    name,
-                    args: args_text(b.get("input")),
-                });
+                super::push_tool_call(ctx, names, &b, "input");
             }
             _ => ctx.stats.filtered += 1,
         }

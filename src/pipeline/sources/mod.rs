@@ -387,6 +387,33 @@ pub(crate) fn args_text(v: Option<&Value>) -> String {
     }
 }
 
+/// Push a tool call from a content block holding `id`, `name` and the arguments under
+/// `args_key` (Claude's `tool_use` uses `input`, pi's `toolCall` uses `arguments`), and
+/// remember its name by call id so the matching result can be labelled.
+pub(crate) fn push_tool_call(
+    ctx: &mut ParseCtx,
+    names: &mut std::collections::HashMap<String, String>,
+    block: &Value,
+    args_key: &str,
+) {
+    let call_id = block
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let name = block
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("tool")
+        .to_string();
+    names.insert(call_id.clone(), name.clone());
+    ctx.rollout.items.push(super::rollout::Item::ToolCall {
+        call_id,
+        name,
+        args: args_text(block.get(args_key)),
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -131,22 +131,7 @@ fn entry(e: &Map<String, Value>, ctx: &mut ParseCtx, names: &mut HashMap<String,
                     }
                     "toolCall" => {
                         flush_assistant(&mut text, ctx);
-                        let call_id = p
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        let name = p
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("tool")
-                            .to_string();
-                        names.insert(call_id.clone(), name.clone());
-                        ctx.rollout.items.push(Item::ToolCall {
-                            call_id,
-                            name,
-                            args: args_text(p.get("arguments")),
-                        });
+                        super::push_tool_call(ctx, names, p, "arguments");
                     }
                     _ => ctx.stats.filtered += 1,
                 }
