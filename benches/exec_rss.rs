@@ -12,9 +12,9 @@
 use std::process::Command;
 use std::time::Instant;
 
-use codex_free::config::Config;
-use codex_free::tools::ToolCtx;
-use codex_free::tools::exec::{ExecCommandArgs, ExecSessions, WriteStdinArgs};
+use codex_free_core::config::Config;
+use codex_free_tools::ToolCtx;
+use codex_free_tools::exec::{ExecCommandArgs, ExecSessions, WriteStdinArgs};
 
 const CHILD_ENV: &str = "EXEC_RSS_CHILD_SPOOL_BYTES";
 const TARGET_MB: f64 = 64.0;

@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use codex_free::config::Config;
-use codex_free::tools::ToolCtx;
-use codex_free::tools::fs::{ReadFileArgs, read_file};
-use codex_free::tools::grep::{GrepArgs, grep};
+use codex_free_core::config::Config;
+use codex_free_tools::ToolCtx;
+use codex_free_tools::fs::{ReadFileArgs, read_file};
+use codex_free_tools::grep::{GrepArgs, grep};
 
 const FILES: usize = 20_000;
 const DIRS: usize = 200;

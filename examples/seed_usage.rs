@@ -8,10 +8,10 @@ fn main() -> anyhow::Result<()> {
         .nth(1)
         .unwrap_or_else(|| "21".into())
         .parse()?;
-    let home = codex_free::home::state_home()?;
+    let home = codex_free_core::home::state_home()?;
     std::fs::create_dir_all(&home)?;
-    let rows = codex_free::api::usage::demo_records(chrono::Utc::now().timestamp_millis(), days);
-    let runs = codex_free::api::store_usage::seed(&home, &rows)?;
+    let rows = codex_free_server::api::usage::demo_records(chrono::Utc::now().timestamp_millis(), days);
+    let runs = codex_free_server::api::store_usage::seed(&home, &rows)?;
     println!("{runs}");
     Ok(())
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use codex_free::config::{CONFIG_FILE, Config};
-use codex_free::mcp::{self, CodexFree, ServerOptions};
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_server::mcp::{self, CodexFree, ServerOptions};
 
 /// Bounded MCP coding tools, task memory and a background memory pipeline for AI agents.
 #[derive(Parser)]
@@ -44,9 +44,9 @@ enum Cmd {
 #[derive(Subcommand)]
 enum MemoriesTop {
     #[command(flatten)]
-    Control(codex_free::pipeline::control::MemoriesCmd),
+    Control(codex_free_pipeline::control::MemoriesCmd),
     /// Measure tool-output compaction on your own sessions, with no model call.
-    BenchCompaction(codex_free::pipeline::bench::BenchArgs),
+    BenchCompaction(codex_free_pipeline::bench::BenchArgs),
     /// Run phase 2 (consolidation) now: respects the 6 h cooldown unless --force; makes no
     /// model call when inputs are unchanged and the artifacts are valid.
     Consolidate {
@@ -55,7 +55,7 @@ enum MemoriesTop {
         force: bool,
     },
     #[command(flatten)]
-    History(codex_free::pipeline::phase2::folder::MemoryHistoryCmd),
+    History(codex_free_pipeline::phase2::folder::MemoryHistoryCmd),
 }
 
 #[derive(Args)]
@@ -118,7 +118,7 @@ fn init_logging() {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_logging();
-    let home = codex_free::home::state_home()?;
+    let home = codex_free_core::home::state_home()?;
     let config_path = cli.config.clone().unwrap_or_else(|| home.join(CONFIG_FILE));
     match cli.cmd {
         Cmd::Config { cmd } => config_cmd(cmd, &config_path),
@@ -137,8 +137,8 @@ fn main() -> anyhow::Result<()> {
 
 /// The OS keyring (Secret Service, else the labelled keyutils fallback; the keyring
 /// module logs which and why).
-fn secrets() -> codex_free::secrets::keyring::Opened {
-    codex_free::secrets::keyring::open()
+fn secrets() -> codex_free_secrets::keyring::Opened {
+    codex_free_secrets::keyring::open()
 }
 
 fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
@@ -147,23 +147,23 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
         .build()?;
     match cmd {
         MemoriesTop::BenchCompaction(args) => {
-            let report = codex_free::pipeline::bench::run(&args.to_options(&home)?)?;
-            codex_free::pipeline::bench::print(&report, &mut std::io::stdout().lock())?;
+            let report = codex_free_pipeline::bench::run(&args.to_options(&home)?)?;
+            codex_free_pipeline::bench::print(&report, &mut std::io::stdout().lock())?;
         }
         MemoriesTop::History(cmd) => {
             print!(
                 "{}",
-                codex_free::pipeline::phase2::model::history_command_in_home(&home, &cmd)?
+                codex_free_pipeline::phase2::model::history_command_in_home(&home, &cmd)?
             );
         }
         MemoriesTop::Consolidate { force } => {
             let config = Config::load(&home.join(CONFIG_FILE))?.config;
             let keys = secrets();
-            let outcome = rt.block_on(codex_free::pipeline::phase2::model::run_in_home(
+            let outcome = rt.block_on(codex_free_pipeline::phase2::model::run_in_home(
                 &home,
                 &config,
                 keys.store.as_ref(),
-                codex_free::providers::RetryPolicy::default(),
+                codex_free_pipeline::providers::RetryPolicy::default(),
                 "cli",
                 force,
                 tokio_util::sync::CancellationToken::new(),
@@ -171,12 +171,12 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&outcome)?);
         }
         MemoriesTop::Control(cmd) => {
-            let env = codex_free::pipeline::control::ControlEnv::new(home, secrets().store);
+            let env = codex_free_pipeline::control::ControlEnv::new(home, secrets().store);
             let cancel = env.cancel.clone();
             let out = rt.block_on(async move {
                 tokio::select! {
-                    r = codex_free::pipeline::control::execute(cmd, &env) => r,
-                    _ = tokio::signal::ctrl_c() => { cancel.cancel(); Err(codex_free::Error::Cancelled("interrupted".into())) }
+                    r = codex_free_pipeline::control::execute(cmd, &env) => r,
+                    _ = tokio::signal::ctrl_c() => { cancel.cancel(); Err(codex_free_core::Error::Cancelled("interrupted".into())) }
                 }
             })?;
             println!("{}", out.trim_end());
@@ -234,14 +234,14 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         let url = std::sync::Arc::new(std::sync::OnceLock::new());
         let mut opts = mcp::http::HttpOptions::default();
         let keys = secrets();
-        let pipe = std::sync::Arc::new(codex_free::api::hooks::SchedulerPipeline::new(&home));
+        let pipe = std::sync::Arc::new(codex_free_server::api::hooks::SchedulerPipeline::new(&home));
         if args.ui {
             let o = keys.clone();
-            let status = codex_free::api::dto::KeyringStatus { backend: o.label, fallback: o.fallback, error: o.error };
-            let svc = codex_free::api::ApiService::new(&home, o.store, status)
+            let status = codex_free_server::api::dto::KeyringStatus { backend: o.label, fallback: o.fallback, error: o.error };
+            let svc = codex_free_server::api::ApiService::new(&home, o.store, status)
                 .with_server(std::sync::Arc::new(Headless(url.clone())))
                 .with_pipeline(pipe.clone());
-            opts.extra = Some(codex_free::api::http::router(std::sync::Arc::new(svc)));
+            opts.extra = Some(codex_free_server::api::http::router(std::sync::Arc::new(svc)));
         }
         let running = mcp::http::start(server, &host, port, token.clone(), opts).await?;
         let base = format!("http://{}", running.addr);
@@ -249,8 +249,8 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         let pipeline = if args.no_pipeline {
             None
         } else {
-            let env = codex_free::pipeline::control::ControlEnv::new(home.clone(), keys.store.clone());
-            match codex_free::pipeline::scheduler::Scheduler::start(
+            let env = codex_free_pipeline::control::ControlEnv::new(home.clone(), keys.store.clone());
+            match codex_free_pipeline::scheduler::Scheduler::start(
                 home.clone(),
                 config.clone(),
                 env.scheduler_deps(),
@@ -292,23 +292,23 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
 /// URL and the shared server state once bound.
 struct Headless(std::sync::Arc<std::sync::OnceLock<(String, std::sync::Arc<mcp::server::Shared>)>>);
 
-impl codex_free::api::hooks::ServerControl for Headless {
-    fn status(&self) -> codex_free::api::dto::ServerStatus {
-        codex_free::api::dto::ServerStatus {
-            state: codex_free::api::dto::ServerState::Running,
+impl codex_free_server::api::hooks::ServerControl for Headless {
+    fn status(&self) -> codex_free_server::api::dto::ServerStatus {
+        codex_free_server::api::dto::ServerStatus {
+            state: codex_free_server::api::dto::ServerState::Running,
             url: self.0.get().map(|(u, _)| u.clone()),
             clients: self.0.get().map(|(_, s)| s.active_clients()).unwrap_or(0),
             error: None,
         }
     }
-    fn start(&self) -> codex_free::Result<codex_free::api::dto::ActionResult> {
-        Ok(codex_free::api::dto::ActionResult {
+    fn start(&self) -> codex_free_core::Result<codex_free_server::api::dto::ActionResult> {
+        Ok(codex_free_server::api::dto::ActionResult {
             ok: true,
             message: "already running".into(),
         })
     }
-    fn stop(&self) -> codex_free::Result<codex_free::api::dto::ActionResult> {
-        Ok(codex_free::api::dto::ActionResult {
+    fn stop(&self) -> codex_free_core::Result<codex_free_server::api::dto::ActionResult> {
+        Ok(codex_free_server::api::dto::ActionResult {
             ok: false,
             message: "the headless server stops with Ctrl-C in its terminal".into(),
         })

@@ -4,8 +4,6 @@ mod support;
 
 mod mcp_clients;
 mod mcp_transport;
-#[path = "support/mock_provider.rs"]
-mod mock_provider;
 mod pipeline_phase1;
 mod pipeline_phase1_fixtures;
 mod pipeline_phase2;

@@ -8,15 +8,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use codex_free::config::{CONFIG_FILE, Config};
-use codex_free::pipeline::control::{ControlEnv, MemoriesCmd, execute, status};
-use codex_free::pipeline::phase1::{Redactor, TextDirInput};
-use codex_free::providers::{ModelRef, PriceTable, RetryPolicy, TokenUsage};
-use codex_free::secrets::{MemoryStore, Secret, SecretStore};
-use codex_free::store::Store;
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute, status};
+use codex_free_pipeline::phase1::{Redactor, TextDirInput};
+use codex_free_pipeline::providers::{ModelRef, PriceTable, RetryPolicy, TokenUsage};
+use codex_free_secrets::{MemoryStore, Secret, SecretStore};
+use codex_free_store::Store;
 use serde_json::{Value, json};
 
-use crate::mock_provider::{Fault, MOCK_USAGE, MockProvider, session_id};
+use codex_free_testkit::mock_provider::{Fault, MOCK_USAGE, MockProvider, session_id};
 
 /// Replaces the planted test secret, standing in for the real redactor.
 struct PlantedSecretRedactor;
@@ -331,7 +331,7 @@ async fn one_rollout_with(
     (out, s, mock, d, env)
 }
 
-fn only_usage(s: &Store) -> codex_free::store::UsageRow {
+fn only_usage(s: &Store) -> codex_free_store::UsageRow {
     let run = &s.recent_runs(1).unwrap()[0];
     let rows = s.run_usage(&run.id).unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
@@ -645,7 +645,7 @@ async fn thread_off_force_and_reset() {
     assert!(out.contains("2 claimed, 2 with output"), "{out}");
     execute(
         MemoriesCmd::Thread {
-            state: codex_free::pipeline::control::OnOff::Off,
+            state: codex_free_pipeline::control::OnOff::Off,
             id: "t000".into(),
         },
         &env,
@@ -775,8 +775,8 @@ async fn concurrent_processes_extract_each_rollout_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
-    use codex_free::pipeline::phase1::Trigger;
-    use codex_free::pipeline::scheduler::Scheduler;
+    use codex_free_pipeline::phase1::Trigger;
+    use codex_free_pipeline::scheduler::Scheduler;
     let mock = MockProvider::start().await;
     let d = tempfile::tempdir().unwrap();
     let home = d.path().to_path_buf();
@@ -827,8 +827,8 @@ async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
 /// tool calls back, tool results in the next request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_round_trip_through_chat_completions() {
-    use codex_free::providers::genai_client::GenaiClient;
-    use codex_free::providers::{
+    use codex_free_pipeline::providers::genai_client::GenaiClient;
+    use codex_free_pipeline::providers::{
         Api, CompletionRequest, Message, ModelClient, StopKind, StructuredMode, ToolSpec,
     };
     let mock = MockProvider::start().await;

@@ -6,16 +6,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use codex_free::config::{CONFIG_FILE, Config};
-use codex_free::pipeline::control::{ControlEnv, MemoriesCmd, execute, status};
-use codex_free::pipeline::discover::SourceRoots;
-use codex_free::pipeline::input::{SecretRedactor, TranscriptInput};
-use codex_free::providers::RetryPolicy;
-use codex_free::secrets::{MemoryStore, Secret, SecretStore};
-use codex_free::store::Store;
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute, status};
+use codex_free_pipeline::discover::SourceRoots;
+use codex_free_pipeline::input::{SecretRedactor, TranscriptInput};
+use codex_free_pipeline::providers::RetryPolicy;
+use codex_free_secrets::{MemoryStore, Secret, SecretStore};
+use codex_free_store::Store;
 use serde_json::json;
 
-use crate::mock_provider::{MOCK_USAGE, MockProvider, session_id};
+use codex_free_testkit::mock_provider::{MOCK_USAGE, MockProvider, session_id};
 
 fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use codex_free::config::Config;
-use codex_free::pipeline::phase2::readpath::{self, SUMMARY_TOKEN_BUDGET};
+use codex_free_core::config::Config;
+use codex_free_pipeline::phase2::readpath::{self, SUMMARY_TOKEN_BUDGET};
 
 use crate::support::{Env, call};
 
@@ -68,7 +68,7 @@ async fn instructions_carry_bounded_summary_and_tools_page_over_stdio() {
         .find("## Memory from earlier sessions")
         .expect("memory block in instructions");
     let block = &instr[start..];
-    let n = codex_free::tokens::count(block);
+    let n = codex_free_core::tokens::count(block);
     assert!(n <= SUMMARY_TOKEN_BUDGET, "memory block is {n} tokens");
     assert!(block.contains("- always pnpm, never npm") && block.contains("<oai-mem-citation>"));
     assert!(block.ends_with("(memory summary cut to fit the 2,500-token budget)\n"));
@@ -216,17 +216,17 @@ mod e2e {
 
     use axum::Json;
     use axum::extract::State;
-    use codex_free::config::{CONFIG_FILE, Config};
-    use codex_free::pipeline::control::{ControlEnv, MemoriesCmd, execute};
-    use codex_free::pipeline::discover::SourceRoots;
-    use codex_free::pipeline::input::TranscriptInput;
-    use codex_free::pipeline::phase1::TextDirInput;
-    use codex_free::pipeline::phase2::folder::MemoryFolder;
-    use codex_free::pipeline::phase2::model::run_with_store;
-    use codex_free::pipeline::phase2::{Outcome, budget};
-    use codex_free::providers::RetryPolicy;
-    use codex_free::secrets::{MemoryStore, SecretStore};
-    use codex_free::store::Store;
+    use codex_free_core::config::{CONFIG_FILE, Config};
+    use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute};
+    use codex_free_pipeline::discover::SourceRoots;
+    use codex_free_pipeline::input::TranscriptInput;
+    use codex_free_pipeline::phase1::TextDirInput;
+    use codex_free_pipeline::phase2::folder::MemoryFolder;
+    use codex_free_pipeline::phase2::model::run_with_store;
+    use codex_free_pipeline::phase2::{Outcome, budget};
+    use codex_free_pipeline::providers::RetryPolicy;
+    use codex_free_secrets::{MemoryStore, SecretStore};
+    use codex_free_store::Store;
     use serde_json::{Value, json};
     use tokio_util::sync::CancellationToken;
 
@@ -522,14 +522,14 @@ mod e2e {
             "Done.\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:5-5|note=[pnpm rule]\n</citation_entries>\n<rollout_ids>\n{}\n</rollout_ids>\n</oai-mem-citation>\n",
             ids[0]
         );
-        let db = codex_free::store::phase2::Phase2Db {
+        let db = codex_free_pipeline::phase2::db::Phase2Db {
             store: s.clone(),
             home: home.to_path_buf(),
             price: None,
             spend_cap_usd: None,
         };
         assert_eq!(
-            codex_free::pipeline::phase2::record_citations(&db, &text).unwrap(),
+            codex_free_pipeline::phase2::record_citations(&db, &text).unwrap(),
             1
         );
         let o = s.stage1_output(&ids[0]).unwrap().unwrap();
@@ -613,10 +613,10 @@ mod e2e {
 /// summary does too.
 #[test]
 fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
-    use codex_free::pipeline::phase2::record_rollout_citations;
-    use codex_free::pipeline::rollout::Source;
-    use codex_free::store::phase2::Phase2Db;
-    use codex_free::store::{ClaimParams, Stage1OutputInput, Store, ThreadUpsert};
+    use codex_free_pipeline::phase2::record_rollout_citations;
+    use codex_free_pipeline::rollout::Source;
+    use codex_free_pipeline::phase2::db::Phase2Db;
+    use codex_free_store::{ClaimParams, Stage1OutputInput, Store, ThreadUpsert};
 
     let home = tempfile::tempdir().unwrap();
     let store = Store::open_in_home(home.path()).unwrap();
@@ -670,7 +670,7 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
         "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": cite}]}});
     text.push_str(&format!("{line}\n"));
     std::fs::write(&copy, text).unwrap();
-    let rollout = codex_free::pipeline::sources::parse_file(&copy, Source::Codex).unwrap();
+    let rollout = codex_free_pipeline::sources::parse_file(&copy, Source::Codex).unwrap();
 
     let db = Phase2Db {
         store: store.clone(),
@@ -687,7 +687,7 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
     );
 
     // Reading mem-b's rollout summary through memories_read counts as a use.
-    let stem = codex_free::pipeline::phase2::select::rollout_stem(now - 7 * 3600, "mem-b", None);
+    let stem = codex_free_pipeline::phase2::select::rollout_stem(now - 7 * 3600, "mem-b", None);
     seed_folder(
         home.path(),
         &[(
@@ -728,9 +728,9 @@ fn walk_jsonl(dir: &Path) -> Vec<std::path::PathBuf> {
 /// older state as a new commit with a backup ref.
 #[test]
 fn rollback_refuses_during_a_run_and_restores_as_new_commit() {
-    use codex_free::pipeline::phase2::folder::{MemoryFolder, MemoryHistoryCmd};
-    use codex_free::pipeline::phase2::model::history_command_in_home;
-    use codex_free::store::Store;
+    use codex_free_pipeline::phase2::folder::{MemoryFolder, MemoryHistoryCmd};
+    use codex_free_pipeline::phase2::model::history_command_in_home;
+    use codex_free_store::Store;
 
     let home = tempfile::tempdir().unwrap();
     let (f, _) = MemoryFolder::open_or_init(home.path()).unwrap();
@@ -746,7 +746,7 @@ fn rollback_refuses_during_a_run_and_restores_as_new_commit() {
     };
     let e = history_command_in_home(home.path(), &cmd).unwrap_err();
     assert_eq!(e.code(), "busy", "{e}");
-    let codex_free::pipeline::phase2::Claim::Claimed { token, watermark } = claim else {
+    let codex_free_pipeline::phase2::Claim::Claimed { token, watermark } = claim else {
         panic!()
     };
     assert!(store.succeed_phase2(&token, watermark, &[]).unwrap());

@@ -7,17 +7,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use chrono::{TimeZone, Utc};
-use codex_free::config::MemoriesConfig;
-use codex_free::pipeline::bench::{self, BenchOptions};
-use codex_free::pipeline::compact::{self, Compactor};
-use codex_free::pipeline::discover::{
+use codex_free_core::config::MemoriesConfig;
+use codex_free_pipeline::bench::{self, BenchOptions};
+use codex_free_pipeline::compact::{self, Compactor};
+use codex_free_pipeline::discover::{
     Candidate, Ineligible, SourceRoots, WatchEvent, Watcher, discover, eligibility,
 };
-use codex_free::pipeline::redact::{REDACTED, redact};
-use codex_free::pipeline::render::render;
-use codex_free::pipeline::rollout::{Item, Rollout, Source};
-use codex_free::pipeline::sources::mcp::{MAX_FIELD_BYTES, TranscriptWriter};
-use codex_free::pipeline::sources::{
+use codex_free_pipeline::redact::{REDACTED, redact};
+use codex_free_pipeline::render::render;
+use codex_free_pipeline::rollout::{Item, Rollout, Source};
+use codex_free_pipeline::sources::mcp::{MAX_FIELD_BYTES, TranscriptWriter};
+use codex_free_pipeline::sources::{
     ReadOptions, SessionMeta, parse_file, parse_file_with, read_meta,
 };
 

@@ -77,7 +77,7 @@ fn memory_json(env: &Env) -> PathBuf {
     let root = std::fs::canonicalize(env.project()).unwrap();
     env.home()
         .join("projects")
-        .join(codex_free::home::project_slug(&root))
+        .join(codex_free_core::home::project_slug(&root))
         .join("memory.json")
 }
 

@@ -5,10 +5,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use codex_free::config::{Config, ExecMode};
-use codex_free::tools::ToolCtx;
-use codex_free::tools::exec::{ExecCommandArgs, ExecSessions, ReadOutputArgs, WriteStdinArgs};
-use codex_free::tools::git::{self, GitCommitArgs, GitDiffArgs, GitLogArgs, GitStatusArgs};
+use codex_free_core::config::{Config, ExecMode};
+use codex_free_tools::ToolCtx;
+use codex_free_tools::exec::{ExecCommandArgs, ExecSessions, ReadOutputArgs, WriteStdinArgs};
+use codex_free_tools::git::{self, GitCommitArgs, GitDiffArgs, GitLogArgs, GitStatusArgs};
 
 struct Env {
     _tmp: tempfile::TempDir,

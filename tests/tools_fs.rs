@@ -4,17 +4,17 @@
 use std::fs;
 use std::path::Path;
 
-use codex_free::config::Config;
-use codex_free::tools::ToolCtx;
-use codex_free::tools::doc::{
+use codex_free_core::config::Config;
+use codex_free_tools::ToolCtx;
+use codex_free_tools::doc::{
     GetProjectDocArgs, get_environment, get_project_doc, project_doc_for_instructions,
 };
-use codex_free::tools::fs::{
+use codex_free_tools::fs::{
     GlobArgs, ListDirectoryArgs, ReadFileArgs, TreeArgs, WriteFileArgs, glob, list_directory,
     read_file, tree, write_file,
 };
-use codex_free::tools::grep::{GrepArgs, grep};
-use codex_free::tools::patch::{ApplyPatchArgs, apply_patch};
+use codex_free_tools::grep::{GrepArgs, grep};
+use codex_free_tools::patch::{ApplyPatchArgs, apply_patch};
 
 fn ctx_with(root: &Path, f: impl FnOnce(&mut Config)) -> ToolCtx {
     let mut c = Config::default();
@@ -123,7 +123,7 @@ fn every_tool_refuses_every_escape() {
         ("sibling-prefix", sibling_dir.clone()),
         ("symlink-dir", "out-dir".into()),
     ];
-    let refused = |what: &str, r: codex_free::Result<String>| {
+    let refused = |what: &str, r: codex_free_core::Result<String>| {
         let e = r.expect_err(what);
         assert_eq!(e.code(), "path_outside_root", "{what}: {e}");
         let m = e.to_string();

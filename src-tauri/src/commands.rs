@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use codex_free::api::ApiService;
-use codex_free::api::dto::*;
+use codex_free_server::api::ApiService;
+use codex_free_server::api::dto::*;
 use serde_json::Value;
 use tauri::State;
 
@@ -18,13 +18,13 @@ static FIRST_CALL: std::sync::Once = std::sync::Once::new();
 
 async fn run<T: Send + 'static>(
     core: State<'_, Arc<Core>>,
-    f: impl FnOnce(&ApiService) -> codex_free::Result<T> + Send + 'static,
+    f: impl FnOnce(&ApiService) -> codex_free_core::Result<T> + Send + 'static,
 ) -> Result<T, ApiError> {
     // Logged once: proves the window loaded the UI and its calls reach the core (smoke test).
     FIRST_CALL.call_once(|| tracing::info!("ui connected: first command from the window"));
     let service = core.service.clone();
     match tauri::async_runtime::spawn_blocking(move || f(&service)).await {
-        Ok(r) => r.map_err(|e| codex_free::api::api_error(&e)),
+        Ok(r) => r.map_err(|e| codex_free_server::api::api_error(&e)),
         Err(e) => Err(ApiError {
             code: "internal".into(),
             message: format!("command failed: {e}"),

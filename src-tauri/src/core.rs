@@ -7,12 +7,12 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use codex_free::api::ApiService;
-use codex_free::api::dto::{ActionResult, PipelineState, ServerState, Status};
-use codex_free::api::hooks::{SchedulerPipeline, ServerControl};
-use codex_free::pipeline::control::ControlEnv;
-use codex_free::pipeline::scheduler::Scheduler;
-use codex_free::secrets::SecretStore;
+use codex_free_server::api::ApiService;
+use codex_free_server::api::dto::{ActionResult, PipelineState, ServerState, Status};
+use codex_free_server::api::hooks::{SchedulerPipeline, ServerControl};
+use codex_free_pipeline::control::ControlEnv;
+use codex_free_pipeline::scheduler::Scheduler;
+use codex_free_secrets::SecretStore;
 
 use crate::server::EmbeddedServer;
 
@@ -55,7 +55,7 @@ fn usd(x: f64) -> String {
 
 impl Core {
     /// The current status (dashboard data).
-    pub fn status(&self) -> codex_free::Result<Status> {
+    pub fn status(&self) -> codex_free_core::Result<Status> {
         self.service.status()
     }
 
@@ -97,8 +97,8 @@ impl Core {
     }
 
     /// The bearer token to copy.
-    pub fn token(&self) -> codex_free::Result<String> {
-        Ok(codex_free::mcp::auth::load_or_create_token(&self.home)?
+    pub fn token(&self) -> codex_free_core::Result<String> {
+        Ok(codex_free_server::mcp::auth::load_or_create_token(&self.home)?
             .expose()
             .to_string())
     }
@@ -260,9 +260,9 @@ pub fn notifications(prev: Option<&Status>, now: &Status) -> Vec<(String, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codex_free::api::dto::{KeyringStatus, RecentError, Spend};
-    use codex_free::mcp::ServerOptions;
-    use codex_free::secrets::MemoryStore;
+    use codex_free_server::api::dto::{KeyringStatus, RecentError, Spend};
+    use codex_free_server::mcp::ServerOptions;
+    use codex_free_secrets::MemoryStore;
 
     fn core(port: u16) -> (tempfile::TempDir, tokio::runtime::Runtime, Core) {
         let d = tempfile::tempdir().unwrap();

@@ -19,10 +19,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use codex_free::api::ApiService;
-use codex_free::api::dto::KeyringStatus;
-use codex_free::mcp::ServerOptions;
-use codex_free::secrets::keyring;
+use codex_free_server::api::ApiService;
+use codex_free_server::api::dto::KeyringStatus;
+use codex_free_server::mcp::ServerOptions;
+use codex_free_secrets::keyring;
 use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 
 use crate::core::Core;
@@ -67,7 +67,7 @@ pub fn has_display() -> bool {
 
 /// Build the core state: config, keyring, API service, embedded server (not started).
 pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<Arc<Core>> {
-    let home = codex_free::home::state_home()?;
+    let home = codex_free_core::home::state_home()?;
     std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
     let server_opts = match (&opts.project, &opts.access_root) {
         (Some(p), _) => ServerOptions::single(p, &home, None)?,
@@ -78,7 +78,7 @@ pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<
             ServerOptions::multi(&h, &home, None)?
         }
     };
-    let (config, _) = codex_free::config::Config::load(&server_opts.config_path)
+    let (config, _) = codex_free_core::config::Config::load(&server_opts.config_path)
         .map(|l| (l.config, l.warnings))
         .unwrap_or_default();
     let port = opts.port.unwrap_or(config.server.port);
@@ -92,7 +92,7 @@ pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<
     if let Some(e) = &keys.error {
         tracing::warn!("key storage: {e}");
     }
-    let pipe = Arc::new(codex_free::api::hooks::SchedulerPipeline::new(&home));
+    let pipe = Arc::new(codex_free_server::api::hooks::SchedulerPipeline::new(&home));
     let status = KeyringStatus {
         backend: keys.label,
         fallback: keys.fallback,

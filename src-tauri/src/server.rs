@@ -1,6 +1,6 @@
 //! The MCP HTTP server embedded in the app: started on launch, stopped and restarted from
 //! the tray, serving `/mcp`, `/health`, `/api/...` and the web UI on one port behind the
-//! token (see `codex_free::mcp::http`). Implements the API's [`ServerControl`], so the
+//! token (see `codex_free_server::mcp::http`). Implements the API's [`ServerControl`], so the
 //! dashboard and the tray show the same state.
 //!
 //! Invariant: start/stop never block an async worker (they run `block_on` on the app's own
@@ -9,10 +9,10 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use codex_free::api::ApiService;
-use codex_free::api::dto::{ActionResult, ServerState, ServerStatus};
-use codex_free::api::hooks::ServerControl;
-use codex_free::mcp::{self, CodexFree, ServerOptions};
+use codex_free_server::api::ApiService;
+use codex_free_server::api::dto::{ActionResult, ServerState, ServerStatus};
+use codex_free_server::api::hooks::ServerControl;
+use codex_free_server::mcp::{self, CodexFree, ServerOptions};
 
 struct Running {
     addr: SocketAddr,
@@ -58,7 +58,7 @@ impl EmbeddedServer {
             .map(|r| r.addr)
     }
 
-    fn do_start(&self) -> codex_free::Result<SocketAddr> {
+    fn do_start(&self) -> codex_free_core::Result<SocketAddr> {
         let mut guard = self.running.lock().expect("poisoned");
         if let Some(r) = guard.as_ref() {
             return Ok(r.addr);
@@ -68,7 +68,7 @@ impl EmbeddedServer {
         let extra = self
             .service
             .get()
-            .map(|s| codex_free::api::http::router(s.clone()));
+            .map(|s| codex_free_server::api::http::router(s.clone()));
         let opts = mcp::http::HttpOptions { extra };
         let (host, port) = (self.host.clone(), self.port);
         let inner = self
@@ -128,7 +128,7 @@ impl ServerControl for EmbeddedServer {
         }
     }
 
-    fn start(&self) -> codex_free::Result<ActionResult> {
+    fn start(&self) -> codex_free_core::Result<ActionResult> {
         match self.do_start() {
             Ok(a) => {
                 *self.error.lock().expect("poisoned") = None;
@@ -155,7 +155,7 @@ impl ServerControl for EmbeddedServer {
         }
     }
 
-    fn stop(&self) -> codex_free::Result<ActionResult> {
+    fn stop(&self) -> codex_free_core::Result<ActionResult> {
         let was = self.addr().is_some();
         self.shutdown();
         *self.error.lock().expect("poisoned") = None;

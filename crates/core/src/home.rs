@@ -1,0 +1,177 @@
+//! The state home (`~/.codex-free/`, override `CODEX_FREE_HOME`) and the one way shared
+//! files are written: under a cross-process lock, to a temp file in the same directory,
+//! fsynced, then renamed over the target (and the directory fsynced).
+//!
+//! Invariant: nothing here writes inside a served project; every shared file goes through
+//! [`write_atomic`] or [`with_lock`] + [`write_atomic_unlocked`].
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::IoContext;
+use crate::Error;
+use crate::Result;
+
+/// Environment variable that overrides the state home.
+pub const HOME_ENV: &str = "CODEX_FREE_HOME";
+
+/// The state home: `$CODEX_FREE_HOME` if set and non-empty, else `~/.codex-free`.
+///
+/// Errors: [`Error::Config`] when neither the variable nor a home directory is available.
+pub fn state_home() -> Result<PathBuf> {
+    if let Some(v) = std::env::var_os(HOME_ENV)
+        && !v.is_empty()
+    {
+        return Ok(PathBuf::from(v));
+    }
+    std::env::home_dir()
+        .map(|h| h.join(".codex-free"))
+        .ok_or_else(|| Error::Config(format!("no home directory; set {HOME_ENV}")))
+}
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// `<name>-<hash>` for a canonical project root: the last path component (sanitised to
+/// `[A-Za-z0-9._-]`, at most 40 chars) and the first 16 hex chars of SHA-256 of the full
+/// path. Two checkouts of one repo get different names (MEM-4).
+pub fn project_slug(canonical_root: &Path) -> String {
+    let name: String = canonical_root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    let hash = sha256_hex(canonical_root.as_os_str().as_encoded_bytes());
+    format!("{name}-{}", &hash[..16])
+}
+
+/// Run `f` while holding an exclusive advisory lock on `<path>.lock` (created if needed).
+/// Blocks until the lock is free. The lock file is never deleted (deleting it would race).
+pub fn with_lock<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let lock_path = lock_path_for(path);
+    if let Some(dir) = lock_path.parent() {
+        fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
+    }
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .ctx(|| format!("opening lock {}", lock_path.display()))?;
+    lock.lock()
+        .ctx(|| format!("locking {}", lock_path.display()))?;
+    let out = f();
+    let _ = lock.unlock();
+    out
+}
+
+fn lock_path_for(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+/// Write `bytes` to `path` atomically under its lock (see [`with_lock`]).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    with_lock(path, || write_atomic_unlocked(path, bytes))
+}
+
+/// Write `bytes` to `path` atomically, assuming the caller holds the lock: temp file in the
+/// same directory, `fsync`, `rename`, `fsync` of the directory. A crash at any point leaves
+/// either the old or the new content, never a mix. Mode 0600 on Unix when `private`.
+pub fn write_atomic_unlocked(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_mode(path, bytes, false)
+}
+
+/// As [`write_atomic`], creating the file with mode 0600 (token files).
+pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    with_lock(path, || write_atomic_mode(path, bytes, true))
+}
+
+/// As [`write_atomic_unlocked`] with mode 0600; the caller holds the lock.
+pub fn write_atomic_private_unlocked(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_mode(path, bytes, true)
+}
+
+fn write_atomic_mode(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .ctx(|| format!("creating temp file in {}", dir.display()))?;
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(0o600))
+            .ctx(|| "setting permissions".into())?;
+    }
+    #[cfg(not(unix))]
+    let _ = private;
+    tmp.write_all(bytes)
+        .ctx(|| format!("writing {}", path.display()))?;
+    tmp.as_file()
+        .sync_all()
+        .ctx(|| format!("syncing {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io(format!("renaming into {}", path.display()), e.error))?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Move a corrupt file aside to `<path>.corrupt-<UTC timestamp>` and return the backup path.
+pub fn move_aside(path: &Path) -> Result<PathBuf> {
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".corrupt-{stamp}"));
+    let backup = PathBuf::from(s);
+    fs::rename(path, &backup).ctx(|| format!("moving {} aside", path.display()))?;
+    Ok(backup)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_content() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a/b.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        let names: Vec<_> = fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "only the file and its lock: {names:?}");
+    }
+
+    #[test]
+    fn slug_differs_per_checkout() {
+        let a = project_slug(Path::new("/w/repo"));
+        let b = project_slug(Path::new("/x/repo"));
+        assert!(a.starts_with("repo-") && b.starts_with("repo-"));
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,19 @@
+//! Codex Free's foundation: what every other crate shares and nothing else owns.
+//!
+//! - [`error`]: the one [`Error`] type with its stable codes.
+//! - [`home`]: the state home (`~/.codex-free`, `CODEX_FREE_HOME`), locked atomic writes.
+//! - [`tokens`]: token counting (bytes / 4 estimate for budgets, `o200k_base` when exact).
+//! - [`config`]: `codex.config.json` types, defaults, validation, load/save.
+//! - [`paging`]: continuation footers (built and parsed here only) and output ceilings.
+//! - [`jail`]: the one path jail every project path goes through.
+//!
+//! Invariant: no I/O beyond the state home and the config file; no network, no database.
+
+pub mod config;
+pub mod error;
+pub mod home;
+pub mod jail;
+pub mod paging;
+pub mod tokens;
+
+pub use error::{Error, Result};

@@ -1,0 +1,304 @@
+//! `codex-free memories bench-compaction`: what tool-output compaction saves on the
+//! user's real sessions, with no model call (PIPE-4). For each discovered transcript it
+//! parses, renders without and with compaction, and reports rendered tokens before and
+//! after, the tool-output share, the saving, what phase 1 would be sent under the
+//! whole-input cap, and the throughput of parse + redact + compact + render.
+//!
+//! Invariant: this module never prints; [`run`] returns a [`Report`] and [`print`] writes
+//! it to the writer it is given (the CLI passes stdout).
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::compact::DEFAULT_TOOL_RESULT_TOKEN_BUDGET;
+use super::discover::{SourceRoots, discover};
+use super::render::{input_token_limit, render};
+use super::rollout::Source;
+use super::sources::parse_file;
+use codex_free_core::Result;
+
+/// Command-line arguments of `memories bench-compaction`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Tokens kept per tool result (0 = compaction off).
+    #[arg(long, default_value_t = DEFAULT_TOOL_RESULT_TOKEN_BUDGET)]
+    pub budget: usize,
+    /// Sources to read, comma-separated: codex,claude,pi,mcp (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub sources: Vec<String>,
+    /// Newest sessions to measure.
+    #[arg(long, default_value_t = 40)]
+    pub max_sessions: usize,
+    /// Context window of the phase-1 model in tokens (cap = 70%; default cap 150,000).
+    #[arg(long)]
+    pub context_window: Option<usize>,
+    /// Codex home to read instead of $CODEX_HOME / ~/.codex.
+    #[arg(long)]
+    pub codex_home: Option<PathBuf>,
+    /// Claude Code config dir instead of $CLAUDE_CONFIG_DIR / ~/.claude.
+    #[arg(long)]
+    pub claude_dir: Option<PathBuf>,
+    /// pi agent dir instead of $PI_CODING_AGENT_DIR / ~/.pi/agent.
+    #[arg(long)]
+    pub pi_dir: Option<PathBuf>,
+}
+
+/// Resolved benchmark options.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Tokens per tool result (0 = off).
+    pub budget: usize,
+    /// Sources to read.
+    pub sources: Vec<Source>,
+    /// Newest sessions to measure.
+    pub max_sessions: usize,
+    /// Phase-1 model context window, tokens.
+    pub context_window: Option<usize>,
+    /// Where to look.
+    pub roots: SourceRoots,
+}
+
+impl BenchArgs {
+    /// Resolve against the environment and the state home (for MCP transcripts).
+    ///
+    /// Errors: [`codex_free_core::Error::InvalidArgument`] for an unknown source name.
+    pub fn to_options(&self, state_home: &Path) -> Result<BenchOptions> {
+        let mut roots = SourceRoots::from_env(state_home);
+        if let Some(p) = &self.codex_home {
+            roots.codex_home = Some(p.clone());
+        }
+        if let Some(p) = &self.claude_dir {
+            roots.claude_dir = Some(p.clone());
+        }
+        if let Some(p) = &self.pi_dir {
+            roots.pi_dir = Some(p.clone());
+        }
+        let sources = if self.sources.is_empty() {
+            Source::ALL.to_vec()
+        } else {
+            Source::parse_list(&self.sources)?
+        };
+        Ok(BenchOptions {
+            budget: self.budget,
+            sources,
+            max_sessions: self.max_sessions,
+            context_window: self.context_window,
+            roots,
+        })
+    }
+}
+
+/// One session's figures (tokens are o200k tokens).
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionReport {
+    /// Source of the transcript.
+    pub source: Source,
+    /// Session id.
+    pub id: String,
+    /// Transcript path.
+    pub path: PathBuf,
+    /// Transcript size in bytes.
+    pub bytes: u64,
+    /// Tool results in the session.
+    pub tool_results: usize,
+    /// Rendered tokens without compaction.
+    pub tokens_before: usize,
+    /// Rendered tokens with compaction.
+    pub tokens_after: usize,
+    /// Tool-result tokens without compaction.
+    pub tool_tokens_before: usize,
+    /// Tool-result tokens with compaction.
+    pub tool_tokens_after: usize,
+    /// Tokens phase 1 would receive without compaction (after the whole-input cap).
+    pub sent_before: usize,
+    /// Tokens phase 1 would receive with compaction (after the whole-input cap).
+    pub sent_after: usize,
+}
+
+impl SessionReport {
+    /// Share of tool output in the uncompacted rendering, 0..=1.
+    pub fn tool_share(&self) -> f64 {
+        ratio(self.tool_tokens_before, self.tokens_before)
+    }
+
+    /// Rendered-token saving, 0..=1.
+    pub fn saving(&self) -> f64 {
+        1.0 - ratio(self.tokens_after, self.tokens_before)
+    }
+}
+
+/// The benchmark result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Budget used (tokens per tool result).
+    pub budget: usize,
+    /// Whole-input cap applied (tokens).
+    pub input_limit: usize,
+    /// Per-session figures, newest first.
+    pub sessions: Vec<SessionReport>,
+    /// Transcripts that could not be read: path and error message.
+    pub failed: Vec<(PathBuf, String)>,
+    /// Sum over sessions (`source`, `id` and `path` of the total are placeholders).
+    pub total: SessionReport,
+    /// Wall time of parse + render (both variants) for all sessions, seconds.
+    pub elapsed_secs: f64,
+}
+
+impl Report {
+    /// Transcript bytes processed per second, in MB/s (10^6 bytes).
+    pub fn throughput_mb_s(&self) -> f64 {
+        if self.elapsed_secs <= 0.0 {
+            0.0
+        } else {
+            self.total.bytes as f64 / 1e6 / self.elapsed_secs
+        }
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// Run the benchmark: discover the newest `max_sessions` non-sub-agent transcripts of the
+/// chosen sources, and measure each. Never calls a model, never writes.
+///
+/// Errors: none besides what discovery reports (unreadable files are listed in
+/// [`Report::failed`]).
+pub fn run(opts: &BenchOptions) -> Result<Report> {
+    let start = Instant::now();
+    let mut sessions = Vec::new();
+    let mut failed = Vec::new();
+    for c in discover(&opts.roots, &opts.sources) {
+        if sessions.len() >= opts.max_sessions {
+            break;
+        }
+        let rollout = match parse_file(&c.path, c.source) {
+            Ok(r) => r,
+            Err(e) => {
+                failed.push((c.path.clone(), e.to_string()));
+                continue;
+            }
+        };
+        if rollout.is_subagent {
+            continue;
+        }
+        let raw = render(&rollout, 0, opts.context_window);
+        let comp = render(&rollout, opts.budget, opts.context_window);
+        sessions.push(SessionReport {
+            source: c.source,
+            id: rollout.id.clone(),
+            path: c.path.clone(),
+            bytes: c.size,
+            tool_results: comp.tool_results,
+            tokens_before: raw.tokens_before,
+            tokens_after: comp.tokens_compacted,
+            tool_tokens_before: raw.tool_tokens_before,
+            tool_tokens_after: comp.tool_tokens_after,
+            sent_before: raw.tokens_after,
+            sent_after: comp.tokens_after,
+        });
+    }
+    let elapsed_secs = start.elapsed().as_secs_f64();
+    let mut total = SessionReport {
+        source: Source::Mcp,
+        id: "total".into(),
+        path: PathBuf::new(),
+        bytes: 0,
+        tool_results: 0,
+        tokens_before: 0,
+        tokens_after: 0,
+        tool_tokens_before: 0,
+        tool_tokens_after: 0,
+        sent_before: 0,
+        sent_after: 0,
+    };
+    for s in &sessions {
+        total.bytes += s.bytes;
+        total.tool_results += s.tool_results;
+        total.tokens_before += s.tokens_before;
+        total.tokens_after += s.tokens_after;
+        total.tool_tokens_before += s.tool_tokens_before;
+        total.tool_tokens_after += s.tool_tokens_after;
+        total.sent_before += s.sent_before;
+        total.sent_after += s.sent_after;
+    }
+    Ok(Report {
+        budget: opts.budget,
+        input_limit: input_token_limit(opts.context_window),
+        sessions,
+        failed,
+        total,
+        elapsed_secs,
+    })
+}
+
+/// Write `report` as a table: one row per session, then the total and throughput.
+///
+/// Errors: the writer's.
+pub fn print(report: &Report, w: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "bench-compaction: budget {} tokens per tool result, phase-1 cap {} tokens, {} session(s)",
+        report.budget,
+        report.input_limit,
+        report.sessions.len()
+    )?;
+    writeln!(
+        w,
+        "{:<7} {:<38} {:>9} {:>6} {:>9} {:>9} {:>7} {:>6} {:>9} {:>9}",
+        "source",
+        "session",
+        "bytes",
+        "tools",
+        "before",
+        "after",
+        "saving",
+        "tool%",
+        "sent",
+        "sent+c"
+    )?;
+    let row = |w: &mut dyn Write, src: &str, id: &str, s: &SessionReport| -> io::Result<()> {
+        let id: String = id.chars().take(38).collect();
+        writeln!(
+            w,
+            "{:<7} {:<38} {:>9} {:>6} {:>9} {:>9} {:>6.1}% {:>5.1}% {:>9} {:>9}",
+            src,
+            id,
+            s.bytes,
+            s.tool_results,
+            s.tokens_before,
+            s.tokens_after,
+            s.saving() * 100.0,
+            s.tool_share() * 100.0,
+            s.sent_before,
+            s.sent_after
+        )
+    };
+    for s in &report.sessions {
+        row(w, s.source.as_str(), &s.id, s)?;
+    }
+    row(w, "TOTAL", "", &report.total)?;
+    writeln!(
+        w,
+        "tool output: {} -> {} tokens; sent to phase 1: {} -> {} tokens ({:.1}% saved)",
+        report.total.tool_tokens_before,
+        report.total.tool_tokens_after,
+        report.total.sent_before,
+        report.total.sent_after,
+        (1.0 - ratio(report.total.sent_after, report.total.sent_before)) * 100.0
+    )?;
+    writeln!(
+        w,
+        "throughput: {:.2} MB/s ({} bytes in {:.3} s, parse + redact + render twice + token counts)",
+        report.throughput_mb_s(),
+        report.total.bytes,
+        report.elapsed_secs
+    )?;
+    for (p, e) in &report.failed {
+        writeln!(w, "unreadable: {}: {e}", p.display())?;
+    }
+    Ok(())
+}

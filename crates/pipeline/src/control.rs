@@ -1,0 +1,741 @@
+//! `codex-free memories ...` (PIPE-9): status, readiness, run, force, on/off, generate
+//! on/off, use on/off, thread on/off, reset. [`MemoriesCmd`] is the clap subcommand the
+//! binary mounts; [`execute`] returns the text to print. Switches write the config file
+//! through [`Config::save`] (overrides only). The same functions back the UI's API.
+//!
+//! Invariant: nothing here deletes or edits an original transcript; `reset` removes only
+//! what the pipeline generated (stage-1 outputs, memory jobs, `<home>/memories/`), keeps
+//! the spend history, asks for `--yes` and refuses while a job holds a lease.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use codex_free_core::config::{CONFIG_FILE, Config};
+use crate::input::{SecretRedactor, TranscriptInput};
+use crate::phase1::{Redactor, RolloutInput, Trigger, cap_state};
+use crate::scheduler::{self, SchedulerDeps};
+use crate::usage::{iso, log_path};
+use crate::providers::prices::format_cost;
+use crate::providers::{
+    DEFAULT_EXTRACT_MODEL, ModelRef, PriceTable, RetryPolicy, endpoint_for, resolve_extract_model,
+};
+use codex_free_secrets::{SecretStore, env_var_for, resolve};
+use codex_free_store::{Clock, JobCounts, RunRow, SourceCounts, Spend, Store, SystemClock};
+use codex_free_core::Error;
+use codex_free_core::Result;
+
+/// On or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    /// Turn on.
+    On,
+    /// Turn off.
+    Off,
+}
+
+impl OnOff {
+    fn on(self) -> bool {
+        self == OnOff::On
+    }
+}
+
+/// `codex-free memories <command>`.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
+pub enum MemoriesCmd {
+    /// Sources, jobs by state, last runs with tokens and cost, spend this month vs cap.
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check that a run can happen now (model, key, price, cap, sources, database).
+    Readiness,
+    /// Run phase 1 now (respects idle time, retry backoff and the spend cap).
+    Run,
+    /// Run phase 1 ignoring idle time, retry backoff and exhausted retries (never the
+    /// watermark, never the spend cap).
+    Force,
+    /// Turn the pipeline on.
+    On,
+    /// Turn the pipeline off (background runs stop at their next check).
+    Off,
+    /// Extract memories from new sessions on/off.
+    Generate {
+        /// on | off
+        state: OnOff,
+    },
+    /// Use memories in new sessions on/off.
+    Use {
+        /// on | off
+        state: OnOff,
+    },
+    /// Memory for one session on/off (off also deletes its extraction).
+    Thread {
+        /// on | off
+        state: OnOff,
+        /// The session (rollout) id.
+        id: String,
+    },
+    /// Delete generated memories and jobs (original transcripts are never touched).
+    Reset {
+        /// Confirm.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// What `execute` needs.
+#[derive(Clone)]
+pub struct ControlEnv {
+    /// State home.
+    pub home: PathBuf,
+    /// Credentials.
+    pub secrets: Arc<dyn SecretStore>,
+    /// Rollout discovery + rendering.
+    pub input: Arc<dyn RolloutInput>,
+    /// Output redaction.
+    pub redactor: Arc<dyn Redactor>,
+    /// Clock for the store (tests inject one).
+    pub clock: Arc<dyn Clock>,
+    /// Provider retry policy.
+    pub retry: RetryPolicy,
+    /// Cancels a `run`/`force` in flight (Ctrl-C).
+    pub cancel: CancellationToken,
+}
+
+impl ControlEnv {
+    /// Production wiring for `home` with the given secrets store.
+    pub fn new(home: PathBuf, secrets: Arc<dyn SecretStore>) -> Self {
+        Self {
+            home: home.clone(),
+            secrets,
+            input: Arc::new(TranscriptInput::from_env(&home)),
+            redactor: Arc::new(SecretRedactor),
+            clock: Arc::new(SystemClock),
+            retry: RetryPolicy::default(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    fn store(&self) -> Result<Store> {
+        Store::open(&self.home.join(codex_free_store::DB_FILE), self.clock.clone())
+    }
+
+    fn config(&self) -> Result<Config> {
+        Ok(Config::load(&self.home.join(CONFIG_FILE))?.config)
+    }
+
+    /// Scheduler dependencies with the same wiring.
+    pub fn scheduler_deps(&self) -> SchedulerDeps {
+        SchedulerDeps {
+            secrets: self.secrets.clone(),
+            input: self.input.clone(),
+            redactor: self.redactor.clone(),
+            retry: self.retry,
+            rescan_every: scheduler::RESCAN_INTERVAL,
+            watch: Some(crate::discover::SourceRoots::from_env(&self.home)),
+        }
+    }
+}
+
+/// A [`RolloutInput`] with no sources (embedders that feed no transcripts, tests).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoSources;
+
+impl RolloutInput for NoSources {
+    fn scan(&self, _sources: &[String]) -> Result<Vec<codex_free_store::ThreadUpsert>> {
+        Ok(Vec::new())
+    }
+    fn render(
+        &self,
+        thread: &codex_free_store::ThreadRow,
+        _context_window: Option<u64>,
+        _tool_result_token_budget: usize,
+    ) -> Result<String> {
+        Err(Error::NotFound(PathBuf::from(&thread.path)))
+    }
+}
+
+/// The configured extraction model as status shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelStatus {
+    /// `provider/model-id`.
+    pub model: String,
+    /// `false` when it is [`DEFAULT_EXTRACT_MODEL`].
+    pub explicit: bool,
+    /// Wire format, when the provider is known.
+    pub api: Option<String>,
+    /// Structured output mode (`strict` / `json_object` / `none` = compatibility).
+    pub structured_output: Option<String>,
+    /// `$in / $out per 1M tokens` or `price unknown`.
+    pub price: String,
+    /// `config`, `litellm:<key>` or `unknown`.
+    pub price_source: String,
+    /// Where the key comes from (`keyring`, `env OPENAI_API_KEY`, `not needed`), or the problem.
+    pub key: String,
+    /// A problem that stops runs (unknown provider, missing key).
+    pub problem: Option<String>,
+}
+
+/// `memories status`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    /// `memories.enabled`.
+    pub enabled: bool,
+    /// `memories.generate_memories`.
+    pub generate_memories: bool,
+    /// `memories.use_memories`.
+    pub use_memories: bool,
+    /// The extraction model.
+    pub model: ModelStatus,
+    /// Threads per source.
+    pub sources: Vec<SourceCounts>,
+    /// Phase-1 jobs by state.
+    pub jobs: JobCounts,
+    /// Threads eligible right now (not yet extracted, idle, in the window).
+    pub eligible_now: usize,
+    /// Last runs, newest first (at most 5).
+    pub recent_runs: Vec<RunRow>,
+    /// Spend this calendar month (UTC).
+    pub spend_this_month: Spend,
+    /// `memories.monthly_spend_cap_usd`.
+    pub monthly_cap_usd: Option<f64>,
+    /// Cap reached: no model calls until next month or a higher cap.
+    pub cap_reached: bool,
+    /// `state.sqlite` path.
+    pub database: String,
+    /// `memories.log` path.
+    pub log: String,
+}
+
+fn describe_model(cfg: &codex_free_core::config::MemoriesConfig, secrets: &dyn SecretStore) -> ModelStatus {
+    let (spec, explicit) = match &cfg.extract_model {
+        Some(m) => (m.clone(), true),
+        None => (DEFAULT_EXTRACT_MODEL.to_string(), false),
+    };
+    let mut st = ModelStatus {
+        model: spec.clone(),
+        explicit,
+        api: None,
+        structured_output: None,
+        price: "price unknown".into(),
+        price_source: "unknown".into(),
+        key: String::new(),
+        problem: None,
+    };
+    let m = match ModelRef::parse(&spec) {
+        Ok(m) => m,
+        Err(e) => {
+            st.problem = Some(e.to_string());
+            return st;
+        }
+    };
+    let info = PriceTable::bundled().lookup(&m, &cfg.prices);
+    if let Some(p) = info.price {
+        st.price = format!(
+            "${:.2} in / ${:.2} out per 1M tokens",
+            p.input * 1e6,
+            p.output * 1e6
+        );
+    }
+    st.price_source = info.source;
+    match endpoint_for(&m.provider, &cfg.providers) {
+        Err(e) => st.problem = Some(e.to_string()),
+        Ok((api, _, structured, key_required, account)) => {
+            st.api = Some(api.as_str().into());
+            st.structured_output = Some(structured.as_str().into());
+            let in_store = secrets.get(&account).ok().flatten().is_some();
+            let in_env = resolve(&codex_free_secrets::MemoryStore::default(), &account)
+                .ok()
+                .flatten()
+                .is_some();
+            st.key = if in_store {
+                format!("{} (account \"{account}\")", secrets.label())
+            } else if in_env {
+                format!("env {}", env_var_for(&account))
+            } else if key_required {
+                st.problem = Some(format!(
+                    "no API key for \"{}\": keyring account \"{account}\" or env {}",
+                    m.provider,
+                    env_var_for(&account)
+                ));
+                "missing".into()
+            } else {
+                "not needed".into()
+            };
+        }
+    }
+    st
+}
+
+/// Gather [`Status`].
+///
+/// Errors: config unreadable ([`Error::Config`]) or database errors.
+pub fn status(env: &ControlEnv) -> Result<Status> {
+    let cfg = env.config()?;
+    let m = &cfg.memories;
+    let store = env.store()?;
+    let params = codex_free_store::ClaimParams {
+        sources: m.sources.clone(),
+        max_claimed: m.max_rollouts_per_startup,
+        max_running: m.max_rollouts_per_startup,
+        max_age_days: m.max_rollout_age_days,
+        min_idle_hours: m.min_rollout_idle_hours,
+        lease_seconds: codex_free_store::stage1::LEASE_SECONDS,
+        worker_id: String::new(),
+        force: false,
+    };
+    let cap = cap_state(&store, m)?;
+    Ok(Status {
+        enabled: m.enabled,
+        generate_memories: m.generate_memories,
+        use_memories: m.use_memories,
+        model: describe_model(m, env.secrets.as_ref()),
+        sources: store.source_counts()?,
+        jobs: store.job_counts()?,
+        eligible_now: store
+            .eligible_threads(&params, codex_free_store::stage1::SCAN_LIMIT)?
+            .len(),
+        recent_runs: store.recent_runs(5)?,
+        spend_this_month: store.spend_this_month()?,
+        monthly_cap_usd: m.monthly_spend_cap_usd,
+        cap_reached: cap.as_ref().is_some_and(|c| c.reached),
+        database: store
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        log: log_path(&env.home).display().to_string(),
+    })
+}
+
+fn on(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+impl Status {
+    /// Human-readable text.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        s.push_str(&format!(
+            "pipeline: {}   generate: {}   use: {}\n",
+            on(self.enabled),
+            on(self.generate_memories),
+            on(self.use_memories)
+        ));
+        let m = &self.model;
+        s.push_str(&format!(
+            "model: {}{}   api: {}   structured output: {}\n  price: {} ({})   key: {}\n",
+            m.model,
+            if m.explicit { "" } else { " (default)" },
+            m.api.as_deref().unwrap_or("?"),
+            match m.structured_output.as_deref() {
+                Some("none") => "none (compatibility mode, validated locally)",
+                Some(x) => x,
+                None => "?",
+            },
+            m.price,
+            m.price_source,
+            m.key
+        ));
+        if let Some(p) = &m.problem {
+            s.push_str(&format!("  problem: {p}\n"));
+        }
+        let sp = &self.spend_this_month;
+        let spend = match (sp.requests, sp.unpriced_requests) {
+            (0, _) => "$0 (no requests)".to_string(),
+            (_, 0) => format_cost(Some(sp.usd)),
+            (_, n) => format!(
+                "{} + {n} request(s) with unknown price",
+                format_cost(Some(sp.usd))
+            ),
+        };
+        match self.monthly_cap_usd {
+            Some(cap) => s.push_str(&format!(
+                "spend this month: {spend} of ${cap:.2} cap{}\n",
+                if self.cap_reached {
+                    "  — CAP REACHED: no model calls until next month or a higher cap"
+                } else {
+                    ""
+                }
+            )),
+            None => s.push_str(&format!(
+                "spend this month: {spend} (no cap: set memories.monthly_spend_cap_usd)\n"
+            )),
+        }
+        s.push_str("sources:\n");
+        if self.sources.is_empty() {
+            s.push_str("  (no sessions seen yet)\n");
+        }
+        for c in &self.sources {
+            s.push_str(&format!(
+                "  {:<7} {} sessions, {} with memory, {} off, {} sub-agent/ephemeral\n",
+                c.source, c.threads, c.with_output, c.disabled, c.excluded
+            ));
+        }
+        let j = &self.jobs;
+        s.push_str(&format!(
+            "jobs: {} running, {} stale lease, {} pending, {} done, {} retrying, {} out of retries; {} eligible now\n",
+            j.running, j.stale, j.pending, j.done, j.retrying, j.exhausted, self.eligible_now
+        ));
+        s.push_str("last runs:\n");
+        if self.recent_runs.is_empty() {
+            s.push_str("  (none)\n");
+        }
+        for r in &self.recent_runs {
+            let cost = match (r.cost_usd, r.unpriced_requests) {
+                (c, 0) if r.requests > 0 => format_cost(c),
+                (_, 0) => "$0".into(),
+                (Some(c), n) => format!("{} + {n} unpriced", format_cost(Some(c))),
+                (None, _) => "price unknown".into(),
+            };
+            s.push_str(&format!(
+                "  {} {} {}: {} claimed, {} with output, {} no output, {} failed, {} released; {} requests, {} in ({} cached) / {} out tokens, {}{}\n",
+                iso(r.started_at),
+                r.trigger,
+                r.summary.outcome,
+                r.summary.claimed,
+                r.summary.with_output,
+                r.summary.no_output,
+                r.summary.failed,
+                r.summary.released,
+                r.requests,
+                r.input_tokens,
+                r.cached_input_tokens,
+                r.output_tokens,
+                cost,
+                r.summary.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
+            ));
+        }
+        s.push_str(&format!("database: {}\nlog: {}\n", self.database, self.log));
+        s
+    }
+}
+
+/// One readiness check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: String,
+    /// Passed.
+    pub ok: bool,
+    /// Details or the fix.
+    pub detail: String,
+}
+
+/// `memories readiness`: can a run happen now, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Readiness {
+    /// All checks passed.
+    pub ready: bool,
+    /// The checks.
+    pub checks: Vec<Check>,
+}
+
+/// Run the readiness checks (no model call).
+pub fn readiness(env: &ControlEnv) -> Result<Readiness> {
+    let cfg = env.config()?;
+    let m = &cfg.memories;
+    let mut checks = Vec::new();
+    let mut add = |name: &str, ok: bool, detail: String| {
+        checks.push(Check {
+            name: name.into(),
+            ok,
+            detail,
+        })
+    };
+    add(
+        "pipeline on",
+        m.enabled,
+        if m.enabled {
+            "memories.enabled = true".into()
+        } else {
+            "run `codex-free memories on`".into()
+        },
+    );
+    let ms = describe_model(m, env.secrets.as_ref());
+    add(
+        "model",
+        ms.problem.is_none(),
+        ms.problem.clone().unwrap_or_else(|| {
+            format!(
+                "{} via {} (key: {})",
+                ms.model,
+                ms.api.clone().unwrap_or_default(),
+                ms.key
+            )
+        }),
+    );
+    let priced = ms.price_source != "unknown";
+    let cap_needs_price = m.monthly_spend_cap_usd.is_some() && !priced;
+    add(
+        "price",
+        !cap_needs_price,
+        if priced {
+            format!("{} ({})", ms.price, ms.price_source)
+        } else if cap_needs_price {
+            format!(
+                "price of {} unknown and a spend cap is set: add memories.prices.\"{}\"",
+                ms.model, ms.model
+            )
+        } else {
+            "price unknown: spend will show \"price unknown\" (add memories.prices to count it)"
+                .into()
+        },
+    );
+    match env.store() {
+        Ok(store) => {
+            add(
+                "database",
+                true,
+                format!("schema v{}", store.schema_version()?),
+            );
+            let cap = cap_state(&store, m)?;
+            add(
+                "spend cap",
+                !cap.as_ref().is_some_and(|c| c.reached),
+                match cap {
+                    Some(c) => format!("${:.4} of ${:.2} this month", c.spent_usd, c.cap_usd),
+                    None => "no cap set".into(),
+                },
+            );
+        }
+        Err(e) => add("database", false, e.to_string()),
+    }
+    match env.input.scan(&m.sources) {
+        Ok(t) => add(
+            "sources",
+            !t.is_empty(),
+            if t.is_empty() {
+                format!("no sessions found in {}", m.sources.join(", "))
+            } else {
+                format!("{} sessions found", t.len())
+            },
+        ),
+        Err(e) => add("sources", false, e.to_string()),
+    }
+    let ready = checks.iter().all(|c| c.ok);
+    Ok(Readiness { ready, checks })
+}
+
+impl Readiness {
+    /// Human-readable text.
+    pub fn render(&self) -> String {
+        let mut s = format!("{}\n", if self.ready { "ready" } else { "not ready" });
+        for c in &self.checks {
+            s.push_str(&format!(
+                "  [{}] {}: {}\n",
+                if c.ok { "ok" } else { "!!" },
+                c.name,
+                c.detail
+            ));
+        }
+        s
+    }
+}
+
+fn edit_config(env: &ControlEnv, f: impl FnOnce(&mut Config)) -> Result<()> {
+    let path = env.home.join(CONFIG_FILE);
+    let mut cfg = Config::load(&path)?.config;
+    f(&mut cfg);
+    cfg.save(&path)
+}
+
+fn remove_generated_memory_dir(home: &Path) -> Result<bool> {
+    let dir = home.join("memories");
+    if !dir.exists() {
+        return Ok(false);
+    }
+    std::fs::remove_dir_all(&dir)
+        .map_err(|e| Error::io(format!("removing {}", dir.display()), e))?;
+    Ok(true)
+}
+
+/// Run one command and return the text to print.
+///
+/// Errors: [`Error::Refused`] for `run`/`force` while the pipeline is off;
+/// [`Error::InvalidArgument`] for `reset` without `--yes` or an unknown thread id;
+/// [`Error::Busy`] for `reset` while jobs run; model resolution errors for `run`/`force`
+/// (an unavailable explicit model fails the run, it is never swapped).
+pub async fn execute(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
+    match cmd {
+        MemoriesCmd::Status { json } => {
+            let st = status(env)?;
+            Ok(if json {
+                serde_json::to_string_pretty(&st).expect("status serialises") + "\n"
+            } else {
+                st.render()
+            })
+        }
+        MemoriesCmd::Readiness => Ok(readiness(env)?.render()),
+        MemoriesCmd::Run | MemoriesCmd::Force => {
+            let cfg = env.config()?;
+            if !cfg.memories.enabled {
+                return Err(Error::Refused(
+                    "the memory pipeline is off; run `codex-free memories on` first".into(),
+                ));
+            }
+            let trigger = if cmd == MemoriesCmd::Force {
+                Trigger::Force
+            } else {
+                Trigger::Manual
+            };
+            let store = env.store()?;
+            resolve_extract_model(
+                &cfg.memories,
+                env.secrets.as_ref(),
+                PriceTable::bundled(),
+                env.retry,
+            )?;
+            let r = scheduler::run_once(
+                &env.home,
+                &cfg,
+                &env.scheduler_deps(),
+                &store,
+                trigger,
+                env.cancel.clone(),
+            )
+            .await?;
+            Ok(match (&r.log_line, r.summary.outcome.as_str()) {
+                (Some(l), _) => format!("{l}\n"),
+                (None, "idle") => format!(
+                    "nothing to do: {} sessions seen, none eligible (idle < {} h, already extracted, off, or retrying)\n",
+                    r.scanned, cfg.memories.min_rollout_idle_hours
+                ),
+                (None, o) => match &r.summary.error {
+                    Some(e) => format!("{o}: {e}\n"),
+                    None => format!("{o}\n"),
+                },
+            })
+        }
+        MemoriesCmd::On | MemoriesCmd::Off => {
+            let v = cmd == MemoriesCmd::On;
+            edit_config(env, |c| c.memories.enabled = v)?;
+            Ok(format!("memory pipeline {}\n", on(v)))
+        }
+        MemoriesCmd::Generate { state } => {
+            edit_config(env, |c| c.memories.generate_memories = state.on())?;
+            Ok(format!(
+                "memory generation for new sessions {}\n",
+                on(state.on())
+            ))
+        }
+        MemoriesCmd::Use { state } => {
+            edit_config(env, |c| c.memories.use_memories = state.on())?;
+            Ok(format!("memory use in new sessions {}\n", on(state.on())))
+        }
+        MemoriesCmd::Thread { state, id } => {
+            env.store()?.set_thread_memory(&id, state.on())?;
+            Ok(format!(
+                "memory for session {id} {}{}\n",
+                on(state.on()),
+                if state.on() {
+                    ""
+                } else {
+                    " (its extracted memory was deleted)"
+                }
+            ))
+        }
+        MemoriesCmd::Reset { yes } => {
+            if !yes {
+                return Err(Error::InvalidArgument(
+                    "reset deletes every extracted memory, the memory jobs and the generated memory folder (transcripts and spend history are kept); run again with --yes".into(),
+                ));
+            }
+            let (outputs, jobs) = env.store()?.clear_memory_data()?;
+            let dir = remove_generated_memory_dir(&env.home)?;
+            Ok(format!(
+                "reset: {outputs} extracted memories and {jobs} jobs deleted{}; original transcripts untouched\n",
+                if dir {
+                    ", memories/ folder removed"
+                } else {
+                    ""
+                }
+            ))
+        }
+    }
+}
+
+/// Default timeout applied by the binary around `run`/`force` when it wants one.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(3600);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codex_free_secrets::MemoryStore;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: MemoriesCmd,
+    }
+
+    #[test]
+    fn cli_shapes() {
+        let p = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("memories").chain(args.iter().copied()))
+                .map(|c| c.cmd)
+        };
+        assert_eq!(
+            p(&["thread", "off", "abc"]).unwrap(),
+            MemoriesCmd::Thread {
+                state: OnOff::Off,
+                id: "abc".into()
+            }
+        );
+        assert_eq!(
+            p(&["generate", "on"]).unwrap(),
+            MemoriesCmd::Generate { state: OnOff::On }
+        );
+        assert_eq!(p(&["reset"]).unwrap(), MemoriesCmd::Reset { yes: false });
+        assert_eq!(
+            p(&["status", "--json"]).unwrap(),
+            MemoriesCmd::Status { json: true }
+        );
+        assert!(p(&["use", "maybe"]).is_err());
+    }
+
+    #[tokio::test]
+    async fn switches_write_overrides_and_reset_needs_yes() {
+        let d = tempfile::tempdir().unwrap();
+        let mut env = ControlEnv::new(d.path().to_path_buf(), Arc::new(MemoryStore::default()));
+        env.input = Arc::new(NoSources);
+        execute(MemoriesCmd::Off, &env).await.unwrap();
+        execute(MemoriesCmd::Generate { state: OnOff::Off }, &env)
+            .await
+            .unwrap();
+        let text = std::fs::read_to_string(d.path().join(CONFIG_FILE)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"memories": {"enabled": false, "generate_memories": false}})
+        );
+        let e = execute(MemoriesCmd::Run, &env).await.unwrap_err();
+        assert_eq!(e.code(), "refused");
+        execute(MemoriesCmd::On, &env).await.unwrap();
+        let text = std::fs::read_to_string(d.path().join(CONFIG_FILE)).unwrap();
+        assert!(!text.contains("enabled\": "), "back to default: {text}");
+        let e = execute(MemoriesCmd::Reset { yes: false }, &env)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("--yes"));
+        std::fs::create_dir_all(d.path().join("memories/rollout_summaries")).unwrap();
+        let out = execute(MemoriesCmd::Reset { yes: true }, &env)
+            .await
+            .unwrap();
+        assert!(out.contains("memories/ folder removed"), "{out}");
+        assert!(!d.path().join("memories").exists());
+        let st = execute(MemoriesCmd::Status { json: false }, &env)
+            .await
+            .unwrap();
+        assert!(st.contains("generate: off"), "{st}");
+        assert!(st.contains("openai/gpt-5-mini (default)"), "{st}");
+        let r = readiness(&env).unwrap();
+        assert!(!r.ready);
+        assert!(r.checks.iter().any(|c| c.name == "sources" && !c.ok));
+    }
+}

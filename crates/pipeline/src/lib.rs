@@ -1,0 +1,24 @@
+//! The background memory pipeline: transcripts of the agents ([`sources`]) become one
+//! [`rollout::Rollout`] model, are found and watched by [`discover`], sanitised by
+//! [`redact`] and [`compact`], rendered for phase 1 by [`render`]; [`bench`] measures the
+//! compaction offline. [`input`] hands them to [`phase1`] (claims, extraction, usage),
+//! which [`scheduler`] runs in the background and [`control`] drives from the CLI;
+//! [`usage`] writes `memories.log`.
+//!
+//! Invariant: nothing here modifies an agent's transcript, and no transcript text leaves
+//! [`render`] unredacted.
+
+pub mod bench;
+pub mod compact;
+pub mod control;
+pub mod discover;
+pub mod input;
+pub mod phase1;
+pub mod phase2;
+pub mod providers;
+pub mod redact;
+pub mod render;
+pub mod rollout;
+pub mod scheduler;
+pub mod sources;
+pub mod usage;

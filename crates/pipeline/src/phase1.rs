@@ -1,0 +1,923 @@
+//! Phase 1: per-rollout extraction (PIPE-3, after Codex's memories phase 1).
+//!
+//! One run: record what discovery sees (`threads`), stop early when the monthly spend cap
+//! is reached, claim up to `max_rollouts_per_startup` eligible jobs, and for each (at most
+//! [`CONCURRENCY`] at once): render the sanitised rollout within the input cap (70% of the
+//! model's context window, [`DEFAULT_INPUT_CAP_TOKENS`] when unknown), send one request
+//! asking for `{rollout_summary, rollout_slug, raw_memory}`, validate the answer locally,
+//! redact it again, and store it. Every request gets a usage row; the run gets a `runs`
+//! row and one `memories.log` line.
+//!
+//! Inputs come through two seams so the engine is testable on its own:
+//! [`RolloutInput`] (discovery + rendering, implemented over `pipeline::rollout` /
+//! `pipeline::render`) and [`Redactor`] (the secret redactor of `pipeline::redact`).
+//!
+//! Invariant: a claim always ends in exactly one of done-with-output, done-no-output,
+//! failed (retry later) or released (unchanged, claimable again); nothing is stored from
+//! an answer that failed validation; no model call is made once the cap is reached or
+//! after a run-fatal error (unknown model, rejected key).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use codex_free_core::config::MemoriesConfig;
+use crate::usage::{Phase1Line, append_line};
+use crate::providers::{
+    CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage,
+};
+use codex_free_store::stage1::{LEASE_SECONDS, RETRY_DELAY_SECONDS};
+use codex_free_store::{
+    ClaimParams, RunSummary, Stage1Claim, Stage1OutputInput, Store, ThreadRow, ThreadUpsert,
+    UsageRow,
+};
+use codex_free_core::Error;
+use codex_free_core::Result;
+
+/// Extractions in flight at once within one process.
+pub const CONCURRENCY: usize = 4;
+/// Input cap when the model's context window is unknown, tokens (Codex's default).
+pub const DEFAULT_INPUT_CAP_TOKENS: usize = 150_000;
+/// Share of the context window the input may use, percent (Codex: 70).
+pub const CONTEXT_WINDOW_PERCENT: u64 = 70;
+/// Tokens reserved inside the cap for the instructions and the header.
+pub const PROMPT_OVERHEAD_TOKENS: usize = 2_000;
+/// Output cap asked for when the model's own limit is larger or unknown, tokens.
+pub const MAX_OUTPUT_TOKENS: u64 = 16_384;
+
+/// Discovery and rendering of rollouts (implemented over pipe-a's `rollout`/`render`).
+pub trait RolloutInput: Send + Sync {
+    /// Every rollout of the given sources, metadata only (no content read beyond what
+    /// the id/timestamps need). Sub-agent and ephemeral sessions are returned flagged.
+    fn scan(&self, sources: &[String]) -> Result<Vec<ThreadUpsert>>;
+    /// The rollout's conversation as sent to the model: injected context filtered, each
+    /// tool result compacted to `tool_result_token_budget` tokens
+    /// (`memories.tool_result_token_budget`, 0 = off), secrets redacted, and the
+    /// whole capped at 70% of `context_window` tokens (150,000 when unknown; see
+    /// [`input_budget`]) keeping head and tail.
+    ///
+    /// Errors: the file vanished or cannot be read at all (the job fails and retries).
+    fn render(
+        &self,
+        thread: &ThreadRow,
+        context_window: Option<u64>,
+        tool_result_token_budget: usize,
+    ) -> Result<String>;
+}
+
+/// Secret redaction applied to the model's answer before it is stored.
+pub trait Redactor: Send + Sync {
+    /// `text` with every secret replaced by the redaction marker.
+    fn redact(&self, text: &str) -> String;
+}
+
+/// What started a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    /// Process start.
+    Startup,
+    /// A watched transcript changed.
+    Watch,
+    /// The periodic rescan.
+    Periodic,
+    /// `memories run`.
+    Manual,
+    /// `memories force`: ignores idle time, backoff and exhausted retries.
+    Force,
+}
+
+impl Trigger {
+    /// Lowercase name stored in `runs.trigger`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Startup => "startup",
+            Trigger::Watch => "watch",
+            Trigger::Periodic => "periodic",
+            Trigger::Manual => "manual",
+            Trigger::Force => "force",
+        }
+    }
+}
+
+/// Everything one run needs.
+#[derive(Clone)]
+pub struct Phase1Ctx {
+    /// State home (for `memories.log`).
+    pub home: PathBuf,
+    /// The database.
+    pub store: Store,
+    /// `memories` config block.
+    pub config: MemoriesConfig,
+    /// The extraction model.
+    pub model: ResolvedModel,
+    /// Rollout discovery + rendering.
+    pub input: Arc<dyn RolloutInput>,
+    /// Output redaction.
+    pub redactor: Arc<dyn Redactor>,
+    /// Stops the run: in-flight requests are abandoned and their jobs released.
+    pub cancel: CancellationToken,
+    /// What started it.
+    pub trigger: Trigger,
+    /// Worker id stored on claims (e.g. `pid@host`).
+    pub worker_id: String,
+}
+
+/// Result of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunReport {
+    /// `runs.id`; `None` when nothing was claimed (no run recorded).
+    pub run_id: Option<String>,
+    /// Counts and outcome (`ok`, `failed`, `cancelled`, `spend_cap`, `disabled`, `idle`).
+    pub summary: RunSummary,
+    /// Token totals.
+    pub usage: TokenUsage,
+    /// Cost of priced requests, USD.
+    pub cost_usd: Option<f64>,
+    /// Requests without a price.
+    pub unpriced: i64,
+    /// Threads recorded by the scan.
+    pub scanned: usize,
+    /// The `memories.log` line written, if any.
+    pub log_line: Option<String>,
+}
+
+/// The answer's JSON schema (all properties required, nothing else allowed).
+pub fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "rollout_summary": { "type": "string" },
+            "rollout_slug": { "type": ["string", "null"] },
+            "raw_memory": { "type": "string" }
+        },
+        "required": ["rollout_summary", "rollout_slug", "raw_memory"],
+        "additionalProperties": false
+    })
+}
+
+/// The instructions sent with every extraction (ours; modelled on the task Codex's
+/// stage-one prompt sets, not its text).
+pub const SYSTEM_PROMPT: &str = r#"You read one finished session between a developer and an AI coding agent and write down what is worth remembering for future sessions with the same developer.
+
+Keep only durable, reusable knowledge:
+- the developer's stated preferences and conventions (tools, style, workflow, things to always or never do);
+- facts about the projects involved (layout, build and test commands that worked, architecture, gotchas);
+- decisions taken and their reasons; problems hit and how they were solved; what is still unfinished.
+Leave out small talk, one-off details, anything that merely restates the transcript, and every secret or credential (never copy keys, tokens or passwords).
+
+Answer with one JSON object and nothing else, with exactly these keys:
+- "rollout_summary": a short paragraph (at most about 80 words) saying what the session was about and how it ended;
+- "rollout_slug": a few lowercase words joined by hyphens naming the session (for a file name), or null;
+- "raw_memory": Markdown notes of the knowledge above, one bullet per fact, grouped under short headings; quote exact commands, paths and names.
+If nothing in the session is worth keeping, return empty strings for "rollout_summary" and "raw_memory" and null for "rollout_slug"."#;
+
+/// A validated answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extraction {
+    /// Summary.
+    pub rollout_summary: String,
+    /// Slug (normalised to `[a-z0-9-]`, at most 60 chars), `None` when absent or empty.
+    pub rollout_slug: Option<String>,
+    /// Raw memory (Markdown).
+    pub raw_memory: String,
+}
+
+impl Extraction {
+    /// Both text fields blank: nothing worth keeping (succeeds with no output).
+    pub fn is_empty(&self) -> bool {
+        self.raw_memory.trim().is_empty() && self.rollout_summary.trim().is_empty()
+    }
+}
+
+/// Parse and validate the model's text against [`output_schema`]: a JSON object with
+/// exactly the three keys and the right types. A single Markdown code fence around the
+/// object is tolerated (compatibility-mode providers add one).
+///
+/// Errors: [`Error::Provider`] naming what is wrong (not JSON, missing/extra key, type).
+pub fn parse_extraction(text: &str) -> Result<Extraction> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .and_then(|r| r.trim_end().strip_suffix("```"))
+        .map(str::trim)
+        .unwrap_or(t);
+    let v: Value =
+        serde_json::from_str(t).map_err(|e| Error::Provider(format!("answer is not JSON: {e}")))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| Error::Provider("answer is not a JSON object".into()))?;
+    for k in obj.keys() {
+        if !["rollout_summary", "rollout_slug", "raw_memory"].contains(&k.as_str()) {
+            return Err(Error::Provider(format!(
+                "answer has unexpected key \"{k}\""
+            )));
+        }
+    }
+    let string = |k: &str| -> Result<String> {
+        match obj.get(k) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(Error::Provider(format!(
+                "answer key \"{k}\" must be a string"
+            ))),
+            None => Err(Error::Provider(format!("answer lacks key \"{k}\""))),
+        }
+    };
+    let rollout_summary = string("rollout_summary")?;
+    let raw_memory = string("raw_memory")?;
+    let rollout_slug = match obj.get("rollout_slug") {
+        Some(Value::Null) => None,
+        Some(Value::String(s)) => normalise_slug(s),
+        Some(_) => {
+            return Err(Error::Provider(
+                "answer key \"rollout_slug\" must be a string or null".into(),
+            ));
+        }
+        None => return Err(Error::Provider("answer lacks key \"rollout_slug\"".into())),
+    };
+    Ok(Extraction {
+        rollout_summary,
+        rollout_slug,
+        raw_memory,
+    })
+}
+
+fn normalise_slug(s: &str) -> Option<String> {
+    let mut out = String::new();
+    for c in s.trim().chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+        if out.len() >= 60 {
+            break;
+        }
+    }
+    let out = out.trim_matches('-').to_string();
+    (!out.is_empty()).then_some(out)
+}
+
+/// Input budget for the rendered rollout: 70% of the context window (or
+/// [`DEFAULT_INPUT_CAP_TOKENS`]) minus [`PROMPT_OVERHEAD_TOKENS`].
+pub fn input_budget(context_window: Option<u64>) -> usize {
+    let cap = context_window
+        .map(|w| (w.saturating_mul(CONTEXT_WINDOW_PERCENT) / 100) as usize)
+        .unwrap_or(DEFAULT_INPUT_CAP_TOKENS);
+    cap.saturating_sub(PROMPT_OVERHEAD_TOKENS).max(1_000)
+}
+
+/// Spend-cap state for this month.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapState {
+    /// The cap, USD.
+    pub cap_usd: f64,
+    /// Spent this month (priced requests), USD.
+    pub spent_usd: f64,
+    /// Whether no more calls may be made.
+    pub reached: bool,
+}
+
+/// Check `memories.monthly_spend_cap_usd` against this month's usage. `None` when no cap.
+pub fn cap_state(store: &Store, cfg: &MemoriesConfig) -> Result<Option<CapState>> {
+    let Some(cap) = cfg.monthly_spend_cap_usd else {
+        return Ok(None);
+    };
+    let spent = store.spend_this_month()?.usd;
+    Ok(Some(CapState {
+        cap_usd: cap,
+        spent_usd: spent,
+        reached: spent >= cap,
+    }))
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Store(format!("worker thread failed: {e}")))?
+}
+
+struct Shared {
+    ctx: Phase1Ctx,
+    run_id: String,
+    request_no: AtomicI64,
+    stop: AtomicBool,
+    stop_reason: std::sync::Mutex<Option<(String, String)>>,
+}
+
+impl Shared {
+    fn halt(&self, outcome: &str, why: String) {
+        let mut g = self.stop_reason.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_none() {
+            *g = Some((outcome.to_string(), why));
+        }
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// How one claim ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JobEnd {
+    WithOutput,
+    NoOutput,
+    Failed,
+    Released,
+}
+
+/// Run phase 1 once. Never panics on provider or input trouble: those end as failed or
+/// released jobs; only database errors abort (jobs then stay leased until their lease
+/// expires).
+///
+/// Errors: [`Error::Store`] on database failure; [`Error::Io`] when the log cannot be
+/// written.
+pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
+    let cfg = ctx.config.clone();
+    if !cfg.enabled {
+        return Ok(RunReport {
+            summary: RunSummary {
+                outcome: "disabled".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+    }
+    // 1. Discovery → threads.
+    let scanned = {
+        let (input, store, sources, generate) = (
+            ctx.input.clone(),
+            ctx.store.clone(),
+            cfg.sources.clone(),
+            cfg.generate_memories,
+        );
+        blocking(move || {
+            let threads = input.scan(&sources)?;
+            store.upsert_threads(&threads, generate)?;
+            Ok(threads.len())
+        })
+        .await?
+    };
+    let model_name = ctx.model.model.to_string();
+    // 2. Spend cap.
+    if let Some(state) = {
+        let (store, c) = (ctx.store.clone(), cfg.clone());
+        blocking(move || cap_state(&store, &c)).await?
+    } {
+        let why = if state.reached {
+            Some(format!(
+                "monthly spend cap reached (${:.4} of ${:.2}); no model calls until next month or a higher cap",
+                state.spent_usd, state.cap_usd
+            ))
+        } else if ctx.model.price.is_none() {
+            Some(format!(
+                "a monthly spend cap is set but the price of {model_name} is unknown; add memories.prices.\"{model_name}\" so spend can be counted"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return stopped_before_claim(&ctx, scanned, "spend_cap", why).await;
+        }
+    }
+    // 3. Claim.
+    let params = ClaimParams {
+        sources: cfg.sources.clone(),
+        max_claimed: cfg.max_rollouts_per_startup,
+        max_running: cfg.max_rollouts_per_startup,
+        max_age_days: cfg.max_rollout_age_days,
+        min_idle_hours: cfg.min_rollout_idle_hours,
+        lease_seconds: LEASE_SECONDS,
+        worker_id: ctx.worker_id.clone(),
+        force: ctx.trigger == Trigger::Force,
+    };
+    let claims = {
+        let store = ctx.store.clone();
+        blocking(move || store.claim_stage1_jobs(&params)).await?
+    };
+    if claims.is_empty() {
+        return Ok(RunReport {
+            scanned,
+            summary: RunSummary {
+                outcome: "idle".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+    }
+    let run_id = {
+        let (store, trig, m) = (ctx.store.clone(), ctx.trigger, model_name.clone());
+        blocking(move || store.begin_run("phase1", trig.as_str(), Some(&m))).await?
+    };
+    tracing::info!(run = %run_id, claimed = claims.len(), model = %model_name, "phase 1 started");
+    // 4. Extract, bounded.
+    let shared = Arc::new(Shared {
+        ctx: ctx.clone(),
+        run_id: run_id.clone(),
+        request_no: AtomicI64::new(0),
+        stop: AtomicBool::new(false),
+        stop_reason: std::sync::Mutex::new(None),
+    });
+    let sem = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
+    let mut set = tokio::task::JoinSet::new();
+    let claimed = claims.len() as i64;
+    for claim in claims {
+        let (sh, sem) = (shared.clone(), sem.clone());
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            process(&sh, claim).await
+        });
+    }
+    let mut summary = RunSummary {
+        claimed,
+        ..Default::default()
+    };
+    let mut first_err = None;
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok(Ok(JobEnd::WithOutput)) => summary.with_output += 1,
+            Ok(Ok(JobEnd::NoOutput)) => summary.no_output += 1,
+            Ok(Ok(JobEnd::Failed)) => summary.failed += 1,
+            Ok(Ok(JobEnd::Released)) => summary.released += 1,
+            Ok(Err(e)) => {
+                summary.failed += 1;
+                first_err.get_or_insert(e);
+            }
+            Err(e) => {
+                summary.failed += 1;
+                first_err.get_or_insert(Error::Store(format!("extraction task failed: {e}")));
+            }
+        }
+    }
+    let stop = shared
+        .stop_reason
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    (summary.outcome, summary.error) = match (&stop, &first_err) {
+        (Some((o, why)), _) => (o.clone(), Some(why.clone())),
+        (None, Some(e)) => ("failed".into(), Some(e.to_string())),
+        (None, None) => ("ok".into(), None),
+    };
+    // 5. Close the run and log it.
+    let row = {
+        let (store, id, s) = (ctx.store.clone(), run_id.clone(), summary.clone());
+        blocking(move || {
+            store.finish_run(&id, &s)?;
+            store.run(&id)
+        })
+        .await?
+        .ok_or_else(|| Error::Store("run row vanished".into()))?
+    };
+    let usage = TokenUsage {
+        input: row.input_tokens as u64,
+        cached_input: row.cached_input_tokens as u64,
+        cache_write: 0,
+        output: row.output_tokens as u64,
+        reasoning: row.reasoning_tokens as u64,
+    };
+    let line = Phase1Line {
+        at: ctx.store.now(),
+        claimed: summary.claimed,
+        with_output: summary.with_output,
+        no_output: summary.no_output,
+        failed: summary.failed,
+        released: summary.released,
+        tokens: usage.total(),
+        cost_usd: row.cost_usd,
+        unpriced: row.unpriced_requests,
+        model: model_name,
+        run_id: run_id.clone(),
+        stopped: summary.error.clone().filter(|_| summary.outcome != "ok"),
+    }
+    .render();
+    {
+        let (home, l) = (ctx.home.clone(), line.clone());
+        blocking(move || append_line(&home, &l)).await?;
+    }
+    tracing::info!(target: "memories", "{line}");
+    if let Some(e) = first_err
+        && matches!(e, Error::Store(_))
+    {
+        return Err(e);
+    }
+    Ok(RunReport {
+        run_id: Some(run_id),
+        summary,
+        usage,
+        cost_usd: row.cost_usd,
+        unpriced: row.unpriced_requests,
+        scanned,
+        log_line: Some(line),
+    })
+}
+
+async fn stopped_before_claim(
+    ctx: &Phase1Ctx,
+    scanned: usize,
+    outcome: &str,
+    why: String,
+) -> Result<RunReport> {
+    let model = ctx.model.model.to_string();
+    let summary = RunSummary {
+        outcome: outcome.into(),
+        error: Some(why.clone()),
+        ..Default::default()
+    };
+    let (store, trig, s, m) = (
+        ctx.store.clone(),
+        ctx.trigger,
+        summary.clone(),
+        model.clone(),
+    );
+    // The same stop as the last recorded run (e.g. the cap on every rescan): say it once.
+    let run_id = blocking(move || {
+        let last = store.recent_runs(1)?.into_iter().next();
+        if last.is_some_and(|r| r.summary.outcome == s.outcome && r.summary.error == s.error) {
+            return Ok(None);
+        }
+        let id = store.begin_run("phase1", trig.as_str(), Some(&m))?;
+        store.finish_run(&id, &s)?;
+        Ok(Some(id))
+    })
+    .await?;
+    let Some(run_id) = run_id else {
+        return Ok(RunReport {
+            summary,
+            scanned,
+            ..Default::default()
+        });
+    };
+    let line = Phase1Line {
+        at: ctx.store.now(),
+        model,
+        run_id: run_id.clone(),
+        stopped: Some(why),
+        ..Default::default()
+    }
+    .render();
+    let (home, l) = (ctx.home.clone(), line.clone());
+    blocking(move || append_line(&home, &l)).await?;
+    tracing::warn!(target: "memories", "{line}");
+    Ok(RunReport {
+        run_id: Some(run_id),
+        summary,
+        scanned,
+        log_line: Some(line),
+        ..Default::default()
+    })
+}
+
+async fn release(sh: &Shared, claim: Stage1Claim, why: String) -> Result<JobEnd> {
+    let store = sh.ctx.store.clone();
+    blocking(move || store.release_stage1(&claim, &why)).await?;
+    Ok(JobEnd::Released)
+}
+
+async fn fail(sh: &Shared, claim: Stage1Claim, why: String) -> Result<JobEnd> {
+    tracing::warn!(thread = %claim.thread.id, reason = %why, "phase 1 job failed");
+    let store = sh.ctx.store.clone();
+    blocking(move || store.mark_stage1_failed(&claim, &why, RETRY_DELAY_SECONDS)).await?;
+    Ok(JobEnd::Failed)
+}
+
+async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
+    let ctx = &sh.ctx;
+    if ctx.cancel.is_cancelled() {
+        sh.halt("cancelled", "cancelled".into());
+    }
+    if sh.stop.load(Ordering::SeqCst) {
+        return release(sh, claim, "run stopped before this job".into()).await;
+    }
+    // Cap re-check right before spending (other processes spend too).
+    {
+        let (store, cfg) = (ctx.store.clone(), ctx.config.clone());
+        if let Some(st) = blocking(move || cap_state(&store, &cfg)).await?
+            && st.reached
+        {
+            sh.halt(
+                "spend_cap",
+                format!(
+                    "monthly spend cap reached (${:.4} of ${:.2})",
+                    st.spent_usd, st.cap_usd
+                ),
+            );
+            return release(sh, claim, "monthly spend cap reached".into()).await;
+        }
+    }
+    // Render.
+    let (window, tool_budget) = (
+        ctx.model.context_window,
+        ctx.config.tool_result_token_budget,
+    );
+    let rendered = {
+        let (input, thread) = (ctx.input.clone(), claim.thread.clone());
+        blocking(move || input.render(&thread, window, tool_budget)).await
+    };
+    let rendered = match rendered {
+        Ok(r) => r,
+        Err(e) => return fail(sh, claim, format!("rendering the rollout failed: {e}")).await,
+    };
+    let req = build_request(ctx, &claim.thread, &rendered);
+    let no = sh.request_no.fetch_add(1, Ordering::SeqCst) + 1;
+    let started = Instant::now();
+    let res = ctx.model.client.complete(&req, &ctx.cancel).await;
+    let duration_ms = started.elapsed().as_millis() as i64;
+    let mut row = UsageRow {
+        run_id: sh.run_id.clone(),
+        phase: "phase1".into(),
+        request_no: no,
+        thread_id: Some(claim.thread.id.clone()),
+        model: ctx.model.model.to_string(),
+        duration_ms,
+        ..Default::default()
+    };
+    let record = |row: UsageRow| {
+        let store = ctx.store.clone();
+        blocking(move || store.record_usage(&row))
+    };
+    let completion = match res {
+        Ok(c) => c,
+        Err(e) => {
+            row.attempts = i64::from(e.attempts);
+            row.outcome = if e.kind == FailureKind::Cancelled {
+                "cancelled".into()
+            } else {
+                "failed".into()
+            };
+            row.error = Some(e.to_string());
+            // No usage reported for a failed request: zero tokens; priced models cost 0.
+            row.cost_usd = ctx.model.price.map(|_| 0.0);
+            record(row).await?;
+            if e.kind.is_run_fatal() {
+                let outcome = if e.kind == FailureKind::Cancelled {
+                    "cancelled"
+                } else {
+                    "failed"
+                };
+                let why = match e.kind {
+                    FailureKind::ModelUnavailable => {
+                        format!("model {} is not available: {}", ctx.model.model, e.message)
+                    }
+                    FailureKind::Auth => format!(
+                        "provider rejected the credentials for {}: {}",
+                        ctx.model.model, e.message
+                    ),
+                    _ => "cancelled".into(),
+                };
+                sh.halt(outcome, why.clone());
+                return release(sh, claim, why).await;
+            }
+            return fail(sh, claim, e.to_string()).await;
+        }
+    };
+    let u = completion.usage;
+    row.attempts = i64::from(completion.attempts);
+    row.input_tokens = u.input as i64;
+    row.cached_input_tokens = u.cached_input as i64;
+    row.cache_write_tokens = u.cache_write as i64;
+    row.output_tokens = u.output as i64;
+    row.reasoning_tokens = u.reasoning as i64;
+    row.cost_usd = ctx.model.price.map(|p| p.cost(&u));
+    let parsed = parse_extraction(&completion.content);
+    row.outcome = match &parsed {
+        Ok(x) if x.is_empty() => "no_output".into(),
+        Ok(_) => "ok".into(),
+        Err(_) => "invalid_output".into(),
+    };
+    row.error = parsed.as_ref().err().map(|e| e.to_string());
+    record(row).await?;
+    let x = match parsed {
+        Ok(x) => x,
+        Err(e) => return fail(sh, claim, format!("invalid answer: {e}")).await,
+    };
+    let store = ctx.store.clone();
+    if x.is_empty() {
+        let ok = blocking(move || store.mark_stage1_succeeded_no_output(&claim)).await?;
+        return Ok(if ok {
+            JobEnd::NoOutput
+        } else {
+            JobEnd::Released
+        });
+    }
+    let red = &ctx.redactor;
+    let (summary, memory) = (red.redact(&x.rollout_summary), red.redact(&x.raw_memory));
+    let slug = x
+        .rollout_slug
+        .map(|s| red.redact(&s))
+        .and_then(|s| normalise_slug(&s));
+    let ok = blocking(move || {
+        store.mark_stage1_succeeded(
+            &claim,
+            &Stage1OutputInput {
+                raw_memory: &memory,
+                rollout_summary: &summary,
+                rollout_slug: slug.as_deref(),
+            },
+        )
+    })
+    .await?;
+    Ok(if ok {
+        JobEnd::WithOutput
+    } else {
+        JobEnd::Released
+    })
+}
+
+fn build_request(ctx: &Phase1Ctx, t: &ThreadRow, rendered: &str) -> CompletionRequest {
+    let updated = crate::usage::iso(t.updated_at);
+    let header = format!(
+        "Session {id} ({source}), last active {updated}{cwd}.\n\n<session>\n",
+        id = t.id,
+        source = t.source,
+        cwd = t
+            .cwd
+            .as_deref()
+            .map(|c| format!(", working directory {c}"))
+            .unwrap_or_default()
+    );
+    let max_out = ctx
+        .model
+        .max_output_tokens
+        .map(|m| m.min(MAX_OUTPUT_TOKENS))
+        .unwrap_or(MAX_OUTPUT_TOKENS);
+    CompletionRequest {
+        system: SYSTEM_PROMPT.into(),
+        messages: vec![Message::User(format!(
+            "{header}{rendered}\n</session>\n\nReturn the JSON object now."
+        ))],
+        response_schema: Some(JsonSchemaSpec {
+            name: "stage1_memory".into(),
+            schema: output_schema(),
+        }),
+        tools: Vec::new(),
+        reasoning_effort: ctx
+            .model
+            .reasoning
+            .then(|| ctx.config.extract_thinking.clone()),
+        max_output_tokens: Some(max_out as u32),
+    }
+}
+
+/// A [`Redactor`] that changes nothing. Only for tests and for inputs already redacted
+/// upstream; production wiring uses `pipeline::redact`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoRedaction;
+
+impl Redactor for NoRedaction {
+    fn redact(&self, text: &str) -> String {
+        text.to_string()
+    }
+}
+
+/// A [`RolloutInput`] over a directory of plain-text rollouts: `<dir>/<source>/<id>.txt`,
+/// `updated_at` = file mtime, rendered text = the file (tail-truncated to
+/// [`input_budget`] at 4 bytes per token). For tests and benchmarks of the engine without transcript parsing.
+#[derive(Debug, Clone)]
+pub struct TextDirInput {
+    /// The root directory.
+    pub dir: PathBuf,
+}
+
+impl TextDirInput {
+    /// Over `dir`.
+    pub fn new(dir: impl AsRef<Path>) -> Self {
+        Self {
+            dir: dir.as_ref().to_path_buf(),
+        }
+    }
+}
+
+impl RolloutInput for TextDirInput {
+    fn scan(&self, sources: &[String]) -> Result<Vec<ThreadUpsert>> {
+        let mut out = Vec::new();
+        for s in sources {
+            let d = self.dir.join(s);
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.extension().and_then(|x| x.to_str()) != Some("txt") {
+                    continue;
+                }
+                let meta = e
+                    .metadata()
+                    .map_err(|err| Error::io(format!("stat {}", p.display()), err))?;
+                let mtime = meta
+                    .modified()
+                    .ok()
+                    .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_secs() as i64)
+                    .unwrap_or(0);
+                let id = p
+                    .file_stem()
+                    .map(|x| x.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                out.push(ThreadUpsert {
+                    id,
+                    source: s.clone(),
+                    path: p.to_string_lossy().into_owned(),
+                    cwd: None,
+                    title: None,
+                    created_at: None,
+                    updated_at: mtime,
+                    is_subagent: false,
+                    is_ephemeral: false,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    fn render(
+        &self,
+        thread: &ThreadRow,
+        context_window: Option<u64>,
+        _tool_budget: usize,
+    ) -> Result<String> {
+        let budget_tokens = input_budget(context_window);
+        let text = std::fs::read_to_string(&thread.path)
+            .map_err(|e| Error::io(format!("reading {}", thread.path), e))?;
+        let max = codex_free_core::tokens::bytes_for(budget_tokens);
+        if text.len() <= max {
+            return Ok(text);
+        }
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        Ok(text[..end].to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_accepts_exact_shape_and_fences() {
+        let x = parse_extraction(
+            r#"{"rollout_summary":"s","rollout_slug":"Fix CI: pnpm!","raw_memory":"- m"}"#,
+        )
+        .unwrap();
+        assert_eq!(x.rollout_slug.as_deref(), Some("fix-ci-pnpm"));
+        let x = parse_extraction(
+            "```json\n{\"rollout_summary\":\"\",\"rollout_slug\":null,\"raw_memory\":\" \"}\n```",
+        )
+        .unwrap();
+        assert!(x.is_empty());
+    }
+
+    #[test]
+    fn parse_rejects_schema_violations() {
+        for (bad, why) in [
+            ("not json", "not JSON"),
+            ("[1]", "not a JSON object"),
+            (
+                r#"{"rollout_summary":"s","raw_memory":"m"}"#,
+                "lacks key \"rollout_slug\"",
+            ),
+            (
+                r#"{"rollout_summary":"s","rollout_slug":null,"raw_memory":"m","extra":1}"#,
+                "unexpected key \"extra\"",
+            ),
+            (
+                r#"{"rollout_summary":1,"rollout_slug":null,"raw_memory":"m"}"#,
+                "must be a string",
+            ),
+            (
+                r#"{"rollout_summary":"s","rollout_slug":5,"raw_memory":"m"}"#,
+                "string or null",
+            ),
+        ] {
+            let e = parse_extraction(bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn budget_is_70_percent_of_window_or_default() {
+        assert_eq!(
+            input_budget(Some(400_000)),
+            280_000 - PROMPT_OVERHEAD_TOKENS
+        );
+        assert_eq!(
+            input_budget(None),
+            DEFAULT_INPUT_CAP_TOKENS - PROMPT_OVERHEAD_TOKENS
+        );
+        assert_eq!(input_budget(Some(100)), 1_000);
+    }
+
+    #[test]
+    fn schema_is_strict_shape() {
+        let s = output_schema();
+        assert_eq!(s["additionalProperties"], json!(false));
+        assert_eq!(s["required"].as_array().unwrap().len(), 3);
+    }
+}

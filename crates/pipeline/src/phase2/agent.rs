@@ -1,0 +1,504 @@
+//! The consolidation agent: a tool-calling loop between the consolidation model and the
+//! jailed file tools of [`super::jail`] (PIPE-5). The model sees the workspace diff and the
+//! folder, edits `MEMORY.md`, `memory_summary.md` and `skills/`, and stops by answering
+//! without tool calls. The artifacts are then validated in code; one repair turn is
+//! allowed (HYG-1); a second failure fails the run.
+//!
+//! The model is reached through [`ConsolidationModel`], a small seam over the providers
+//! (messages + tool specs in, text + tool calls + usage out); every request's usage goes to
+//! a [`TurnLog`] as it happens, so a failed run is still accounted for (PIPE-8).
+//!
+//! Invariant: the agent has exactly the four file tools; no other tool call is executed,
+//! and the loop ends after at most [`AgentOptions::max_requests`] model requests.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use super::jail::Jail;
+use codex_free_core::Error;
+use codex_free_core::Result;
+
+/// Who speaks a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Standing instructions.
+    System,
+    /// The task and the repair request.
+    User,
+    /// The model's turns (text and tool calls).
+    Assistant,
+    /// A tool result (answers one tool call by id).
+    Tool,
+}
+
+/// One tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ToolCall {
+    /// Provider-assigned id, echoed in the tool result.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as a JSON object text.
+    pub arguments: String,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Message {
+    /// Speaker.
+    pub role: Role,
+    /// Text (may be empty for an assistant turn that only calls tools).
+    pub content: String,
+    /// Tool calls of an assistant turn.
+    pub tool_calls: Vec<ToolCall>,
+    /// For [`Role::Tool`]: the call answered.
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A text message.
+    pub fn text(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool offered to the model: name, description, JSON schema of the arguments.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON schema (object) of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// Token usage of one request (or a sum of them), in tokens as the provider reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TurnUsage {
+    /// Input tokens (including cached ones).
+    pub input_tokens: u64,
+    /// Input tokens served from the provider's cache.
+    pub cached_input_tokens: u64,
+    /// Output tokens (including reasoning).
+    pub output_tokens: u64,
+    /// Reasoning tokens, when reported.
+    pub reasoning_tokens: u64,
+}
+
+impl TurnUsage {
+    /// Add `o` into `self`.
+    pub fn add(&mut self, o: &TurnUsage) {
+        self.input_tokens += o.input_tokens;
+        self.cached_input_tokens += o.cached_input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.reasoning_tokens += o.reasoning_tokens;
+    }
+}
+
+/// The model's answer to one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelReply {
+    /// Text content.
+    pub content: String,
+    /// Tool calls requested (empty = the model is done).
+    pub tool_calls: Vec<ToolCall>,
+    /// Usage of this request.
+    pub usage: TurnUsage,
+}
+
+/// One request to the model.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRequest<'a> {
+    /// The conversation so far.
+    pub messages: &'a [Message],
+    /// The tools offered.
+    pub tools: &'a [ToolSpec],
+    /// Reasoning effort (`memories.consolidation_thinking`).
+    pub reasoning_effort: &'a str,
+}
+
+/// A boxed, sendable future (the seam's return type).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The consolidation model seam.
+pub trait ConsolidationModel: Send + Sync {
+    /// `provider/model-id` for logs and usage rows.
+    fn model_id(&self) -> String;
+    /// Send one request. Errors: [`Error::Provider`] (HTTP, bad answer, unavailable model).
+    fn complete<'a>(&'a self, req: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelReply>>;
+}
+
+/// The accounting of one model request.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TurnRecord {
+    /// 1-based request number within the run.
+    pub request_no: usize,
+    /// `provider/model-id`.
+    pub model: String,
+    /// Usage (zero when the request failed).
+    pub usage: TurnUsage,
+    /// Wall time of the request, milliseconds.
+    pub duration_ms: u64,
+    /// `"ok"` or `"error"`.
+    pub outcome: &'static str,
+    /// The error text when it failed.
+    pub error: Option<String>,
+}
+
+/// Receives every request's accounting as it happens.
+pub trait TurnLog: Send + Sync {
+    /// Record one request.
+    fn record(&self, rec: &TurnRecord);
+}
+
+/// A [`TurnLog`] that keeps nothing.
+#[derive(Debug, Default)]
+pub struct NoLog;
+
+impl TurnLog for NoLog {
+    fn record(&self, _: &TurnRecord) {}
+}
+
+/// Loop limits.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Most model requests in the whole run, repair included. Default 64: a consolidation
+    /// of a few hundred inputs takes a few dozen tool calls; the cap only stops a model
+    /// that never stops.
+    pub max_requests: usize,
+    /// Reasoning effort passed to the model.
+    pub reasoning_effort: String,
+    /// Cancels the run between requests and tool calls.
+    pub cancel: CancellationToken,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            max_requests: 64,
+            reasoning_effort: "medium".into(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// What a finished agent run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AgentReport {
+    /// Model requests made.
+    pub requests: usize,
+    /// Tool calls executed (refused ones included).
+    pub tool_calls: usize,
+    /// Tool calls refused or failed, as `name: error text`.
+    pub refused: Vec<String>,
+    /// Summed usage.
+    pub usage: TurnUsage,
+    /// True when the repair turn was needed.
+    pub repaired: bool,
+    /// The model's last text.
+    pub final_text: String,
+}
+
+/// Why an agent run failed, with what it had done so far.
+#[derive(Debug)]
+pub struct AgentFailure {
+    /// The error (budget, provider, cancelled, request cap).
+    pub error: Error,
+    /// Work done before the failure.
+    pub report: AgentReport,
+}
+
+/// Run the agent to completion: `system` + `task` messages, tool loop until the model
+/// stops, validate with `validate` (empty = valid), one repair turn built by `repair`,
+/// validate again.
+///
+/// Errors ([`AgentFailure::error`]): [`Error::Budget`] when the artifacts are still invalid
+/// after the repair (message lists the problems); [`Error::Provider`] from the model;
+/// [`Error::Cancelled`] when cancelled or when `max_requests` is reached.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    model: &dyn ConsolidationModel,
+    jail: &Jail,
+    system: &str,
+    task: &str,
+    opts: &AgentOptions,
+    log: &dyn TurnLog,
+    validate: &(dyn Fn() -> Vec<String> + Send + Sync),
+    repair: &(dyn Fn(&[String]) -> String + Send + Sync),
+) -> std::result::Result<AgentReport, AgentFailure> {
+    let tools = Jail::agent_tools();
+    let mut messages = vec![
+        Message::text(Role::System, system),
+        Message::text(Role::User, task),
+    ];
+    let mut report = AgentReport::default();
+    if let Err(error) = tool_loop(model, jail, &tools, &mut messages, opts, log, &mut report).await
+    {
+        return Err(AgentFailure { error, report });
+    }
+    let problems = validate();
+    if problems.is_empty() {
+        return Ok(report);
+    }
+    tracing::info!(
+        problems = problems.len(),
+        "memory artifacts invalid; asking the agent for one repair"
+    );
+    report.repaired = true;
+    messages.push(Message::text(Role::User, repair(&problems)));
+    if let Err(error) = tool_loop(model, jail, &tools, &mut messages, opts, log, &mut report).await
+    {
+        return Err(AgentFailure { error, report });
+    }
+    let problems = validate();
+    if problems.is_empty() {
+        Ok(report)
+    } else {
+        Err(AgentFailure {
+            error: Error::Budget(format!(
+                "memory artifacts still invalid after one repair turn: {}",
+                problems.join("; ")
+            )),
+            report,
+        })
+    }
+}
+
+async fn tool_loop(
+    model: &dyn ConsolidationModel,
+    jail: &Jail,
+    tools: &[ToolSpec],
+    messages: &mut Vec<Message>,
+    opts: &AgentOptions,
+    log: &dyn TurnLog,
+    report: &mut AgentReport,
+) -> Result<()> {
+    loop {
+        if opts.cancel.is_cancelled() {
+            return Err(Error::Cancelled("consolidation cancelled".into()));
+        }
+        if report.requests >= opts.max_requests {
+            return Err(Error::Cancelled(format!(
+                "consolidation agent did not finish within {} model requests",
+                opts.max_requests
+            )));
+        }
+        report.requests += 1;
+        let started = Instant::now();
+        let req = ModelRequest {
+            messages,
+            tools,
+            reasoning_effort: &opts.reasoning_effort,
+        };
+        let reply = tokio::select! {
+            r = model.complete(req) => r,
+            _ = opts.cancel.cancelled() => Err(Error::Cancelled("consolidation cancelled".into())),
+        };
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let reply = match reply {
+            Ok(r) => {
+                log.record(&TurnRecord {
+                    request_no: report.requests,
+                    model: model.model_id(),
+                    usage: r.usage,
+                    duration_ms,
+                    outcome: "ok",
+                    error: None,
+                });
+                r
+            }
+            Err(e) => {
+                log.record(&TurnRecord {
+                    request_no: report.requests,
+                    model: model.model_id(),
+                    usage: TurnUsage::default(),
+                    duration_ms,
+                    outcome: "error",
+                    error: Some(e.to_string()),
+                });
+                return Err(e);
+            }
+        };
+        report.usage.add(&reply.usage);
+        report.final_text = reply.content.clone();
+        let calls = reply.tool_calls.clone();
+        messages.push(Message {
+            role: Role::Assistant,
+            content: reply.content,
+            tool_calls: reply.tool_calls,
+            tool_call_id: None,
+        });
+        if calls.is_empty() {
+            return Ok(());
+        }
+        for call in calls {
+            report.tool_calls += 1;
+            let result = jail.call(&call.name, &call.arguments);
+            if result.is_error {
+                tracing::debug!(tool = %call.name, error = %result.text, "consolidation tool call refused");
+                report
+                    .refused
+                    .push(format!("{}: {}", call.name, result.text));
+            }
+            messages.push(Message {
+                role: Role::Tool,
+                content: result.text,
+                tool_calls: Vec::new(),
+                tool_call_id: Some(call.id),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::phase2::jail::WritePolicy;
+
+    /// A model that replays scripted replies and records the requests it saw.
+    pub(crate) struct Scripted {
+        pub replies: Mutex<VecDeque<ModelReply>>,
+        pub seen: Mutex<Vec<Vec<Message>>>,
+    }
+
+    impl Scripted {
+        pub(crate) fn new(replies: Vec<ModelReply>) -> Self {
+            Self {
+                replies: Mutex::new(replies.into()),
+                seen: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    pub(crate) fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: args.to_string(),
+        }
+    }
+
+    pub(crate) fn reply(calls: Vec<ToolCall>) -> ModelReply {
+        ModelReply {
+            content: String::new(),
+            tool_calls: calls,
+            usage: TurnUsage {
+                input_tokens: 100,
+                cached_input_tokens: 10,
+                output_tokens: 20,
+                reasoning_tokens: 0,
+            },
+        }
+    }
+
+    impl ConsolidationModel for Scripted {
+        fn model_id(&self) -> String {
+            "test/scripted".into()
+        }
+        fn complete<'a>(&'a self, req: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
+            self.seen.lock().unwrap().push(req.messages.to_vec());
+            let r = self.replies.lock().unwrap().pop_front();
+            Box::pin(async move { r.ok_or_else(|| Error::Provider("script exhausted".into())) })
+        }
+    }
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<TurnRecord>>);
+    impl TurnLog for Recorder {
+        fn record(&self, rec: &TurnRecord) {
+            self.0.lock().unwrap().push(rec.clone());
+        }
+    }
+
+    #[tokio::test]
+    async fn loop_executes_tools_logs_usage_and_repairs_once() {
+        let d = tempfile::tempdir().unwrap();
+        let jail = Jail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
+        let long: String = (0..400).map(|i| format!("l{i}\n")).collect();
+        let model = Scripted::new(vec![
+            reply(vec![call(
+                "1",
+                "write_file",
+                serde_json::json!({"path":"MEMORY.md","content": long}),
+            )]),
+            reply(vec![]),
+            reply(vec![call(
+                "2",
+                "write_file",
+                serde_json::json!({"path":"MEMORY.md","content":"short\n"}),
+            )]),
+            reply(vec![]),
+        ]);
+        let log = Recorder::default();
+        let validate = || {
+            let n = std::fs::read_to_string(d.path().join("MEMORY.md"))
+                .unwrap()
+                .lines()
+                .count();
+            if n > 150 {
+                vec![format!("MEMORY.md: {n} lines")]
+            } else {
+                vec![]
+            }
+        };
+        let repair = |p: &[String]| format!("repair: {}", p.join(","));
+        let r = run(
+            &model,
+            &jail,
+            "sys",
+            "task",
+            &AgentOptions::default(),
+            &log,
+            &validate,
+            &repair,
+        )
+        .await
+        .unwrap();
+        assert!(r.repaired);
+        assert_eq!(r.requests, 4);
+        assert_eq!(r.usage.input_tokens, 400);
+        assert_eq!(log.0.lock().unwrap().len(), 4);
+        let seen = model.seen.lock().unwrap();
+        assert!(seen[2].iter().any(|m| m.role == Role::User && m.content.contains("repair: MEMORY.md: 400 lines")));
+    }
+
+    #[tokio::test]
+    async fn request_cap_stops_a_model_that_never_stops() {
+        let d = tempfile::tempdir().unwrap();
+        let jail = Jail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
+        let replies = (0..10)
+            .map(|i| {
+                reply(vec![call(
+                    &i.to_string(),
+                    "list_files",
+                    serde_json::json!({}),
+                )])
+            })
+            .collect();
+        let model = Scripted::new(replies);
+        let opts = AgentOptions {
+            max_requests: 3,
+            ..Default::default()
+        };
+        let f = run(&model, &jail, "s", "t", &opts, &NoLog, &|| vec![], &|_| {
+            String::new()
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(f.error.code(), "cancelled");
+        assert_eq!(f.report.requests, 3);
+    }
+}

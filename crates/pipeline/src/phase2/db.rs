@@ -1,0 +1,129 @@
+//! [`Phase2Store`] over `state.sqlite`: the pipeline's side of the store seam. The store
+//! owns the rows and the claim rules; this adapter prices usage and writes the
+//! `memories.log` line of each run.
+
+use codex_free_core::Result;
+use codex_free_store::Store;
+use codex_free_store::usage::{RunSummary, UsageRow};
+
+use super::agent::TurnRecord;
+use super::select::RawMemory;
+use super::{Claim, Phase2Store};
+use crate::providers::TokenUsage;
+use crate::providers::prices::Price;
+
+/// [`Phase2Store`] over `state.sqlite`: the job and outputs of [`Store`], usage rows priced
+/// with `price` (PIPE-8; `None` = unknown, cost stored as NULL), and one `memories.log`
+/// line per model run.
+pub struct Phase2Db {
+    /// The database.
+    pub store: Store,
+    /// State home (for `memories.log`).
+    pub home: std::path::PathBuf,
+    /// Price of the consolidation model, when known.
+    pub price: Option<Price>,
+    /// `memories.monthly_spend_cap_usd`: no model call once this month's spend reaches it.
+    pub spend_cap_usd: Option<f64>,
+}
+
+impl Phase2Store for Phase2Db {
+    fn now(&self) -> i64 {
+        self.store.now()
+    }
+    fn claim_global(&self, worker_id: &str, lease_secs: i64, force: bool) -> Result<Claim> {
+        self.store.claim_phase2(worker_id, lease_secs, force)
+    }
+    fn heartbeat_global(&self, token: &str, lease_secs: i64) -> Result<bool> {
+        self.store.heartbeat_phase2(token, lease_secs)
+    }
+    fn succeed_global(&self, token: &str, watermark: i64, ids: &[String]) -> Result<bool> {
+        self.store.succeed_phase2(token, watermark, ids)
+    }
+    fn fail_global(&self, token: &str, reason: &str) -> Result<bool> {
+        self.store.fail_phase2(token, reason)
+    }
+    fn global_running(&self) -> Result<bool> {
+        self.store.phase2_running()
+    }
+    fn raw_memories(&self) -> Result<Vec<RawMemory>> {
+        self.store.phase2_candidates()
+    }
+    fn record_usage(&self, thread_ids: &[String]) -> Result<usize> {
+        let ids: Vec<&str> = thread_ids.iter().map(String::as_str).collect();
+        self.store.record_output_citations(&ids)
+    }
+    fn start_run(&self, trigger: &str, model: &str) -> Result<String> {
+        self.store.begin_run("phase2", trigger, Some(model))
+    }
+    fn log_request(&self, run_id: &str, rec: &TurnRecord) -> Result<()> {
+        let u = TokenUsage {
+            input: rec.usage.input_tokens,
+            cached_input: rec.usage.cached_input_tokens,
+            cache_write: 0,
+            output: rec.usage.output_tokens,
+            reasoning: rec.usage.reasoning_tokens,
+        };
+        self.store.record_usage(&UsageRow {
+            run_id: run_id.to_string(),
+            phase: "phase2".into(),
+            request_no: rec.request_no as i64,
+            thread_id: None,
+            model: rec.model.clone(),
+            attempts: 1,
+            input_tokens: u.input as i64,
+            cached_input_tokens: u.cached_input as i64,
+            cache_write_tokens: 0,
+            output_tokens: u.output as i64,
+            reasoning_tokens: u.reasoning as i64,
+            cost_usd: self.price.map(|p| p.cost(&u)),
+            duration_ms: rec.duration_ms as i64,
+            outcome: if rec.outcome == "ok" {
+                "ok".into()
+            } else {
+                "failed".into()
+            },
+            error: rec.error.clone(),
+        })
+    }
+    fn spend_blocked(&self) -> Result<Option<String>> {
+        let Some(cap) = self.spend_cap_usd else {
+            return Ok(None);
+        };
+        let spent = self.store.spend_this_month()?.usd;
+        Ok((spent >= cap).then(|| {
+            format!("monthly spend cap reached: ${spent:.4} of ${cap:.2} (memories.monthly_spend_cap_usd)")
+        }))
+    }
+    fn finish_run(&self, run_id: &str, outcome: &str, error: Option<&str>) -> Result<()> {
+        let ok = outcome != "failed";
+        self.store.finish_run(
+            run_id,
+            &RunSummary {
+                claimed: 1,
+                with_output: i64::from(ok),
+                failed: i64::from(!ok),
+                outcome: if ok { "ok".into() } else { "failed".into() },
+                error: error.map(str::to_string),
+                ..Default::default()
+            },
+        )?;
+        if let Some(r) = self.store.run(run_id)? {
+            let line = format!(
+                "{} phase2: {outcome}, usage requests={} input={} cacheRead={} output={}, {} [model={} run={run_id}]{}",
+                crate::usage::iso(self.store.now()),
+                r.requests,
+                r.input_tokens,
+                r.cached_input_tokens,
+                r.output_tokens,
+                crate::providers::prices::format_cost(r.cost_usd),
+                r.model.unwrap_or_default(),
+                error
+                    .map(|e| format!(" error: {}", e.replace('\n', " ")))
+                    .unwrap_or_default()
+            );
+            crate::usage::append_line(&self.home, &line)?;
+        }
+        Ok(())
+    }
+}
+

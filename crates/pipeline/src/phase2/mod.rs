@@ -1,0 +1,994 @@
+//! Phase 2 of the memory pipeline (PIPE-5, after Codex's `memories/write/src/phase2.rs`):
+//! one global job consolidates the selected raw memories of phase 1 into the memory folder
+//! through a jailed agent, within hard budgets (HYG-1), as one git commit per success.
+//!
+//! The run, in order: claim the global job `memory_consolidate_global` (lease
+//! [`LEASE_SECS`], heartbeat every [`HEARTBEAT_SECS`], retry backoff after a failure,
+//! [`COOLDOWN_SECS`] after a clean success unless forced) → open the folder (uncommitted
+//! edits found there are first committed as a snapshot, so nothing is lost) → select and
+//! sync inputs ([`select`]) → workspace diff ([`folder`]) → **no change and valid
+//! artifacts: succeed without a model call** → otherwise run the agent ([`agent`]) with the
+//! diff (INIT or incremental, [`prompt`]) → validate (budgets, summary structure,
+//! whitespace) with one repair turn → commit → read back (`git status` clean, no whitespace
+//! errors) → mark the job succeeded. Any failure restores the previous commit exactly
+//! (`reset --hard` + clean) and marks the job failed with the reason.
+//!
+//! The database and the model are reached through two seams, [`Phase2Store`] and
+//! [`agent::ConsolidationModel`], implemented over `codex_free_store` and `crate::providers`.
+//!
+//! Invariant: the folder's `HEAD` only ever moves to a commit whose artifacts passed
+//! validation and read-back (or a rollback/snapshot commit); a failed run leaves `HEAD` and
+//! the working tree as they were before it started (apart from the snapshot commit).
+
+pub mod agent;
+pub mod budget;
+pub mod db;
+pub mod folder;
+pub mod jail;
+pub mod model;
+pub mod prompt;
+pub mod readpath;
+pub mod select;
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use codex_free_core::config::MemoriesConfig;
+use codex_free_core::Error;
+use codex_free_core::Result;
+
+use agent::{AgentOptions, AgentReport, ConsolidationModel, TurnLog, TurnRecord};
+use folder::{FileChange, MemoryFolder};
+use jail::{Jail, WritePolicy};
+use select::RawMemory;
+
+/// Job kind of the global consolidation (Codex: `memory_consolidate_global`).
+pub const JOB_KIND: &str = "memory_consolidate_global";
+/// Job key of the single global job.
+pub const JOB_KEY: &str = "global";
+/// Lease of a claim, seconds (Codex: 1 hour).
+pub const LEASE_SECS: i64 = 3600;
+/// Heartbeat period while the agent runs, seconds (Codex: 90 s).
+pub const HEARTBEAT_SECS: u64 = 90;
+pub use codex_free_store::phase2::{COOLDOWN_SECS, Claim, RETRY_BASE_SECS, RETRY_MAX_SECS, retry_delay};
+
+/// What phase 2 needs from the database (implemented by `codex_free_store::Store`).
+pub trait Phase2Store: Send + Sync {
+    /// Current time, unix seconds (the store's clock, so tests can move it).
+    fn now(&self) -> i64;
+    /// Claim the global job under `BEGIN IMMEDIATE` for `lease_secs`; `force` ignores the
+    /// cooldown and the retry backoff (never a live lease).
+    fn claim_global(&self, worker_id: &str, lease_secs: i64, force: bool) -> Result<Claim>;
+    /// Extend the lease; `false` when the token no longer owns the job.
+    fn heartbeat_global(&self, token: &str, lease_secs: i64) -> Result<bool>;
+    /// Mark success (starts the cooldown), record `watermark` (from the claim) as the last
+    /// success's, and flag which outputs were selected.
+    fn succeed_global(
+        &self,
+        token: &str,
+        watermark: i64,
+        selected_thread_ids: &[String],
+    ) -> Result<bool>;
+    /// Mark failure with `reason`; schedules a retry with [`retry_delay`].
+    fn fail_global(&self, token: &str, reason: &str) -> Result<bool>;
+    /// True while a live (unexpired) claim exists.
+    fn global_running(&self) -> Result<bool>;
+    /// Every stage-1 output (phase 2 selects among them, see [`select::select`]).
+    fn raw_memories(&self) -> Result<Vec<RawMemory>>;
+    /// Raise `usage_count` by one and set `last_usage` to now for each id; returns rows
+    /// changed (unknown ids are ignored).
+    fn record_usage(&self, thread_ids: &[String]) -> Result<usize>;
+    /// Start a usage run for phase 2 (PIPE-8); returns its id.
+    fn start_run(&self, trigger: &str, model: &str) -> Result<String>;
+    /// Record one model request of run `run_id`.
+    fn log_request(&self, run_id: &str, rec: &TurnRecord) -> Result<()>;
+    /// Close run `run_id` with `outcome` (`succeeded`, `no_changes`, `failed`) and error text.
+    fn finish_run(&self, run_id: &str, outcome: &str, error: Option<&str>) -> Result<()>;
+    /// Why no model may be called now (the monthly spend cap is reached), or `None`.
+    fn spend_blocked(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+}
+
+/// How a phase-2 attempt ended.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Nothing was done.
+    Skipped {
+        /// `disabled`, `running`, `cooldown` or `backoff`.
+        reason: String,
+        /// For cooldown/backoff: when a run becomes possible, unix seconds.
+        until: Option<i64>,
+    },
+    /// Inputs unchanged and artifacts valid: succeeded with no model call.
+    NoChanges {
+        /// Raw memories selected.
+        inputs: usize,
+    },
+    /// Inputs synced and committed without the agent (no inputs and no memory yet).
+    Synced {
+        /// The new commit, if the sync changed anything.
+        commit: Option<String>,
+    },
+    /// The agent consolidated; one new commit.
+    Consolidated {
+        /// Commit id.
+        commit: String,
+        /// Raw memories selected.
+        inputs: usize,
+        /// INIT or incremental.
+        mode: prompt::Mode,
+        /// Files changed by the commit.
+        changes: Vec<FileChange>,
+        /// What the agent did (requests, tool calls, usage, repair).
+        report: AgentReport,
+    },
+    /// The run failed; the folder is back at its previous commit; the job is marked failed.
+    Failed {
+        /// Why (also stored as the job's last error).
+        reason: String,
+        /// What the agent did before failing, if it ran.
+        report: Option<AgentReport>,
+    },
+}
+
+/// Everything a run needs.
+pub struct Phase2Deps<'a> {
+    /// State home (the folder is `<home>/memories`).
+    pub home: &'a Path,
+    /// The `memories` config block.
+    pub config: &'a MemoriesConfig,
+    /// Database seam.
+    pub store: &'a dyn Phase2Store,
+    /// The consolidation model; `None` fails a run that needs it.
+    pub model: Option<&'a dyn ConsolidationModel>,
+    /// Why `model` is `None` (e.g. the configured model could not be resolved), reported
+    /// when a run needs the model.
+    pub model_unavailable: Option<String>,
+    /// Identifies this process in the job row.
+    pub worker_id: String,
+    /// What started the run (`startup`, `watch`, `cli`, `force`), for the usage run.
+    pub trigger: String,
+    /// Cancels the agent between requests.
+    pub cancel: CancellationToken,
+}
+
+struct RunLog<'a> {
+    store: &'a dyn Phase2Store,
+    run_id: String,
+}
+
+impl TurnLog for RunLog<'_> {
+    fn record(&self, rec: &TurnRecord) {
+        if let Err(e) = self.store.log_request(&self.run_id, rec) {
+            tracing::warn!("could not record phase-2 usage: {e}");
+        }
+    }
+}
+
+/// Run phase 2 once. `force` ignores the cooldown and the retry backoff (never a live
+/// lease). Never leaves the folder half-written; see the module doc for the sequence.
+///
+/// Errors: only database errors while claiming; every later failure is an
+/// [`Outcome::Failed`] (the job row carries the reason).
+pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
+    if !deps.config.enabled {
+        return Ok(Outcome::Skipped {
+            reason: "disabled".into(),
+            until: None,
+        });
+    }
+    let (token, watermark) = match deps
+        .store
+        .claim_global(&deps.worker_id, LEASE_SECS, force)?
+    {
+        Claim::Claimed { token, watermark } => (token, watermark),
+        Claim::Running => {
+            return Ok(Outcome::Skipped {
+                reason: "running".into(),
+                until: None,
+            });
+        }
+        Claim::Cooldown { until } => {
+            return Ok(Outcome::Skipped {
+                reason: "cooldown".into(),
+                until: Some(until),
+            });
+        }
+        Claim::Backoff { until } => {
+            return Ok(Outcome::Skipped {
+                reason: "backoff".into(),
+                until: Some(until),
+            });
+        }
+    };
+    let mut run_id: Option<String> = None;
+    let mut agent_report: Option<AgentReport> = None;
+    let result = claimed(deps, &token, watermark, &mut run_id, &mut agent_report).await;
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            let reason = e.to_string();
+            tracing::warn!(%reason, "phase 2 failed; restoring the memory folder");
+            if let Ok(Some(f)) = MemoryFolder::open(deps.home)
+                && let Err(re) = f.restore_head()
+            {
+                tracing::error!("could not restore the memory folder after a failed run: {re}");
+            }
+            if let Err(fe) = deps.store.fail_global(&token, &reason) {
+                tracing::error!("could not mark the phase-2 job failed: {fe}");
+            }
+            Outcome::Failed {
+                reason,
+                report: agent_report,
+            }
+        }
+    };
+    if let Some(id) = &run_id {
+        let (status, err) = match &outcome {
+            Outcome::Failed { reason, .. } => ("failed", Some(reason.as_str())),
+            Outcome::NoChanges { .. } => ("no_changes", None),
+            _ => ("succeeded", None),
+        };
+        if let Err(e) = deps.store.finish_run(id, status, err) {
+            tracing::warn!("could not close the phase-2 usage run: {e}");
+        }
+    }
+    Ok(outcome)
+}
+
+async fn claimed(
+    deps: &Phase2Deps<'_>,
+    token: &str,
+    watermark: i64,
+    run_id: &mut Option<String>,
+    agent_report: &mut Option<AgentReport>,
+) -> Result<Outcome> {
+    let cfg = deps.config;
+    let (folder, _created) = MemoryFolder::open_or_init(deps.home)?;
+    // Uncommitted edits (by hand, or left by a crash) are kept as a snapshot commit first.
+    let pending = folder.workspace_diff(0)?;
+    if pending.has_changes() {
+        let msg = format!(
+            "Snapshot uncommitted changes before consolidation\n\n{}",
+            folder::change_lines(&pending.changes)
+        );
+        folder.commit_all(&msg)?;
+    }
+    let budget = budget::ArtifactBudget::from_config(cfg);
+    let mode = if folder.head()?.is_some() && folder.root().join(folder::MEMORY_MD).is_file() {
+        prompt::Mode::Incremental
+    } else {
+        prompt::Mode::Init
+    };
+    let now = deps.store.now();
+    let all = deps.store.raw_memories()?;
+    let sel = select::select(
+        &all,
+        now,
+        cfg.max_unused_days,
+        cfg.max_raw_memories_for_consolidation,
+    );
+    let ids: Vec<String> = sel.iter().map(|m| m.thread_id.clone()).collect();
+    let sync = select::sync(folder.root(), deps.home, &sel, now, cfg.max_unused_days)?;
+    let diff = folder.workspace_diff(prompt::MAX_DIFF_BYTES)?;
+    let violations = budget::check(folder.root(), &budget);
+    if !diff.has_changes() && violations.is_empty() {
+        deps.store.succeed_global(token, watermark, &ids)?;
+        tracing::info!(
+            inputs = sel.len(),
+            "phase 2: no changes, artifacts valid; no model call"
+        );
+        return Ok(Outcome::NoChanges { inputs: sel.len() });
+    }
+    let has_notes = folder.root().join(folder::AD_HOC_DIR).is_dir();
+    if sel.is_empty() && !has_notes && mode == prompt::Mode::Init {
+        // Nothing to consolidate and no memory to update: record the sync only.
+        let commit = folder.commit_all(&format!(
+            "Sync memory inputs: no raw memories selected\n\n{}",
+            folder::change_lines(&diff.changes)
+        ))?;
+        folder.verify_committed()?;
+        deps.store.succeed_global(token, watermark, &ids)?;
+        remove_inbox_notes(&sync.notes_moved_in);
+        return Ok(Outcome::Synced {
+            commit: commit.map(|c| c.to_string()),
+        });
+    }
+    let model = deps.model.ok_or_else(|| {
+        Error::Provider(format!(
+            "phase 2 needs the consolidation model: {}",
+            deps.model_unavailable
+                .as_deref()
+                .unwrap_or("none configured (memories.consolidation_model)")
+        ))
+    })?;
+    if let Some(why) = deps.store.spend_blocked()? {
+        return Err(Error::Budget(why));
+    }
+    *run_id = Some(deps.store.start_run(&deps.trigger, &model.model_id())?);
+    let log = RunLog {
+        store: deps.store,
+        run_id: run_id.clone().unwrap_or_default(),
+    };
+    let jail = Jail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
+    let system = prompt::system(&budget);
+    let task = prompt::task(mode, sel.len(), &diff);
+    let opts = AgentOptions {
+        reasoning_effort: cfg.consolidation_thinking.clone(),
+        cancel: deps.cancel.child_token(),
+        ..Default::default()
+    };
+    let root = folder.root().to_path_buf();
+    let vfolder = folder.clone();
+    let validate = move || {
+        let mut p: Vec<String> = budget::check(&root, &budget)
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
+        match vfolder.pending_whitespace_errors() {
+            Ok(ws) => p.extend(ws),
+            Err(e) => p.push(format!("could not check whitespace: {e}")),
+        }
+        p
+    };
+    let repair = move |p: &[String]| budget::repair_request_text(p, &budget);
+    let agent_fut = agent::run(
+        model, &jail, &system, &task, &opts, &log, &validate, &repair,
+    );
+    let heartbeat = heartbeat_loop(deps.store, token, opts.cancel.clone());
+    tokio::pin!(agent_fut);
+    tokio::pin!(heartbeat);
+    let result = tokio::select! {
+        r = &mut agent_fut => r,
+        e = &mut heartbeat => {
+            opts.cancel.cancel();
+            let r = agent_fut.await;
+            *agent_report = Some(match r { Ok(rep) => rep, Err(f) => f.report });
+            return Err(e);
+        }
+    };
+    let report = match result {
+        Ok(r) => r,
+        Err(f) => {
+            *agent_report = Some(f.report);
+            return Err(f.error);
+        }
+    };
+    *agent_report = Some(report.clone());
+    if !deps.store.heartbeat_global(token, LEASE_SECS)? {
+        return Err(Error::Busy(
+            "lost the phase-2 job lease before committing".into(),
+        ));
+    }
+    let changes = folder.workspace_diff(0)?.changes;
+    let msg = commit_message(mode, &sel, &sync, &changes, &report, &model.model_id());
+    let before = folder.head()?;
+    let commit = folder.commit_all(&msg)?;
+    if let Err(e) = folder.verify_committed() {
+        undo_commit(&folder, before)?;
+        return Err(e);
+    }
+    deps.store.succeed_global(token, watermark, &ids)?;
+    remove_inbox_notes(&sync.notes_moved_in);
+    let commit = match commit {
+        Some(c) => c.to_string(),
+        None => before.map(|c| c.to_string()).unwrap_or_default(),
+    };
+    tracing::info!(%commit, inputs = sel.len(), requests = report.requests, "phase 2 consolidated the memory folder");
+    Ok(Outcome::Consolidated {
+        commit,
+        inputs: sel.len(),
+        mode,
+        changes,
+        report,
+    })
+}
+
+/// Move `HEAD` back to `before` (our own commit failed its read-back) and restore the tree.
+fn undo_commit(folder: &MemoryFolder, before: Option<git2::Oid>) -> Result<()> {
+    let repo = git2::Repository::open(folder.root())
+        .map_err(|e| Error::Store(format!("memory folder: {e}")))?;
+    match before {
+        Some(id) => {
+            let obj = repo
+                .find_object(id, None)
+                .map_err(|e| Error::Store(e.to_string()))?;
+            let mut co = git2::build::CheckoutBuilder::new();
+            co.force().remove_untracked(true);
+            repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
+                .map_err(|e| Error::Store(e.to_string()))?;
+        }
+        None => {
+            // Unborn before: drop the branch ref so HEAD is unborn again.
+            if let Ok(mut r) = repo
+                .find_reference("refs/heads/master")
+                .or_else(|_| repo.find_reference("refs/heads/main"))
+            {
+                r.delete().map_err(|e| Error::Store(e.to_string()))?;
+            }
+        }
+    }
+    folder.restore_head()
+}
+
+fn remove_inbox_notes(paths: &[std::path::PathBuf]) {
+    for p in paths {
+        if let Err(e) = std::fs::remove_file(p) {
+            tracing::warn!("could not remove consolidated note {}: {e}", p.display());
+        }
+    }
+}
+
+async fn heartbeat_loop(store: &dyn Phase2Store, token: &str, cancel: CancellationToken) -> Error {
+    let mut tick = tokio::time::interval(Duration::from_secs(HEARTBEAT_SECS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = cancel.cancelled() => return Error::Cancelled("consolidation cancelled".into()),
+        }
+        match store.heartbeat_global(token, LEASE_SECS) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Error::Busy(
+                    "lost the phase-2 job lease (another worker took it over)".into(),
+                );
+            }
+            Err(e) => return e,
+        }
+    }
+}
+
+fn commit_message(
+    mode: prompt::Mode,
+    sel: &[RawMemory],
+    sync: &select::SyncReport,
+    changes: &[FileChange],
+    report: &AgentReport,
+    model: &str,
+) -> String {
+    let outputs: Vec<&str> = changes
+        .iter()
+        .map(|c| c.path.as_str())
+        .filter(|p| *p == folder::MEMORY_MD || *p == folder::SUMMARY_MD || p.starts_with("skills/"))
+        .collect();
+    let subject = match mode {
+        prompt::Mode::Init => format!("Initialize memory from {} raw memories", sel.len()),
+        prompt::Mode::Incremental => format!(
+            "Consolidate memory: {} updated from {} raw memories",
+            if outputs.is_empty() {
+                "no artifact".to_string()
+            } else {
+                outputs.join(", ")
+            },
+            sel.len()
+        ),
+    };
+    format!(
+        "{subject}\n\nInputs: {} selected; {} rollout summaries written, {} removed; {} notes added, {} pruned.\nAgent: {model}, {} requests, {} tool calls ({} refused){}; tokens in {} (cached {}), out {}.\n\n{}",
+        sel.len(),
+        sync.written,
+        sync.removed,
+        sync.notes_moved_in.len(),
+        sync.notes_pruned,
+        report.requests,
+        report.tool_calls,
+        report.refused.len(),
+        if report.repaired {
+            ", one repair turn"
+        } else {
+            ""
+        },
+        report.usage.input_tokens,
+        report.usage.cached_input_tokens,
+        report.usage.output_tokens,
+        folder::change_lines(changes)
+    )
+}
+
+/// `codex-free memories history | diff | rollback`: run `cmd` and return the text to print.
+/// Rollback refuses with [`Error::Busy`] while a phase-2 job holds a live lease.
+pub fn history_command(
+    home: &Path,
+    cmd: &folder::MemoryHistoryCmd,
+    store: &dyn Phase2Store,
+) -> Result<String> {
+    use folder::MemoryHistoryCmd as C;
+    let Some(f) = MemoryFolder::open(home)? else {
+        return Ok(format!(
+            "No memory folder yet at {}.\n",
+            folder::folder_path(home).display()
+        ));
+    };
+    match cmd {
+        C::History { limit } => {
+            let h = f.history(*limit)?;
+            if h.is_empty() {
+                return Ok("The memory folder has no commits yet.\n".into());
+            }
+            Ok(h.iter()
+                .map(|e| {
+                    let t = chrono::DateTime::from_timestamp(e.time, 0)
+                        .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                        .unwrap_or_default();
+                    format!(
+                        "{}  {t}  {:>3} files +{} -{}  {}\n",
+                        &e.id[..10],
+                        e.files_changed,
+                        e.insertions,
+                        e.deletions,
+                        e.subject
+                    )
+                })
+                .collect())
+        }
+        C::Diff { rev } => f.show(rev.as_deref(), 4 * 1024 * 1024),
+        C::Rollback { rev } => {
+            if store.global_running()? {
+                return Err(Error::Busy(
+                    "a phase-2 consolidation is running; retry when it has finished".into(),
+                ));
+            }
+            let r = f.rollback(rev)?;
+            Ok(format!(
+                "Rolled back the memory folder to {} as new commit {}.\nPrevious state kept at {} (restore it with `memories rollback {}`).\n{}",
+                &r.restored[..10],
+                &r.commit[..10],
+                r.backup_ref,
+                r.backup_ref,
+                folder::change_lines(&r.changes)
+            ))
+        }
+    }
+}
+
+/// Raise usage counts from the citations in a later session's transcript (see
+/// [`readpath::cited_rollout_ids_in`]); returns the rows changed.
+pub fn record_rollout_citations(
+    store: &dyn Phase2Store,
+    rollout: &crate::rollout::Rollout,
+) -> Result<usize> {
+    let ids = readpath::cited_rollout_ids_in(rollout);
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    store.record_usage(&ids)
+}
+
+/// Raise usage counts from `<oai-mem-citation>` blocks found in `text` (a later session's
+/// assistant messages); returns the rows changed. See [`readpath::parse_citations`].
+pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {
+    let ids = readpath::cited_rollout_ids(text);
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    store.record_usage(&ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::agent::tests::{Scripted, call, reply};
+    use super::*;
+
+    type JobRow = (String, String, i64, i64, i64, u32, Option<String>);
+
+    /// An in-memory [`Phase2Store`] with Codex's claim rules, for unit tests of the flow.
+    #[derive(Default)]
+    pub(crate) struct MemStore {
+        pub now: Mutex<i64>,
+        pub outputs: Mutex<Vec<RawMemory>>,
+        /// (status, token, lease_until, finished_at, retry_at, failures, last_error)
+        pub job: Mutex<Option<JobRow>>,
+        pub requests: Mutex<Vec<TurnRecord>>,
+        pub blocked: Mutex<Option<String>>,
+    }
+
+    impl Phase2Store for MemStore {
+        fn now(&self) -> i64 {
+            *self.now.lock().unwrap()
+        }
+        fn claim_global(&self, _w: &str, lease: i64, force: bool) -> Result<Claim> {
+            let now = self.now();
+            let mut j = self.job.lock().unwrap();
+            if let Some((st, _, lease_until, fin, retry, _, _)) = j.as_ref() {
+                if st == "running" && *lease_until > now {
+                    return Ok(Claim::Running);
+                }
+                if !force && st == "done" && fin + COOLDOWN_SECS > now {
+                    return Ok(Claim::Cooldown {
+                        until: fin + COOLDOWN_SECS,
+                    });
+                }
+                if !force && st == "error" && *retry > now {
+                    return Ok(Claim::Backoff { until: *retry });
+                }
+            }
+            let failures = j.as_ref().map(|r| r.5).unwrap_or(0);
+            let token = format!("tok-{now}");
+            *j = Some((
+                "running".into(),
+                token.clone(),
+                now + lease,
+                0,
+                0,
+                failures,
+                None,
+            ));
+            Ok(Claim::Claimed {
+                token,
+                watermark: now,
+            })
+        }
+        fn heartbeat_global(&self, token: &str, lease: i64) -> Result<bool> {
+            let now = self.now();
+            let mut j = self.job.lock().unwrap();
+            match j.as_mut() {
+                Some(r) if r.1 == token && r.0 == "running" => {
+                    r.2 = now + lease;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            }
+        }
+        fn succeed_global(&self, token: &str, _w: i64, _ids: &[String]) -> Result<bool> {
+            let now = self.now();
+            let mut j = self.job.lock().unwrap();
+            match j.as_mut() {
+                Some(r) if r.1 == token => {
+                    *r = ("done".into(), String::new(), 0, now, 0, 0, None);
+                    Ok(true)
+                }
+                _ => Ok(false),
+            }
+        }
+        fn fail_global(&self, token: &str, reason: &str) -> Result<bool> {
+            let now = self.now();
+            let mut j = self.job.lock().unwrap();
+            match j.as_mut() {
+                Some(r) if r.1 == token => {
+                    let f = r.5 + 1;
+                    *r = (
+                        "error".into(),
+                        String::new(),
+                        0,
+                        0,
+                        now + retry_delay(f),
+                        f,
+                        Some(reason.into()),
+                    );
+                    Ok(true)
+                }
+                _ => Ok(false),
+            }
+        }
+        fn global_running(&self) -> Result<bool> {
+            let now = self.now();
+            Ok(self
+                .job
+                .lock()
+                .unwrap()
+                .as_ref()
+                .is_some_and(|r| r.0 == "running" && r.2 > now))
+        }
+        fn raw_memories(&self) -> Result<Vec<RawMemory>> {
+            Ok(self.outputs.lock().unwrap().clone())
+        }
+        fn record_usage(&self, ids: &[String]) -> Result<usize> {
+            let now = self.now();
+            let mut n = 0;
+            for m in self.outputs.lock().unwrap().iter_mut() {
+                if ids.contains(&m.thread_id) {
+                    m.usage_count += 1;
+                    m.last_usage = Some(now);
+                    n += 1;
+                }
+            }
+            Ok(n)
+        }
+        fn start_run(&self, _t: &str, _m: &str) -> Result<String> {
+            Ok("run-1".into())
+        }
+        fn log_request(&self, _r: &str, rec: &TurnRecord) -> Result<()> {
+            self.requests.lock().unwrap().push(rec.clone());
+            Ok(())
+        }
+        fn finish_run(&self, _r: &str, _o: &str, _e: Option<&str>) -> Result<()> {
+            Ok(())
+        }
+        fn spend_blocked(&self) -> Result<Option<String>> {
+            Ok(self.blocked.lock().unwrap().clone())
+        }
+    }
+
+    const NOW: i64 = 1_700_000_000;
+
+    fn store_with(n: usize) -> MemStore {
+        let s = MemStore::default();
+        *s.now.lock().unwrap() = NOW;
+        *s.outputs.lock().unwrap() = (0..n)
+            .map(|i| RawMemory {
+                thread_id: format!("thread-{i}"),
+                source_updated_at: NOW - 3600,
+                raw_memory: format!("- user prefers pnpm (seen in thread {i})"),
+                rollout_summary: format!("Session {i} set up pnpm."),
+                rollout_slug: Some("pnpm-setup".into()),
+                usage_count: 0,
+                last_usage: None,
+            })
+            .collect();
+        s
+    }
+
+    fn summary_text() -> String {
+        format!(
+            "v1\n{}\n- developer\n{}\n- pnpm over npm\n{}\n- verify versions live\n{}\n- MEMORY.md: tooling\n",
+            budget::SUMMARY_SECTIONS[0],
+            budget::SUMMARY_SECTIONS[1],
+            budget::SUMMARY_SECTIONS[2],
+            budget::SUMMARY_SECTIONS[3]
+        )
+    }
+
+    fn good_agent() -> Vec<agent::ModelReply> {
+        vec![
+            reply(vec![call(
+                "1",
+                "read_file",
+                serde_json::json!({"path": "raw_memories.md"}),
+            )]),
+            reply(vec![
+                call(
+                    "2",
+                    "write_file",
+                    serde_json::json!({"path": "MEMORY.md", "content": "# Memory\n\n- Use pnpm, never npm (rollouts: thread-0)\n"}),
+                ),
+                call(
+                    "3",
+                    "write_file",
+                    serde_json::json!({"path": "memory_summary.md", "content": summary_text()}),
+                ),
+            ]),
+            reply(vec![]),
+        ]
+    }
+
+    fn deps<'a>(
+        home: &'a Path,
+        cfg: &'a MemoriesConfig,
+        store: &'a MemStore,
+        model: &'a Scripted,
+    ) -> Phase2Deps<'a> {
+        Phase2Deps {
+            home,
+            config: cfg,
+            store,
+            model: Some(model),
+            model_unavailable: None,
+            worker_id: "w".into(),
+            trigger: "test".into(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn consolidates_commits_then_no_change_means_no_model_call() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(3);
+        let model = Scripted::new(good_agent());
+        let out = run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        let Outcome::Consolidated { mode, inputs, .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert_eq!((*mode, *inputs), (prompt::Mode::Init, 3));
+        assert_eq!(
+            store.requests.lock().unwrap().len(),
+            3,
+            "every request logged"
+        );
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        let h = f.history(5).unwrap();
+        assert_eq!(h.len(), 1);
+        assert!(
+            h[0].subject
+                .starts_with("Initialize memory from 3 raw memories"),
+            "{}",
+            h[0].subject
+        );
+        assert!(!f.workspace_diff(0).unwrap().has_changes());
+        // The task carried the INIT diff with the synced inputs.
+        let task = model.seen.lock().unwrap()[0][1].content.clone();
+        assert!(task.starts_with("INIT") && task.contains("+- user prefers pnpm"));
+
+        // Second run, forced past the cooldown, nothing new: no model request at all.
+        let idle = Scripted::new(vec![]);
+        let out = run(&deps(home.path(), &cfg, &store, &idle), true)
+            .await
+            .unwrap();
+        assert!(matches!(out, Outcome::NoChanges { inputs: 3 }), "{out:?}");
+        assert!(idle.seen.lock().unwrap().is_empty());
+        // Without force the cooldown applies.
+        let out = run(&deps(home.path(), &cfg, &store, &idle), false)
+            .await
+            .unwrap();
+        assert!(
+            matches!(out, Outcome::Skipped { ref reason, .. } if reason == "cooldown"),
+            "{out:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn failing_budget_restores_previous_commit_and_marks_failed() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(1);
+        let model = Scripted::new(good_agent());
+        run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        let before = f.head().unwrap();
+        let memory_before = std::fs::read_to_string(f.root().join("MEMORY.md")).unwrap();
+
+        store
+            .outputs
+            .lock()
+            .unwrap()
+            .extend(store_with(2).outputs.lock().unwrap().drain(1..));
+        let long: String = (0..400).map(|i| format!("- fact {i}\n")).collect();
+        let bad = Scripted::new(vec![
+            reply(vec![call(
+                "1",
+                "write_file",
+                serde_json::json!({"path": "MEMORY.md", "content": long}),
+            )]),
+            reply(vec![]),
+            reply(vec![call(
+                "2",
+                "write_file",
+                serde_json::json!({"path": "MEMORY.md", "content": long}),
+            )]),
+            reply(vec![]),
+        ]);
+        let out = run(&deps(home.path(), &cfg, &store, &bad), true)
+            .await
+            .unwrap();
+        let Outcome::Failed { reason, report } = &out else {
+            panic!("{out:?}")
+        };
+        assert!(
+            reason.contains("400 lines, over the budget of 150"),
+            "{reason}"
+        );
+        assert!(report.as_ref().unwrap().repaired);
+        let repair = bad.seen.lock().unwrap()[2].last().unwrap().content.clone();
+        assert!(
+            repair.contains("MEMORY.md: 400 lines"),
+            "repair turn asked to cut"
+        );
+        assert_eq!(f.head().unwrap(), before, "no commit");
+        assert_eq!(
+            std::fs::read_to_string(f.root().join("MEMORY.md")).unwrap(),
+            memory_before
+        );
+        assert!(
+            !f.workspace_diff(0).unwrap().has_changes(),
+            "working tree back at HEAD"
+        );
+        let job = store.job.lock().unwrap().clone().unwrap();
+        assert_eq!(job.0, "error");
+        assert!(job.6.unwrap().contains("over the budget"));
+        assert_eq!(job.4, NOW + RETRY_BASE_SECS, "retry backoff");
+    }
+
+    #[tokio::test]
+    async fn jail_refusals_touch_nothing_outside() {
+        let home = tempfile::tempdir().unwrap();
+        let outside = home.path().join("outside.txt");
+        std::fs::write(&outside, "keep").unwrap();
+        let (f, _) = MemoryFolder::open_or_init(home.path()).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(home.path(), f.root().join("skills")).unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(1);
+        let big = "x".repeat(10 * 1024 * 1024);
+        let mut script = vec![reply(vec![
+            call(
+                "a",
+                "write_file",
+                serde_json::json!({"path": "../outside.txt", "content": "pwned"}),
+            ),
+            call(
+                "b",
+                "write_file",
+                serde_json::json!({"path": outside.to_string_lossy(), "content": "pwned"}),
+            ),
+            call(
+                "c",
+                "write_file",
+                serde_json::json!({"path": "skills/outside.txt", "content": "pwned"}),
+            ),
+            call(
+                "d",
+                "write_file",
+                serde_json::json!({"path": ".hidden.md", "content": "x"}),
+            ),
+            call(
+                "e",
+                "write_file",
+                serde_json::json!({"path": "MEMORY.md", "content": big}),
+            ),
+            call(
+                "f",
+                "read_file",
+                serde_json::json!({"path": "../outside.txt"}),
+            ),
+        ])];
+        script.extend(good_agent());
+        let model = Scripted::new(script);
+        let out = run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        let Outcome::Consolidated { report, .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            report.refused.len(),
+            if cfg!(unix) { 6 } else { 5 },
+            "{:#?}",
+            report.refused
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+        assert!(!home.path().join("outside.txt.tmp").exists());
+        assert!(!f.root().join(".hidden.md").exists());
+        let names: Vec<_> = std::fs::read_dir(home.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.to_string_lossy().starts_with(".tmp")),
+            "{names:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn spend_cap_stops_before_any_request() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(2);
+        *store.blocked.lock().unwrap() = Some("monthly spend cap reached".into());
+        let model = Scripted::new(good_agent());
+        let out = run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        assert!(
+            matches!(&out, Outcome::Failed { reason, .. } if reason.contains("spend cap")),
+            "{out:?}"
+        );
+        assert!(model.seen.lock().unwrap().is_empty(), "no model request");
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        assert!(
+            f.head().unwrap().is_none() && !f.root().join("raw_memories.md").exists(),
+            "sync undone"
+        );
+    }
+
+    #[test]
+    fn retry_delay_doubles_and_caps() {
+        assert_eq!(retry_delay(1), 300);
+        assert_eq!(retry_delay(2), 600);
+        assert_eq!(retry_delay(30), RETRY_MAX_SECS);
+    }
+}

@@ -1,0 +1,790 @@
+//! The read path (PIPE-6): what new sessions get from the memory folder.
+//!
+//! - [`summary_for_instructions`]: `memory_summary.md` with a short usage policy, at most
+//!   [`SUMMARY_TOKEN_BUDGET`] tokens in all (Codex's 2,500-token summary budget, seed 003),
+//!   for the MCP server's instructions and `recall`.
+//! - The dedicated tools, each `fn(home, config, &Args) -> Result<String>` with limits from
+//!   seed 003: [`memories_list`] (default/max [`LIST_MAX`] entries), [`memories_search`]
+//!   (default/max [`SEARCH_MAX`] matches, SQLite FTS5 index), [`memories_read`] (line
+//!   offset/limit, at most [`READ_MAX_TOKENS`] tokens, continuation line), and
+//!   [`memories_add_ad_hoc_note`] (a timestamped note queued for the next consolidation).
+//! - Citations: [`parse_citations`] reads Codex's `<oai-mem-citation>` blocks; the cited
+//!   rollout ids, and rollouts whose memory `memories_read` returned, raise usage counts.
+//!
+//! Invariant: every path goes through the folder's read-only [`Jail`]; nothing here
+//! writes inside the folder (notes go to the inbox outside it); every output is bounded
+//! and says how to continue when cut.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::folder::{self, RAW_MEMORIES_MD, ROLLOUT_SUMMARIES_DIR, SUMMARY_MD};
+use super::jail::{Jail, WritePolicy, page_lines};
+use super::select::{NOTES_INBOX_DIR, ROLLOUT_ID_KEY};
+use codex_free_core::config::Config;
+use codex_free_store::fts::{INDEX_FILE, IndexedFile, MemoryIndex};
+use codex_free_core::Error;
+use codex_free_core::Result;
+
+/// Most tokens of the injected memory block, policy included (seed 003: 2,500).
+pub const SUMMARY_TOKEN_BUDGET: usize = 2500;
+/// Default and maximum entries of one `memories_list` page (seed 003).
+pub const LIST_MAX: usize = 2000;
+/// Default and maximum matches of one `memories_search` page (seed 003).
+pub const SEARCH_MAX: usize = 200;
+/// Default and maximum tokens of one `memories_read` page (seed 003: 20,000).
+pub const READ_MAX_TOKENS: usize = 20_000;
+/// Largest ad-hoc note, bytes (16 KiB).
+pub const NOTE_MAX_BYTES: usize = 16 * 1024;
+/// Longest line text shown in a search hit, characters.
+const HIT_MAX_CHARS: usize = 300;
+
+const POLICY: &str = "## Memory from earlier sessions
+
+The notes below were distilled by Codex Free from this user's earlier agent sessions. Treat them as helpful background, not as ground truth: they may be out of date. Before acting on anything that can change (versions, commits, file contents, deploy state, command output), check it against the live project. If you use a memory in your answer or your actions, end your final reply with a citation block naming the memory lines and the rollout ids you relied on:
+
+<oai-mem-citation>
+<citation_entries>
+MEMORY.md:10-12|note=[what was used]
+</citation_entries>
+<rollout_ids>
+<rollout id from the memory>
+</rollout_ids>
+</oai-mem-citation>
+";
+
+fn enabled(cfg: &Config) -> Result<()> {
+    if !cfg.memories.enabled || !cfg.memories.use_memories {
+        return Err(Error::Refused(
+            "memories are turned off (memories.enabled / memories.use_memories is false)".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn jail(home: &Path) -> Result<Option<Jail>> {
+    let root = folder::folder_path(home);
+    if std::fs::symlink_metadata(&root).is_err() {
+        return Ok(None);
+    }
+    Jail::new(&root, WritePolicy::ReadOnly).map(Some)
+}
+
+const NO_FOLDER: &str = "No memories yet: the memory folder has not been created (it appears after the first consolidation).\n";
+
+/// The memory block for a new session's instructions: [`POLICY`] then `memory_summary.md`,
+/// cut at line boundaries so the whole block stays within [`SUMMARY_TOKEN_BUDGET`] tokens
+/// (counted with [`codex_free_core::tokens::count`]); a cut is announced in a last line. `None` when
+/// memories are off, or the summary is missing, empty or unreadable (e.g. a link).
+pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
+    enabled(cfg).ok()?;
+    let j = jail(home).ok()??;
+    let summary = j.read_to_string(SUMMARY_MD).ok()?;
+    if summary.trim().is_empty() {
+        return None;
+    }
+    let mut policy = POLICY.to_string();
+    if cfg.memories.dedicated_tools {
+        policy.push_str("\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/).\n");
+    } else {
+        policy.push_str(
+            "\nMore detail is in MEMORY.md and rollout_summaries/ of the memory folder.\n",
+        );
+    }
+    policy.push_str("\n### memory_summary.md\n\n");
+    let note = "(memory summary cut to fit the 2,500-token budget)\n";
+    let fixed = codex_free_core::tokens::count(&policy);
+    let mut out = policy;
+    let mut used = fixed;
+    let lines: Vec<&str> = summary.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        let t = codex_free_core::tokens::count(l) + 1;
+        let reserve = if i + 1 < lines.len() {
+            codex_free_core::tokens::count(note) + 1
+        } else {
+            0
+        };
+        if used + t + reserve > SUMMARY_TOKEN_BUDGET {
+            out.push_str(note);
+            return Some(out);
+        }
+        out.push_str(l);
+        out.push('\n');
+        used += t;
+    }
+    Some(out)
+}
+
+/// Arguments of `memories_list`.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoriesListArgs {
+    /// Directory (or file) inside the memory folder, e.g. `rollout_summaries`; omitted = the whole folder.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Entries to skip (from a previous page's continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Most entries to return. Default and maximum 2000.
+    #[serde(default)]
+    pub max_results: Option<usize>,
+}
+
+/// Arguments of `memories_search`.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoriesSearchArgs {
+    /// Words to look for (any word matches; lines with more of them rank first; word prefixes match).
+    pub query: String,
+    /// Limit the search to this file or directory of the memory folder.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Matches to skip (from a previous page's continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Most matches to return. Default and maximum 200.
+    #[serde(default)]
+    pub max_results: Option<usize>,
+}
+
+/// Arguments of `memories_read`.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoriesReadArgs {
+    /// File inside the memory folder, e.g. `MEMORY.md` or `rollout_summaries/<file>.md`.
+    pub path: String,
+    /// Lines to skip from the start (0-based; use the value from a continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Most lines to return. Default: as many as fit the token cap.
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Most tokens to return. Default and maximum 20000.
+    #[serde(default)]
+    pub max_tokens: Option<usize>,
+}
+
+/// Arguments of `memories_add_ad_hoc_note`.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoriesAddAdHocNoteArgs {
+    /// What to remember, in plain words (at most 16 KiB). It is considered at the next consolidation.
+    pub note: String,
+    /// Optional short title.
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+/// `memories_list`: visible files and directories under `path`, recursively, sorted, with
+/// sizes; at most `max_results` (default/max 2,000) per page; a cut page ends with
+/// `(showing entries A-B of N — call again with offset=B for the rest)`.
+///
+/// Errors: [`Error::Refused`] when memories are off; path rules of [`Jail`];
+/// [`Error::NotFound`] for a missing path.
+pub fn memories_list(home: &Path, cfg: &Config, a: &MemoriesListArgs) -> Result<String> {
+    enabled(cfg)?;
+    let Some(j) = jail(home)? else {
+        return Ok(NO_FOLDER.into());
+    };
+    let entries = j.walk(a.path.as_deref().unwrap_or(""))?;
+    let total = entries.len();
+    let offset = a.offset.unwrap_or(0);
+    let max = a.max_results.unwrap_or(LIST_MAX).clamp(1, LIST_MAX);
+    if total == 0 {
+        return Ok("(no files)\n".into());
+    }
+    if offset >= total {
+        return Err(Error::InvalidArgument(format!(
+            "offset={offset} is past the end: there are {total} entries"
+        )));
+    }
+    let mut out = String::new();
+    for e in entries.iter().skip(offset).take(max) {
+        if e.is_dir {
+            out.push_str(&format!("{}/\n", e.path));
+        } else {
+            out.push_str(&format!("{} ({} bytes)\n", e.path, e.bytes));
+        }
+    }
+    let last = (offset + max).min(total);
+    if last < total {
+        out.push_str(&codex_free_core::paging::entries_footer(
+            "entries",
+            offset + 1,
+            last,
+            total,
+            last,
+        ));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// `memories_search`: full-text search over the folder's text files through the FTS5
+/// index at `<home>/memories_index.sqlite` (brought up to date first). Hits are
+/// `path:line: text`, best first; at most `max_results` (default/max 200) per page, with a
+/// continuation line when cut.
+///
+/// Errors: [`Error::Refused`] when memories are off; [`Error::InvalidArgument`] for an
+/// empty query; path rules of [`Jail`]; [`Error::Store`] when the index cannot be opened.
+pub fn memories_search(home: &Path, cfg: &Config, a: &MemoriesSearchArgs) -> Result<String> {
+    enabled(cfg)?;
+    if a.query.trim().is_empty() {
+        return Err(Error::InvalidArgument(
+            "query is empty; give one or more words".into(),
+        ));
+    }
+    let Some(j) = jail(home)? else {
+        return Ok(NO_FOLDER.into());
+    };
+    let prefix = match a.path.as_deref() {
+        Some(p) => {
+            let c = Jail::components(p)?.join("/");
+            j.resolve(&c)?;
+            Some(c)
+        }
+        None => None,
+    };
+    let files: Vec<IndexedFile> = j
+        .walk("")?
+        .into_iter()
+        .filter(|e| !e.is_dir)
+        .filter_map(|e| {
+            let md = std::fs::symlink_metadata(j.root().join(&e.path)).ok()?;
+            let mtime_ns = md
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_nanos() as i64)
+                .unwrap_or(0);
+            Some(IndexedFile {
+                path: e.path,
+                mtime_ns,
+                size: md.len() as i64,
+            })
+        })
+        .collect();
+    let mut idx = MemoryIndex::open(&home.join(INDEX_FILE))?;
+    idx.sync(&files, &mut |p| j.read_to_string(p).ok())?;
+    let offset = a.offset.unwrap_or(0);
+    let max = a.max_results.unwrap_or(SEARCH_MAX).clamp(1, SEARCH_MAX);
+    let (hits, total) = idx.search(&a.query, prefix.as_deref(), offset, max)?;
+    if total == 0 {
+        return Ok(format!("No matches for {:?}.\n", a.query));
+    }
+    if hits.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "offset={offset} is past the end: there are {total} matches"
+        )));
+    }
+    let mut out = String::new();
+    for h in &hits {
+        let mut text: String = h.text.trim().chars().take(HIT_MAX_CHARS).collect();
+        if h.text.trim().chars().count() > HIT_MAX_CHARS {
+            text.push('…');
+        }
+        out.push_str(&format!("{}:{}: {text}\n", h.path, h.line));
+    }
+    let last = offset + hits.len();
+    if last < total {
+        out.push_str(&codex_free_core::paging::entries_footer(
+            "matches",
+            offset + 1,
+            last,
+            total,
+            last,
+        ));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// `memories_read` returning the text and the rollout ids whose memory it showed (for
+/// usage counting): the id in a rollout summary's header, or the `rollout_id` sections of
+/// `raw_memories.md` that overlap the lines shown.
+///
+/// Errors: as [`memories_read`].
+pub fn read_with_rollouts(
+    home: &Path,
+    cfg: &Config,
+    a: &MemoriesReadArgs,
+) -> Result<(String, Vec<String>)> {
+    enabled(cfg)?;
+    let Some(j) = jail(home)? else {
+        return Err(Error::NotFound(Path::new(&a.path).to_path_buf()));
+    };
+    let text = j.read_to_string(&a.path)?;
+    let max_tokens = a
+        .max_tokens
+        .unwrap_or(READ_MAX_TOKENS)
+        .clamp(1, READ_MAX_TOKENS);
+    let offset = a.offset.unwrap_or(0);
+    let limit = a.limit.unwrap_or(usize::MAX).max(1);
+    let page = page_lines(&text, offset, limit, usize::MAX, Some(max_tokens));
+    let path = Jail::components(&a.path)?.join("/");
+    let mut ids = Vec::new();
+    if page.last > 0 {
+        if path.starts_with(&format!("{ROLLOUT_SUMMARIES_DIR}/")) {
+            if let Some(id) = text.lines().find_map(|l| l.strip_prefix(ROLLOUT_ID_KEY)) {
+                ids.push(id.trim().to_string());
+            }
+        } else if path == RAW_MEMORIES_MD {
+            let header = format!("## {ROLLOUT_ID_KEY}");
+            let mut current: Option<String> = None;
+            for (i, l) in text.lines().enumerate() {
+                if let Some(id) = l.strip_prefix(&header) {
+                    current = Some(id.trim().to_string());
+                }
+                let n = i + 1;
+                if n >= page.first
+                    && n <= page.last
+                    && let Some(id) = &current
+                    && !ids.contains(id)
+                {
+                    ids.push(id.clone());
+                }
+                if n > page.last {
+                    break;
+                }
+            }
+        }
+    }
+    Ok((page.text, ids))
+}
+
+/// `memories_read`: lines `offset+1 ..` of a file, at most `limit` lines and `max_tokens`
+/// (default/max 20,000) tokens; a cut page ends with
+/// `(showing lines A-B of N — call again with offset=B for the rest)`. Reading a rollout's
+/// memory (its summary file, or its section of `raw_memories.md`) counts as a use of it.
+///
+/// Errors: [`Error::Refused`] when memories are off; path rules of [`Jail`];
+/// [`Error::NotFound`]; [`Error::InvalidArgument`] for a directory or non-UTF-8 file.
+pub fn memories_read(home: &Path, cfg: &Config, a: &MemoriesReadArgs) -> Result<String> {
+    let (text, ids) = read_with_rollouts(home, cfg, a)?;
+    if !ids.is_empty()
+        && let Err(e) = record_usage_in_home(home, &ids)
+    {
+        tracing::warn!("could not record memory usage: {e}");
+    }
+    Ok(text)
+}
+
+/// Raise the usage counts of `ids` in `<home>/state.sqlite` (no-op when the database does
+/// not exist yet).
+pub fn record_usage_in_home(home: &Path, ids: &[String]) -> Result<usize> {
+    codex_free_store::phase2::record_usage_in_home(home, ids)
+}
+
+/// `memories_add_ad_hoc_note`: queue a timestamped note (`<home>/memories_inbox/
+/// YYYY-MM-DDTHH-MM-SS-xxxx.md`) that the next consolidation moves into `ad_hoc_notes/`
+/// and considers. Returns a confirmation naming the file.
+///
+/// Errors: [`Error::Refused`] when memories are off; [`Error::InvalidArgument`] for an
+/// empty note; [`Error::Budget`] over [`NOTE_MAX_BYTES`].
+pub fn memories_add_ad_hoc_note(
+    home: &Path,
+    cfg: &Config,
+    a: &MemoriesAddAdHocNoteArgs,
+) -> Result<String> {
+    enabled(cfg)?;
+    let note = a.note.trim();
+    if note.is_empty() {
+        return Err(Error::InvalidArgument(
+            "note is empty; write what should be remembered".into(),
+        ));
+    }
+    if note.len() > NOTE_MAX_BYTES {
+        return Err(Error::Budget(format!(
+            "note is {} bytes; at most {NOTE_MAX_BYTES} bytes",
+            note.len()
+        )));
+    }
+    let now = chrono::Utc::now();
+    let name = super::select::note_file_name(now);
+    let title = a
+        .title
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .unwrap_or("Note");
+    let title: String = title
+        .lines()
+        .next()
+        .unwrap_or("Note")
+        .chars()
+        .take(120)
+        .collect();
+    let body = super::select::normalize(&format!(
+        "# {title}\n\nadded_at: {}\n\n{note}\n",
+        now.format("%Y-%m-%dT%H:%M:%SZ")
+    ));
+    let path = home.join(NOTES_INBOX_DIR).join(&name);
+    codex_free_core::home::write_atomic_unlocked(&path, body.as_bytes())?;
+    Ok(format!(
+        "Queued note {name}; the next memory consolidation will consider it.\n"
+    ))
+}
+
+/// One entry of a `<citation_entries>` list: `path:START-END|note=[text]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CitationEntry {
+    /// Cited file, relative to the memory folder.
+    pub path: String,
+    /// Cited line range (1-based, inclusive), when given.
+    pub lines: Option<(usize, usize)>,
+    /// The note, when given.
+    pub note: Option<String>,
+}
+
+/// One `<oai-mem-citation>` block.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Citation {
+    /// The cited memory lines.
+    pub entries: Vec<CitationEntry>,
+    /// The cited rollout ids.
+    pub rollout_ids: Vec<String>,
+}
+
+fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let a = s.find(open)? + open.len();
+    let b = s[a..].find(close)? + a;
+    Some(&s[a..b])
+}
+
+/// Every complete `<oai-mem-citation>` block in `text` (Codex's citation format: a
+/// `<citation_entries>` list, one `path:START-END|note=[...]` per line, and a
+/// `<rollout_ids>` list, one id per line). Unclosed blocks are ignored.
+pub fn parse_citations(text: &str) -> Vec<Citation> {
+    const OPEN: &str = "<oai-mem-citation>";
+    const CLOSE: &str = "</oai-mem-citation>";
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(OPEN) {
+        let after = &rest[i + OPEN.len()..];
+        let Some(j) = after.find(CLOSE) else { break };
+        let block = &after[..j];
+        rest = &after[j + CLOSE.len()..];
+        let mut c = Citation::default();
+        if let Some(list) = between(block, "<citation_entries>", "</citation_entries>") {
+            for line in list.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                let (loc, note) = match line.split_once('|') {
+                    Some((l, n)) => {
+                        let n = n.trim().strip_prefix("note=").unwrap_or(n.trim());
+                        let n = n
+                            .strip_prefix('[')
+                            .and_then(|n| n.strip_suffix(']'))
+                            .unwrap_or(n);
+                        (l.trim(), Some(n.to_string()))
+                    }
+                    None => (line, None),
+                };
+                let (path, lines) = match loc.rsplit_once(':') {
+                    Some((p, r)) => {
+                        let range = r.split_once('-').and_then(|(a, b)| {
+                            Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+                        });
+                        let single = r.trim().parse().ok().map(|n: usize| (n, n));
+                        match range.or(single) {
+                            Some(rg) => (p.to_string(), Some(rg)),
+                            None => (loc.to_string(), None),
+                        }
+                    }
+                    None => (loc.to_string(), None),
+                };
+                c.entries.push(CitationEntry { path, lines, note });
+            }
+        }
+        if let Some(list) = between(block, "<rollout_ids>", "</rollout_ids>") {
+            for id in list
+                .split(|ch: char| ch.is_whitespace() || ch == ',')
+                .filter(|s| !s.is_empty())
+            {
+                c.rollout_ids.push(id.to_string());
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The distinct rollout ids cited by the assistant in `rollout` (a later session's
+/// transcript, as parsed by `pipeline::sources`), excluding the rollout's own id. Call it
+/// once per rollout version (phase 1 does: one claim per `updated_at`) so a citation is
+/// counted once.
+pub fn cited_rollout_ids_in(rollout: &crate::rollout::Rollout) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for item in &rollout.items {
+        if let crate::rollout::Item::Assistant { text } = item {
+            for id in cited_rollout_ids(text) {
+                if id != rollout.id && !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+    }
+    ids
+}
+
+/// The distinct rollout ids cited in `text`, in order of first appearance.
+pub fn cited_rollout_ids(text: &str) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for c in parse_citations(text) {
+        for id in c.rollout_ids {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let h = tempfile::tempdir().unwrap();
+        for (p, c) in files {
+            let path = folder::folder_path(h.path()).join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, c).unwrap();
+        }
+        h
+    }
+
+    #[test]
+    fn summary_is_bounded_and_carries_policy() {
+        let big: String = (0..3000)
+            .map(|i| format!("- remembered fact number {i} about the project\n"))
+            .collect();
+        let h = home_with(&[(SUMMARY_MD, &format!("v1\n## User Profile\n{big}"))]);
+        let cfg = Config::default();
+        let s = summary_for_instructions(h.path(), &cfg).unwrap();
+        let n = codex_free_core::tokens::count(&s);
+        assert!(n <= SUMMARY_TOKEN_BUDGET, "{n}");
+        assert!(n > SUMMARY_TOKEN_BUDGET - 50, "{n}");
+        assert!(s.contains("<oai-mem-citation>") && s.contains("out of date"));
+        assert!(s.ends_with("(memory summary cut to fit the 2,500-token budget)\n"));
+        let small = home_with(&[(SUMMARY_MD, "v1\n## User Profile\n- likes pnpm\n")]);
+        let s = summary_for_instructions(small.path(), &cfg).unwrap();
+        assert!(s.ends_with("- likes pnpm\n"));
+        let mut off = Config::default();
+        off.memories.use_memories = false;
+        assert!(summary_for_instructions(small.path(), &off).is_none());
+        assert!(summary_for_instructions(tempfile::tempdir().unwrap().path(), &cfg).is_none());
+    }
+
+    #[test]
+    fn list_pages_with_continuation() {
+        let files: Vec<(String, String)> = (0..2100)
+            .map(|i| (format!("rollout_summaries/{i:05}.md"), "x\n".to_string()))
+            .collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        let h = home_with(&refs);
+        let cfg = Config::default();
+        let out = memories_list(h.path(), &cfg, &MemoriesListArgs::default()).unwrap();
+        assert_eq!(out.lines().count(), 2001);
+        assert!(
+            out.ends_with(
+                "(showing entries 1-2000 of 2101 — call again with offset=2000 for the rest)\n"
+            ),
+            "{}",
+            out.lines().last().unwrap()
+        );
+        let out = memories_list(
+            h.path(),
+            &cfg,
+            &MemoriesListArgs {
+                offset: Some(2000),
+                max_results: Some(5000),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(out.lines().count(), 101);
+        let e = memories_list(
+            h.path(),
+            &cfg,
+            &MemoriesListArgs {
+                path: Some("../".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "path_outside_root");
+    }
+
+    #[test]
+    fn read_caps_tokens_and_reports_rollouts() {
+        let long: String = (1..=812).map(|i| format!("line {i}\n")).collect();
+        let raw =
+            "# Raw memories\n\n## rollout_id: t-1\n\nmem one\n\n## rollout_id: t-2\n\nmem two\n";
+        let h = home_with(&[
+            ("MEMORY.md", &long),
+            ("raw_memories.md", raw),
+            (
+                "rollout_summaries/2024-01-01T00-00-00-abcd.md",
+                "# Rollout summary\n\nrollout_id: t-9\n\nbody\n",
+            ),
+        ]);
+        let cfg = Config::default();
+        let a = MemoriesReadArgs {
+            path: "MEMORY.md".into(),
+            limit: Some(200),
+            ..Default::default()
+        };
+        let out = memories_read(h.path(), &cfg, &a).unwrap();
+        assert!(
+            out.ends_with(
+                "(showing lines 1-200 of 812 — call again with offset=200 for the rest)\n"
+            )
+        );
+        let a = MemoriesReadArgs {
+            path: "MEMORY.md".into(),
+            max_tokens: Some(100),
+            ..Default::default()
+        };
+        let out = memories_read(h.path(), &cfg, &a).unwrap();
+        assert!(codex_free_core::tokens::count(&out) < 150, "{out}");
+        let (_, ids) = read_with_rollouts(
+            h.path(),
+            &cfg,
+            &MemoriesReadArgs {
+                path: "raw_memories.md".into(),
+                offset: Some(6),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(ids, ["t-2"]);
+        let (_, ids) = read_with_rollouts(
+            h.path(),
+            &cfg,
+            &MemoriesReadArgs {
+                path: "rollout_summaries/2024-01-01T00-00-00-abcd.md".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(ids, ["t-9"]);
+        for bad in ["/etc/passwd", "../x", ".git/config"] {
+            let e = memories_read(
+                h.path(),
+                &cfg,
+                &MemoriesReadArgs {
+                    path: bad.into(),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+            assert_eq!(e.code(), "path_outside_root", "{bad}");
+        }
+    }
+
+    #[test]
+    fn search_finds_and_pages() {
+        let many: String = (0..250).map(|i| format!("pnpm fact {i}\n")).collect();
+        let h = home_with(&[
+            ("MEMORY.md", "- always use pnpm\n"),
+            ("rollout_summaries/a.md", &many),
+        ]);
+        let cfg = Config::default();
+        let out = memories_search(
+            h.path(),
+            &cfg,
+            &MemoriesSearchArgs {
+                query: "pnpm".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(out.lines().count(), 201);
+        assert!(
+            out.ends_with(
+                "(showing matches 1-200 of 251 — call again with offset=200 for the rest)\n"
+            ),
+            "{}",
+            out.lines().last().unwrap()
+        );
+        let out = memories_search(
+            h.path(),
+            &cfg,
+            &MemoriesSearchArgs {
+                query: "always".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(out, "MEMORY.md:1: - always use pnpm\n");
+        let out = memories_search(
+            h.path(),
+            &cfg,
+            &MemoriesSearchArgs {
+                query: "pnpm".into(),
+                path: Some("MEMORY.md".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(out.lines().count(), 1);
+    }
+
+    #[test]
+    fn notes_are_queued_outside_the_folder() {
+        let h = tempfile::tempdir().unwrap();
+        let cfg = Config::default();
+        let out = memories_add_ad_hoc_note(
+            h.path(),
+            &cfg,
+            &MemoriesAddAdHocNoteArgs {
+                note: "prefer pnpm  ".into(),
+                title: None,
+            },
+        )
+        .unwrap();
+        assert!(out.starts_with("Queued note "));
+        let inbox: Vec<_> = std::fs::read_dir(h.path().join(NOTES_INBOX_DIR))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(inbox.len(), 1);
+        let text = std::fs::read_to_string(inbox[0].path()).unwrap();
+        assert!(text.contains("prefer pnpm\n") && text.starts_with("# Note\n"));
+        assert!(
+            memories_add_ad_hoc_note(
+                h.path(),
+                &cfg,
+                &MemoriesAddAdHocNoteArgs {
+                    note: "x".repeat(NOTE_MAX_BYTES + 1),
+                    title: None
+                }
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn citations_parse() {
+        let text = "done.\n\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:1-10|note=[workspace context]\nrollout_summaries/a.md:3|note=[x]\n</citation_entries>\n<rollout_ids>\nt-1\nt-2\n</rollout_ids>\n</oai-mem-citation>\nand <oai-mem-citation><rollout_ids>t-2, t-3</rollout_ids></oai-mem-citation> <oai-mem-citation><rollout_ids>t-9";
+        let c = parse_citations(text);
+        assert_eq!(c.len(), 2);
+        assert_eq!(
+            c[0].entries[0],
+            CitationEntry {
+                path: "MEMORY.md".into(),
+                lines: Some((1, 10)),
+                note: Some("workspace context".into())
+            }
+        );
+        assert_eq!(c[0].entries[1].lines, Some((3, 3)));
+        assert_eq!(
+            cited_rollout_ids(text),
+            ["t-1", "t-2", "t-3"],
+            "unclosed block ignored, duplicates merged"
+        );
+    }
+}

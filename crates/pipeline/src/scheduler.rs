@@ -1,0 +1,253 @@
+//! The background scheduler (PIPE-2): runs phase 1 when the process starts, whenever a
+//! watched transcript changes (`discover::Watcher`, debounced, forwarded as
+//! [`Trigger::Watch`]; other event sources can use [`Scheduler::trigger_sender`]), and on a periodic rescan ([`RESCAN_INTERVAL`]) as a
+//! safety net for missed events. Triggers that arrive during a run are coalesced into one
+//! follow-up run. The config file is re-read before every run, so `memories off` (or a
+//! cap change) in another process takes effect at the next trigger.
+//!
+//! Invariant: at most one phase-1 run per scheduler at a time; cancelling the token stops
+//! the loop and the run in flight (its jobs are released, not failed).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use codex_free_core::config::{CONFIG_FILE, Config};
+use crate::discover::{
+    DEFAULT_DEBOUNCE, SourceRoots, WatchEvent, Watcher, enabled_sources,
+};
+use crate::phase1::{self, Phase1Ctx, Redactor, RolloutInput, RunReport, Trigger};
+use crate::providers::{PriceTable, RetryPolicy, resolve_extract_model};
+use codex_free_secrets::SecretStore;
+use codex_free_store::Store;
+use codex_free_core::Error;
+use codex_free_core::Result;
+
+/// Interval of the safety-net rescan (15 minutes).
+pub const RESCAN_INTERVAL: Duration = Duration::from_secs(15 * 60);
+
+/// What the scheduler needs besides the home and config.
+#[derive(Clone)]
+pub struct SchedulerDeps {
+    /// Credentials.
+    pub secrets: Arc<dyn SecretStore>,
+    /// Rollout discovery + rendering.
+    pub input: Arc<dyn RolloutInput>,
+    /// Output redaction.
+    pub redactor: Arc<dyn Redactor>,
+    /// Provider retry policy.
+    pub retry: RetryPolicy,
+    /// Rescan interval (tests shorten it).
+    pub rescan_every: Duration,
+    /// Transcript folders to watch for changes (`None`: periodic rescans only).
+    pub watch: Option<SourceRoots>,
+}
+
+/// A running scheduler.
+pub struct Scheduler {
+    tx: mpsc::Sender<Trigger>,
+    _watcher: Option<Watcher>,
+    handle: Option<JoinHandle<()>>,
+    cancel: CancellationToken,
+}
+
+impl Scheduler {
+    /// Start on the current tokio runtime. The first run happens at once
+    /// ([`Trigger::Startup`]). `config` is the config at start; later runs re-read
+    /// `<home>/codex.config.json`.
+    ///
+    /// Errors: [`Error::Store`] when `state.sqlite` cannot be opened or migrated.
+    pub fn start(
+        home: PathBuf,
+        config: Config,
+        deps: SchedulerDeps,
+        cancel: CancellationToken,
+    ) -> Result<Scheduler> {
+        let store = Store::open_in_home(&home)?;
+        let (tx, rx) = mpsc::channel(64);
+        let watcher = deps
+            .watch
+            .as_ref()
+            .and_then(|roots| start_watcher(roots, &config, tx.clone(), cancel.clone()));
+        let handle = tokio::spawn(run_loop(home, config, deps, store, rx, cancel.clone()));
+        let _ = tx.try_send(Trigger::Startup);
+        Ok(Scheduler {
+            tx,
+            _watcher: watcher,
+            handle: Some(handle),
+            cancel,
+        })
+    }
+
+    /// A sender for the file watcher: send [`Trigger::Watch`] after its debounce.
+    pub fn trigger_sender(&self) -> mpsc::Sender<Trigger> {
+        self.tx.clone()
+    }
+
+    /// Ask for a run now (coalesced with one already queued).
+    pub fn nudge(&self, trigger: Trigger) {
+        let _ = self.tx.try_send(trigger);
+    }
+
+    /// Cancel and wait for the loop to end.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        if let Some(h) = self.handle.take() {
+            let _ = h.await;
+        }
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Start the debounced transcript watcher and forward its events as [`Trigger::Watch`].
+/// A watcher that cannot start (e.g. inotify limits) is logged; periodic rescans remain.
+fn start_watcher(
+    roots: &SourceRoots,
+    config: &Config,
+    tx: mpsc::Sender<Trigger>,
+    cancel: CancellationToken,
+) -> Option<Watcher> {
+    let (wtx, mut wrx) = mpsc::channel::<WatchEvent>(16);
+    let enabled = enabled_sources(&config.memories);
+    match Watcher::start_with(roots, &enabled, DEFAULT_DEBOUNCE, wtx, cancel.clone()) {
+        Ok(w) => {
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        ev = wrx.recv() => match ev {
+                            Some(_) => { let _ = tx.try_send(Trigger::Watch); }
+                            None => return,
+                        },
+                    }
+                }
+            });
+            Some(w)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "transcript watcher not started; relying on periodic rescans");
+            None
+        }
+    }
+}
+
+async fn run_loop(
+    home: PathBuf,
+    mut config: Config,
+    deps: SchedulerDeps,
+    store: Store,
+    mut rx: mpsc::Receiver<Trigger>,
+    cancel: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(deps.rescan_every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await; // the first tick fires at once; the startup trigger covers it
+    let mut last_error: Option<String> = None;
+    loop {
+        let trigger = tokio::select! {
+            _ = cancel.cancelled() => return,
+            t = rx.recv() => match t { Some(t) => t, None => return },
+            _ = tick.tick() => Trigger::Periodic,
+        };
+        // Coalesce whatever queued up meanwhile.
+        while rx.try_recv().is_ok() {}
+        match Config::load(&home.join(CONFIG_FILE)) {
+            Ok(l) => config = l.config,
+            Err(e) => tracing::warn!(error = %e, "config unreadable; keeping the previous one"),
+        }
+        if !config.memories.enabled {
+            continue;
+        }
+        match run_once(&home, &config, &deps, &store, trigger, cancel.child_token()).await {
+            Ok(r) => {
+                last_error = None;
+                if r.summary.claimed > 0 {
+                    tracing::info!(claimed = r.summary.claimed, outcome = %r.summary.outcome, "phase 1 run finished");
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                if last_error.as_deref() != Some(msg.as_str()) {
+                    tracing::warn!(error = %msg, "phase 1 not run");
+                    let line = format!(
+                        "{} phase1: not run: {msg}",
+                        crate::usage::iso(store.now())
+                    );
+                    let _ = crate::usage::append_line(&home, &line);
+                }
+                last_error = Some(msg);
+            }
+        }
+        // Phase 2 after every phase-1 pass: its own job, cooldown and "no change = no
+        // model call" rule decide whether anything happens.
+        let force = trigger == Trigger::Force;
+        match crate::phase2::model::run_with_store(
+            &home,
+            &config,
+            store.clone(),
+            deps.secrets.as_ref(),
+            deps.retry,
+            "scheduler",
+            force,
+            cancel.child_token(),
+        )
+        .await
+        {
+            Ok(crate::phase2::Outcome::Failed { reason, .. }) => {
+                tracing::warn!(%reason, "phase 2 failed; the previous memory stays in place")
+            }
+            Ok(o) => tracing::debug!(outcome = ?o, "phase 2"),
+            Err(e) => tracing::warn!(error = %e, "phase 2 not run"),
+        }
+    }
+}
+
+/// Resolve the model from `config` and run phase 1 once.
+///
+/// Errors: model resolution ([`Error::Config`], [`Error::Secrets`], ...) and
+/// [`phase1::run`]'s errors.
+pub async fn run_once(
+    home: &std::path::Path,
+    config: &Config,
+    deps: &SchedulerDeps,
+    store: &Store,
+    trigger: Trigger,
+    cancel: CancellationToken,
+) -> Result<RunReport> {
+    let model = resolve_extract_model(
+        &config.memories,
+        deps.secrets.as_ref(),
+        PriceTable::bundled(),
+        deps.retry,
+    )?;
+    let ctx = Phase1Ctx {
+        home: home.to_path_buf(),
+        store: store.clone(),
+        config: config.memories.clone(),
+        model,
+        input: deps.input.clone(),
+        redactor: deps.redactor.clone(),
+        cancel,
+        trigger,
+        worker_id: worker_id(),
+    };
+    phase1::run(ctx).await.map_err(|e| match e {
+        Error::Store(m) => Error::Store(format!("phase 1: {m}")),
+        other => other,
+    })
+}
+
+/// `pid@hostname`-style id stored on claims.
+pub fn worker_id() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
+    format!("{}@{host}", std::process::id())
+}

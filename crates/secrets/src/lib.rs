@@ -1,0 +1,114 @@
+//! Provider credentials. One trait, [`SecretStore`], with the OS keyring implementation
+//! (Secret Service / Keychain / Credential Manager via `keyring-core`, kernel keyutils as a
+//! labelled fallback on Linux) and an in-memory one for tests. [`Secret`] has no
+//! `Debug`/`Display`, so a key cannot reach a log by accident.
+//!
+//! Invariant: `keyring` crates are imported only here; a key is never written to disk in
+//! clear, never logged, never put in `codex.config.json`.
+
+pub mod keyring;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use codex_free_core::Result;
+
+/// The keyring service name all entries live under.
+pub const SERVICE: &str = "codex-free";
+
+/// A secret value. Deliberately no `Debug`, `Display` or `Serialize`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    /// The raw value; call only where it is sent to its provider.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    /// The last 4 characters, for display (`…abcd`); shorter secrets show `…`.
+    pub fn hint(&self) -> String {
+        let chars: Vec<char> = self.0.chars().collect();
+        if chars.len() <= 8 {
+            "…".into()
+        } else {
+            format!("…{}", chars[chars.len() - 4..].iter().collect::<String>())
+        }
+    }
+}
+
+/// A place credentials live. `account` is the provider name (`openai`, `anthropic`, ...).
+pub trait SecretStore: Send + Sync {
+    /// The secret for `account`, `Ok(None)` when absent. Errors: [`codex_free_core::Error::Secrets`] when the store is unreachable.
+    fn get(&self, account: &str) -> Result<Option<Secret>>;
+    /// Create or update in place (updating keeps OS "always allow" grants).
+    fn set(&self, account: &str, secret: &Secret) -> Result<()>;
+    /// Delete; deleting an absent entry is Ok.
+    fn delete(&self, account: &str) -> Result<()>;
+    /// Human label of the backend, e.g. `"Secret Service"`, `"kernel keyutils (lost on reboot)"`, `"in-memory (tests)"`.
+    fn label(&self) -> String;
+}
+
+/// In-memory store for tests.
+#[derive(Default)]
+pub struct MemoryStore(Mutex<HashMap<String, Secret>>);
+
+impl SecretStore for MemoryStore {
+    fn get(&self, account: &str) -> Result<Option<Secret>> {
+        Ok(self.0.lock().expect("poisoned").get(account).cloned())
+    }
+    fn set(&self, account: &str, secret: &Secret) -> Result<()> {
+        self.0
+            .lock()
+            .expect("poisoned")
+            .insert(account.into(), secret.clone());
+        Ok(())
+    }
+    fn delete(&self, account: &str) -> Result<()> {
+        self.0.lock().expect("poisoned").remove(account);
+        Ok(())
+    }
+    fn label(&self) -> String {
+        "in-memory (tests)".into()
+    }
+}
+
+/// The environment variable consulted when the store has no entry for `account`
+/// (CI and headless fallback), e.g. `openai` → `OPENAI_API_KEY`.
+pub fn env_var_for(account: &str) -> String {
+    format!(
+        "{}_API_KEY",
+        account.to_ascii_uppercase().replace(['-', '.', '/'], "_")
+    )
+}
+
+/// Look `account` up in `store`, then in its environment variable ([`env_var_for`]).
+pub fn resolve(store: &dyn SecretStore, account: &str) -> Result<Option<Secret>> {
+    if let Some(s) = store.get(account)? {
+        return Ok(Some(s));
+    }
+    Ok(std::env::var(env_var_for(account))
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(Secret::new))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_store_roundtrip_and_hint() {
+        let s = MemoryStore::default();
+        assert!(s.get("openai").unwrap().is_none());
+        s.set("openai", &Secret::new("sk-test-1234567890abcd"))
+            .unwrap();
+        assert_eq!(s.get("openai").unwrap().unwrap().hint(), "…abcd");
+        s.delete("openai").unwrap();
+        assert!(s.get("openai").unwrap().is_none());
+        assert_eq!(env_var_for("open-router"), "OPEN_ROUTER_API_KEY");
+    }
+}

@@ -1,0 +1,541 @@
+//! Wire types of the UI API: what `/api/...` returns as JSON and what the Tauri commands
+//! return. The TypeScript twins in `ui/src/api/types/` are generated from these by `ts-rs`
+//! (see `api::tests::ts_bindings_are_current`), so the two sides cannot drift.
+//!
+//! Invariant: no DTO carries a secret; keys appear only as [`KeyStatus::hint`] (last 4
+//! characters). Times are Unix milliseconds (UTC); money is US dollars as `f64`; token
+//! counts are plain integers (exported to TypeScript as `number`).
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// One failed field of a config change: the key path (`output.maxFileLines`) and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct FieldError {
+    /// Dotted key path as written in `codex.config.json`, e.g. `output.maxFileLines`.
+    pub key: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+/// The error body every failing API call returns: a stable `code` (see
+/// [`codex_free_core::Error::code`]) the UI matches on, a human message, and per-field errors for
+/// config changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ApiError {
+    /// Stable machine code, e.g. `invalid_config`, `secrets`, `not_found`.
+    pub code: String,
+    /// Human-readable message naming the argument and the fix.
+    pub message: String,
+    /// Per-field problems (config validation); empty otherwise.
+    pub fields: Vec<FieldError>,
+}
+
+/// Kind of a config field, which decides the input widget and the type check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldKind {
+    /// Whole number within `min..=max`.
+    Integer,
+    /// Decimal number within `min..=max` (may be null when `nullable`).
+    Number,
+    /// true/false.
+    Boolean,
+    /// Free text (may be null when `nullable`).
+    Text,
+    /// One of `choices`.
+    Choice,
+    /// A list of strings (each one of `choices` when that is non-empty).
+    List,
+}
+
+/// One editable setting as the Settings page shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConfigField {
+    /// Block name (`output`, `memory`, `memories`, `exec`, `server`, `command`, `projectDoc`).
+    pub block: String,
+    /// Dotted key path, e.g. `output.maxFileLines`.
+    pub key: String,
+    /// Widget/type.
+    pub kind: FieldKind,
+    /// Default value (JSON).
+    #[ts(type = "unknown")]
+    pub default: serde_json::Value,
+    /// Unit shown beside the input (`lines`, `bytes`, `tokens`, `ms`, `days`, `hours`, `USD`, ...); empty when none.
+    pub unit: String,
+    /// Smallest allowed value (numbers only).
+    pub min: Option<f64>,
+    /// Largest allowed value (numbers only).
+    pub max: Option<f64>,
+    /// Allowed values for `choice` and `list` kinds.
+    pub choices: Vec<String>,
+    /// Whether `null` is allowed (meaning "use the default behaviour").
+    pub nullable: bool,
+    /// One sentence on what the setting does.
+    pub help: String,
+}
+
+/// The Settings page's data: the schema, the effective values and the file's overrides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConfigView {
+    /// Path of `codex.config.json`.
+    pub path: String,
+    /// Every editable field.
+    pub fields: Vec<ConfigField>,
+    /// Effective config (defaults + overrides) as JSON.
+    #[ts(type = "Record<string, any>")]
+    pub effective: serde_json::Value,
+    /// What the file holds (only values that differ from the defaults).
+    #[ts(type = "Record<string, any>")]
+    pub overrides: serde_json::Value,
+    /// Warnings from loading (unknown keys).
+    pub warnings: Vec<String>,
+}
+
+/// Result of a config validation or save.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConfigSaveResult {
+    /// True when the file was written (never true when `errors` is non-empty).
+    pub saved: bool,
+    /// Per-field problems; nothing is saved when any exist.
+    pub errors: Vec<FieldError>,
+    /// What the file holds now (after a save) or would hold (after a dry validation).
+    #[ts(type = "Record<string, any>")]
+    pub overrides: serde_json::Value,
+}
+
+/// State of the embedded MCP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerState {
+    /// Listening.
+    Running,
+    /// Not listening (stopped by the user or not started).
+    Stopped,
+    /// Failed to start or crashed; see `error`.
+    Error,
+    /// This process does not host a server (e.g. a test harness).
+    Unknown,
+}
+
+/// The MCP server as the dashboard and tray show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ServerStatus {
+    /// Running / stopped / error.
+    pub state: ServerState,
+    /// MCP endpoint, e.g. `http://127.0.0.1:3000/mcp` (no token in it).
+    pub url: Option<String>,
+    /// MCP clients seen in the last 5 minutes.
+    pub clients: u32,
+    /// The last start/serve error, if any.
+    pub error: Option<String>,
+}
+
+/// State of the background memory pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum PipelineState {
+    /// Waiting for the next trigger.
+    Idle,
+    /// A phase is running.
+    Running,
+    /// Paused by the user (no new runs start).
+    Paused,
+    /// Turned off in config (`memories.enabled = false`).
+    Disabled,
+    /// The monthly spend cap is reached; no model calls until next month or a higher cap.
+    CapReached,
+    /// No pipeline in this process.
+    Unavailable,
+}
+
+/// The pipeline as the dashboard shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PipelineStatus {
+    /// Current state.
+    pub state: PipelineState,
+    /// When the next scheduled run starts (Unix ms), if known.
+    #[ts(type = "number | null")]
+    pub next_run_ms: Option<i64>,
+    /// When the last run finished (Unix ms), if any.
+    #[ts(type = "number | null")]
+    pub last_run_ms: Option<i64>,
+    /// A one-line explanation (why paused/disabled, what is running).
+    pub message: String,
+}
+
+/// Spend against the monthly cap (`memories.monthly_spend_cap_usd`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Spend {
+    /// Cost of today's requests (UTC day), USD; requests without a price are not in it.
+    pub today_usd: f64,
+    /// Cost of this calendar month's requests (UTC), USD.
+    pub month_usd: f64,
+    /// The cap, USD; null = no cap.
+    pub cap_usd: Option<f64>,
+    /// `month_usd >= cap_usd`.
+    pub cap_reached: bool,
+    /// Requests this month whose model has no known price (their cost is unknown, not 0).
+    pub unpriced_requests: u32,
+}
+
+/// A recent error for the dashboard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RecentError {
+    /// When (Unix ms).
+    #[ts(type = "number")]
+    pub time_ms: i64,
+    /// Where: `server`, `pipeline`, `keyring`, `config`, or a run phase.
+    pub source: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// Which secret store holds provider keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct KeyringStatus {
+    /// Label of the backend, e.g. `Secret Service`, `kernel keyutils (fallback: lost at reboot)`.
+    pub backend: String,
+    /// True when the preferred OS store was unreachable and a fallback is in use.
+    pub fallback: bool,
+    /// Why the preferred store is unavailable (e.g. no D-Bus session bus), if it is.
+    pub error: Option<String>,
+}
+
+/// Everything the dashboard shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Status {
+    /// Crate version.
+    pub version: String,
+    /// State home path.
+    pub home: String,
+    /// MCP server.
+    pub server: ServerStatus,
+    /// Pipeline.
+    pub pipeline: PipelineStatus,
+    /// Spend vs cap.
+    pub spend: Spend,
+    /// Secret store.
+    pub keyring: KeyringStatus,
+    /// Most recent errors first (at most 10).
+    pub recent_errors: Vec<RecentError>,
+}
+
+/// Where a provider key currently comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum KeySource {
+    /// The OS keyring (or its labelled fallback).
+    Keyring,
+    /// The provider's environment variable (e.g. `OPENAI_API_KEY`).
+    Env,
+    /// No key.
+    None,
+}
+
+/// A provider key as shown to the user: never the key itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct KeyStatus {
+    /// Where the key comes from.
+    pub source: KeySource,
+    /// `…abcd` (last 4 characters) when a key is set; `…` for very short keys.
+    pub hint: Option<String>,
+    /// The environment variable consulted when the keyring has no entry.
+    pub env_var: String,
+}
+
+/// A model provider and the state of its key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ProviderInfo {
+    /// Provider id used in `provider/model-id` (`openai`, `anthropic`, `openrouter`, ...).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// API base URL.
+    pub base_url: String,
+    /// False for local servers (Ollama, LM Studio) that take no key.
+    pub needs_key: bool,
+    /// Key state.
+    pub key: KeyStatus,
+}
+
+/// A model with its price and context window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ModelInfo {
+    /// `provider/model-id`, the value stored in `memories.extract_model` etc.
+    pub id: String,
+    /// Provider id.
+    pub provider: String,
+    /// USD per 1M input tokens; null = price unknown (never shown as $0).
+    pub input_per_mtok_usd: Option<f64>,
+    /// USD per 1M cached input tokens; null = unknown or no cache discount.
+    pub cached_input_per_mtok_usd: Option<f64>,
+    /// USD per 1M output tokens; null = unknown.
+    pub output_per_mtok_usd: Option<f64>,
+    /// Context window in tokens, if known.
+    #[ts(type = "number | null")]
+    pub context_window: Option<u64>,
+}
+
+/// The Models & keys page: providers, known models, and the model chosen per stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ModelsView {
+    /// Providers with key state.
+    pub providers: Vec<ProviderInfo>,
+    /// Models with prices (from the price table).
+    pub models: Vec<ModelInfo>,
+    /// `memories.extract_model` (null = default model).
+    pub extract_model: Option<String>,
+    /// `memories.consolidation_model` (null = default model).
+    pub consolidation_model: Option<String>,
+    /// The model used when a stage's model is null, if the catalog knows one.
+    pub default_model: Option<String>,
+    /// Where keys are stored.
+    pub keyring: KeyringStatus,
+}
+
+/// Result of "test connection".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConnectionTest {
+    /// True when the provider answered and accepted the key.
+    pub ok: bool,
+    /// What happened (status code, model count, or the error).
+    pub message: String,
+    /// Round trip in milliseconds, when a request was made.
+    #[ts(type = "number | null")]
+    pub latency_ms: Option<u64>,
+}
+
+/// One model request of a pipeline run (a row of the usage log, PIPE-8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RequestRow {
+    /// Run this request belongs to.
+    pub run_id: String,
+    /// Start time (Unix ms).
+    #[ts(type = "number")]
+    pub time_ms: i64,
+    /// `phase1` or `phase2`.
+    pub phase: String,
+    /// `provider/model-id`.
+    pub model: String,
+    /// Input tokens (including cached ones).
+    #[ts(type = "number")]
+    pub input_tokens: u64,
+    /// Cached input tokens (a subset of `input_tokens`).
+    #[ts(type = "number")]
+    pub cached_input_tokens: u64,
+    /// Output tokens (including reasoning).
+    #[ts(type = "number")]
+    pub output_tokens: u64,
+    /// Cost in USD; null = the model has no known price.
+    pub cost_usd: Option<f64>,
+    /// Duration in milliseconds.
+    #[ts(type = "number")]
+    pub duration_ms: u64,
+    /// `ok`, `no_output`, `failed`, `cancelled`, `skipped_cap`.
+    pub outcome: String,
+    /// The error message for failed requests.
+    pub error: Option<String>,
+}
+
+/// One pipeline run: its requests summed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RunRow {
+    /// Run id.
+    pub run_id: String,
+    /// Start of the first request (Unix ms).
+    #[ts(type = "number")]
+    pub time_ms: i64,
+    /// Phase of the run (`phase1`, `phase2`, or `mixed`).
+    pub phase: String,
+    /// What started it (`startup`, `watch`, `manual`, `force`, `periodic`); empty when unknown.
+    pub trigger: String,
+    /// Model (or `mixed` when requests used several).
+    pub model: String,
+    /// Number of requests.
+    pub requests: u32,
+    /// Summed input tokens.
+    #[ts(type = "number")]
+    pub input_tokens: u64,
+    /// Summed cached input tokens.
+    #[ts(type = "number")]
+    pub cached_input_tokens: u64,
+    /// Summed output tokens.
+    #[ts(type = "number")]
+    pub output_tokens: u64,
+    /// Summed known cost, USD; null when no request had a price.
+    pub cost_usd: Option<f64>,
+    /// Requests whose cost is unknown (no price).
+    pub unpriced_requests: u32,
+    /// Summed request durations, ms.
+    #[ts(type = "number")]
+    pub duration_ms: u64,
+    /// `ok` when every request succeeded, else the first non-ok outcome.
+    pub outcome: String,
+    /// First error message, if any.
+    pub error: Option<String>,
+    /// The run's requests, oldest first.
+    pub request_rows: Vec<RequestRow>,
+}
+
+/// Sums over a set of requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct UsageTotals {
+    /// Bucket label: `2026-05-03` (day), `2026-W18` (ISO week), `2026-05` (month), or `all`.
+    pub label: String,
+    /// Bucket start (Unix ms, UTC); 0 for `all`.
+    #[ts(type = "number")]
+    pub start_ms: i64,
+    /// Number of runs.
+    pub runs: u32,
+    /// Number of requests.
+    pub requests: u32,
+    /// Input tokens.
+    #[ts(type = "number")]
+    pub input_tokens: u64,
+    /// Cached input tokens.
+    #[ts(type = "number")]
+    pub cached_input_tokens: u64,
+    /// Output tokens.
+    #[ts(type = "number")]
+    pub output_tokens: u64,
+    /// Known cost, USD.
+    pub cost_usd: f64,
+    /// Requests with unknown cost.
+    pub unpriced_requests: u32,
+    /// Failed requests.
+    pub failed_requests: u32,
+}
+
+/// Filter of the Runs & costs page. Every field is optional; empty strings mean "any".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct RunFilter {
+    /// Earliest request time (Unix ms, inclusive).
+    #[ts(type = "number | null")]
+    pub since_ms: Option<i64>,
+    /// Latest request time (Unix ms, exclusive).
+    #[ts(type = "number | null")]
+    pub until_ms: Option<i64>,
+    /// Only this phase.
+    pub phase: Option<String>,
+    /// Only this model (`provider/model-id`).
+    pub model: Option<String>,
+    /// Only this outcome.
+    pub outcome: Option<String>,
+}
+
+/// The Runs & costs page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RunsView {
+    /// Matching runs, newest first.
+    pub runs: Vec<RunRow>,
+    /// Total over all matching requests.
+    pub total: UsageTotals,
+    /// Per UTC day, oldest first (days without requests omitted).
+    pub daily: Vec<UsageTotals>,
+    /// Per ISO week, oldest first.
+    pub weekly: Vec<UsageTotals>,
+    /// Per calendar month, oldest first.
+    pub monthly: Vec<UsageTotals>,
+    /// Distinct phases, models and outcomes in the unfiltered data (for filter menus).
+    pub phases: Vec<String>,
+    /// Distinct models.
+    pub models: Vec<String>,
+    /// Distinct outcomes.
+    pub outcomes: Vec<String>,
+}
+
+/// A step of a saved plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PlanStep {
+    /// What to do.
+    pub step: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+}
+
+/// A saved note.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Note {
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: String,
+}
+
+/// Task memory of one project (MEM-4), read-only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ProjectMemory {
+    /// Folder name under `projects/` (`<name>-<hash>`).
+    pub slug: String,
+    /// Canonical project root, when the file records it.
+    pub root: Option<String>,
+    /// Notes, sorted by key.
+    pub notes: Vec<Note>,
+    /// Plan steps in order.
+    pub plan: Vec<PlanStep>,
+    /// Bytes used by notes (keys + values).
+    #[ts(type = "number")]
+    pub notes_bytes: u64,
+    /// The notes budget (`memory.maxBytes`).
+    #[ts(type = "number")]
+    pub max_bytes: u64,
+    /// Last modification (Unix ms).
+    #[ts(type = "number | null")]
+    pub updated_ms: Option<i64>,
+    /// A problem reading the file (corrupt JSON), if any.
+    pub error: Option<String>,
+}
+
+/// A pipeline memory file with its budget gauge (HYG-1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemoryFile {
+    /// File name relative to the memory folder (`MEMORY.md`, `memory_summary.md`).
+    pub name: String,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Line count.
+    #[ts(type = "number")]
+    pub lines: u64,
+    /// Size in bytes.
+    #[ts(type = "number")]
+    pub bytes: u64,
+    /// Line budget.
+    #[ts(type = "number")]
+    pub max_lines: u64,
+    /// Byte budget.
+    #[ts(type = "number")]
+    pub max_bytes: u64,
+    /// Content, cut at 256 KiB (`truncated` says so).
+    pub content: String,
+    /// True when `content` is not the whole file.
+    pub truncated: bool,
+}
+
+/// The Memory page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemoryView {
+    /// Pipeline memory folder.
+    pub memories_dir: String,
+    /// `MEMORY.md` and `memory_summary.md`.
+    pub files: Vec<MemoryFile>,
+    /// Task memory per project, most recently updated first.
+    pub projects: Vec<ProjectMemory>,
+}
+
+/// Result of a pipeline or server control action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ActionResult {
+    /// True when the action was accepted.
+    pub ok: bool,
+    /// What happened.
+    pub message: String,
+}
+
+/// Body of `PUT /api/keys/{provider}`.
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+pub struct SetKeyRequest {
+    /// The API key. Never echoed back, never logged.
+    pub key: String,
+}

@@ -1,0 +1,365 @@
+//! HTTP face of [`ApiService`]: JSON routes under `/api/...` and the static web UI.
+//!
+//! | method | path | body / query | answer |
+//! |---|---|---|---|
+//! | GET | `/api/status` | | [`Status`] |
+//! | GET | `/api/config` | | [`ConfigView`] |
+//! | POST | `/api/config/validate` | change object | [`ConfigSaveResult`] (never saves) |
+//! | PUT | `/api/config` | change object | [`ConfigSaveResult`]; 422 when it has field errors |
+//! | GET | `/api/models` | | [`ModelsView`] |
+//! | PUT | `/api/keys/{provider}` | [`SetKeyRequest`] | [`KeyStatus`] |
+//! | DELETE | `/api/keys/{provider}` | | [`KeyStatus`] |
+//! | POST | `/api/keys/{provider}/test` | | [`ConnectionTest`] |
+//! | GET | `/api/runs` | [`RunFilter`] as query | [`RunsView`] |
+//! | GET | `/api/runs.csv` | [`RunFilter`] as query | `text/csv` attachment |
+//! | GET | `/api/memory` | | [`MemoryView`] |
+//! | POST | `/api/pipeline/{run,pause,resume}` | | [`ActionResult`] |
+//! | POST | `/api/server/{start,stop}` | | [`ActionResult`] |
+//!
+//! Failures answer [`ApiError`] JSON with a status from the error code (400 bad argument,
+//! 404 not found, 409 busy, 503 secrets store unreachable, 500 otherwise).
+//!
+//! Auth is not done here: the server mounting [`api_router`] puts it behind its bearer
+//! token and `Origin`/`Host` checks (same port as `/mcp`). [`ui_router`] serves only the
+//! built UI files (`ui/dist`, embedded in release builds, read from disk in debug builds),
+//! which hold no secrets, so a browser can load the page and then send the token it was
+//! given in the URL fragment (`/#token=...`, never sent to a server) with each API call.
+//!
+//! Invariant: handlers run service calls on a blocking thread (`spawn_blocking`), never on
+//! the async workers; no handler logs a request body (it may hold a key).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::ApiService;
+use super::dto::*;
+use codex_free_core::Error;
+
+type Svc = Arc<ApiService>;
+
+/// An error answer.
+struct Fail(StatusCode, ApiError);
+
+impl IntoResponse for Fail {
+    fn into_response(self) -> Response {
+        (self.0, Json(self.1)).into_response()
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        let status = match e.code() {
+            "invalid_argument" | "invalid_config" => StatusCode::BAD_REQUEST,
+            "not_found" => StatusCode::NOT_FOUND,
+            "busy" => StatusCode::CONFLICT,
+            "secrets" => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Fail(status, super::api_error(&e))
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> codex_free_core::Result<T> + Send + 'static,
+) -> Result<T, Fail> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map_err(Fail::from),
+        Err(e) => Err(Fail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError {
+                code: "internal".into(),
+                message: format!("handler failed: {e}"),
+                fields: Vec::new(),
+            },
+        )),
+    }
+}
+
+async fn json<T: Serialize + Send + 'static>(
+    f: impl FnOnce() -> codex_free_core::Result<T> + Send + 'static,
+) -> Result<Json<T>, Fail> {
+    blocking(f).await.map(Json)
+}
+
+/// The JSON API routes (mount behind the server's auth).
+pub fn api_router(service: Svc) -> Router {
+    Router::new()
+        .route(
+            "/api/status",
+            get(|State(s): State<Svc>| json(move || s.status())),
+        )
+        .route(
+            "/api/config",
+            get(|State(s): State<Svc>| json(move || s.get_config())).put(
+                |State(s): State<Svc>, Json(patch): Json<Value>| async move {
+                    let r = blocking(move || s.save_config(&patch)).await?;
+                    let code = if r.saved {
+                        StatusCode::OK
+                    } else {
+                        StatusCode::UNPROCESSABLE_ENTITY
+                    };
+                    Ok::<_, Fail>((code, Json(r)))
+                },
+            ),
+        )
+        .route(
+            "/api/config/validate",
+            post(|State(s): State<Svc>, Json(patch): Json<Value>| {
+                json(move || Ok(s.validate_config(&patch)))
+            }),
+        )
+        .route(
+            "/api/models",
+            get(|State(s): State<Svc>| json(move || s.models())),
+        )
+        .route(
+            "/api/keys/{provider}",
+            put(
+                |State(s): State<Svc>, Path(p): Path<String>, Json(body): Json<SetKeyRequest>| {
+                    json(move || s.set_key(&p, &body.key))
+                },
+            )
+            .delete(|State(s): State<Svc>, Path(p): Path<String>| json(move || s.delete_key(&p))),
+        )
+        .route(
+            "/api/keys/{provider}/test",
+            post(|State(s): State<Svc>, Path(p): Path<String>| json(move || s.test_connection(&p))),
+        )
+        .route(
+            "/api/runs",
+            get(|State(s): State<Svc>, Query(f): Query<RunFilter>| json(move || s.runs(&f))),
+        )
+        .route(
+            "/api/runs.csv",
+            get(
+                |State(s): State<Svc>, Query(f): Query<RunFilter>| async move {
+                    let text = blocking(move || s.runs_csv(&f)).await?;
+                    Ok::<_, Fail>((
+                        [
+                            (
+                                header::CONTENT_TYPE,
+                                HeaderValue::from_static("text/csv; charset=utf-8"),
+                            ),
+                            (
+                                header::CONTENT_DISPOSITION,
+                                HeaderValue::from_static(
+                                    "attachment; filename=\"codex-free-usage.csv\"",
+                                ),
+                            ),
+                        ],
+                        text,
+                    ))
+                },
+            ),
+        )
+        .route(
+            "/api/memory",
+            get(|State(s): State<Svc>| json(move || s.memory())),
+        )
+        .route(
+            "/api/pipeline/run",
+            post(|State(s): State<Svc>| json(move || s.pipeline_run_now())),
+        )
+        .route(
+            "/api/pipeline/pause",
+            post(|State(s): State<Svc>| json(move || s.pipeline_pause(true))),
+        )
+        .route(
+            "/api/pipeline/resume",
+            post(|State(s): State<Svc>| json(move || s.pipeline_pause(false))),
+        )
+        .route(
+            "/api/server/start",
+            post(|State(s): State<Svc>| json(move || s.server_start())),
+        )
+        .route(
+            "/api/server/stop",
+            post(|State(s): State<Svc>| json(move || s.server_stop())),
+        )
+        .route(
+            "/api/{*rest}",
+            axum::routing::any(|Path(rest): Path<String>| async move {
+                Fail(
+                    StatusCode::NOT_FOUND,
+                    ApiError {
+                        code: "not_found".into(),
+                        message: format!("no API route /api/{rest}"),
+                        fields: Vec::new(),
+                    },
+                )
+            }),
+        )
+        .with_state(service)
+}
+
+/// The built web UI (`ui/dist`). Embedded at compile time in release builds; read from
+/// the source tree at run time in debug builds (rebuild the UI without rebuilding Rust).
+#[derive(rust_embed::RustEmbed)]
+#[folder = "../../ui/dist/"]
+#[allow_missing = true]
+struct UiAssets;
+
+/// Whether the UI files are available (false when `ui/dist` was not built).
+pub fn ui_available() -> bool {
+    UiAssets::get("index.html").is_some()
+}
+
+async fn asset(uri: Uri) -> Response {
+    let path = uri.path().trim_start_matches('/');
+    let (file, name) = match UiAssets::get(path).filter(|_| !path.is_empty()) {
+        Some(f) => (f, path),
+        None if path.starts_with("assets/") || path.starts_with("api/") => {
+            return (StatusCode::NOT_FOUND, "not found").into_response();
+        }
+        // Any other path is a page of the single-page app.
+        None => match UiAssets::get("index.html") {
+            Some(f) => (f, "index.html"),
+            None => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                    "The web UI is not built. Run `npm ci && npm run build` in ui/ (or scripts/ui-e2e.sh), then reload.\n",
+                )
+                    .into_response();
+            }
+        },
+    };
+    let mime = file.metadata.mimetype().to_string();
+    let cache = if name.starts_with("assets/") {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    (
+        [
+            (header::CONTENT_TYPE, mime),
+            (header::CACHE_CONTROL, cache.to_string()),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        ],
+        file.data.into_owned(),
+    )
+        .into_response()
+}
+
+/// Static UI routes: every GET that is not `/api/...` gets a UI file or `index.html`.
+pub fn ui_router() -> Router {
+    Router::new().fallback(get(asset))
+}
+
+/// [`api_router`] merged with [`ui_router`], for hosts that put one auth layer in front
+/// of the API only (see the module doc) or for tests.
+pub fn router(service: Svc) -> Router {
+    api_router(service).merge(ui_router())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codex_free_secrets::{MemoryStore, SecretStore};
+    use serde_json::json;
+
+    async fn serve() -> (tempfile::TempDir, String, Arc<MemoryStore>) {
+        let d = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryStore::default());
+        let ks = KeyringStatus {
+            backend: store.label(),
+            fallback: false,
+            error: None,
+        };
+        let usage = Arc::new(crate::api::usage::MemoryUsage::new(
+            crate::api::usage::demo_records(1_780_000_000_000, 5),
+        ));
+        let svc = Arc::new(ApiService::new(d.path(), store.clone(), ks).with_usage(usage));
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(l, router(svc)).await.unwrap() });
+        (d, url, store)
+    }
+
+    #[tokio::test]
+    async fn routes_answer_json_and_errors() {
+        let (d, url, store) = serve().await;
+        let c = reqwest::Client::new();
+        let st: Value = c
+            .get(format!("{url}/api/status"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(st["server"]["state"], "unknown");
+        let r = c
+            .put(format!("{url}/api/config"))
+            .json(&json!({"output": {"maxFileLines": 0}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422);
+        let body: ConfigSaveResult = r.json().await.unwrap();
+        assert_eq!(body.errors[0].key, "output.maxFileLines");
+        assert!(!d.path().join("codex.config.json").exists());
+        let r = c
+            .put(format!("{url}/api/config"))
+            .json(&json!({"output": {"maxFileLines": 7}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(
+            std::fs::read_to_string(d.path().join("codex.config.json"))
+                .unwrap()
+                .contains("\"maxFileLines\": 7")
+        );
+        let r = c
+            .put(format!("{url}/api/keys/anthropic"))
+            .json(&json!({"key": "sk-ant-0000000000009876"}))
+            .send()
+            .await
+            .unwrap();
+        let ks: KeyStatus = r.json().await.unwrap();
+        assert_eq!(ks.hint.as_deref(), Some("…9876"));
+        assert!(store.get("anthropic").unwrap().is_some());
+        let r = c
+            .put(format!("{url}/api/keys/nobody"))
+            .json(&json!({"key": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400);
+        let e: ApiError = r.json().await.unwrap();
+        assert_eq!(e.code, "invalid_argument");
+        let runs: RunsView = c
+            .get(format!("{url}/api/runs?phase=phase1"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(runs.runs.len(), 5);
+        let csv = c
+            .get(format!("{url}/api/runs.csv?phase=phase2"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
+        assert_eq!(csv.text().await.unwrap().lines().count(), 1 + 4);
+        let r = c.get(format!("{url}/api/nope")).send().await.unwrap();
+        assert_eq!(r.status(), 404);
+        let r = c
+            .post(format!("{url}/api/pipeline/pause"))
+            .send()
+            .await
+            .unwrap();
+        let a: ActionResult = r.json().await.unwrap();
+        assert!(a.ok);
+    }
+}

@@ -1,0 +1,733 @@
+//! The one service the UI talks to. [`ApiService`] answers every page of the web UI
+//! (dashboard, settings, models & keys, runs & costs, memory) and every tray action; the
+//! HTTP routes in [`http`] and the Tauri commands in `src-tauri/` are thin wrappers over
+//! its methods, so a browser and the desktop window see the same behaviour.
+//!
+//! Parts of the process the service does not own are reached through the traits in
+//! [`hooks`] (MCP server, pipeline, model catalog) and [`usage::UsageSource`] (usage rows);
+//! the hosting binary plugs real ones in with the `with_*` builders.
+//!
+//! Invariant: provider keys go only into the [`SecretStore`] and come back only as a
+//! 4-character hint; a config change with any field error writes nothing; config writes
+//! hold only overrides and happen under the file's lock (read-merge-validate-write).
+
+pub mod catalog;
+pub mod dto;
+pub mod hooks;
+pub mod http;
+pub mod memview;
+pub mod schema;
+pub mod store_usage;
+pub mod usage;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::{Datelike, TimeZone, Utc};
+use serde_json::Value;
+
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_secrets::{Secret, SecretStore, env_var_for};
+use codex_free_core::Error;
+use codex_free_core::Result;
+use dto::*;
+use hooks::{ModelCatalog, NoPipeline, NoServer, PipelineControl, ServerControl};
+use usage::UsageSource;
+
+/// Most recent errors kept for the dashboard.
+const MAX_RECENT_ERRORS: usize = 10;
+/// Longest accepted API key, bytes (real keys are under 300).
+const MAX_KEY_BYTES: usize = 4096;
+
+/// The UI's service. Cheap to share behind an `Arc`; every method is synchronous and may
+/// block on I/O (call it from a blocking thread in async code).
+pub struct ApiService {
+    home: PathBuf,
+    secrets: Arc<dyn SecretStore>,
+    keyring: KeyringStatus,
+    usage: Arc<dyn UsageSource>,
+    catalog: Arc<dyn ModelCatalog>,
+    server: Arc<dyn ServerControl>,
+    pipeline: Arc<dyn PipelineControl>,
+    errors: Mutex<VecDeque<RecentError>>,
+}
+
+fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+impl ApiService {
+    /// A service over the state home `home` storing keys in `secrets` (described by
+    /// `keyring`, see [`codex_free_secrets::keyring::open`]). Usage comes from
+    /// `<home>/state.sqlite` ([`store_usage::StoreUsage`]) and models from the bundled price
+    /// table ([`catalog::PriceCatalog`]); server and pipeline start as honest stand-ins
+    /// ([`NoServer`], [`NoPipeline`]). Replace any part with the `with_*` builders.
+    pub fn new(
+        home: impl Into<PathBuf>,
+        secrets: Arc<dyn SecretStore>,
+        keyring: KeyringStatus,
+    ) -> Self {
+        let home = home.into();
+        Self {
+            usage: Arc::new(store_usage::StoreUsage::new(&home)),
+            catalog: Arc::new(catalog::PriceCatalog::new(&home)),
+            home,
+            secrets,
+            keyring,
+            server: Arc::new(NoServer),
+            pipeline: Arc::new(NoPipeline::default()),
+            errors: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Use `usage` for runs, totals and spend.
+    pub fn with_usage(mut self, usage: Arc<dyn UsageSource>) -> Self {
+        self.usage = usage;
+        self
+    }
+    /// Use `catalog` for providers, models, prices and connection tests.
+    pub fn with_catalog(mut self, catalog: Arc<dyn ModelCatalog>) -> Self {
+        self.catalog = catalog;
+        self
+    }
+    /// Use `server` for the MCP server's state and start/stop.
+    pub fn with_server(mut self, server: Arc<dyn ServerControl>) -> Self {
+        self.server = server;
+        self
+    }
+    /// Use `pipeline` for pipeline state and controls.
+    pub fn with_pipeline(mut self, pipeline: Arc<dyn PipelineControl>) -> Self {
+        self.pipeline = pipeline;
+        self
+    }
+
+    /// The state home.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// `<home>/codex.config.json`.
+    pub fn config_path(&self) -> PathBuf {
+        self.home.join(CONFIG_FILE)
+    }
+
+    /// Remember an error for the dashboard (newest first, at most 10). The message must not
+    /// contain a secret.
+    pub fn record_error(&self, source: &str, message: impl Into<String>) {
+        let mut q = self.errors.lock().expect("poisoned");
+        q.push_front(RecentError {
+            time_ms: now_ms(),
+            source: source.into(),
+            message: message.into(),
+        });
+        q.truncate(MAX_RECENT_ERRORS);
+    }
+
+    /// The effective config; an unreadable or invalid file yields the defaults and the
+    /// reason (so pages still render and the user can repair it by saving).
+    pub fn current_config(&self) -> (Config, Vec<String>) {
+        match Config::load(&self.config_path()) {
+            Ok(l) => (l.config, l.warnings),
+            Err(e) => (
+                Config::default(),
+                vec![format!(
+                    "{e} — showing defaults; saving replaces the file (the old one is kept beside it)"
+                )],
+            ),
+        }
+    }
+
+    // ---- dashboard -------------------------------------------------------------------
+
+    /// Spend today and this month (UTC) against `memories.monthly_spend_cap_usd`.
+    pub fn spend(&self) -> Result<Spend> {
+        let (cfg, _) = self.current_config();
+        let now = Utc::now();
+        let month_start = Utc
+            .with_ymd_and_hms(now.year(), now.month(), 1, 0, 0, 0)
+            .single()
+            .map(|t| t.timestamp_millis())
+            .unwrap_or_default();
+        let day_start = now
+            .date_naive()
+            .and_hms_opt(0, 0, 0)
+            .expect("midnight")
+            .and_utc()
+            .timestamp_millis();
+        let rows = self.usage.requests(Some(month_start), None)?;
+        // fold from +0.0: an empty f64 `sum()` is -0.0, which would print as "-$0.00".
+        let month_usd = rows
+            .iter()
+            .filter_map(|r| r.cost_usd)
+            .fold(0.0, |a, c| a + c);
+        let today_usd = rows
+            .iter()
+            .filter(|r| r.time_ms >= day_start)
+            .filter_map(|r| r.cost_usd)
+            .fold(0.0, |a, c| a + c);
+        let cap = cfg.memories.monthly_spend_cap_usd;
+        Ok(Spend {
+            today_usd,
+            month_usd,
+            cap_usd: cap,
+            cap_reached: cap.is_some_and(|c| month_usd >= c),
+            unpriced_requests: rows.iter().filter(|r| r.cost_usd.is_none()).count() as u32,
+        })
+    }
+
+    /// Everything the dashboard shows. Failures of parts (usage unreadable) become entries
+    /// in `recent_errors` rather than a failed call.
+    pub fn status(&self) -> Result<Status> {
+        let mut recent: Vec<RecentError> = self
+            .errors
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .cloned()
+            .collect();
+        let spend = match self.spend() {
+            Ok(s) => s,
+            Err(e) => {
+                recent.push(RecentError {
+                    time_ms: now_ms(),
+                    source: "usage".into(),
+                    message: e.to_string(),
+                });
+                Spend {
+                    today_usd: 0.0,
+                    month_usd: 0.0,
+                    cap_usd: None,
+                    cap_reached: false,
+                    unpriced_requests: 0,
+                }
+            }
+        };
+        if let Ok(rows) = self.usage.requests(Some(now_ms() - 7 * 86_400_000), None) {
+            recent.extend(rows.into_iter().filter(|r| r.outcome == "failed").map(|r| {
+                RecentError {
+                    time_ms: r.time_ms,
+                    source: r.phase,
+                    message: r
+                        .error
+                        .unwrap_or_else(|| format!("request to {} failed", r.model)),
+                }
+            }));
+        }
+        recent.sort_by_key(|e| std::cmp::Reverse(e.time_ms));
+        recent.truncate(MAX_RECENT_ERRORS);
+        let (cfg, _) = self.current_config();
+        let mut pipeline = self.pipeline.status();
+        if !cfg.memories.enabled && pipeline.state != PipelineState::Running {
+            pipeline.state = PipelineState::Paused;
+            pipeline.message = "paused: memories.enabled is false (Resume turns it on)".into();
+        } else if spend.cap_reached && matches!(pipeline.state, PipelineState::Idle) {
+            pipeline.state = PipelineState::CapReached;
+            pipeline.message =
+                "monthly spend cap reached: no model calls until next month or a higher cap".into();
+        }
+        Ok(Status {
+            version: env!("CARGO_PKG_VERSION").into(),
+            home: self.home.display().to_string(),
+            server: self.server.status(),
+            pipeline,
+            spend,
+            keyring: self.keyring.clone(),
+            recent_errors: recent,
+        })
+    }
+
+    // ---- settings --------------------------------------------------------------------
+
+    /// The Settings page: schema, effective values, the file's overrides, warnings.
+    pub fn get_config(&self) -> Result<ConfigView> {
+        let (cfg, warnings) = self.current_config();
+        Ok(ConfigView {
+            path: self.config_path().display().to_string(),
+            fields: schema::fields(),
+            effective: serde_json::to_value(&cfg).expect("config serialises"),
+            overrides: cfg.overrides(),
+            warnings,
+        })
+    }
+
+    fn merged(&self, patch: &Value) -> std::result::Result<Config, Vec<FieldError>> {
+        let mut patch = patch.clone();
+        schema::normalise(&mut patch);
+        let errors = schema::check_patch(&patch);
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let (cfg, _) = self.current_config();
+        let mut base = serde_json::to_value(&cfg).expect("config serialises");
+        schema::merge(&mut base, &patch);
+        schema::validate_merged(&base)
+    }
+
+    /// Check a change without saving: the same checks as [`Self::save_config`].
+    pub fn validate_config(&self, patch: &Value) -> ConfigSaveResult {
+        match self.merged(patch) {
+            Ok(cfg) => ConfigSaveResult {
+                saved: false,
+                errors: Vec::new(),
+                overrides: cfg.overrides(),
+            },
+            Err(errors) => ConfigSaveResult {
+                saved: false,
+                errors,
+                overrides: schema::empty(),
+            },
+        }
+    }
+
+    /// Merge `patch` (nested like the file, e.g. `{"output":{"maxFileLines":50}}`) into the
+    /// current config, validate, and write the overrides atomically. Any field error means
+    /// nothing is written and `saved` is false. A file that was invalid before is kept as
+    /// `codex.config.json.corrupt-<time>` and replaced.
+    ///
+    /// Errors: [`Error::Io`] when the file cannot be written.
+    pub fn save_config(&self, patch: &Value) -> Result<ConfigSaveResult> {
+        let path = self.config_path();
+        codex_free_core::home::with_lock(&path, || {
+            let cfg = match self.merged(patch) {
+                Ok(c) => c,
+                Err(errors) => {
+                    return Ok(ConfigSaveResult {
+                        saved: false,
+                        errors,
+                        overrides: schema::empty(),
+                    });
+                }
+            };
+            if path.exists() && Config::load(&path).is_err() {
+                let backup = codex_free_core::home::move_aside(&path)?;
+                tracing::warn!(backup = %backup.display(), "invalid config moved aside before saving");
+            }
+            let overrides = cfg.overrides();
+            let text = serde_json::to_string_pretty(&overrides).expect("json");
+            codex_free_core::home::write_atomic_unlocked(&path, format!("{text}\n").as_bytes())?;
+            tracing::info!(path = %path.display(), "config saved");
+            Ok(ConfigSaveResult {
+                saved: true,
+                errors: Vec::new(),
+                overrides,
+            })
+        })
+    }
+
+    // ---- models & keys ---------------------------------------------------------------
+
+    fn provider(&self, id: &str) -> Result<hooks::Provider> {
+        self.catalog
+            .providers()
+            .into_iter()
+            .find(|p| p.id == id)
+            .ok_or_else(|| {
+                let known: Vec<_> = self.catalog.providers().into_iter().map(|p| p.id).collect();
+                Error::InvalidArgument(format!(
+                    "provider \"{id}\" is unknown (known: {})",
+                    known.join(", ")
+                ))
+            })
+    }
+
+    /// Where `provider`'s key comes from and its last 4 characters.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an unknown provider; [`Error::Secrets`] when
+    /// the store is unreachable.
+    pub fn key_status(&self, provider: &str) -> Result<KeyStatus> {
+        self.provider(provider)?;
+        let env_var = env_var_for(provider);
+        if let Some(s) = self.secrets.get(provider)? {
+            return Ok(KeyStatus {
+                source: KeySource::Keyring,
+                hint: Some(s.hint()),
+                env_var,
+            });
+        }
+        match std::env::var(&env_var).ok().filter(|v| !v.is_empty()) {
+            Some(v) => Ok(KeyStatus {
+                source: KeySource::Env,
+                hint: Some(Secret::new(v).hint()),
+                env_var,
+            }),
+            None => Ok(KeyStatus {
+                source: KeySource::None,
+                hint: None,
+                env_var,
+            }),
+        }
+    }
+
+    /// Store `key` for `provider` in the secret store (updating an existing entry in
+    /// place). The key is trimmed; it must be non-empty, at most 4096 bytes, with no
+    /// whitespace or control characters inside.
+    ///
+    /// Errors: [`Error::InvalidArgument`] (unknown provider, bad key); [`Error::Secrets`].
+    pub fn set_key(&self, provider: &str, key: &str) -> Result<KeyStatus> {
+        self.provider(provider)?;
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(Error::InvalidArgument(
+                "key is empty: paste the provider's API key".into(),
+            ));
+        }
+        if key.len() > MAX_KEY_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "key is longer than {MAX_KEY_BYTES} bytes"
+            )));
+        }
+        if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::InvalidArgument(
+                "key contains spaces or control characters: paste only the key".into(),
+            ));
+        }
+        self.secrets.set(provider, &Secret::new(key))?;
+        tracing::info!(provider, "provider key stored");
+        self.key_status(provider)
+    }
+
+    /// Remove `provider`'s key from the secret store (absent is fine).
+    pub fn delete_key(&self, provider: &str) -> Result<KeyStatus> {
+        self.provider(provider)?;
+        self.secrets.delete(provider)?;
+        tracing::info!(provider, "provider key deleted");
+        self.key_status(provider)
+    }
+
+    /// Ask the catalog to make one authenticated request to `provider` with its key.
+    pub fn test_connection(&self, provider: &str) -> Result<ConnectionTest> {
+        let p = self.provider(provider)?;
+        let key = codex_free_secrets::resolve(self.secrets.as_ref(), provider)?;
+        if p.needs_key && key.is_none() {
+            return Ok(ConnectionTest {
+                ok: false,
+                message: format!("no key for {provider}: enter one first"),
+                latency_ms: None,
+            });
+        }
+        self.catalog.test_connection(provider, key.as_ref())
+    }
+
+    /// The Models & keys page. A store error shows as `keyring.error` with every key absent.
+    pub fn models(&self) -> Result<ModelsView> {
+        let (cfg, _) = self.current_config();
+        let mut keyring = self.keyring.clone();
+        let providers = self
+            .catalog
+            .providers()
+            .into_iter()
+            .map(|p| {
+                let key = self.key_status(&p.id).unwrap_or_else(|e| {
+                    keyring.error.get_or_insert_with(|| e.to_string());
+                    KeyStatus {
+                        source: KeySource::None,
+                        hint: None,
+                        env_var: env_var_for(&p.id),
+                    }
+                });
+                ProviderInfo {
+                    id: p.id,
+                    name: p.name,
+                    base_url: p.base_url,
+                    needs_key: p.needs_key,
+                    key,
+                }
+            })
+            .collect();
+        Ok(ModelsView {
+            providers,
+            models: self.catalog.models(),
+            extract_model: cfg.memories.extract_model,
+            consolidation_model: cfg.memories.consolidation_model,
+            default_model: self.catalog.default_model(),
+            keyring,
+        })
+    }
+
+    // ---- runs & costs ----------------------------------------------------------------
+
+    /// Runs, totals per day/week/month and filter menus for `filter`.
+    pub fn runs(&self, filter: &RunFilter) -> Result<RunsView> {
+        Ok(usage::view(
+            self.usage.requests(None, None)?,
+            self.usage.runs(None, None)?,
+            filter,
+        ))
+    }
+
+    /// CSV of the requests matching `filter` (see [`usage::csv`]).
+    pub fn runs_csv(&self, filter: &RunFilter) -> Result<String> {
+        Ok(usage::csv(
+            self.usage.requests(filter.since_ms, filter.until_ms)?,
+            filter,
+        ))
+    }
+
+    // ---- memory ----------------------------------------------------------------------
+
+    /// The Memory page (read-only).
+    pub fn memory(&self) -> Result<MemoryView> {
+        let (cfg, _) = self.current_config();
+        Ok(memview::view(&self.home, &cfg))
+    }
+
+    // ---- control ---------------------------------------------------------------------
+
+    /// Run the pipeline now.
+    pub fn pipeline_run_now(&self) -> Result<ActionResult> {
+        self.pipeline.run_now()
+    }
+    /// Pause (`true`) or resume (`false`) the pipeline: writes `memories.enabled` (so every
+    /// process sharing the state home, and the next start, see it; the scheduler re-reads
+    /// the config before each run), then tells the in-process pipeline.
+    pub fn pipeline_pause(&self, paused: bool) -> Result<ActionResult> {
+        let r = self.save_config(&serde_json::json!({"memories": {"enabled": !paused}}))?;
+        if !r.saved {
+            let why: Vec<_> = r.errors.iter().map(|e| e.message.clone()).collect();
+            return Ok(ActionResult {
+                ok: false,
+                message: format!("config not saved: {}", why.join("; ")),
+            });
+        }
+        self.pipeline.set_paused(paused)
+    }
+    /// Start the MCP server.
+    pub fn server_start(&self) -> Result<ActionResult> {
+        self.server.start()
+    }
+    /// Stop the MCP server.
+    pub fn server_stop(&self) -> Result<ActionResult> {
+        self.server.stop()
+    }
+}
+
+/// Map a core error to the UI's error body.
+pub fn api_error(e: &Error) -> ApiError {
+    ApiError {
+        code: e.code().into(),
+        message: e.to_string(),
+        fields: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codex_free_secrets::MemoryStore;
+    use serde_json::json;
+
+    fn service() -> (tempfile::TempDir, ApiService, Arc<MemoryStore>) {
+        let d = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryStore::default());
+        let ks = KeyringStatus {
+            backend: store.label(),
+            fallback: false,
+            error: None,
+        };
+        let s = ApiService::new(d.path(), store.clone(), ks);
+        (d, s, store)
+    }
+
+    #[test]
+    fn save_writes_only_overrides_and_invalid_writes_nothing() {
+        let (d, s, _) = service();
+        let r = s
+            .save_config(&json!({"output": {"maxFileLines": 50}}))
+            .unwrap();
+        assert!(r.saved, "{r:?}");
+        let text = std::fs::read_to_string(d.path().join(CONFIG_FILE)).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"output": {"maxFileLines": 50}})
+        );
+        // invalid: out of range + unknown key → nothing written, errors per field
+        let r = s
+            .save_config(
+                &json!({"output": {"maxFileLines": 0, "maxFileBytes": 2048}, "exec": {"bogus": 1}}),
+            )
+            .unwrap();
+        assert!(!r.saved);
+        let mut keys: Vec<_> = r.errors.iter().map(|e| e.key.as_str()).collect();
+        keys.sort();
+        assert_eq!(keys, vec!["exec.bogus", "output.maxFileLines"]);
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(CONFIG_FILE)).unwrap(),
+            text
+        );
+        // back to the default removes the override
+        let r = s
+            .save_config(&json!({"output": {"maxFileLines": 1000}}))
+            .unwrap();
+        assert_eq!(r.overrides, json!({}));
+        // cross-field rule
+        let r = s
+            .save_config(&json!({"command": {"defaultTimeout": 500000}}))
+            .unwrap();
+        assert!(
+            !r.saved && r.errors[0].key == "command.defaultTimeout",
+            "{r:?}"
+        );
+        // empty text for a nullable field means null
+        let r = s
+            .save_config(&json!({"memories": {"extract_model": "openai/gpt-5-mini"}}))
+            .unwrap();
+        assert!(r.saved);
+        let r = s
+            .save_config(&json!({"memories": {"extract_model": ""}}))
+            .unwrap();
+        assert_eq!(r.overrides, json!({}));
+    }
+
+    #[test]
+    fn invalid_file_is_kept_aside_on_save() {
+        let (d, s, _) = service();
+        std::fs::write(
+            d.path().join(CONFIG_FILE),
+            r#"{"output":{"maxFileLines":0}}"#,
+        )
+        .unwrap();
+        let v = s.get_config().unwrap();
+        assert!(
+            v.warnings[0].contains("output.maxFileLines"),
+            "{:?}",
+            v.warnings
+        );
+        assert!(
+            s.save_config(&json!({"output": {"maxEntries": 10}}))
+                .unwrap()
+                .saved
+        );
+        let names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names
+                .iter()
+                .any(|n| n.starts_with("codex.config.json.corrupt-")),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn keys_go_to_the_store_and_come_back_as_hints() {
+        let (d, s, store) = service();
+        let st = s
+            .set_key("openai", "  sk-test-ABCDEFGHIJ1234wxyz \n")
+            .unwrap();
+        assert_eq!(st.source, KeySource::Keyring);
+        assert_eq!(st.hint.as_deref(), Some("…wxyz"));
+        assert_eq!(
+            store.get("openai").unwrap().unwrap().expose(),
+            "sk-test-ABCDEFGHIJ1234wxyz"
+        );
+        let page = serde_json::to_string(&s.models().unwrap()).unwrap();
+        assert!(
+            !page.contains("ABCDEFGHIJ"),
+            "key leaked into the page: {page}"
+        );
+        assert!(s.set_key("openai", "sk with space").is_err());
+        assert!(s.set_key("nope", "sk-1234567890").is_err());
+        assert_eq!(s.delete_key("openai").unwrap().source, KeySource::None);
+        assert!(store.get("openai").unwrap().is_none());
+        // nothing on disk
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn status_spend_and_cap() {
+        let (_d, s, _) = service();
+        let now = now_ms();
+        let rows = usage::demo_records(now, 3);
+        let s = s.with_usage(Arc::new(usage::MemoryUsage::new(rows)));
+        s.save_config(&json!({"memories": {"monthly_spend_cap_usd": 0.000001}}))
+            .unwrap();
+        let st = s.status().unwrap();
+        assert!(st.spend.today_usd > 0.0);
+        let (_d2, empty, _) = service();
+        assert!(
+            empty.spend().unwrap().month_usd.is_sign_positive(),
+            "no spend is +0, not -0"
+        );
+        assert!(st.spend.month_usd >= st.spend.today_usd);
+        assert!(st.spend.cap_reached);
+        assert!(
+            st.recent_errors.iter().any(|e| e.source == "phase2"),
+            "{:?}",
+            st.recent_errors
+        );
+        s.record_error("server", "port 3000 in use");
+        assert!(
+            s.status()
+                .unwrap()
+                .recent_errors
+                .iter()
+                .any(|e| e.message == "port 3000 in use")
+        );
+    }
+
+    /// The TypeScript twins of the DTOs (`ui/src/api/types/`) must equal what ts-rs
+    /// generates now. Regenerate with `UPDATE_TS_BINDINGS=1 cargo test --lib ts_bindings`.
+    #[test]
+    fn ts_bindings_are_current() {
+        use ts_rs::TS;
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/api/types");
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = ts_rs::Config::new()
+            .with_large_int("number")
+            .with_out_dir(tmp.path());
+        Status::export_all(&cfg).unwrap();
+        ConfigView::export_all(&cfg).unwrap();
+        ConfigSaveResult::export_all(&cfg).unwrap();
+        ModelsView::export_all(&cfg).unwrap();
+        ConnectionTest::export_all(&cfg).unwrap();
+        RunsView::export_all(&cfg).unwrap();
+        RunFilter::export_all(&cfg).unwrap();
+        MemoryView::export_all(&cfg).unwrap();
+        ActionResult::export_all(&cfg).unwrap();
+        SetKeyRequest::export_all(&cfg).unwrap();
+        ApiError::export_all(&cfg).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".ts"))
+            .collect();
+        names.sort();
+        let index: String = names
+            .iter()
+            .map(|n| {
+                format!(
+                    "export type {{ {0} }} from \"./{0}\";\n",
+                    n.trim_end_matches(".ts")
+                )
+            })
+            .collect();
+        std::fs::write(
+            tmp.path().join("index.ts"),
+            format!("// Generated from src/api/dto.rs by ts-rs; do not edit.\n{index}"),
+        )
+        .unwrap();
+        names.push("index.ts".into());
+        let update = std::env::var("UPDATE_TS_BINDINGS").as_deref() == Ok("1");
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        let mut stale = Vec::new();
+        for n in &names {
+            let want = std::fs::read_to_string(tmp.path().join(n)).unwrap();
+            let have = std::fs::read_to_string(dir.join(n)).unwrap_or_default();
+            if want != have {
+                if update {
+                    std::fs::write(dir.join(n), &want).unwrap();
+                } else {
+                    stale.push(n.clone());
+                }
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "stale TypeScript bindings {stale:?}: run UPDATE_TS_BINDINGS=1 cargo test --lib ts_bindings"
+        );
+    }
+}

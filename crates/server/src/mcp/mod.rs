@@ -1,0 +1,19 @@
+//! The MCP face of Codex Free: an `rmcp` server handler ([`server::CodexFree`]) exposing the
+//! bounded tools of [`codex_free_tools`] and the task memory of [`codex_free_tools::task_memory`], served over
+//! stdio ([`stdio`]) or streamable HTTP ([`http`], bearer token or secret path, Origin/Host
+//! checks, `/health`).
+//!
+//! Invariant: `rmcp` is imported only under `src/mcp/`; tool logic lives in `tools/` and
+//! `memory/`; this layer only maps arguments, results and errors (`{code, message}`).
+//! Instructions are rebuilt on every `initialize` (SRV-7, MEM-6).
+
+pub mod auth;
+pub mod http;
+mod memories_tools;
+mod memory_tools;
+pub mod server;
+pub mod stdio;
+mod tools_exec;
+mod tools_fs;
+
+pub use server::{CodexFree, Mode, ServerOptions};

@@ -1,0 +1,406 @@
+//! [`CodexFree`]: the rmcp `ServerHandler`. One value per MCP session (HTTP creates one per
+//! session or stateless request via a factory); all of them share [`Shared`] state: the
+//! mode (single project or multi-project access root), the state home, the live config
+//! (re-read when `codex.config.json` changes, so the UI's edits apply to the next call),
+//! and the exec sessions.
+//!
+//! Tool groups live in sibling files (`tools_fs.rs`, `tools_exec.rs`, `memory_tools.rs`),
+//! each a `#[tool_router(router = ...)]` block combined in [`CodexFree::new`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use rmcp::ServerHandler;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_tools::ToolCtx;
+use codex_free_core::Error;
+use codex_free_core::Result;
+
+/// Which projects a server serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// One project root (canonical) for every session.
+    Single { root: PathBuf },
+    /// Conversations bind to a project under this canonical access root (MEM-7).
+    Multi { access_root: PathBuf },
+}
+
+/// How to build a server.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Single or multi-project.
+    pub mode: Mode,
+    /// State home (`~/.codex-free` or `CODEX_FREE_HOME`).
+    pub home: PathBuf,
+    /// Config file (default `<home>/codex.config.json`).
+    pub config_path: PathBuf,
+}
+
+impl ServerOptions {
+    /// Single-project options; canonicalises `project`. Errors: [`Error::NotFound`] when it is missing, [`Error::InvalidArgument`] when not a directory.
+    pub fn single(project: &Path, home: &Path, config_path: Option<PathBuf>) -> Result<Self> {
+        let root = canonical_dir(project, "--project")?;
+        Ok(Self {
+            mode: Mode::Single { root },
+            home: home.to_path_buf(),
+            config_path: config_path.unwrap_or_else(|| home.join(CONFIG_FILE)),
+        })
+    }
+
+    /// Multi-project options over `access_root`.
+    pub fn multi(access_root: &Path, home: &Path, config_path: Option<PathBuf>) -> Result<Self> {
+        let access_root = canonical_dir(access_root, "--access-root")?;
+        Ok(Self {
+            mode: Mode::Multi { access_root },
+            home: home.to_path_buf(),
+            config_path: config_path.unwrap_or_else(|| home.join(CONFIG_FILE)),
+        })
+    }
+}
+
+fn canonical_dir(p: &Path, flag: &str) -> Result<PathBuf> {
+    let c = std::fs::canonicalize(p).map_err(|_| Error::NotFound(p.to_path_buf()))?;
+    if !c.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "{flag} {} is not a directory",
+            p.display()
+        )));
+    }
+    Ok(c)
+}
+
+/// The live config: reloaded when the file's mtime changes. An invalid edit keeps the last
+/// good config in force and is reported once in the log (the UI validates before saving).
+#[derive(Debug)]
+pub struct LiveConfig {
+    path: PathBuf,
+    state: RwLock<(Option<(SystemTime, u64)>, Config)>,
+}
+
+impl LiveConfig {
+    /// Load `path` now. Errors: the file exists but is invalid.
+    pub fn load(path: PathBuf) -> Result<Self> {
+        let loaded = Config::load(&path)?;
+        for w in &loaded.warnings {
+            tracing::warn!("{}: {w}", path.display());
+        }
+        let mtime = stamp(&path);
+        Ok(Self {
+            path,
+            state: RwLock::new((mtime, loaded.config)),
+        })
+    }
+
+    /// The current config (re-read if the file changed since last time).
+    pub fn get(&self) -> Config {
+        let mtime = stamp(&self.path);
+        {
+            let s = self.state.read().expect("config lock");
+            if s.0 == mtime {
+                return s.1.clone();
+            }
+        }
+        let mut s = self.state.write().expect("config lock");
+        match Config::load(&self.path) {
+            Ok(l) => {
+                s.1 = l.config;
+            }
+            Err(e) => tracing::warn!("keeping the previous config: {e}"),
+        }
+        s.0 = mtime;
+        s.1.clone()
+    }
+
+    /// The file path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The (mtime, length) of a file, to notice edits cheaply on every call.
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// A client counts as connected while it was active within this window (5 minutes).
+pub const CLIENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// State shared by every session of one server process.
+#[derive(Debug)]
+pub struct Shared {
+    /// Mode and roots.
+    pub mode: Mode,
+    /// State home.
+    pub home: PathBuf,
+    /// Live config.
+    pub config: LiveConfig,
+    /// Exec sessions of every MCP session of this process (`exec.maxSessions` in total).
+    pub exec: codex_free_tools::exec::ExecSessions,
+    /// Last activity per client (conversation or MCP session), for the dashboard's count.
+    pub clients: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// Open MCP transcript writers by transcript key (see [`CodexFree::record`]).
+    pub transcripts: std::sync::Mutex<
+        std::collections::HashMap<String, Arc<codex_free_pipeline::sources::mcp::TranscriptWriter>>,
+    >,
+}
+
+impl Shared {
+    /// Note activity of client `key` (a conversation or MCP-session key; never a raw
+    /// `openai/session` value) and forget clients idle longer than [`CLIENT_WINDOW`].
+    pub fn touch_client(&self, key: &str) {
+        let now = std::time::Instant::now();
+        let mut m = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        m.retain(|_, t| now.duration_since(*t) < CLIENT_WINDOW);
+        m.insert(key.to_string(), now);
+    }
+
+    /// Clients (MCP sessions or conversations) active within [`CLIENT_WINDOW`].
+    pub fn active_clients(&self) -> u32 {
+        let now = std::time::Instant::now();
+        let m = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        m.values()
+            .filter(|t| now.duration_since(**t) < CLIENT_WINDOW)
+            .count() as u32
+    }
+}
+
+/// The MCP server handler. Cheap to clone (an `Arc` and a router).
+#[derive(Clone)]
+pub struct CodexFree {
+    pub(crate) shared: Arc<Shared>,
+    tool_router: ToolRouter<Self>,
+    /// Names this handler's transcript when the client sends no `openai/session`.
+    instance: String,
+}
+
+/// The `_meta["openai/session"]` value of the current tool call, if any (MEM-8). Stored in
+/// the request extensions by [`CodexFree::call_tool`]; never written to disk raw.
+#[derive(Debug, Clone)]
+pub struct ConversationId(pub Option<String>);
+
+impl CodexFree {
+    /// Build the shared state from options. Errors: invalid config file.
+    pub fn new(opts: ServerOptions) -> Result<Self> {
+        let config = LiveConfig::load(opts.config_path)?;
+        let shared = Arc::new(Shared {
+            mode: opts.mode,
+            home: opts.home,
+            config,
+            exec: codex_free_tools::exec::ExecSessions::new(),
+            transcripts: Default::default(),
+            clients: Default::default(),
+        });
+        Ok(Self::from_shared(shared))
+    }
+
+    /// A handler over existing shared state (one per HTTP session).
+    pub fn from_shared(shared: Arc<Shared>) -> Self {
+        let mut tool_router = Self::fs_router() + Self::exec_router() + Self::memory_router();
+        let m = shared.config.get().memories;
+        if m.enabled && m.use_memories && m.dedicated_tools {
+            tool_router += Self::memories_router();
+        }
+        Self {
+            shared,
+            tool_router,
+            instance: format!("mcp-{}", uuid::Uuid::now_v7().simple()),
+        }
+    }
+
+    /// Append one tool call to this session's transcript under `<home>/transcripts/`
+    /// (input of the memory pipeline's `mcp` source; redacted and bounded by the writer).
+    /// Only when the pipeline is on, generating, and counts `mcp` as a source. The
+    /// transcript is named by a SHA-256-derived key of `openai/session` when the client
+    /// sends one (the raw value is never written), else by this handler's instance id.
+    /// Failures are logged, never raised: a transcript is not worth failing a call for.
+    fn record(
+        &self,
+        conversation: &ConversationId,
+        tool: &str,
+        args: &str,
+        result: &CallToolResponse,
+    ) {
+        let cfg = self.shared.config.get();
+        let m = &cfg.memories;
+        if !(m.enabled && m.generate_memories && m.sources.iter().any(|s| s == "mcp")) {
+            return;
+        }
+        let key = match &conversation.0 {
+            Some(raw) => format!("conv-{}", &codex_free_core::home::sha256_hex(raw.as_bytes())[..32]),
+            None => self.instance.clone(),
+        };
+        let (text, is_error) = match result {
+            CallToolResponse::Complete(r) => (
+                r.content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                r.is_error.unwrap_or(false),
+            ),
+            _ => return,
+        };
+        let writer = {
+            let mut map = self
+                .shared
+                .transcripts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some(w) = map.get(&key) {
+                w.clone()
+            } else {
+                let cwd = match &self.shared.mode {
+                    Mode::Single { root } => Some(root.clone()),
+                    Mode::Multi { .. } => None,
+                };
+                match codex_free_pipeline::sources::mcp::TranscriptWriter::open(
+                    &self.shared.home,
+                    &key,
+                    cwd.as_deref(),
+                ) {
+                    Ok(w) => {
+                        let w = Arc::new(w);
+                        map.insert(key, w.clone());
+                        w
+                    }
+                    Err(e) => {
+                        tracing::warn!("MCP transcript not written: {e}");
+                        return;
+                    }
+                }
+            }
+        };
+        if let Err(e) = writer.record_call(tool, args, &text, is_error) {
+            tracing::warn!("MCP transcript not written: {e}");
+        }
+    }
+
+    /// The shared state.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The tool context for a call: the project root (single mode) or the conversation's
+    /// bound project (multi mode), and a fresh config snapshot.
+    pub(crate) fn ctx(&self, conversation: &ConversationId) -> Result<ToolCtx> {
+        let config = self.shared.config.get();
+        match &self.shared.mode {
+            Mode::Single { root } => {
+                Ok(ToolCtx::new(root.clone(), config, self.shared.home.clone()))
+            }
+            Mode::Multi { access_root } => {
+                let session = conversation.0.as_deref().ok_or_else(|| {
+                    Error::Binding(codex_free_tools::task_memory::bindings::missing_session_message(
+                        "it is missing",
+                    ))
+                })?;
+                let root = codex_free_tools::task_memory::Bindings::new(&self.shared.home, access_root)?
+                    .project_for(session)?;
+                Ok(ToolCtx::new(root, config, self.shared.home.clone()))
+            }
+        }
+    }
+
+    /// The instructions for a new session (SRV-7): rebuilt on every initialize. Single
+    /// project: brief, environment, saved state, skills, AGENTS.md (MEM-6); multi-project:
+    /// the project-neutral brief (MEM-7). Built by `memory_tools::instructions`.
+    pub fn instructions(&self) -> String {
+        let base = crate::mcp::memory_tools::instructions(&self.shared);
+        let config = self.shared.config.get();
+        match codex_free_pipeline::phase2::readpath::summary_for_instructions(
+            &self.shared.home,
+            &config,
+        ) {
+            Some(m) => format!("{base}\n\n{m}"),
+            None => base,
+        }
+    }
+}
+
+/// Map a core result into an MCP tool result: `Ok(text)` → text content; `Err(e)` →
+/// `isError: true` with `error[<code>]: <message>` (clients match on the code, never the text).
+pub(crate) fn reply(r: Result<String>) -> CallToolResult {
+    match r {
+        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "error[{}]: {e}",
+            e.code()
+        ))]),
+    }
+}
+
+/// Pull the conversation id out of the request extensions.
+pub(crate) fn conversation(ext: &rmcp::model::Extensions) -> ConversationId {
+    ext.get::<ConversationId>()
+        .cloned()
+        .unwrap_or(ConversationId(None))
+}
+
+impl ServerHandler for CodexFree {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("codex-free", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.instructions())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        mut context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, rmcp::ErrorData> {
+        let session = context
+            .meta
+            .0
+            .0
+            .get("openai/session")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        // Who is calling, for the dashboard's client count: the conversation (hashed), else
+        // the client info the stateless protocol sends with each request, else this
+        // handler (one per stdio or legacy HTTP session).
+        let client_key = match &session {
+            Some(raw) => format!("conv-{}", &codex_free_core::home::sha256_hex(raw.as_bytes())[..16]),
+            None => match context.meta.0.0.get("io.modelcontextprotocol/clientInfo") {
+                Some(info) => format!("client-{info}"),
+                None => self.instance.clone(),
+            },
+        };
+        self.shared.touch_client(&client_key);
+        let conversation = ConversationId(session);
+        context.extensions.insert(conversation.clone());
+        let tool = request.name.to_string();
+        let args = request
+            .arguments
+            .as_ref()
+            .map(|a| serde_json::Value::Object(a.clone()).to_string())
+            .unwrap_or_default();
+        let tcc = ToolCallContext::new(self, request, context);
+        let out = self.tool_router.call(tcc).await;
+        if let Ok(r) = &out {
+            self.record(&conversation, &tool, &args, r);
+        }
+        out
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, rmcp::ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.tool_router.get(name).cloned()
+    }
+}

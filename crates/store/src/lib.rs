@@ -1,0 +1,180 @@
+//! `state.sqlite`: the pipeline's shared database (threads seen, phase-1 jobs,
+//! stage-1 outputs, runs and per-request usage). Several processes (the tray app, each
+//! `serve --stdio`, a `memories run`) open the same file; every job is claimed through
+//! SQLite so no two of them do the same work.
+//!
+//! Opening applies the numbered, append-only migrations in [`migrations`] inside one
+//! `BEGIN IMMEDIATE` transaction, tracked by `PRAGMA user_version`, after copying the
+//! file to `state.sqlite.before-v<N>.bak` (`VACUUM INTO`) when an existing database is
+//! upgraded. Connections use WAL and a busy timeout ([`BUSY_TIMEOUT`]).
+//!
+//! Time comes from an injectable [`Clock`] (unix seconds) so leases, backoff and month
+//! boundaries are testable.
+//!
+//! Invariant: `rusqlite` is imported only in this module tree; every write that must be
+//! all-or-nothing (claim, success + output, reset) is one transaction; a job row is only
+//! changed by the holder of its current `ownership_token` (or after its lease expired).
+
+pub mod fts;
+pub mod migrations;
+pub mod phase2;
+pub mod stage1;
+pub mod usage;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use codex_free_core::Error;
+use codex_free_core::Result;
+
+pub use stage1::{
+    ClaimOutcome, ClaimParams, JobCounts, SourceCounts, Stage1Claim, Stage1Output,
+    Stage1OutputInput, ThreadRow, ThreadUpsert,
+};
+pub use usage::{RunRow, RunSummary, Spend, UsageRow};
+
+/// File name of the database inside the state home.
+pub const DB_FILE: &str = "state.sqlite";
+
+/// How long a connection waits for another process's write lock before failing (5 s).
+/// Claims are short transactions, so contention resolves well within this.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A source of the current time in unix seconds (UTC).
+pub trait Clock: Send + Sync {
+    /// Seconds since the unix epoch.
+    fn now(&self) -> i64;
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> i64 {
+        chrono::Utc::now().timestamp()
+    }
+}
+
+/// A settable clock for tests: starts at the given unix second and moves only when told.
+#[derive(Debug, Default)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    /// A clock reading `now` (unix seconds).
+    pub fn new(now: i64) -> Self {
+        Self(AtomicI64::new(now))
+    }
+    /// Move the clock by `secs` (may be negative).
+    pub fn advance(&self, secs: i64) {
+        self.0.fetch_add(secs, Ordering::SeqCst);
+    }
+    /// Set the clock to `now` (unix seconds).
+    pub fn set(&self, now: i64) {
+        self.0.store(now, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A handle on `state.sqlite`: one connection behind a mutex, plus the clock. Cheap to
+/// clone (shared). Methods are synchronous and short; async callers run them through
+/// `tokio::task::spawn_blocking` (see `pipeline::phase1`).
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+    clock: Arc<dyn Clock>,
+    path: Option<PathBuf>,
+}
+
+pub(crate) fn db_err(e: rusqlite::Error) -> Error {
+    Error::Store(e.to_string())
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path`, configure WAL + busy timeout, back
+    /// the file up if its schema is older than [`migrations::LATEST`], and migrate.
+    ///
+    /// Errors: [`Error::Store`] when the file cannot be opened or a migration fails (the
+    /// transaction rolls back, the file keeps its previous version); [`Error::Store`] also
+    /// when the file's version is newer than this build knows (never downgraded).
+    pub fn open(path: &Path, clock: Arc<dyn Clock>) -> Result<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        }
+        let mut conn = Connection::open(path)
+            .map_err(|e| Error::Store(format!("opening {}: {e}", path.display())))?;
+        configure(&conn, true)?;
+        migrations::migrate(&mut conn, Some(path))?;
+        Ok(Store {
+            conn: Arc::new(Mutex::new(conn)),
+            clock,
+            path: Some(path.to_path_buf()),
+        })
+    }
+
+    /// Open `<home>/state.sqlite` with the system clock.
+    pub fn open_in_home(home: &Path) -> Result<Store> {
+        Self::open(&home.join(DB_FILE), Arc::new(SystemClock))
+    }
+
+    /// A private in-memory database (tests, benchmarks), fully migrated.
+    pub fn open_in_memory(clock: Arc<dyn Clock>) -> Result<Store> {
+        let mut conn = Connection::open_in_memory().map_err(db_err)?;
+        configure(&conn, false)?;
+        migrations::migrate(&mut conn, None)?;
+        Ok(Store {
+            conn: Arc::new(Mutex::new(conn)),
+            clock,
+            path: None,
+        })
+    }
+
+    /// The file behind this store (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The current time from this store's clock (unix seconds).
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    /// The schema version (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<u32> {
+        let c = self.conn();
+        c.query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(db_err)
+    }
+
+    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn configure(conn: &Connection, wal: bool) -> Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err)?;
+    if wal {
+        // `journal_mode` returns a row; read it so the statement runs.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(db_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(mode, "state.sqlite is not in WAL mode");
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(db_err)?;
+    }
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(db_err)?;
+    Ok(())
+}

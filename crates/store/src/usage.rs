@@ -1,0 +1,422 @@
+//! Runs and per-request usage: what each pipeline run claimed and produced, and every
+//! model request's tokens, duration, outcome and cost (PIPE-8). Month spend for the cap
+//! is summed from here.
+//!
+//! Invariant: a cost is stored as NULL when the model's price is unknown, never as 0;
+//! sums report how many requests were unpriced next to the dollars.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::{Store, db_err};
+use codex_free_core::Result;
+
+/// One model request (after its transport retries).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct UsageRow {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// `phase1` or `phase2`.
+    pub phase: String,
+    /// 1-based number of the request within the run.
+    pub request_no: i64,
+    /// The rollout extracted (phase 1).
+    pub thread_id: Option<String>,
+    /// `provider/model-id`.
+    pub model: String,
+    /// HTTP attempts made (1 = no retry).
+    pub attempts: i64,
+    /// Input tokens, cached ones included.
+    pub input_tokens: i64,
+    /// Of `input_tokens`, read from the provider's prompt cache.
+    pub cached_input_tokens: i64,
+    /// Of `input_tokens`, written to the prompt cache (Anthropic).
+    pub cache_write_tokens: i64,
+    /// Output tokens, reasoning included.
+    pub output_tokens: i64,
+    /// Of `output_tokens`, reasoning.
+    pub reasoning_tokens: i64,
+    /// USD, `None` when the price is unknown.
+    pub cost_usd: Option<f64>,
+    /// Wall time of the request including retries, milliseconds.
+    pub duration_ms: i64,
+    /// `ok`, `no_output`, `invalid_output`, `failed`, `cancelled`.
+    pub outcome: String,
+    /// Short error text.
+    pub error: Option<String>,
+}
+
+/// What a run did, written when it ends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// Jobs claimed.
+    pub claimed: i64,
+    /// Succeeded with an output stored.
+    pub with_output: i64,
+    /// Succeeded with nothing worth keeping.
+    pub no_output: i64,
+    /// Failed (retry later).
+    pub failed: i64,
+    /// Given back unfinished (cap reached, cancelled, run-level error).
+    pub released: i64,
+    /// `ok`, `failed`, `cancelled`, `spend_cap`, `skipped`.
+    pub outcome: String,
+    /// Run-level error, if any.
+    pub error: Option<String>,
+}
+
+/// A row of `runs` with its usage totals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunRow {
+    /// Run id (UUID v7, time-ordered).
+    pub id: String,
+    /// `phase1` / `phase2`.
+    pub phase: String,
+    /// `startup`, `watch`, `manual`, `force`, `periodic`.
+    pub trigger: String,
+    /// Model used.
+    pub model: Option<String>,
+    /// Start, unix seconds.
+    pub started_at: i64,
+    /// End, unix seconds (`None` while running or if the process died).
+    pub finished_at: Option<i64>,
+    /// Counts and outcome.
+    pub summary: RunSummary,
+    /// Requests made.
+    pub requests: i64,
+    /// Input tokens (cached included).
+    pub input_tokens: i64,
+    /// Cached input tokens.
+    pub cached_input_tokens: i64,
+    /// Output tokens.
+    pub output_tokens: i64,
+    /// Reasoning tokens.
+    pub reasoning_tokens: i64,
+    /// Sum of priced requests' cost, USD; `None` when no request was priced.
+    pub cost_usd: Option<f64>,
+    /// Requests whose price is unknown (not included in `cost_usd`).
+    pub unpriced_requests: i64,
+}
+
+/// Spend over a period.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Spend {
+    /// Sum of priced requests, USD.
+    pub usd: f64,
+    /// Requests made.
+    pub requests: i64,
+    /// Requests whose price was unknown (their cost is not in `usd`).
+    pub unpriced_requests: i64,
+}
+
+impl Store {
+    /// Start a run; returns its id (UUID v7).
+    pub fn begin_run(&self, phase: &str, trigger: &str, model: Option<&str>) -> Result<String> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let c = self.conn();
+        c.execute(
+            "INSERT INTO runs (id, phase, trigger, model, started_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, phase, trigger, model, self.now()],
+        )
+        .map_err(db_err)?;
+        Ok(id)
+    }
+
+    /// Record one request and add it to its run's totals (one transaction).
+    pub fn record_usage(&self, u: &UsageRow) -> Result<()> {
+        let now = self.now();
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(db_err)?;
+        tx.execute(
+            "INSERT INTO usage (run_id, phase, request_no, thread_id, model, attempts, input_tokens, cached_input_tokens,
+                                cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, duration_ms, outcome, error, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            params![
+                u.run_id,
+                u.phase,
+                u.request_no,
+                u.thread_id,
+                u.model,
+                u.attempts,
+                u.input_tokens,
+                u.cached_input_tokens,
+                u.cache_write_tokens,
+                u.output_tokens,
+                u.reasoning_tokens,
+                u.cost_usd,
+                u.duration_ms,
+                u.outcome,
+                u.error,
+                now
+            ],
+        )
+        .map_err(db_err)?;
+        tx.execute(
+            "UPDATE runs SET requests = requests + 1, input_tokens = input_tokens + ?2,
+                    cached_input_tokens = cached_input_tokens + ?3, output_tokens = output_tokens + ?4,
+                    reasoning_tokens = reasoning_tokens + ?5,
+                    cost_usd = CASE WHEN ?6 IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ?6 END,
+                    unpriced_requests = unpriced_requests + (?6 IS NULL)
+             WHERE id = ?1",
+            params![u.run_id, u.input_tokens, u.cached_input_tokens, u.output_tokens, u.reasoning_tokens, u.cost_usd],
+        )
+        .map_err(db_err)?;
+        tx.commit().map_err(db_err)
+    }
+
+    /// Close a run with its counts and outcome.
+    pub fn finish_run(&self, run_id: &str, s: &RunSummary) -> Result<()> {
+        let c = self.conn();
+        c.execute(
+            "UPDATE runs SET finished_at = ?2, claimed = ?3, with_output = ?4, no_output = ?5, failed = ?6, released = ?7,
+                    outcome = ?8, error = ?9 WHERE id = ?1",
+            params![run_id, self.now(), s.claimed, s.with_output, s.no_output, s.failed, s.released, s.outcome, s.error],
+        )
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    /// One run by id.
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRow>> {
+        let c = self.conn();
+        c.query_row(
+            &format!("SELECT {RUN_COLS} FROM runs WHERE id = ?1"),
+            [run_id],
+            run_from_row,
+        )
+        .optional()
+        .map_err(db_err)
+    }
+
+    /// The last `n` runs, newest first.
+    pub fn recent_runs(&self, n: usize) -> Result<Vec<RunRow>> {
+        let c = self.conn();
+        let mut st = c
+            .prepare(&format!(
+                "SELECT {RUN_COLS} FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1"
+            ))
+            .map_err(db_err)?;
+        st.query_map([n as i64], run_from_row)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)
+    }
+
+    /// Usage rows of a run, in request order.
+    pub fn run_usage(&self, run_id: &str) -> Result<Vec<UsageRow>> {
+        let c = self.conn();
+        let mut st = c
+            .prepare(
+                "SELECT run_id, phase, request_no, thread_id, model, attempts, input_tokens, cached_input_tokens,
+                        cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, duration_ms, outcome, error
+                 FROM usage WHERE run_id = ?1 ORDER BY request_no, id",
+            )
+            .map_err(db_err)?;
+        st.query_map([run_id], |r| {
+            Ok(UsageRow {
+                run_id: r.get(0)?,
+                phase: r.get(1)?,
+                request_no: r.get(2)?,
+                thread_id: r.get(3)?,
+                model: r.get(4)?,
+                attempts: r.get(5)?,
+                input_tokens: r.get(6)?,
+                cached_input_tokens: r.get(7)?,
+                cache_write_tokens: r.get(8)?,
+                output_tokens: r.get(9)?,
+                reasoning_tokens: r.get(10)?,
+                cost_usd: r.get(11)?,
+                duration_ms: r.get(12)?,
+                outcome: r.get(13)?,
+                error: r.get(14)?,
+            })
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)
+    }
+
+    /// Every usage row recorded in `[since, until)` (unix seconds, bounds optional) with its
+    /// `created_at`, oldest first: the web UI's runs and costs view (`api::store_usage`).
+    pub fn usage_between(
+        &self,
+        since: Option<i64>,
+        until: Option<i64>,
+    ) -> Result<Vec<(i64, UsageRow)>> {
+        let c = self.conn();
+        let mut st = c
+            .prepare(
+                "SELECT run_id, phase, request_no, thread_id, model, attempts, input_tokens, cached_input_tokens,
+                        cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, duration_ms, outcome, error, created_at
+                 FROM usage WHERE created_at >= ?1 AND created_at < ?2 ORDER BY created_at, id",
+            )
+            .map_err(db_err)?;
+        st.query_map(
+            params![since.unwrap_or(i64::MIN), until.unwrap_or(i64::MAX)],
+            |r| {
+                Ok((
+                    r.get(15)?,
+                    UsageRow {
+                        run_id: r.get(0)?,
+                        phase: r.get(1)?,
+                        request_no: r.get(2)?,
+                        thread_id: r.get(3)?,
+                        model: r.get(4)?,
+                        attempts: r.get(5)?,
+                        input_tokens: r.get(6)?,
+                        cached_input_tokens: r.get(7)?,
+                        cache_write_tokens: r.get(8)?,
+                        output_tokens: r.get(9)?,
+                        reasoning_tokens: r.get(10)?,
+                        cost_usd: r.get(11)?,
+                        duration_ms: r.get(12)?,
+                        outcome: r.get(13)?,
+                        error: r.get(14)?,
+                    },
+                ))
+            },
+        )
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)
+    }
+
+    /// Spend of all requests made at or after `since` (unix seconds).
+    pub fn spend_since(&self, since: i64) -> Result<Spend> {
+        let c = self.conn();
+        c.query_row(
+            "SELECT COALESCE(SUM(cost_usd), 0.0), COUNT(*), COALESCE(SUM(cost_usd IS NULL), 0) FROM usage WHERE created_at >= ?1",
+            [since],
+            |r| Ok(Spend { usd: r.get(0)?, requests: r.get(1)?, unpriced_requests: r.get(2)? }),
+        )
+        .map_err(db_err)
+    }
+
+    /// Spend in the current calendar month (UTC) per this store's clock.
+    pub fn spend_this_month(&self) -> Result<Spend> {
+        self.spend_since(month_start(self.now()))
+    }
+}
+
+/// The first second of the UTC calendar month containing `ts` (unix seconds).
+pub fn month_start(ts: i64) -> i64 {
+    use chrono::{Datelike, TimeZone, Utc};
+    let d = Utc.timestamp_opt(ts, 0).single().unwrap_or_default();
+    Utc.with_ymd_and_hms(d.year(), d.month(), 1, 0, 0, 0)
+        .single()
+        .map(|m| m.timestamp())
+        .unwrap_or(0)
+}
+
+const RUN_COLS: &str = "id, phase, trigger, model, started_at, finished_at, claimed, with_output, no_output, failed, released,
+    outcome, error, requests, input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, cost_usd, unpriced_requests";
+
+fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: r.get(0)?,
+        phase: r.get(1)?,
+        trigger: r.get(2)?,
+        model: r.get(3)?,
+        started_at: r.get(4)?,
+        finished_at: r.get(5)?,
+        summary: RunSummary {
+            claimed: r.get(6)?,
+            with_output: r.get(7)?,
+            no_output: r.get(8)?,
+            failed: r.get(9)?,
+            released: r.get(10)?,
+            outcome: r.get(11)?,
+            error: r.get(12)?,
+        },
+        requests: r.get(13)?,
+        input_tokens: r.get(14)?,
+        cached_input_tokens: r.get(15)?,
+        output_tokens: r.get(16)?,
+        reasoning_tokens: r.get(17)?,
+        cost_usd: r.get(18)?,
+        unpriced_requests: r.get(19)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ManualClock;
+
+    #[test]
+    fn usage_sums_keep_unknown_price_apart() {
+        let clock = Arc::new(ManualClock::new(1_751_328_000)); // 2025-07-01T00:00:00Z
+        let s = Store::open_in_memory(clock.clone()).unwrap();
+        clock.advance(-1); // June
+        let r0 = s
+            .begin_run("phase1", "manual", Some("openai/gpt-5-mini"))
+            .unwrap();
+        let row = |run: &str, n: i64, cost: Option<f64>| UsageRow {
+            run_id: run.into(),
+            phase: "phase1".into(),
+            request_no: n,
+            model: "openai/gpt-5-mini".into(),
+            attempts: 1,
+            input_tokens: 1000,
+            cached_input_tokens: 200,
+            output_tokens: 50,
+            reasoning_tokens: 10,
+            cost_usd: cost,
+            duration_ms: 5,
+            outcome: "ok".into(),
+            ..Default::default()
+        };
+        s.record_usage(&row(&r0, 1, Some(1.0))).unwrap();
+        clock.advance(1); // July
+        let r1 = s.begin_run("phase1", "manual", None).unwrap();
+        s.record_usage(&row(&r1, 1, Some(0.25))).unwrap();
+        s.record_usage(&row(&r1, 2, None)).unwrap();
+        s.finish_run(
+            &r1,
+            &RunSummary {
+                claimed: 2,
+                with_output: 1,
+                failed: 1,
+                outcome: "ok".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let run = s.run(&r1).unwrap().unwrap();
+        assert_eq!(
+            (
+                run.requests,
+                run.input_tokens,
+                run.cached_input_tokens,
+                run.output_tokens
+            ),
+            (2, 2000, 400, 100)
+        );
+        assert_eq!(run.cost_usd, Some(0.25));
+        assert_eq!(run.unpriced_requests, 1);
+        assert_eq!(run.summary.claimed, 2);
+        let m = s.spend_this_month().unwrap();
+        assert_eq!(
+            (m.usd, m.requests, m.unpriced_requests),
+            (0.25, 2, 1),
+            "June's $1 is not July's spend"
+        );
+        assert_eq!(s.recent_runs(5).unwrap()[0].id, r1);
+        assert_eq!(s.run_usage(&r1).unwrap().len(), 2);
+        let r2 = s.begin_run("phase1", "manual", None).unwrap();
+        s.record_usage(&row(&r2, 1, None)).unwrap();
+        assert_eq!(
+            s.run(&r2).unwrap().unwrap().cost_usd,
+            None,
+            "unpriced only: cost unknown, not $0"
+        );
+    }
+
+    #[test]
+    fn month_start_is_utc_first_second() {
+        assert_eq!(month_start(1_751_328_000 + 86_400 * 10), 1_751_328_000);
+        assert_eq!(month_start(1_751_328_000 - 1), 1_748_736_000);
+    }
+}

@@ -1,0 +1,606 @@
+//! `git_status`, `git_log`, `git_diff`, `git_commit`: the `git` CLI run directly (no
+//! shell) in the project root, with the environment scrubbed as for `exec_command`
+//! ([`crate::exec::env`]), no pager, no colour, no prompts, literal pathspecs, and
+//! a timeout (`command.defaultTimeout`, `command.maxTimeout` for commits) that kills the
+//! git process group.
+//!
+//! Paging: `git_status` pages by entries and `git_log` by commits (page size
+//! `output.maxEntries`, and both stop early at the byte budget); `git_diff` pages by lines
+//! (`output.maxFileLines`). A page that is not the last ends with
+//! `(showing <unit> A-B of N — call again with offset=B for the rest)` (1-based A-B,
+//! 0-based offset); following the offsets yields every entry / line exactly once. A single
+//! diff line longer than the byte budget is shown cut, and the page says so (the whole line
+//! is available with read_file on the file itself).
+//!
+//! Invariant: output is streamed from git and only the page being built is kept in memory;
+//! every path argument resolves inside the project root.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use codex_free_core::error::IoContext;
+use crate::ToolCtx;
+use codex_free_core::Error;
+use codex_free_core::Result;
+
+/// Arguments of `git_status`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct GitStatusArgs {
+    /// Number of status entries to skip (0-based), as named by the previous page's last line. Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+/// Arguments of `git_log`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct GitLogArgs {
+    /// Commits per page (1..=output.maxEntries, default 30).
+    #[serde(default)]
+    pub max_count: Option<usize>,
+    /// Number of commits to skip from the newest (0-based), as named by the previous page's last line. Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Only commits touching this file or directory (relative to the project root).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// Arguments of `git_diff`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct GitDiffArgs {
+    /// Limit the diff to this file or directory (relative to the project root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// true: staged changes (index vs HEAD); false or absent: unstaged changes (working tree vs index).
+    #[serde(default)]
+    pub staged: Option<bool>,
+    /// Number of diff lines to skip (0-based), as named by the previous page's last line. Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+/// Arguments of `git_commit`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct GitCommitArgs {
+    /// The commit message (must not be empty).
+    pub message: String,
+    /// Commit exactly these files or directories (relative to the project root): their
+    /// current content, including new and deleted files; other staged changes stay staged.
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    /// true: stage every change in the work tree (`git add -A`) and commit it. Ignored when paths is given.
+    #[serde(default)]
+    pub all: Option<bool>,
+}
+
+/// Default commits per `git_log` page.
+pub const DEFAULT_LOG_COUNT: usize = 30;
+/// Bytes of git's stderr kept for error messages.
+const STDERR_KEEP: usize = 4096;
+/// Bytes reserved in each page for the continuation line.
+const LINE_RESERVE: usize = 256;
+
+/// `git status` in porcelain v1 form with the branch line: `## <branch>...<upstream>`
+/// then one `XY path` entry per line (X = index, Y = work tree; `??` untracked).
+///
+/// Errors: [`Error::InvalidArgument`] when the root is not in a git work tree or git fails.
+pub fn git_status(ctx: &ToolCtx, a: &GitStatusArgs) -> Result<String> {
+    let offset = a.offset.unwrap_or(0);
+    let per_page = ctx.config.output.max_entries;
+    let budget = page_budget(ctx);
+    let mut branch = String::new();
+    let mut page = String::new();
+    let mut total = 0usize;
+    let mut shown_end = offset;
+    let mut full = false;
+    run_git(
+        ctx,
+        &["status", "--porcelain=v1", "--branch"],
+        &[],
+        read_timeout(ctx),
+        |line| {
+            let line = String::from_utf8_lossy(line);
+            if total == 0 && branch.is_empty() && line.starts_with("## ") {
+                branch = line.into_owned();
+                return;
+            }
+            total += 1;
+            if total > offset && !full {
+                if total - offset > per_page || page.len() + line.len() + 1 > budget {
+                    full = true;
+                } else {
+                    page.push_str(&line);
+                    page.push('\n');
+                    shown_end = total;
+                }
+            }
+        },
+    )?;
+    if offset > total || (offset == total && total > 0) {
+        return Err(Error::InvalidArgument(format!(
+            "offset={offset} is past the last status entry ({total} entries)"
+        )));
+    }
+    let mut out = String::new();
+    out.push_str(&branch);
+    out.push('\n');
+    if total == 0 {
+        out.push_str("(no changes: the working tree is clean)\n");
+    }
+    out.push_str(&page);
+    Ok(finish_page(out, "entries", offset, shown_end, total))
+}
+
+/// `git log` newest first, one entry per commit: `<hash> <ISO date> <author>` then the
+/// subject indented by four spaces.
+///
+/// Errors: [`Error::InvalidArgument`] for a bad `max_count`/`offset`/`path` or git failure.
+pub fn git_log(ctx: &ToolCtx, a: &GitLogArgs) -> Result<String> {
+    let max_entries = ctx.config.output.max_entries;
+    let count = a.max_count.unwrap_or(DEFAULT_LOG_COUNT.min(max_entries));
+    if count == 0 || count > max_entries {
+        return Err(Error::InvalidArgument(format!(
+            "max_count = {count} is out of range (allowed 1..={max_entries}, output.maxEntries)"
+        )));
+    }
+    let offset = a.offset.unwrap_or(0);
+    let pathspec = a.path.as_deref().map(|p| jail(ctx, p)).transpose()?;
+    if !has_head(ctx)? {
+        return Ok("(no commits yet)".into());
+    }
+    let mut tail: Vec<OsString> = Vec::new();
+    if let Some(p) = &pathspec {
+        tail.push("--".into());
+        tail.push(p.clone().into());
+    }
+    let mut total_s = String::new();
+    run_git(
+        ctx,
+        &["rev-list", "--count", "HEAD"],
+        &tail,
+        read_timeout(ctx),
+        |l| total_s.push_str(&String::from_utf8_lossy(l)),
+    )?;
+    let total: usize = total_s.trim().parse().unwrap_or(0);
+    if offset > 0 && offset >= total {
+        return Err(Error::InvalidArgument(format!(
+            "offset={offset} is past the last commit ({total} commits)"
+        )));
+    }
+    let skip = format!("--skip={offset}");
+    let n = format!("--max-count={count}");
+    let budget = page_budget(ctx);
+    let mut out = String::new();
+    let mut shown = 0usize;
+    let mut full = false;
+    run_git(
+        ctx,
+        &[
+            "log",
+            &skip,
+            &n,
+            "--date=iso-strict",
+            "--format=%h %ad %an%x1f%s",
+        ],
+        &tail,
+        read_timeout(ctx),
+        |l| {
+            if full {
+                return;
+            }
+            let l = String::from_utf8_lossy(l);
+            let (head, subject) = l.split_once('\u{1f}').unwrap_or((&l, ""));
+            let entry = format!("{head}\n    {subject}\n");
+            if out.len() + entry.len() > budget && shown > 0 {
+                full = true;
+                return;
+            }
+            out.push_str(&entry);
+            shown += 1;
+        },
+    )?;
+    if total == 0 {
+        return Ok("(no commits touch this path)".into());
+    }
+    Ok(finish_page(out, "commits", offset, offset + shown, total))
+}
+
+/// `git diff` (unstaged, or `--cached` with `staged: true`), paged by lines.
+///
+/// Errors: [`Error::InvalidArgument`] for a bad `path`/`offset` or git failure.
+pub fn git_diff(ctx: &ToolCtx, a: &GitDiffArgs) -> Result<String> {
+    let offset = a.offset.unwrap_or(0);
+    let staged = a.staged.unwrap_or(false);
+    let pathspec = a.path.as_deref().map(|p| jail(ctx, p)).transpose()?;
+    let per_page = ctx.config.output.max_file_lines;
+    let budget = page_budget(ctx);
+    let mut args: Vec<&str> = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
+    if staged {
+        args.push("--cached");
+    }
+    let mut tail: Vec<OsString> = Vec::new();
+    if let Some(p) = &pathspec {
+        tail.push("--".into());
+        tail.push(p.clone().into());
+    }
+    let mut out = String::new();
+    let mut total = 0usize;
+    let mut shown_end = offset;
+    let mut full = false;
+    let mut long_lines: Vec<(usize, usize)> = Vec::new();
+    run_git(ctx, &args, &tail, read_timeout(ctx), |l| {
+        total += 1;
+        if total <= offset || full {
+            return;
+        }
+        if total - offset > per_page {
+            full = true;
+            return;
+        }
+        let text = String::from_utf8_lossy(l);
+        let room = budget.saturating_sub(out.len());
+        if text.len() < room {
+            out.push_str(&text);
+            out.push('\n');
+            shown_end = total;
+        } else if shown_end == offset {
+            // A single line longer than the whole budget: show its head, move on.
+            let mut cut = room.saturating_sub(1);
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            out.push_str(&text[..cut]);
+            out.push('\n');
+            long_lines.push((total, l.len()));
+            shown_end = total;
+            full = true;
+        } else {
+            full = true;
+        }
+    })?;
+    if total == 0 {
+        return Ok(if staged {
+            "(no staged changes; staged=false shows unstaged changes)".into()
+        } else {
+            "(no unstaged changes; staged=true shows staged changes)".into()
+        });
+    }
+    if offset >= total {
+        return Err(Error::InvalidArgument(format!(
+            "offset={offset} is past the last diff line ({total} lines)"
+        )));
+    }
+    for (line, len) in long_lines {
+        out.push_str(&format!("(line {line} is {len} bytes and was cut at the page budget; read the file itself with read_file for all of it)\n"));
+    }
+    Ok(finish_page(out, "lines", offset, shown_end, total))
+}
+
+/// Commit: `paths` given → `git add -A -- paths` then `git commit --only -- paths`;
+/// `all: true` → `git add -A` then commit everything; otherwise commit what is staged.
+/// Hooks run as configured; the editor is never opened. Returns
+/// `[<branch> <short hash>] <subject>` and git's short stat.
+///
+/// Errors: [`Error::InvalidArgument`] for an empty message, a path outside the root,
+/// nothing to commit, or any git failure (with git's message).
+pub fn git_commit(ctx: &ToolCtx, a: &GitCommitArgs) -> Result<String> {
+    if a.message.trim().is_empty() {
+        return Err(Error::InvalidArgument(
+            "message is empty: give the commit message".into(),
+        ));
+    }
+    let timeout = Duration::from_millis(ctx.config.command.max_timeout);
+    let msg: OsString = a.message.clone().into();
+    match &a.paths {
+        Some(paths) if !paths.is_empty() => {
+            let mut spec: Vec<OsString> = vec!["--".into()];
+            for p in paths {
+                spec.push(jail(ctx, p)?.into());
+            }
+            run_git(ctx, &["add", "-A"], &spec, timeout, |_| {})?;
+            let mut tail: Vec<OsString> = vec!["-m".into(), msg];
+            tail.extend(spec);
+            run_git(
+                ctx,
+                &["commit", "--quiet", "--no-edit", "--only"],
+                &tail,
+                timeout,
+                |_| {},
+            )?;
+        }
+        Some(_) => {
+            return Err(Error::InvalidArgument(
+                "paths is empty: list the files to commit, or omit paths".into(),
+            ));
+        }
+        None => {
+            if a.all == Some(true) {
+                run_git(ctx, &["add", "-A"], &[], timeout, |_| {})?;
+            } else if run_git(ctx, &["diff", "--cached", "--quiet"], &[], timeout, |_| {}).is_ok() {
+                return Err(Error::InvalidArgument(
+                    "nothing is staged to commit: pass paths=[...] to commit given files, or all=true to commit every change in the work tree".into(),
+                ));
+            }
+            run_git(
+                ctx,
+                &["commit", "--quiet", "--no-edit"],
+                &["-m".into(), msg],
+                timeout,
+                |_| {},
+            )?;
+        }
+    }
+    let mut branch = String::new();
+    run_git(
+        ctx,
+        &["rev-parse", "--abbrev-ref", "HEAD"],
+        &[],
+        read_timeout(ctx),
+        |l| branch.push_str(&String::from_utf8_lossy(l)),
+    )?;
+    let mut summary = Vec::new();
+    run_git(
+        ctx,
+        &["log", "-1", "--format=%h%x1f%s", "--shortstat"],
+        &[],
+        read_timeout(ctx),
+        |l| {
+            let l = String::from_utf8_lossy(l).into_owned();
+            if !l.trim().is_empty() {
+                summary.push(l);
+            }
+        },
+    )?;
+    let (hash, subject) = summary
+        .first()
+        .and_then(|s| s.split_once('\u{1f}'))
+        .unwrap_or(("?", ""));
+    let stat = summary
+        .get(1)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let subject: String = subject.chars().take(200).collect();
+    Ok(format!("[{} {hash}] {subject}\n{stat}", branch.trim()))
+}
+
+fn read_timeout(ctx: &ToolCtx) -> Duration {
+    Duration::from_millis(ctx.config.command.default_timeout)
+}
+
+fn page_budget(ctx: &ToolCtx) -> usize {
+    ctx.max_output_bytes()
+        .saturating_sub(LINE_RESERVE)
+        .max(LINE_RESERVE)
+}
+
+/// Append the continuation line when `end < total` (1-based `offset+1`-`end` shown).
+fn finish_page(mut out: String, unit: &str, offset: usize, end: usize, total: usize) -> String {
+    if end < total {
+        out.push_str(&format!(
+            "(showing {unit} {}-{end} of {total} — call again with offset={end} for the rest)",
+            offset + 1
+        ));
+    } else if out.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
+fn has_head(ctx: &ToolCtx) -> Result<bool> {
+    match run_git(
+        ctx,
+        &["rev-parse", "--verify", "--quiet", "HEAD"],
+        &[],
+        read_timeout(ctx),
+        |_| {},
+    ) {
+        Ok(()) => Ok(true),
+        Err(Error::InvalidArgument(m)) if m.contains("(exit 1)") => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// A path argument resolved inside the root, returned relative to it (for git's pathspec).
+/// `..` may not climb out; an existing path is canonicalized (symlinks followed) and must
+/// stay inside; for a missing path, its nearest existing ancestor must.
+fn jail(ctx: &ToolCtx, p: &str) -> Result<PathBuf> {
+    let root = &ctx.root;
+    let outside = |shown: &Path| {
+        Error::PathOutsideRoot(format!(
+            "path {p:?} resolves to {} which is outside the project root {}; git tools only take paths inside the project",
+            shown.display(),
+            root.display()
+        ))
+    };
+    let mut lexical = PathBuf::new();
+    for c in root.join(p).components() {
+        match c {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    if !lexical.starts_with(root) {
+        return Err(outside(&lexical));
+    }
+    let mut probe = lexical.clone();
+    let mut rest = PathBuf::new();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&probe) {
+            if !c.starts_with(root) {
+                return Err(outside(&c));
+            }
+            break;
+        }
+        let Some(name) = probe.file_name().map(|n| n.to_owned()) else {
+            break;
+        };
+        rest = Path::new(&name).join(rest);
+        probe.pop();
+    }
+    let rel = lexical
+        .strip_prefix(root)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    Ok(if rel.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        rel
+    })
+}
+
+/// Run `git <args> <tail>` in the root and feed each stdout line (without `\n`) to
+/// `on_line`. Errors with git's stderr on a non-zero exit, and kills git's process group
+/// after `timeout`.
+fn run_git(
+    ctx: &ToolCtx,
+    args: &[&str],
+    tail: &[OsString],
+    timeout: Duration,
+    mut on_line: impl FnMut(&[u8]),
+) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new("git");
+    cmd.args([
+        "--no-pager",
+        "--literal-pathspecs",
+        "-c",
+        "color.ui=never",
+        "-c",
+        "core.quotepath=on",
+        "-c",
+        "core.editor=true",
+    ])
+    .args(args)
+    .args(tail)
+    .current_dir(&ctx.root)
+    .env_clear()
+    .envs(crate::exec::child_env())
+    .env("GIT_OPTIONAL_LOCKS", "0")
+    .env("GIT_EDITOR", "true")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let sub = args.first().copied().unwrap_or("");
+    let mut child = cmd
+        .spawn()
+        .ctx(|| format!("running git {sub} (is git installed?)"))?;
+    let pid = child.id() as i32;
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(timeout) == Err(mpsc::RecvTimeoutError::Timeout) {
+            // SAFETY: killpg has no memory-safety preconditions; the group leader is our
+            // unreaped child until `wait` below, so the id cannot be recycled.
+            unsafe { libc::killpg(pid, libc::SIGKILL) };
+            return true;
+        }
+        false
+    });
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let err_thread = std::thread::spawn(move || {
+        let mut keep = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let room = STDERR_KEEP.saturating_sub(keep.len()).min(n);
+            keep.extend_from_slice(&buf[..room]);
+        }
+        keep
+    });
+    let mut reader =
+        BufReader::with_capacity(64 * 1024, child.stdout.take().expect("piped stdout"));
+    let mut line = Vec::new();
+    let mut out_keep = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                if out_keep.len() < STDERR_KEEP {
+                    out_keep
+                        .extend_from_slice(&line[..line.len().min(STDERR_KEEP - out_keep.len())]);
+                    out_keep.push(b'\n');
+                }
+                on_line(&line);
+            }
+            Err(e) => return Err(Error::io(format!("reading git {sub} output"), e)),
+        }
+    }
+    let status = child.wait().ctx(|| format!("waiting for git {sub}"))?;
+    let _ = done_tx.send(());
+    let timed_out = watchdog.join().unwrap_or(false);
+    let err = err_thread.join().unwrap_or_default();
+    if timed_out {
+        return Err(Error::Cancelled(format!(
+            "git {sub} timed out after {} ms and was killed",
+            timeout.as_millis()
+        )));
+    }
+    if !status.success() {
+        // Some failures (e.g. "nothing to commit") are reported on stdout only.
+        let msg = if err.iter().all(u8::is_ascii_whitespace) {
+            String::from_utf8_lossy(&out_keep)
+        } else {
+            String::from_utf8_lossy(&err)
+        };
+        return Err(Error::InvalidArgument(format!(
+            "git {sub} failed (exit {}): {}",
+            status.code().unwrap_or(-1),
+            msg.trim()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jail_refuses_escapes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let root = base.join("proj");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(base.join("proj-evil")).unwrap();
+        std::os::unix::fs::symlink(base.join("proj-evil"), root.join("link")).unwrap();
+        let ctx = ToolCtx::new(&root, codex_free_core::config::Config::default(), base.join("home"));
+        assert_eq!(jail(&ctx, "src").unwrap(), PathBuf::from("src"));
+        assert_eq!(
+            jail(&ctx, "src/new/file.rs").unwrap(),
+            PathBuf::from("src/new/file.rs")
+        );
+        assert_eq!(jail(&ctx, ".").unwrap(), PathBuf::from("."));
+        for bad in ["..", "../proj-evil/x", "/etc/passwd", "link/x", "link"] {
+            assert_eq!(
+                jail(&ctx, bad).unwrap_err().code(),
+                "path_outside_root",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn finish_page_line() {
+        assert_eq!(
+            finish_page("a\n".into(), "lines", 0, 1, 3),
+            "a\n(showing lines 1-1 of 3 — call again with offset=1 for the rest)"
+        );
+        assert_eq!(finish_page("a\n".into(), "lines", 2, 3, 3), "a");
+    }
+}

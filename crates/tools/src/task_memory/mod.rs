@@ -1,0 +1,225 @@
+//! Task memory: keyed notes and a plan per project that outlive the conversation that wrote
+//! them (product.md MEM-1..9, seed 000 "Context and Memory"), the skills catalogue, the
+//! agent brief, the saved-state text put into MCP `instructions`, and the bindings that tie
+//! a multi-project conversation to one project.
+//!
+//! Layout under the state home (see `docs/task-memory.md`):
+//! - `projects/<name>-<hash>/memory.json`: notes + plan of one canonical project root
+//!   ([`store`]).
+//! - `conversation-projects/<sha256(access root)>/<sha256-derived key>.json`: which project
+//!   a multi-project conversation chose ([`bindings`]).
+//!
+//! Invariant: nothing in this module writes inside a served project; every write to the
+//! state home takes the file's cross-process lock, re-reads under it, and replaces the file
+//! atomically; the raw `openai/session` value is never written anywhere. Deliberately
+//! absent: eviction (a note over budget is refused, never makes room by dropping others).
+
+pub mod bindings;
+pub mod brief;
+pub mod plan;
+pub mod service;
+pub mod skills;
+pub mod store;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use bindings::{Binding, Bindings};
+pub use plan::{Plan, PlanItem, StepStatus};
+pub use service::{OwnedTexts, Scope, Service};
+pub use skills::{Skill, SkillDir, SkillSearch};
+pub use store::TaskMemory;
+
+/// Arguments of the `remember` tool (MEM-1).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RememberArgs {
+    /// Name of the note, e.g. "build-command" or "decision/db-schema". Writing to an
+    /// existing key replaces its value. One line, at most 128 bytes.
+    pub key: String,
+    /// The note's text (markdown allowed). An empty value deletes the note. All notes of
+    /// the project together must fit the `memory.maxBytes` budget (default 16384 bytes);
+    /// a note that does not fit is refused and nothing is changed.
+    pub value: String,
+}
+
+/// Arguments of the `update_plan` tool (MEM-3); the same shape as Codex's plan tool.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct UpdatePlanArgs {
+    /// Optional short note on why the plan changed.
+    #[serde(default)]
+    pub explanation: Option<String>,
+    /// The whole plan, replacing the saved one: ordered steps, each with a status. At most
+    /// one step may be `in_progress`. An empty list clears the saved plan.
+    pub plan: Vec<PlanItem>,
+}
+
+/// Arguments of the `recall` tool (MEM-2). All optional: a plain `recall()` returns the
+/// whole saved state when it fits the tool-output cap.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct RecallArgs {
+    /// Number of lines to skip (from a previous call's continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+/// Arguments of the `get_agent_brief` tool. All optional.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct GetAgentBriefArgs {
+    /// Number of lines to skip (from a previous call's continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+/// Arguments of the `set_project_root` tool (MEM-7, multi-project mode only).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SetProjectRootArgs {
+    /// The project directory this conversation works on: absolute, or relative to the
+    /// access root the server was started with. It must resolve (after following
+    /// symlinks) to a directory inside the access root. `list_projects` shows candidates.
+    pub path: String,
+}
+
+/// Arguments of the `skills_list` tool.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct SkillsListArgs {
+    /// Number of skills to skip (from a previous call's continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+/// Arguments of the `skills_read` tool.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SkillsReadArgs {
+    /// The skill's name as shown by `skills_list`.
+    pub name: String,
+    /// Number of lines to skip (from a previous call's continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// A file inside the skill's folder to read instead of SKILL.md, relative to that
+    /// folder (e.g. "references/api.md"). Default: SKILL.md.
+    #[serde(default)]
+    pub file: Option<String>,
+}
+
+/// Arguments of the `list_projects` tool (multi-project mode only).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ListProjectsArgs {
+    /// Number of projects to skip (from a previous call's continuation line). Default 0.
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+/// The continuation line every bounded listing in this module ends with when cut, e.g.
+/// `(showing skills 1-50 of 120 — call again with offset=50 for the rest)`. `what` is the
+/// plural noun, `start` the 0-based index of the first item shown, `shown` how many were
+/// shown, `total` how many exist. The shape follows seed 000's continuation line.
+pub(crate) fn continuation(what: &str, start: usize, shown: usize, total: usize) -> String {
+    format!(
+        "(showing {what} {}-{} of {total} — call again with offset={} for the rest)",
+        start + 1,
+        start + shown,
+        start + shown
+    )
+}
+
+/// Bytes kept free for the continuation line when paging.
+const CONTINUATION_RESERVE: usize = 160;
+
+/// One page of `text`: whole lines from line `offset` (0-based count of lines skipped), at
+/// most `max_lines` lines and `max_bytes` bytes in all (continuation line included). When
+/// cut, the page ends with `(showing lines A-B of N — {again} with offset=B for the rest)`,
+/// where `again` is e.g. `call again` or `call get_agent_brief`; paging with the named
+/// offsets yields every line exactly once. A single line longer than the budget is shown
+/// cut at a character boundary with a line saying so, and the next offset skips it.
+///
+/// Errors: [`codex_free_core::Error::InvalidArgument`] when `offset` is past the last line.
+pub(crate) fn page_text(
+    text: &str,
+    offset: usize,
+    max_lines: usize,
+    max_bytes: usize,
+    again: &str,
+) -> codex_free_core::Result<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let total = lines.len();
+    if offset > total || (offset == total && total > 0) {
+        return Err(codex_free_core::Error::InvalidArgument(format!(
+            "offset = {offset} is past the end ({total} lines)"
+        )));
+    }
+    let budget = max_bytes.saturating_sub(CONTINUATION_RESERVE).max(64);
+    let mut out = String::new();
+    let mut end = offset;
+    while end < total && end - offset < max_lines.max(1) {
+        let l = lines[end];
+        if out.len() + l.len() > budget {
+            if end == offset {
+                let mut cut = budget.min(l.len());
+                while !l.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                out.push_str(&l[..cut]);
+                out.push_str(&format!(
+                    "\n(line {} is {} bytes; showing its first {cut} — {again} with offset={} to continue after it)\n",
+                    end + 1,
+                    l.len(),
+                    end + 1
+                ));
+                return Ok(out);
+            }
+            break;
+        }
+        out.push_str(l);
+        end += 1;
+    }
+    if end < total {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "(showing lines {}-{end} of {total} — {again} with offset={end} for the rest)\n",
+            offset + 1
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_yields_every_line_once() {
+        let text: String = (0..57)
+            .map(|i| format!("{}\n", "x".repeat(i % 13)))
+            .collect();
+        let mut got = String::new();
+        let mut offset = 0;
+        loop {
+            let page = page_text(&text, offset, 7, 400, "call again").unwrap();
+            assert!(page.len() <= 400, "{}", page.len());
+            match page.rfind("(showing lines ") {
+                Some(i) => {
+                    got.push_str(&page[..i]);
+                    let tail = &page[i..];
+                    offset = tail
+                        .split("offset=")
+                        .nth(1)
+                        .unwrap()
+                        .split(' ')
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                }
+                None => {
+                    got.push_str(&page);
+                    break;
+                }
+            }
+        }
+        assert_eq!(got, text);
+        assert!(page_text(&text, 57, 7, 400, "x").is_err());
+        assert_eq!(page_text("", 0, 7, 400, "x").unwrap(), "");
+    }
+}
