@@ -3,7 +3,7 @@ import type { FieldError } from "./FieldError";
 
 /**
  * The error body every failing API call returns: a stable `code` (see
- * [`crate::Error::code`]) the UI matches on, a human message, and per-field errors for
+ * [`codex_free_core::Error::code`]) the UI matches on, a human message, and per-field errors for
  * config changes.
  */
 export type ApiError = { 
