@@ -29,7 +29,12 @@ pub enum Error {
     Budget(String),
     /// A persisted file is corrupt; it was moved aside to `backup`.
     #[error("{message} (moved aside to {})", backup.display())]
-    Corrupt { message: String, backup: PathBuf },
+    Corrupt {
+        /// What was wrong with the file.
+        message: String,
+        /// Where the corrupt file now is.
+        backup: PathBuf,
+    },
     /// A conversation/project binding problem (missing binding, stale project); fails closed.
     #[error("{0}")]
     Binding(String),
@@ -51,7 +56,9 @@ pub enum Error {
     /// An I/O error with what we were doing.
     #[error("{context}: {source}")]
     Io {
+        /// What we were doing, e.g. "reading /path/to/file".
         context: String,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },

@@ -9,6 +9,8 @@
 //!
 //! Invariant: no I/O beyond the state home and the config file; no network, no database.
 
+#![deny(missing_docs)]
+
 pub mod config;
 pub mod error;
 pub mod home;
