@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_server::app::{self, App, AppOptions};
 use codex_free_server::mcp::{self, CodexFree, ServerOptions};
 
 /// Bounded MCP coding tools, task memory and a background memory pipeline for AI agents.
@@ -213,59 +214,59 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     if args.stdio == args.http {
         bail!("choose one transport: --stdio or --http");
     }
-    let opts = match (&args.project, &args.access_root) {
+    let server_opts = match (&args.project, &args.access_root) {
         (Some(p), None) => ServerOptions::single(p, &home, Some(config_path.clone()))?,
         (None, Some(a)) => ServerOptions::multi(a, &home, Some(config_path.clone()))?,
         _ => bail!("give --project DIR (one project) or --access-root DIR (multi-project mode)"),
     };
-    let server = CodexFree::new(opts).context("loading the config")?;
+    let config = Config::load(&config_path)
+        .context("loading the config")?
+        .config;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let http = args.http.then(|| {
+        (
+            args.host.clone().unwrap_or(config.server.host.clone()),
+            args.port.unwrap_or(config.server.port),
+        )
+    });
+    let app = App::open(
+        AppOptions {
+            server: server_opts.clone(),
+            http,
+            ui: args.ui,
+            stoppable: false,
+            process_label: format!(
+                "codex-free serve --{}",
+                if args.stdio { "stdio" } else { "http" }
+            ),
+        },
+        secrets(),
+        rt.handle().clone(),
+    )?;
+    if !args.no_pipeline {
+        let r = app.pipeline.start();
+        if !r.ok {
+            tracing::warn!("{}", r.message);
+        }
+    }
+    let result = rt.block_on(async {
         if args.stdio {
-            mcp::stdio::serve(server).await?;
-            return Ok(());
-        }
-        let config = server.shared().config.get();
-        let host = args.host.unwrap_or(config.server.host.clone());
-        let port = args.port.unwrap_or(config.server.port);
-        let token = mcp::auth::load_or_create_token(&home)?;
-        let url = std::sync::Arc::new(std::sync::OnceLock::new());
-        let mut opts = mcp::http::HttpOptions::default();
-        let keys = secrets();
-        let pipe = std::sync::Arc::new(codex_free_server::api::hooks::SchedulerPipeline::new(&home));
-        if args.ui {
-            let o = keys.clone();
-            let status = codex_free_server::api::dto::KeyringStatus { backend: o.label, fallback: o.fallback, error: o.error };
-            let svc = codex_free_server::api::ApiService::new(&home, o.store, status)
-                .with_server(std::sync::Arc::new(Headless(url.clone())))
-                .with_pipeline(pipe.clone());
-            opts.extra = Some(codex_free_server::api::http::router(std::sync::Arc::new(svc)));
-        }
-        let running = mcp::http::start(server, &host, port, token.clone(), opts).await?;
-        let base = format!("http://{}", running.addr);
-        let _ = url.set((format!("{base}/mcp"), running.shared.clone()));
-        let pipeline = if args.no_pipeline {
-            None
-        } else {
-            let env = codex_free_pipeline::control::ControlEnv::new(home.clone(), keys.store.clone());
-            match codex_free_pipeline::scheduler::Scheduler::start(
-                home.clone(),
-                config.clone(),
-                env.scheduler_deps(),
-                running.cancel.child_token(),
-            ) {
-                Ok(s) => {
-                    pipe.attach(s.trigger_sender());
-                    Some(s)
-                }
-                Err(e) => {
-                    tracing::warn!("memory pipeline not started: {e}");
-                    None
-                }
+            let server = CodexFree::new(server_opts).context("loading the config")?;
+            // The session ends when the client closes stdin, or on a signal.
+            tokio::select! {
+                r = mcp::stdio::serve(server) => r?,
+                _ = app::shutdown_signal() => {}
             }
+            return anyhow::Ok(());
+        }
+        let Some(http) = app.http.clone() else {
+            bail!("no HTTP server configured");
         };
+        let addr = http.start_async().await?;
+        let token = mcp::auth::load_or_create_token(&home)?;
+        let base = format!("http://{addr}");
         println!("Codex Free MCP server listening on {base}/mcp");
         if args.ui {
             println!("  web UI:       {base}/?token={}", token.expose());
@@ -277,40 +278,17 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         println!("Press Ctrl-C to stop.");
         use std::io::Write;
         std::io::stdout().flush().ok();
+        let stopped = http.cancelled_token().unwrap_or_default();
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = running.cancel.cancelled() => {}
+            _ = app::shutdown_signal() => {}
+            _ = stopped.cancelled() => {}
         }
-        running.cancel.cancel();
-        let _ = running.task.await;
-        drop(pipeline);
+        http.shutdown_async().await;
+        app.pipeline.stop_async().await;
         anyhow::Ok(())
-    })
-}
-
-/// The headless server as the UI sees it: running while this process lives. Holds the
-/// URL and the shared server state once bound.
-struct Headless(std::sync::Arc<std::sync::OnceLock<(String, std::sync::Arc<mcp::server::Shared>)>>);
-
-impl codex_free_server::api::hooks::ServerControl for Headless {
-    fn status(&self) -> codex_free_server::api::dto::ServerStatus {
-        codex_free_server::api::dto::ServerStatus {
-            state: codex_free_server::api::dto::ServerState::Running,
-            url: self.0.get().map(|(u, _)| u.clone()),
-            clients: self.0.get().map(|(_, s)| s.active_clients()).unwrap_or(0),
-            error: None,
-        }
-    }
-    fn start(&self) -> codex_free_core::Result<codex_free_server::api::dto::ActionResult> {
-        Ok(codex_free_server::api::dto::ActionResult {
-            ok: true,
-            message: "already running".into(),
-        })
-    }
-    fn stop(&self) -> codex_free_core::Result<codex_free_server::api::dto::ActionResult> {
-        Ok(codex_free_server::api::dto::ActionResult {
-            ok: false,
-            message: "the headless server stops with Ctrl-C in its terminal".into(),
-        })
-    }
+    });
+    // Stops whatever is left (the scheduler after a stdio session) off the runtime.
+    app.shutdown();
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    result
 }

@@ -5,16 +5,12 @@
 //! Invariant: nothing here touches a display; actions return what to show or copy.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use codex_free_server::api::ApiService;
 use codex_free_server::api::dto::{ActionResult, PipelineState, ServerState, Status};
-use codex_free_server::api::hooks::{SchedulerPipeline, ServerControl};
-use codex_free_pipeline::control::ControlEnv;
-use codex_free_pipeline::scheduler::Scheduler;
-use codex_free_secrets::SecretStore;
-
-use crate::server::EmbeddedServer;
+use codex_free_server::api::hooks::ServerControl;
+use codex_free_server::app::{App, HttpHost};
 
 /// Which tray icon to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,20 +25,30 @@ pub enum IconState {
 
 /// Shared app state (held by Tauri as managed state and by the tray).
 pub struct Core {
-    /// The UI's service.
+    /// Everything the process hosts, assembled by [`App::open`].
+    pub app: Arc<App>,
+    /// The UI's service (`app.service`).
     pub service: Arc<ApiService>,
-    /// The embedded MCP server.
-    pub server: Arc<EmbeddedServer>,
+    /// The embedded MCP server (`app.http`).
+    pub server: Arc<HttpHost>,
     /// State home.
     pub home: PathBuf,
-    /// The pipeline control the service uses (attached to the scheduler once it runs).
-    pub pipe: Arc<SchedulerPipeline>,
-    /// Key store (the scheduler's providers read keys from it).
-    pub secrets: Arc<dyn SecretStore>,
-    /// The app's async runtime.
-    pub rt: tokio::runtime::Handle,
-    /// The running pipeline scheduler.
-    pub scheduler: Mutex<Option<Scheduler>>,
+}
+
+impl Core {
+    /// Wrap an [`App`] that hosts an HTTP server. Errors when it does not.
+    pub fn new(app: Arc<App>) -> anyhow::Result<Self> {
+        let server = app
+            .http
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("the app needs an HTTP server"))?;
+        Ok(Self {
+            service: app.service.clone(),
+            home: app.home.clone(),
+            server,
+            app,
+        })
+    }
 }
 
 fn usd(x: f64) -> String {
@@ -98,9 +104,11 @@ impl Core {
 
     /// The bearer token to copy.
     pub fn token(&self) -> codex_free_core::Result<String> {
-        Ok(codex_free_server::mcp::auth::load_or_create_token(&self.home)?
-            .expose()
-            .to_string())
+        Ok(
+            codex_free_server::mcp::auth::load_or_create_token(&self.home)?
+                .expose()
+                .to_string(),
+        )
     }
 
     /// The UI address with the token, for opening in a browser.
@@ -172,56 +180,21 @@ impl Core {
         }
     }
 
-    /// Start the memory pipeline scheduler on the app's runtime (first run at once, then on
-    /// transcript changes and every 15 minutes). A failure is reported, not fatal.
+    /// Start the memory pipeline scheduler (first run at once, then on transcript changes
+    /// and every 15 minutes), or wait for it when another process holds it. A failure is
+    /// reported, not fatal.
     pub fn start_pipeline(&self) -> ActionResult {
-        let mut guard = self.scheduler.lock().expect("poisoned");
-        if guard.is_some() {
-            return ActionResult {
-                ok: true,
-                message: "the pipeline is already running".into(),
-            };
+        let r = self.app.pipeline.start();
+        if !r.ok {
+            self.service.record_error("pipeline", r.message.clone());
         }
-        let (config, _) = self.service.current_config();
-        let deps = ControlEnv::new(self.home.clone(), self.secrets.clone()).scheduler_deps();
-        let home = self.home.clone();
-        let started = self.rt.block_on(async move {
-            Scheduler::start(
-                home,
-                config,
-                deps,
-                tokio_util::sync::CancellationToken::new(),
-            )
-        });
-        match started {
-            Ok(s) => {
-                self.pipe.attach(s.trigger_sender());
-                *guard = Some(s);
-                ActionResult {
-                    ok: true,
-                    message: "memory pipeline started".into(),
-                }
-            }
-            Err(e) => {
-                self.service.record_error(
-                    "pipeline",
-                    format!("the memory pipeline did not start: {e}"),
-                );
-                ActionResult {
-                    ok: false,
-                    message: format!("the memory pipeline did not start: {e}"),
-                }
-            }
-        }
+        r
     }
 
     /// Quit: stop the scheduler (its run in flight releases its jobs) and the server
     /// (waits for the listener to close).
     pub fn quit(&self) {
-        if let Some(s) = self.scheduler.lock().expect("poisoned").take() {
-            self.rt.block_on(s.shutdown());
-        }
-        self.server.shutdown();
+        self.app.shutdown();
     }
 }
 
@@ -260,9 +233,11 @@ pub fn notifications(prev: Option<&Status>, now: &Status) -> Vec<(String, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codex_free_server::api::dto::{KeyringStatus, RecentError, Spend};
-    use codex_free_server::mcp::ServerOptions;
     use codex_free_secrets::MemoryStore;
+    use codex_free_secrets::keyring::Opened;
+    use codex_free_server::api::dto::{RecentError, Spend};
+    use codex_free_server::app::AppOptions;
+    use codex_free_server::mcp::ServerOptions;
 
     fn core(port: u16) -> (tempfile::TempDir, tokio::runtime::Runtime, Core) {
         let d = tempfile::tempdir().unwrap();
@@ -275,39 +250,25 @@ mod tests {
             .build()
             .unwrap();
         let opts = ServerOptions::single(&project, &home, None).unwrap();
-        let server = Arc::new(EmbeddedServer::new(
-            opts,
-            "127.0.0.1".into(),
-            port,
-            rt.handle().clone(),
-        ));
-        let ks = KeyringStatus {
-            backend: "in-memory (tests)".into(),
+        let keys = Opened {
+            store: Arc::new(MemoryStore::default()),
+            label: "in-memory (tests)".into(),
             fallback: false,
             error: None,
         };
-        let secrets: Arc<dyn SecretStore> = Arc::new(MemoryStore::default());
-        let pipe = Arc::new(SchedulerPipeline::new(&home));
-        let service = Arc::new(
-            ApiService::new(&home, secrets.clone(), ks)
-                .with_server(server.clone())
-                .with_pipeline(pipe.clone()),
-        );
-        server.attach(service.clone());
-        let h = rt.handle().clone();
-        (
-            d,
-            rt,
-            Core {
-                service,
-                server,
-                home,
-                pipe,
-                secrets,
-                rt: h,
-                scheduler: Mutex::new(None),
+        let app = App::open(
+            AppOptions {
+                server: opts,
+                http: Some(("127.0.0.1".into(), port)),
+                ui: true,
+                stoppable: true,
+                process_label: "codex-free-app (test)".into(),
             },
+            keys,
+            rt.handle().clone(),
         )
+        .unwrap();
+        (d, rt, Core::new(app).unwrap())
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! keyring, and shows the web UI (`ui/`) in a window whose calls go through Tauri commands
 //! to the same `ApiService` the headless server exposes over HTTP.
 //!
-//! Map: [`core`] (state and every tray action as a plain function), [`server`] (embedded
-//! MCP server with start/stop), [`commands`] (Tauri commands), [`tray`] (menu, icon,
+//! Map: [`core`] (state and every tray action as a plain function over the
+//! [`App`] that `codex_free_server::app` assembles), [`commands`] (Tauri commands), [`tray`] (menu, icon,
 //! refresh, notifications).
 //!
 //! Invariant: this is the only crate importing `tauri`; with no display it says so and
@@ -12,21 +12,18 @@
 
 pub mod commands;
 pub mod core;
-pub mod server;
 pub mod tray;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use codex_free_server::api::ApiService;
-use codex_free_server::api::dto::KeyringStatus;
-use codex_free_server::mcp::ServerOptions;
 use codex_free_secrets::keyring;
+use codex_free_server::app::{App, AppOptions};
+use codex_free_server::mcp::ServerOptions;
 use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 
 use crate::core::Core;
-use crate::server::EmbeddedServer;
 
 /// Command-line options of the app.
 #[derive(Debug, Clone, Default, clap::Parser)]
@@ -65,10 +62,10 @@ pub fn has_display() -> bool {
         .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
 }
 
-/// Build the core state: config, keyring, API service, embedded server (not started).
+/// Build the core state through [`App::open`]: config, keyring, API service, embedded
+/// server (not started).
 pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<Arc<Core>> {
     let home = codex_free_core::home::state_home()?;
-    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
     let server_opts = match (&opts.project, &opts.access_root) {
         (Some(p), _) => ServerOptions::single(p, &home, None)?,
         (None, Some(a)) => ServerOptions::multi(a, &home, None)?,
@@ -78,42 +75,22 @@ pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<
             ServerOptions::multi(&h, &home, None)?
         }
     };
-    let (config, _) = codex_free_core::config::Config::load(&server_opts.config_path)
-        .map(|l| (l.config, l.warnings))
+    let config = codex_free_core::config::Config::load(&server_opts.config_path)
+        .map(|l| l.config)
         .unwrap_or_default();
     let port = opts.port.unwrap_or(config.server.port);
-    let server = Arc::new(EmbeddedServer::new(
-        server_opts,
-        config.server.host.clone(),
-        port,
-        rt.clone(),
-    ));
-    let keys = keyring::open();
-    if let Some(e) = &keys.error {
-        tracing::warn!("key storage: {e}");
-    }
-    let pipe = Arc::new(codex_free_server::api::hooks::SchedulerPipeline::new(&home));
-    let status = KeyringStatus {
-        backend: keys.label,
-        fallback: keys.fallback,
-        error: keys.error,
-    };
-    let secrets = keys.store.clone();
-    let service = Arc::new(
-        ApiService::new(&home, keys.store, status)
-            .with_server(server.clone())
-            .with_pipeline(pipe.clone()),
-    );
-    server.attach(service.clone());
-    Ok(Arc::new(Core {
-        service,
-        server,
-        home,
-        pipe,
-        secrets,
+    let app = App::open(
+        AppOptions {
+            server: server_opts,
+            http: Some((config.server.host.clone(), port)),
+            ui: true,
+            stoppable: true,
+            process_label: "codex-free-app".into(),
+        },
+        keyring::open(),
         rt,
-        scheduler: std::sync::Mutex::new(None),
-    }))
+    )?;
+    Ok(Arc::new(Core::new(app)?))
 }
 
 /// Create the main window showing the embedded UI.
@@ -138,7 +115,7 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
         .enable_all()
         .build()?;
     let core = build_core(&opts, rt.handle().clone())?;
-    let started = core.server.start_now();
+    let started = core.server.start_blocking();
     tracing::info!("{}", started.message);
     if !opts.no_pipeline {
         let p = core.start_pipeline();
@@ -194,18 +171,11 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
         .build(tauri::generate_context!())
         .context("starting the desktop app")?;
 
-    // SIGTERM / SIGINT quit cleanly, as the tray's Quit does.
+    // SIGTERM / SIGINT / SIGHUP quit cleanly, as the tray's Quit does; a second signal
+    // exits at once.
     let handle = app.handle().clone();
     rt.spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return;
-        };
-        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-        tracing::info!("signal received: quitting");
+        codex_free_server::app::shutdown_signal().await;
         tray::quit(&handle);
     });
 

@@ -3,9 +3,11 @@
 //!
 //! - [`mcp`]: the rmcp server handler, stdio and HTTP transports, auth.
 //! - [`api`]: the service the UI talks to, its DTOs and HTTP routes.
+//! - [`app`]: the composition root both binaries use (`App::open`).
 //!
 //! Invariant: the only crate that imports `rmcp` and `axum`; everything below it
 //! (tools, pipeline, store, secrets) knows nothing of MCP or HTTP.
 
 pub mod api;
+pub mod app;
 pub mod mcp;

@@ -8,11 +8,11 @@
 
 use std::sync::Mutex;
 
-use codex_free_core::Result;
 use crate::api::dto::{
     ActionResult, ConnectionTest, ModelInfo, PipelineState, PipelineStatus, ServerState,
     ServerStatus,
 };
+use codex_free_core::Result;
 use codex_free_secrets::Secret;
 
 /// The MCP server as seen by the UI and the tray.
@@ -116,96 +116,6 @@ impl PipelineControl for NoPipeline {
     }
     fn set_paused(&self, paused: bool) -> Result<ActionResult> {
         *self.paused.lock().expect("poisoned") = paused;
-        Ok(ActionResult {
-            ok: true,
-            message: if paused { "paused" } else { "resumed" }.into(),
-        })
-    }
-}
-
-/// The pipeline scheduler of this process, reached through its trigger channel (attached
-/// once the scheduler has started). State comes from the config (`memories.enabled`) and
-/// the run records in `state.sqlite`.
-pub struct SchedulerPipeline {
-    home: std::path::PathBuf,
-    trigger: std::sync::OnceLock<tokio::sync::mpsc::Sender<codex_free_pipeline::phase1::Trigger>>,
-}
-
-impl SchedulerPipeline {
-    /// A control for the state home `home`; [`Self::attach`] the scheduler when it runs.
-    pub fn new(home: impl Into<std::path::PathBuf>) -> Self {
-        Self {
-            home: home.into(),
-            trigger: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// Connect the running scheduler (`Scheduler::trigger_sender`).
-    pub fn attach(&self, tx: tokio::sync::mpsc::Sender<codex_free_pipeline::phase1::Trigger>) {
-        let _ = self.trigger.set(tx);
-    }
-}
-
-impl PipelineControl for SchedulerPipeline {
-    fn status(&self) -> PipelineStatus {
-        use crate::api::usage::UsageSource;
-        let runs = crate::api::store_usage::StoreUsage::new(&self.home)
-            .runs(None, None)
-            .unwrap_or_default();
-        let running = runs.iter().any(|r| r.outcome.as_deref() == Some("running"));
-        let last_run_ms = runs
-            .iter()
-            .filter(|r| r.outcome.as_deref() != Some("running"))
-            .map(|r| r.time_ms)
-            .max();
-        let attached = self.trigger.get().is_some_and(|t| !t.is_closed());
-        let (state, message) = match (attached, running) {
-            (_, true) => (PipelineState::Running, "a run is in progress".to_string()),
-            (true, false) => (
-                PipelineState::Idle,
-                "runs at start, when a transcript changes, and every 15 minutes".to_string(),
-            ),
-            (false, false) => (
-                PipelineState::Unavailable,
-                "the scheduler is not running in this process".to_string(),
-            ),
-        };
-        PipelineStatus {
-            state,
-            next_run_ms: None,
-            last_run_ms,
-            message,
-        }
-    }
-
-    fn run_now(&self) -> Result<ActionResult> {
-        match self.trigger.get() {
-            Some(tx) => match tx.try_send(codex_free_pipeline::phase1::Trigger::Manual) {
-                Ok(()) => Ok(ActionResult {
-                    ok: true,
-                    message: "run requested".into(),
-                }),
-                Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => Ok(ActionResult {
-                    ok: true,
-                    message: "a run is already queued".into(),
-                }),
-                Err(_) => Ok(ActionResult {
-                    ok: false,
-                    message: "the scheduler has stopped".into(),
-                }),
-            },
-            None => Ok(ActionResult {
-                ok: false,
-                message: "the scheduler is not running in this process".into(),
-            }),
-        }
-    }
-
-    fn set_paused(&self, paused: bool) -> Result<ActionResult> {
-        // The config write happened in ApiService::pipeline_pause; on resume, run at once.
-        if !paused && let Some(tx) = self.trigger.get() {
-            let _ = tx.try_send(codex_free_pipeline::phase1::Trigger::Manual);
-        }
         Ok(ActionResult {
             ok: true,
             message: if paused { "paused" } else { "resumed" }.into(),

@@ -27,10 +27,10 @@ use std::sync::{Arc, Mutex};
 use chrono::{Datelike, TimeZone, Utc};
 use serde_json::Value;
 
-use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_secrets::{Secret, SecretStore, env_var_for};
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_secrets::{Secret, SecretStore, env_var_for};
 use dto::*;
 use hooks::{ModelCatalog, NoPipeline, NoServer, PipelineControl, ServerControl};
 use usage::UsageSource;

@@ -1,0 +1,650 @@
+//! The composition root: [`App::open`] assembles what one process hosts — the key store,
+//! the UI's [`ApiService`], the MCP HTTP server ([`HttpHost`], optional) and the memory
+//! pipeline's scheduler ([`PipelineHost`]) — for both binaries (`codex-free serve` and the
+//! tray app), so they cannot drift apart.
+//!
+//! The service needs the server (for its status and start/stop) and the server needs the
+//! service (to mount `/api`): [`App::open`] builds them in one step with
+//! [`Arc::new_cyclic`], the server holding a weak reference, instead of attaching later.
+//!
+//! Invariant: at most one process per state home runs the scheduler. It is held by an OS
+//! file lock on `<home>/scheduler.lock` (released by the kernel when the process exits, so
+//! a crash never leaves it stuck); a process that finds it held keeps retrying every
+//! [`LOCK_RETRY`] and takes over when the holder exits.
+
+use std::io::{Seek, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use codex_free_core::config::Config;
+use codex_free_core::error::IoContext;
+use codex_free_core::{Error, Result};
+use codex_free_pipeline::control::ControlEnv;
+use codex_free_pipeline::phase1::Trigger;
+use codex_free_pipeline::scheduler::Scheduler;
+use codex_free_secrets::SecretStore;
+use codex_free_secrets::keyring::Opened;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::ApiService;
+use crate::api::dto::{
+    ActionResult, KeyringStatus, PipelineState, PipelineStatus, ServerState, ServerStatus,
+};
+use crate::api::hooks::{PipelineControl, ServerControl};
+use crate::api::usage::UsageSource;
+use crate::mcp::{self, CodexFree, ServerOptions};
+
+/// How often a process waiting for the scheduler lock tries again (30 s: a handover within
+/// half a minute of the holder exiting, at a negligible cost).
+pub const LOCK_RETRY: Duration = Duration::from_secs(30);
+
+/// The scheduler lock file under the state home.
+pub const SCHEDULER_LOCK: &str = "scheduler.lock";
+
+/// What to host.
+#[derive(Clone)]
+pub struct AppOptions {
+    /// Project / access root, state home, config path.
+    pub server: ServerOptions,
+    /// Serve MCP over HTTP on `host:port` (`None`: no HTTP server, e.g. `serve --stdio`).
+    pub http: Option<(String, u16)>,
+    /// Mount the web UI and `/api` on the HTTP server.
+    pub ui: bool,
+    /// Whether the UI may stop the HTTP server (the tray app: yes; headless `serve --http`:
+    /// no — stopping it would take the UI down with it).
+    pub stoppable: bool,
+    /// Describes this process in `scheduler.lock` (e.g. `codex-free serve --stdio`).
+    pub process_label: String,
+}
+
+/// One process's parts, assembled once.
+pub struct App {
+    /// State home.
+    pub home: PathBuf,
+    /// Config at start (security settings take effect from this snapshot).
+    pub config: Config,
+    /// The UI's service.
+    pub service: Arc<ApiService>,
+    /// The MCP HTTP server, when hosted.
+    pub http: Option<Arc<HttpHost>>,
+    /// The memory pipeline's scheduler host.
+    pub pipeline: Arc<PipelineHost>,
+    /// The key store (provider keys).
+    pub secrets: Arc<dyn SecretStore>,
+}
+
+impl App {
+    /// Assemble the parts (nothing is started): the key store from `keys`
+    /// ([`codex_free_secrets::keyring::open`] in the binaries, an in-memory store in tests),
+    /// the service, the HTTP host and the pipeline host. `rt` runs the servers' tasks.
+    ///
+    /// Errors: the state home cannot be created.
+    pub fn open(opts: AppOptions, keys: Opened, rt: tokio::runtime::Handle) -> Result<Arc<App>> {
+        let home = opts.server.home.clone();
+        std::fs::create_dir_all(&home).ctx(|| format!("creating {}", home.display()))?;
+        let config = Config::load(&opts.server.config_path)
+            .map(|l| l.config)
+            .unwrap_or_default();
+        if let Some(e) = &keys.error {
+            tracing::warn!("key storage: {e}");
+        }
+        let status = KeyringStatus {
+            backend: keys.label,
+            fallback: keys.fallback,
+            error: keys.error,
+        };
+        let secrets = keys.store.clone();
+        let pipeline = Arc::new(PipelineHost::new(
+            &home,
+            secrets.clone(),
+            rt.clone(),
+            opts.process_label.clone(),
+        ));
+        let mut http = None;
+        let service = Arc::new_cyclic(|weak: &Weak<ApiService>| {
+            let mut svc =
+                ApiService::new(&home, keys.store, status).with_pipeline(pipeline.clone());
+            if let Some((host, port)) = &opts.http {
+                let h = Arc::new(HttpHost {
+                    opts: opts.server.clone(),
+                    host: host.clone(),
+                    port: *port,
+                    rt: rt.clone(),
+                    service: opts.ui.then(|| weak.clone()),
+                    stoppable: opts.stoppable,
+                    running: Mutex::new(None),
+                    error: Mutex::new(None),
+                });
+                svc = svc.with_server(h.clone());
+                http = Some(h);
+            }
+            svc
+        });
+        Ok(Arc::new(App {
+            home,
+            config,
+            service,
+            http,
+            pipeline,
+            secrets,
+        }))
+    }
+
+    /// Stop everything: the scheduler (its run in flight releases its jobs) and the HTTP
+    /// server (every exec process group it started is killed as its sessions drop).
+    pub fn shutdown(&self) {
+        self.pipeline.stop();
+        if let Some(h) = &self.http {
+            h.shutdown();
+        }
+    }
+}
+
+struct Running {
+    addr: SocketAddr,
+    inner: mcp::http::RunningHttp,
+}
+
+/// The MCP HTTP server of a process: started, stopped and restarted on demand; the last
+/// start failure is kept for the dashboard.
+pub struct HttpHost {
+    opts: ServerOptions,
+    host: String,
+    port: u16,
+    rt: tokio::runtime::Handle,
+    service: Option<Weak<ApiService>>,
+    stoppable: bool,
+    running: Mutex<Option<Running>>,
+    error: Mutex<Option<String>>,
+}
+
+impl HttpHost {
+    /// The bound address while running.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.lock_running().as_ref().map(|r| r.addr)
+    }
+
+    /// State shared by the running server's sessions (client count, config, exec).
+    pub fn shared(&self) -> Option<Arc<mcp::server::Shared>> {
+        self.lock_running().as_ref().map(|r| r.inner.shared.clone())
+    }
+
+    /// Cancelled when the running server stops by itself (or is stopped).
+    pub fn cancelled_token(&self) -> Option<CancellationToken> {
+        self.lock_running().as_ref().map(|r| r.inner.cancel.clone())
+    }
+
+    fn lock_running(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_error(&self, e: Option<String>) {
+        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = e;
+    }
+
+    /// Bind and serve (no-op when running). Async so a caller already on the runtime
+    /// (`serve --http`) does not block a worker.
+    ///
+    /// Errors: bind failure (port in use, bad address), config or token unreadable.
+    pub async fn start_async(&self) -> Result<SocketAddr> {
+        if let Some(a) = self.addr() {
+            return Ok(a);
+        }
+        let server = CodexFree::new(self.opts.clone())?;
+        let token = mcp::auth::load_or_create_token(&self.opts.home)?;
+        let extra = self
+            .service
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .map(crate::api::http::router);
+        let opts = mcp::http::HttpOptions { extra };
+        let inner = mcp::http::start(server, &self.host, self.port, token, opts).await?;
+        let addr = inner.addr;
+        let mut guard = self.lock_running();
+        if let Some(r) = guard.as_ref() {
+            // Another caller won the race: keep theirs, stop ours.
+            inner.cancel.cancel();
+            return Ok(r.addr);
+        }
+        *guard = Some(Running { addr, inner });
+        drop(guard);
+        self.set_error(None);
+        Ok(addr)
+    }
+
+    /// Start from a thread that is not a runtime worker (the tray, a blocking API call);
+    /// a failure is recorded for the dashboard and returned as a failed action.
+    pub fn start_blocking(&self) -> ActionResult {
+        match self.rt.block_on(self.start_async()) {
+            Ok(a) => ActionResult {
+                ok: true,
+                message: format!("MCP server listening on http://{a}/mcp"),
+            },
+            Err(e) => {
+                let msg = format!(
+                    "could not start the MCP server on {}:{}: {e}",
+                    self.host, self.port
+                );
+                tracing::error!("{msg}");
+                if let Some(s) = self.service.as_ref().and_then(Weak::upgrade) {
+                    s.record_error("server", msg.clone());
+                }
+                self.set_error(Some(msg.clone()));
+                ActionResult {
+                    ok: false,
+                    message: msg,
+                }
+            }
+        }
+    }
+
+    /// Stop and wait for the listener to close (idempotent). Must not run on a runtime
+    /// worker thread.
+    pub fn shutdown(&self) {
+        let taken = self.lock_running().take();
+        if let Some(r) = taken {
+            r.inner.cancel.cancel();
+            let _ = self.rt.block_on(r.inner.task);
+            tracing::info!("MCP server stopped");
+        }
+    }
+
+    /// Async twin of [`Self::shutdown`] for callers on the runtime.
+    pub async fn shutdown_async(&self) {
+        let taken = self.lock_running().take();
+        if let Some(r) = taken {
+            r.inner.cancel.cancel();
+            let _ = r.inner.task.await;
+            tracing::info!("MCP server stopped");
+        }
+    }
+}
+
+impl ServerControl for HttpHost {
+    fn status(&self) -> ServerStatus {
+        let error = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let guard = self.lock_running();
+        match guard.as_ref() {
+            Some(r) => ServerStatus {
+                state: ServerState::Running,
+                url: Some(format!("http://{}/mcp", r.addr)),
+                clients: r.inner.shared.active_clients(),
+                error: None,
+            },
+            None => ServerStatus {
+                state: if error.is_some() {
+                    ServerState::Error
+                } else {
+                    ServerState::Stopped
+                },
+                url: None,
+                clients: 0,
+                error,
+            },
+        }
+    }
+
+    fn start(&self) -> Result<ActionResult> {
+        Ok(self.start_blocking())
+    }
+
+    fn stop(&self) -> Result<ActionResult> {
+        if !self.stoppable {
+            return Ok(ActionResult {
+                ok: false,
+                message: "the headless server stops with Ctrl-C (or SIGTERM) in its terminal"
+                    .into(),
+            });
+        }
+        let was = self.addr().is_some();
+        self.shutdown();
+        self.set_error(None);
+        Ok(ActionResult {
+            ok: true,
+            message: if was {
+                "MCP server stopped"
+            } else {
+                "MCP server was not running"
+            }
+            .into(),
+        })
+    }
+}
+
+/// The memory pipeline's scheduler in this process, once it holds the state home's
+/// scheduler lock. Implements the UI's [`PipelineControl`].
+pub struct PipelineHost {
+    home: PathBuf,
+    secrets: Arc<dyn SecretStore>,
+    rt: tokio::runtime::Handle,
+    label: String,
+    inner: Mutex<PipelineInner>,
+}
+
+#[derive(Default)]
+struct PipelineInner {
+    scheduler: Option<Scheduler>,
+    /// The held lock file (the OS lock lives as long as this handle).
+    lock: Option<std::fs::File>,
+    /// Cancels the wait for the lock and the scheduler.
+    cancel: Option<CancellationToken>,
+    /// Why the scheduler is not running here, when it is not.
+    note: Option<String>,
+}
+
+/// Who holds a state home's scheduler lock, from `scheduler.lock` (`None`: no holder
+/// recorded, or the file is unreadable).
+pub fn scheduler_holder(home: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(home.join(SCHEDULER_LOCK)).ok()?;
+    let line = text.lines().next()?.trim().to_string();
+    (!line.is_empty()).then_some(line)
+}
+
+impl PipelineHost {
+    fn new(
+        home: &Path,
+        secrets: Arc<dyn SecretStore>,
+        rt: tokio::runtime::Handle,
+        label: String,
+    ) -> Self {
+        Self {
+            home: home.to_path_buf(),
+            secrets,
+            rt,
+            label,
+            inner: Mutex::new(PipelineInner::default()),
+        }
+    }
+
+    fn lock_inner(&self) -> std::sync::MutexGuard<'_, PipelineInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether this process runs the scheduler now.
+    pub fn is_running(&self) -> bool {
+        self.lock_inner().scheduler.is_some()
+    }
+
+    /// Try to take the lock once; on success start the scheduler.
+    fn try_take(self: &Arc<Self>) -> Result<bool> {
+        let mut inner = self.lock_inner();
+        if inner.scheduler.is_some() {
+            return Ok(true);
+        }
+        let path = self.home.join(SCHEDULER_LOCK);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .ctx(|| format!("opening {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Error::io(format!("locking {}", path.display()), e));
+            }
+        }
+        let who = format!(
+            "pid {} ({}) since {}",
+            std::process::id(),
+            self.label,
+            chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ")
+        );
+        file.set_len(0)
+            .ctx(|| format!("writing {}", path.display()))?;
+        file.rewind()
+            .ctx(|| format!("writing {}", path.display()))?;
+        file.write_all(format!("{who}\n").as_bytes())
+            .ctx(|| format!("writing {}", path.display()))?;
+        let config = Config::load(&self.home.join(codex_free_core::config::CONFIG_FILE))
+            .map(|l| l.config)
+            .unwrap_or_default();
+        let deps = ControlEnv::new(self.home.clone(), self.secrets.clone()).scheduler_deps();
+        let cancel = inner.cancel.clone().unwrap_or_default().child_token();
+        let _guard = self.rt.enter();
+        let s = Scheduler::start(self.home.clone(), config, deps, cancel)?;
+        inner.scheduler = Some(s);
+        inner.lock = Some(file);
+        inner.note = None;
+        tracing::info!("memory pipeline scheduler started here ({who})");
+        Ok(true)
+    }
+
+    /// Start the scheduler when this process can hold the lock; otherwise wait for it in
+    /// the background (retrying every [`LOCK_RETRY`]) and say who holds it. Call from a
+    /// thread that may block briefly (not required to be off the runtime).
+    pub fn start(self: &Arc<Self>) -> ActionResult {
+        {
+            let mut inner = self.lock_inner();
+            if inner.scheduler.is_some() {
+                return ActionResult {
+                    ok: true,
+                    message: "the pipeline is already running in this process".into(),
+                };
+            }
+            if inner.cancel.is_none() {
+                inner.cancel = Some(CancellationToken::new());
+            }
+        }
+        match self.try_take() {
+            Ok(true) => ActionResult {
+                ok: true,
+                message: "memory pipeline started".into(),
+            },
+            Ok(false) => {
+                let holder =
+                    scheduler_holder(&self.home).unwrap_or_else(|| "another process".into());
+                let note = format!(
+                    "the memory pipeline runs in {holder}; this process takes over when it exits"
+                );
+                tracing::info!("{note}");
+                self.lock_inner().note = Some(note.clone());
+                self.spawn_waiter();
+                ActionResult {
+                    ok: true,
+                    message: note,
+                }
+            }
+            Err(e) => {
+                let msg = format!("the memory pipeline did not start: {e}");
+                self.lock_inner().note = Some(msg.clone());
+                ActionResult {
+                    ok: false,
+                    message: msg,
+                }
+            }
+        }
+    }
+
+    fn spawn_waiter(self: &Arc<Self>) {
+        let Some(cancel) = self.lock_inner().cancel.clone() else {
+            return;
+        };
+        let me = Arc::downgrade(self);
+        self.rt.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(LOCK_RETRY) => {}
+                }
+                let Some(host) = me.upgrade() else { return };
+                let h = host.clone();
+                match tokio::task::spawn_blocking(move || h.try_take()).await {
+                    Ok(Ok(true)) => return,
+                    Ok(Ok(false)) => {}
+                    Ok(Err(e)) => tracing::warn!("scheduler lock: {e}"),
+                    Err(_) => return,
+                }
+            }
+        });
+    }
+
+    /// Stop the scheduler (its run in flight releases its jobs), stop waiting for the
+    /// lock, and release the lock. Must not run on a runtime worker thread.
+    pub fn stop(&self) {
+        let (s, cancel, lock) = {
+            let mut inner = self.lock_inner();
+            (
+                inner.scheduler.take(),
+                inner.cancel.take(),
+                inner.lock.take(),
+            )
+        };
+        if let Some(c) = cancel {
+            c.cancel();
+        }
+        if let Some(s) = s {
+            self.rt.block_on(s.shutdown());
+        }
+        drop(lock);
+    }
+
+    /// Async twin of [`Self::stop`] for callers on the runtime.
+    pub async fn stop_async(&self) {
+        let (s, cancel, lock) = {
+            let mut inner = self.lock_inner();
+            (
+                inner.scheduler.take(),
+                inner.cancel.take(),
+                inner.lock.take(),
+            )
+        };
+        if let Some(c) = cancel {
+            c.cancel();
+        }
+        if let Some(s) = s {
+            s.shutdown().await;
+        }
+        drop(lock);
+    }
+
+    fn trigger(&self) -> Option<tokio::sync::mpsc::Sender<Trigger>> {
+        self.lock_inner()
+            .scheduler
+            .as_ref()
+            .map(Scheduler::trigger_sender)
+    }
+}
+
+impl PipelineControl for PipelineHost {
+    fn status(&self) -> PipelineStatus {
+        let runs = crate::api::store_usage::StoreUsage::new(&self.home)
+            .runs(None, None)
+            .unwrap_or_default();
+        let running = runs.iter().any(|r| r.outcome.as_deref() == Some("running"));
+        let last_run_ms = runs
+            .iter()
+            .filter(|r| r.outcome.as_deref() != Some("running"))
+            .map(|r| r.time_ms)
+            .max();
+        let attached = self.trigger().is_some_and(|t| !t.is_closed());
+        let note = self.lock_inner().note.clone();
+        let (state, message) = match (attached, running) {
+            (_, true) => (PipelineState::Running, "a run is in progress".to_string()),
+            (true, false) => (
+                PipelineState::Idle,
+                "runs at start, when a transcript changes, and every 15 minutes".to_string(),
+            ),
+            (false, false) => (
+                PipelineState::Unavailable,
+                note.unwrap_or_else(|| "the scheduler is not running in this process".into()),
+            ),
+        };
+        PipelineStatus {
+            state,
+            next_run_ms: None,
+            last_run_ms,
+            message,
+        }
+    }
+
+    fn run_now(&self) -> Result<ActionResult> {
+        Ok(match self.trigger() {
+            Some(tx) => match tx.try_send(Trigger::Manual) {
+                Ok(()) => ActionResult {
+                    ok: true,
+                    message: "run requested".into(),
+                },
+                Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => ActionResult {
+                    ok: true,
+                    message: "a run is already queued".into(),
+                },
+                Err(_) => ActionResult {
+                    ok: false,
+                    message: "the scheduler has stopped".into(),
+                },
+            },
+            None => ActionResult {
+                ok: false,
+                message: self
+                    .lock_inner()
+                    .note
+                    .clone()
+                    .unwrap_or_else(|| "the scheduler is not running in this process".into()),
+            },
+        })
+    }
+
+    fn set_paused(&self, paused: bool) -> Result<ActionResult> {
+        // The config write happened in ApiService::pipeline_pause; on resume, run at once.
+        if !paused && let Some(tx) = self.trigger() {
+            let _ = tx.try_send(Trigger::Manual);
+        }
+        Ok(ActionResult {
+            ok: true,
+            message: if paused { "paused" } else { "resumed" }.into(),
+        })
+    }
+}
+
+/// Wait for SIGINT, SIGTERM or SIGHUP (Ctrl-C only on non-Unix systems). A second
+/// signal after the first exits the process at once (status 130), for a shutdown that
+/// hangs.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        fn watch(k: SignalKind) -> Option<Signal> {
+            signal(k)
+                .map_err(|e| tracing::warn!("cannot watch signal {k:?}: {e}"))
+                .ok()
+        }
+        async fn recv(s: &mut Option<Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        let mut int = watch(SignalKind::interrupt());
+        let mut term = watch(SignalKind::terminate());
+        let mut hup = watch(SignalKind::hangup());
+        tokio::select! {
+            _ = recv(&mut int) => {}
+            _ = recv(&mut term) => {}
+            _ = recv(&mut hup) => {}
+        }
+        tracing::info!("signal received: shutting down (a second signal exits at once)");
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = recv(&mut int) => {}
+                _ = recv(&mut term) => {}
+                _ = recv(&mut hup) => {}
+            }
+            std::process::exit(130);
+        });
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        tokio::spawn(async {
+            let _ = tokio::signal::ctrl_c().await;
+            std::process::exit(130);
+        });
+    }
+}
