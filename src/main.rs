@@ -225,6 +225,10 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let signals = {
+        let _guard = rt.enter();
+        app::ShutdownSignals::install()
+    };
     let http = args.http.then(|| {
         (
             args.host.clone().unwrap_or(config.server.host.clone()),
@@ -237,6 +241,7 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
             http,
             ui: args.ui,
             stoppable: false,
+            lock_retry: app::LOCK_RETRY,
             process_label: format!(
                 "codex-free serve --{}",
                 if args.stdio { "stdio" } else { "http" }
@@ -257,7 +262,7 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
             // The session ends when the client closes stdin, or on a signal.
             tokio::select! {
                 r = mcp::stdio::serve(server) => r?,
-                _ = app::shutdown_signal() => {}
+                _ = signals.wait() => {}
             }
             return anyhow::Ok(());
         }
@@ -280,7 +285,7 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         std::io::stdout().flush().ok();
         let stopped = http.cancelled_token().unwrap_or_default();
         tokio::select! {
-            _ = app::shutdown_signal() => {}
+            _ = signals.wait() => {}
             _ = stopped.cancelled() => {}
         }
         http.shutdown_async().await;

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod lifecycle;
 mod mcp_clients;
 mod mcp_transport;
 mod pipeline_phase1;

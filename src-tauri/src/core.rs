@@ -263,6 +263,7 @@ mod tests {
                 ui: true,
                 stoppable: true,
                 process_label: "codex-free-app (test)".into(),
+                lock_retry: codex_free_server::app::LOCK_RETRY,
             },
             keys,
             rt.handle().clone(),

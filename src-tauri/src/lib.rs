@@ -86,6 +86,7 @@ pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<
             ui: true,
             stoppable: true,
             process_label: "codex-free-app".into(),
+            lock_retry: codex_free_server::app::LOCK_RETRY,
         },
         keyring::open(),
         rt,
@@ -114,6 +115,10 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
         .thread_name("codex-free-rt")
         .enable_all()
         .build()?;
+    let signals = {
+        let _guard = rt.enter();
+        codex_free_server::app::ShutdownSignals::install()
+    };
     let core = build_core(&opts, rt.handle().clone())?;
     let started = core.server.start_blocking();
     tracing::info!("{}", started.message);
@@ -175,7 +180,7 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
     // exits at once.
     let handle = app.handle().clone();
     rt.spawn(async move {
-        codex_free_server::app::shutdown_signal().await;
+        signals.wait().await;
         tray::quit(&handle);
     });
 

@@ -213,6 +213,9 @@ pub struct Status {
     pub database: String,
     /// `memories.log` path.
     pub log: String,
+    /// The process running the scheduler of this state home (from `scheduler.lock`), or
+    /// `None` when no process runs it.
+    pub scheduler: Option<String>,
 }
 
 fn describe_model(
@@ -315,6 +318,7 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
             .map(|p| p.display().to_string())
             .unwrap_or_default(),
         log: log_path(&env.home).display().to_string(),
+        scheduler: crate::scheduler::lock_holder(&env.home),
     })
 }
 
@@ -416,6 +420,12 @@ impl Status {
                 r.summary.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
             ));
         }
+        s.push_str(&format!(
+            "scheduler: {}\n",
+            self.scheduler.as_deref().unwrap_or(
+                "not running (it runs inside the tray app and every `codex-free serve`)"
+            )
+        ));
         s.push_str(&format!("database: {}\nlog: {}\n", self.database, self.log));
         s
     }

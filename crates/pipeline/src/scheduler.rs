@@ -25,6 +25,30 @@ use codex_free_core::config::{CONFIG_FILE, Config};
 use codex_free_secrets::SecretStore;
 use codex_free_store::Store;
 
+/// The file under the state home whose OS lock marks the one process running the
+/// scheduler; its first line names that process.
+pub const SCHEDULER_LOCK: &str = "scheduler.lock";
+
+/// Which process runs the scheduler of `home` now, from [`SCHEDULER_LOCK`]: `None` when no
+/// process holds the lock (the line a previous holder left is then stale and ignored).
+pub fn lock_holder(home: &std::path::Path) -> Option<String> {
+    let path = home.join(SCHEDULER_LOCK);
+    let file = std::fs::File::open(&path).ok()?;
+    match file.try_lock_shared() {
+        Ok(()) => None,
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let text = std::fs::read_to_string(&path).ok()?;
+            let line = text.lines().next()?.trim().to_string();
+            Some(if line.is_empty() {
+                "another process".into()
+            } else {
+                line
+            })
+        }
+        Err(std::fs::TryLockError::Error(_)) => None,
+    }
+}
+
 /// Interval of the safety-net rescan (15 minutes).
 pub const RESCAN_INTERVAL: Duration = Duration::from_secs(15 * 60);
 

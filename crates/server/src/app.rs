@@ -10,7 +10,7 @@
 //! Invariant: at most one process per state home runs the scheduler. It is held by an OS
 //! file lock on `<home>/scheduler.lock` (released by the kernel when the process exits, so
 //! a crash never leaves it stuck); a process that finds it held keeps retrying every
-//! [`LOCK_RETRY`] and takes over when the holder exits.
+//! a retry interval ([`LOCK_RETRY`]) and takes over when the holder exits.
 
 use std::io::{Seek, Write};
 use std::net::SocketAddr;
@@ -40,8 +40,7 @@ use crate::mcp::{self, CodexFree, ServerOptions};
 /// half a minute of the holder exiting, at a negligible cost).
 pub const LOCK_RETRY: Duration = Duration::from_secs(30);
 
-/// The scheduler lock file under the state home.
-pub const SCHEDULER_LOCK: &str = "scheduler.lock";
+pub use codex_free_pipeline::scheduler::{SCHEDULER_LOCK, lock_holder};
 
 /// What to host.
 #[derive(Clone)]
@@ -57,6 +56,9 @@ pub struct AppOptions {
     pub stoppable: bool,
     /// Describes this process in `scheduler.lock` (e.g. `codex-free serve --stdio`).
     pub process_label: String,
+    /// How often to retry the scheduler lock while another process holds it
+    /// ([`LOCK_RETRY`] in the binaries; tests use less).
+    pub lock_retry: Duration,
 }
 
 /// One process's parts, assembled once.
@@ -101,6 +103,7 @@ impl App {
             secrets.clone(),
             rt.clone(),
             opts.process_label.clone(),
+            opts.lock_retry,
         ));
         let mut http = None;
         let service = Arc::new_cyclic(|weak: &Weak<ApiService>| {
@@ -320,6 +323,7 @@ pub struct PipelineHost {
     secrets: Arc<dyn SecretStore>,
     rt: tokio::runtime::Handle,
     label: String,
+    retry: Duration,
     inner: Mutex<PipelineInner>,
 }
 
@@ -334,26 +338,20 @@ struct PipelineInner {
     note: Option<String>,
 }
 
-/// Who holds a state home's scheduler lock, from `scheduler.lock` (`None`: no holder
-/// recorded, or the file is unreadable).
-pub fn scheduler_holder(home: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(home.join(SCHEDULER_LOCK)).ok()?;
-    let line = text.lines().next()?.trim().to_string();
-    (!line.is_empty()).then_some(line)
-}
-
 impl PipelineHost {
     fn new(
         home: &Path,
         secrets: Arc<dyn SecretStore>,
         rt: tokio::runtime::Handle,
         label: String,
+        retry: Duration,
     ) -> Self {
         Self {
             home: home.to_path_buf(),
             secrets,
             rt,
             label,
+            retry,
             inner: Mutex::new(PipelineInner::default()),
         }
     }
@@ -415,7 +413,7 @@ impl PipelineHost {
     }
 
     /// Start the scheduler when this process can hold the lock; otherwise wait for it in
-    /// the background (retrying every [`LOCK_RETRY`]) and say who holds it. Call from a
+    /// the background (retrying every `AppOptions::lock_retry`) and say who holds it. Call from a
     /// thread that may block briefly (not required to be off the runtime).
     pub fn start(self: &Arc<Self>) -> ActionResult {
         {
@@ -436,8 +434,7 @@ impl PipelineHost {
                 message: "memory pipeline started".into(),
             },
             Ok(false) => {
-                let holder =
-                    scheduler_holder(&self.home).unwrap_or_else(|| "another process".into());
+                let holder = lock_holder(&self.home).unwrap_or_else(|| "another process".into());
                 let note = format!(
                     "the memory pipeline runs in {holder}; this process takes over when it exits"
                 );
@@ -465,11 +462,12 @@ impl PipelineHost {
             return;
         };
         let me = Arc::downgrade(self);
+        let retry = self.retry;
         self.rt.spawn(async move {
             loop {
                 tokio::select! {
                     _ = cancel.cancelled() => return,
-                    _ = tokio::time::sleep(LOCK_RETRY) => {}
+                    _ = tokio::time::sleep(retry) => {}
                 }
                 let Some(host) = me.upgrade() else { return };
                 let h = host.clone();
@@ -601,50 +599,140 @@ impl PipelineControl for PipelineHost {
     }
 }
 
-/// Wait for SIGINT, SIGTERM or SIGHUP (Ctrl-C only on non-Unix systems). A second
-/// signal after the first exits the process at once (status 130), for a shutdown that
-/// hangs.
-pub async fn shutdown_signal() {
+/// The shutdown signals of a process: SIGINT, SIGTERM and SIGHUP (Ctrl-C only on
+/// non-Unix systems). Install them before starting anything, so a signal that arrives
+/// during start-up is not lost to the default action (which kills without cleanup).
+pub struct ShutdownSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{Signal, SignalKind, signal};
-        fn watch(k: SignalKind) -> Option<Signal> {
-            signal(k)
-                .map_err(|e| tracing::warn!("cannot watch signal {k:?}: {e}"))
-                .ok()
-        }
-        async fn recv(s: &mut Option<Signal>) {
-            match s {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
+    streams: [Option<tokio::signal::unix::Signal>; 3],
+}
+
+impl ShutdownSignals {
+    /// Register the handlers. Must run inside a Tokio runtime context (`rt.enter()`).
+    pub fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let watch = |k: SignalKind| {
+                signal(k)
+                    .map_err(|e| tracing::warn!("cannot watch signal {k:?}: {e}"))
+                    .ok()
+            };
+            Self {
+                streams: [
+                    watch(SignalKind::interrupt()),
+                    watch(SignalKind::terminate()),
+                    watch(SignalKind::hangup()),
+                ],
             }
         }
-        let mut int = watch(SignalKind::interrupt());
-        let mut term = watch(SignalKind::terminate());
-        let mut hup = watch(SignalKind::hangup());
-        tokio::select! {
-            _ = recv(&mut int) => {}
-            _ = recv(&mut term) => {}
-            _ = recv(&mut hup) => {}
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn one(s: &mut Option<tokio::signal::unix::Signal>) {
+                match s {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            let [a, b, c] = &mut self.streams;
+            tokio::select! {
+                _ = one(a) => {}
+                _ = one(b) => {}
+                _ = one(c) => {}
+            }
         }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+
+    /// Wait for the first signal; from then on a second one exits the process at once
+    /// (status 130), for a shutdown that hangs.
+    pub async fn wait(mut self) {
+        self.recv().await;
         tracing::info!("signal received: shutting down (a second signal exits at once)");
         tokio::spawn(async move {
-            tokio::select! {
-                _ = recv(&mut int) => {}
-                _ = recv(&mut term) => {}
-                _ = recv(&mut hup) => {}
-            }
+            self.recv().await;
             std::process::exit(130);
         });
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        tokio::spawn(async {
-            let _ = tokio::signal::ctrl_c().await;
-            std::process::exit(130);
-        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codex_free_secrets::MemoryStore;
+
+    fn app(home: &Path, project: &Path, label: &str, rt: &tokio::runtime::Runtime) -> Arc<App> {
+        let keys = Opened {
+            store: Arc::new(MemoryStore::default()),
+            label: "in-memory (tests)".into(),
+            fallback: false,
+            error: None,
+        };
+        App::open(
+            AppOptions {
+                server: ServerOptions::single(project, home, None).unwrap(),
+                http: None,
+                ui: false,
+                stoppable: false,
+                process_label: label.into(),
+                lock_retry: Duration::from_millis(50),
+            },
+            keys,
+            rt.handle().clone(),
+        )
+        .unwrap()
+    }
+
+    /// Two hosts on one state home: the first runs the scheduler and is named in the lock
+    /// file; the second waits, says who holds it, and takes over once the first stops.
+    #[test]
+    fn one_scheduler_per_state_home_with_handover() {
+        let d = tempfile::tempdir().unwrap();
+        let (home, project) = (d.path().join("state"), d.path().join("project"));
+        std::fs::create_dir_all(&project).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let a = app(&home, &project, "first", &rt);
+        let b = app(&home, &project, "second", &rt);
+        assert!(a.pipeline.start().ok);
+        assert!(a.pipeline.is_running());
+        assert!(lock_holder(&home).unwrap().contains("(first)"));
+        let r = b.pipeline.start();
+        assert!(r.ok, "{}", r.message);
+        assert!(!b.pipeline.is_running());
+        assert!(r.message.contains("(first)"), "{}", r.message);
+        assert_eq!(b.pipeline.status().state, PipelineState::Unavailable);
+        assert!(b.pipeline.status().message.contains("(first)"));
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!b.pipeline.is_running(), "took the lock while it was held");
+        a.pipeline.stop();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !b.pipeline.is_running() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            b.pipeline.is_running(),
+            "no handover after the holder stopped"
+        );
+        assert!(lock_holder(&home).unwrap().contains("(second)"));
+        b.pipeline.stop();
+        // Released: a third host takes it at once.
+        let c = app(&home, &project, "third", &rt);
+        assert!(c.pipeline.start().ok);
+        assert!(c.pipeline.is_running());
+        c.pipeline.stop();
     }
 }
