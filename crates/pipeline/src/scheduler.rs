@@ -49,6 +49,25 @@ pub fn lock_holder(home: &std::path::Path) -> Option<String> {
     }
 }
 
+/// Whether process `pid` exists (signal 0 probe; EPERM means it exists under another
+/// user). Non-Unix systems answer true, so nothing is ever closed by mistake there.
+pub fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: kill with signal 0 sends nothing; it only checks the process exists.
+        let r = unsafe { libc::kill(pid, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
 /// Interval of the safety-net rescan (15 minutes).
 pub const RESCAN_INTERVAL: Duration = Duration::from_secs(15 * 60);
 
@@ -90,6 +109,12 @@ impl Scheduler {
         cancel: CancellationToken,
     ) -> Result<Scheduler> {
         let store = Store::open_in_home(&home)?;
+        // Crash recovery: runs left `running` by a process that died are closed now.
+        match store.interrupt_orphaned_runs(process_alive) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("closed {n} run(s) of exited processes as interrupted"),
+            Err(e) => tracing::warn!("could not close orphaned runs: {e}"),
+        }
         let (tx, rx) = mpsc::channel(64);
         let watcher = deps
             .watch

@@ -117,8 +117,14 @@ CREATE INDEX usage_created_at ON usage(created_at);
 CREATE INDEX usage_run ON usage(run_id);
 "#;
 
+/// v3: the process that runs each run, so a later start can close the runs of a process
+/// that died (`interrupted`) instead of showing them as running forever.
+const V3: &str = r#"
+ALTER TABLE runs ADD COLUMN pid INTEGER;
+"#;
+
 /// Every migration, in order. Append only.
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
@@ -201,6 +207,22 @@ mod tests {
             .collect()
     }
 
+    /// Every table and column, in order: `table(col, col, ...)`.
+    fn schema(c: &Connection) -> Vec<String> {
+        tables(c)
+            .into_iter()
+            .map(|t| {
+                let mut s = c.prepare(&format!("PRAGMA table_info({t})")).unwrap();
+                let cols: Vec<String> = s
+                    .query_map([], |r| r.get::<_, String>(1))
+                    .unwrap()
+                    .map(|r| r.unwrap())
+                    .collect();
+                format!("{t}({})", cols.join(", "))
+            })
+            .collect()
+    }
+
     #[test]
     fn migrates_from_empty() {
         let d = tempfile::tempdir().unwrap();
@@ -246,7 +268,11 @@ mod tests {
         assert!(bak.exists(), "backup written before the upgrade");
         let b = Connection::open(&bak).unwrap();
         assert_eq!(user_version(&b).unwrap(), LATEST - 1);
-        assert!(!tables(&b).contains(&"runs".to_string()));
+        // The backup holds the previous schema exactly (not the upgraded one).
+        let mut prev = Connection::open_in_memory().unwrap();
+        migrate_to(&mut prev, None, LATEST - 1).unwrap();
+        assert_eq!(schema(&b), schema(&prev));
+        assert_ne!(schema(&b), schema(&c), "the upgrade changed nothing");
     }
 
     #[test]

@@ -59,7 +59,8 @@ pub struct RunSummary {
     pub failed: i64,
     /// Given back unfinished (cap reached, cancelled, run-level error).
     pub released: i64,
-    /// `ok`, `failed`, `cancelled`, `spend_cap`, `skipped`.
+    /// `running`, `ok`, `failed`, `cancelled`, `spend_cap`, `skipped`, or `interrupted`
+    /// (its process exited mid-run).
     pub outcome: String,
     /// Run-level error, if any.
     pub error: Option<String>,
@@ -115,11 +116,50 @@ impl Store {
         let id = uuid::Uuid::now_v7().to_string();
         let c = self.conn();
         c.execute(
-            "INSERT INTO runs (id, phase, trigger, model, started_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, phase, trigger, model, self.now()],
+            "INSERT INTO runs (id, phase, trigger, model, started_at, pid) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![id, phase, trigger, model, self.now(), std::process::id()],
         )
         .map_err(db_err)?;
         Ok(id)
+    }
+
+    /// Close every run still marked `running` whose process is gone (`alive(pid)` false,
+    /// or no pid recorded by an older version) as `interrupted`. This process's own runs
+    /// are never touched. Returns how many were closed.
+    ///
+    /// Errors: [`codex_free_core::Error::Store`] on database failure.
+    pub fn interrupt_orphaned_runs(&self, alive: impl Fn(u32) -> bool) -> Result<usize> {
+        let me = std::process::id();
+        let c = self.conn();
+        let mut q = c
+            .prepare("SELECT id, pid FROM runs WHERE outcome = 'running'")
+            .map_err(db_err)?;
+        let rows = q
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        drop(q);
+        let mut closed = 0;
+        for (id, pid) in rows {
+            let pid = pid.and_then(|p| u32::try_from(p).ok());
+            if pid == Some(me) || pid.is_some_and(&alive) {
+                continue;
+            }
+            let why = match pid {
+                Some(p) => format!("interrupted: the process running it (pid {p}) exited"),
+                None => "interrupted: the process running it exited".to_string(),
+            };
+            closed += c
+                .execute(
+                    "UPDATE runs SET outcome = 'interrupted', error = ?2, finished_at = ?3 WHERE id = ?1 AND outcome = 'running'",
+                    params![id, why, self.now()],
+                )
+                .map_err(db_err)?;
+        }
+        Ok(closed)
     }
 
     /// Record one request and add it to its run's totals (one transaction).
@@ -344,6 +384,36 @@ mod tests {
 
     use super::*;
     use crate::ManualClock;
+
+    /// Runs of dead processes (and of versions that recorded no pid) close as
+    /// `interrupted`; live processes' runs and this process's own stay `running`.
+    #[test]
+    fn orphaned_runs_close_as_interrupted() {
+        let s = Store::open_in_memory(Arc::new(ManualClock::new(1_000))).unwrap();
+        let mine = s.begin_run("phase1", "manual", None).unwrap();
+        let dead = s.begin_run("phase1", "manual", None).unwrap();
+        let live = s.begin_run("phase2", "manual", None).unwrap();
+        let legacy = s.begin_run("phase1", "manual", None).unwrap();
+        let c = s.conn();
+        c.execute("UPDATE runs SET pid = 999999 WHERE id = ?1", [&dead])
+            .unwrap();
+        c.execute("UPDATE runs SET pid = 424242 WHERE id = ?1", [&live])
+            .unwrap();
+        c.execute("UPDATE runs SET pid = NULL WHERE id = ?1", [&legacy])
+            .unwrap();
+        drop(c);
+        let n = s.interrupt_orphaned_runs(|pid| pid == 424242).unwrap();
+        assert_eq!(n, 2);
+        let outcome = |id: &str| s.run(id).unwrap().unwrap().summary.outcome;
+        assert_eq!(outcome(&mine), "running");
+        assert_eq!(outcome(&live), "running");
+        assert_eq!(outcome(&dead), "interrupted");
+        assert_eq!(outcome(&legacy), "interrupted");
+        let e = s.run(&dead).unwrap().unwrap().summary.error.unwrap();
+        assert!(e.contains("pid 999999"), "{e}");
+        // Idempotent.
+        assert_eq!(s.interrupt_orphaned_runs(|pid| pid == 424242).unwrap(), 0);
+    }
 
     #[test]
     fn usage_sums_keep_unknown_price_apart() {
