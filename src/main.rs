@@ -82,7 +82,8 @@ struct ServeArgs {
     /// With --http: also serve the web UI and its /api on the same port (same token).
     #[arg(long, requires = "http")]
     ui: bool,
-    /// With --http: do not run the memory pipeline scheduler in this process.
+    /// Do not run the memory pipeline scheduler in this process (by default every `serve`
+    /// hosts it when no other process on this state home does).
     #[arg(long)]
     no_pipeline: bool,
 }

@@ -61,7 +61,8 @@ async fn instructions_carry_bounded_summary_and_tools_page_over_stdio() {
     let env = Env::new(&[("a.txt", "hello\n")]);
     seed_folder(env.home(), &folder_files());
     env.write_config(serde_json::json!({"memories": {"dedicated_tools": true}}));
-    let client = env.stdio(&[]).await;
+    // No scheduler: its phase 2 would sync this hand-seeded folder with the (empty) database.
+    let client = env.stdio(&["--no-pipeline"]).await;
     let info = client.peer_info().expect("server info");
     let instr = info.instructions.clone().unwrap_or_default();
     let start = instr

@@ -89,9 +89,6 @@ impl App {
         let config = Config::load(&opts.server.config_path)
             .map(|l| l.config)
             .unwrap_or_default();
-        if let Some(e) = &keys.error {
-            tracing::warn!("key storage: {e}");
-        }
         let status = KeyringStatus {
             backend: keys.label,
             fallback: keys.fallback,
@@ -100,6 +97,7 @@ impl App {
         let secrets = keys.store.clone();
         let pipeline = Arc::new(PipelineHost::new(
             &home,
+            &opts.server.config_path,
             secrets.clone(),
             rt.clone(),
             opts.process_label.clone(),
@@ -320,6 +318,7 @@ impl ServerControl for HttpHost {
 /// scheduler lock. Implements the UI's [`PipelineControl`].
 pub struct PipelineHost {
     home: PathBuf,
+    config_path: PathBuf,
     secrets: Arc<dyn SecretStore>,
     rt: tokio::runtime::Handle,
     label: String,
@@ -341,6 +340,7 @@ struct PipelineInner {
 impl PipelineHost {
     fn new(
         home: &Path,
+        config_path: &Path,
         secrets: Arc<dyn SecretStore>,
         rt: tokio::runtime::Handle,
         label: String,
@@ -348,6 +348,7 @@ impl PipelineHost {
     ) -> Self {
         Self {
             home: home.to_path_buf(),
+            config_path: config_path.to_path_buf(),
             secrets,
             rt,
             label,
@@ -398,7 +399,7 @@ impl PipelineHost {
             .ctx(|| format!("writing {}", path.display()))?;
         file.write_all(format!("{who}\n").as_bytes())
             .ctx(|| format!("writing {}", path.display()))?;
-        let config = Config::load(&self.home.join(codex_free_core::config::CONFIG_FILE))
+        let config = Config::load(&self.config_path)
             .map(|l| l.config)
             .unwrap_or_default();
         let deps = ControlEnv::new(self.home.clone(), self.secrets.clone()).scheduler_deps();
@@ -416,6 +417,19 @@ impl PipelineHost {
     /// the background (retrying every `AppOptions::lock_retry`) and say who holds it. Call from a
     /// thread that may block briefly (not required to be off the runtime).
     pub fn start(self: &Arc<Self>) -> ActionResult {
+        let config = Config::load(&self.config_path)
+            .map(|l| l.config)
+            .unwrap_or_default();
+        if !config.memory.enabled {
+            let note =
+                "memory.enabled is false: persistence is off, so the memory pipeline does not run"
+                    .to_string();
+            self.lock_inner().note = Some(note.clone());
+            return ActionResult {
+                ok: true,
+                message: note,
+            };
+        }
         {
             let mut inner = self.lock_inner();
             if inner.scheduler.is_some() {
