@@ -346,6 +346,24 @@ impl Jail {
         }
     }
 
+    /// The root-relative, lexical form of a path that may or may not exist (empty for the
+    /// root), for tools that name paths to another program (git pathspecs): every check of
+    /// [`Jail::resolve`] applies, but a symlink inside the root keeps its own name instead of
+    /// being replaced by its target.
+    ///
+    /// Errors: as [`Jail::resolve`], except that a missing path is fine.
+    pub fn relative(&self, user_path: &str) -> Result<PathBuf> {
+        let lexical = self.lexical(user_path)?;
+        match self.resolve(user_path) {
+            Ok(_) | Err(Error::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+        Ok(lexical
+            .strip_prefix(&self.root)
+            .map(Path::to_path_buf)
+            .unwrap_or_default())
+    }
+
     /// `path` relative to the root, with `/` separators, for display. Paths outside the root
     /// (which this module never returns) are shown whole.
     pub fn display(&self, path: &Path) -> String {
