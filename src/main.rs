@@ -218,7 +218,7 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         (None, Some(a)) => ServerOptions::multi(a, &home, Some(config_path.clone()))?,
         _ => bail!("give --project DIR (one project) or --access-root DIR (multi-project mode)"),
     };
-    let server = CodexFree::new(opts).context("loading the config")?;
+    let server = CodexFree::new(opts).context("starting the server")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
