@@ -91,7 +91,10 @@ impl Machine {
         m.plant(&user.join(".codex/auth.json"), CREDS.as_bytes());
         m.plant(&user.join(".pi/agent/auth.json"), CREDS.as_bytes());
         // Ordinary files, so the searches have something to find.
-        write(&user.join("notes.txt"), b"a SECRET note that is not the token\n");
+        write(
+            &user.join("notes.txt"),
+            b"a SECRET note that is not the token\n",
+        );
         write(&t.join("proj/src/main.rs"), b"fn main() {} // SECRET\n");
         std::fs::create_dir_all(t.join("proj/.git")).unwrap();
         m
@@ -191,7 +194,10 @@ impl Probe {
             "{}: {tool} {args} should be refused with {code}: {t}",
             self.label
         );
-        assert!(t.contains(path), "{tool} {args}: the error names {path}: {t}");
+        assert!(
+            t.contains(path),
+            "{tool} {args}: the error names {path}: {t}"
+        );
         if code == "path_protected" {
             assert!(t.contains("protected"), "the error names the rule: {t}");
         }
@@ -267,11 +273,15 @@ async fn attack_project_containing_state(p: &Probe, m: &Machine, rel: &str) {
     let patch = format!(
         "*** Begin Patch\n*** Update File: {config}\n@@\n-{{\"exec\":{{\"mode\":\"allowlist\"}}}}\n+{UNRESTRICTED}\n*** End Patch\n"
     );
-    p.refused("path_protected", "apply_patch", json!({ "input": patch }), &config)
-        .await;
-    let patch = format!(
-        "*** Begin Patch\n*** Add File: link/evil.json\n+{UNRESTRICTED}\n*** End Patch\n"
-    );
+    p.refused(
+        "path_protected",
+        "apply_patch",
+        json!({ "input": patch }),
+        &config,
+    )
+    .await;
+    let patch =
+        format!("*** Begin Patch\n*** Add File: link/evil.json\n+{UNRESTRICTED}\n*** End Patch\n");
     p.refused(
         "path_protected",
         "apply_patch",
@@ -283,9 +293,17 @@ async fn attack_project_containing_state(p: &Probe, m: &Machine, rel: &str) {
     let patch = format!(
         "*** Begin Patch\n*** Update File: notes.txt\n*** Move to: {config}\n@@\n-a SECRET note that is not the token\n+{UNRESTRICTED}\n*** End Patch\n"
     );
-    p.refused("path_protected", "apply_patch", json!({ "input": patch }), &config)
-        .await;
-    assert!(m.user.join("notes.txt").exists(), "the refused patch kept notes.txt");
+    p.refused(
+        "path_protected",
+        "apply_patch",
+        json!({ "input": patch }),
+        &config,
+    )
+    .await;
+    assert!(
+        m.user.join("notes.txt").exists(),
+        "the refused patch kept notes.txt"
+    );
     for (tool, args) in [
         ("list_directory", json!({ "path": rel })),
         ("list_directory", json!({ "path": "link" })),
@@ -296,7 +314,11 @@ async fn attack_project_containing_state(p: &Probe, m: &Machine, rel: &str) {
         ("exec_command", json!({ "cmd": "ls", "workdir": rel })),
         ("exec_command", json!({ "cmd": "ls", "workdir": "link" })),
     ] {
-        let shown = args["path"].as_str().or(args["workdir"].as_str()).unwrap().to_string();
+        let shown = args["path"]
+            .as_str()
+            .or(args["workdir"].as_str())
+            .unwrap()
+            .to_string();
         p.refused("path_protected", tool, args, &shown).await;
     }
     // Listings and searches of the whole project leave the protected directories out.
@@ -311,7 +333,9 @@ async fn attack_project_containing_state(p: &Probe, m: &Machine, rel: &str) {
     assert_hidden(&glob, "glob");
     let grep = p.ok("grep", json!({ "pattern": TOKEN_RE })).await;
     assert!(grep.starts_with("(no matches"), "{grep}");
-    let grep = p.ok("grep", json!({ "pattern": "SECRET|CLAUDE|exec" })).await;
+    let grep = p
+        .ok("grep", json!({ "pattern": "SECRET|CLAUDE|exec" }))
+        .await;
     assert!(grep.contains("notes.txt:1:"), "{grep}");
     assert_hidden(&grep, "grep");
     // A skill and the project doc that link to the token.
@@ -324,13 +348,21 @@ async fn attack_project_containing_state(p: &Probe, m: &Machine, rel: &str) {
     // Git: nothing protected is shown, diffed or committed.
     p.refused("path_protected", "git_diff", json!({ "path": rel }), rel)
         .await;
-    p.refused("path_protected", "git_log", json!({ "path": ".claude" }), ".claude")
-        .await;
+    p.refused(
+        "path_protected",
+        "git_log",
+        json!({ "path": ".claude" }),
+        ".claude",
+    )
+    .await;
     let status = p.ok("git_status", json!({})).await;
     assert!(status.contains("?? tok"), "{status}");
     assert_hidden(&status, "git_status");
-    p.ok("git_commit", json!({ "message": "everything", "all": true }))
-        .await;
+    p.ok(
+        "git_commit",
+        json!({ "message": "everything", "all": true }),
+    )
+    .await;
     p.ok(
         "write_file",
         json!({ "path": "more.txt", "content": "x\n" }),
@@ -339,7 +371,10 @@ async fn attack_project_containing_state(p: &Probe, m: &Machine, rel: &str) {
     p.ok("git_commit", json!({ "message": "dot", "paths": ["."] }))
         .await;
     let files = git(&m.user, &["ls-files"]);
-    assert!(files.contains("notes.txt") && files.contains("more.txt"), "{files}");
+    assert!(
+        files.contains("notes.txt") && files.contains("more.txt"),
+        "{files}"
+    );
     assert_hidden(&files, "the commits");
     // After all of it the guardrail is still on.
     let (t, err) = p
@@ -436,8 +471,13 @@ async fn access_root_above_the_home_never_binds_a_protected_project() {
             "u/.claude",
             "u/.pi/agent",
         ] {
-            p.refused("path_protected", "set_project_root", json!({ "path": path }), path)
-                .await;
+            p.refused(
+                "path_protected",
+                "set_project_root",
+                json!({ "path": path }),
+                path,
+            )
+            .await;
         }
         for path in [".", "proj/..", &access, "u/.."] {
             p.refused("binding", "set_project_root", json!({ "path": path }), path)
@@ -514,8 +554,13 @@ async fn state_home_under_tmp_beside_the_project() {
             .await;
         }
         for path in ["../state/server-token", "src/../../state/server-token"] {
-            p.refused("path_outside_root", "read_file", json!({ "path": path }), path)
-                .await;
+            p.refused(
+                "path_outside_root",
+                "read_file",
+                json!({ "path": path }),
+                path,
+            )
+            .await;
         }
         p.refused(
             "path_outside_root",
@@ -524,10 +569,20 @@ async fn state_home_under_tmp_beside_the_project() {
             "../state/codex.config.json",
         )
         .await;
-        p.refused("path_protected", "list_directory", json!({ "path": "link" }), "link")
-            .await;
-        p.refused("path_protected", "git_diff", json!({ "path": "link/x" }), "link/x")
-            .await;
+        p.refused(
+            "path_protected",
+            "list_directory",
+            json!({ "path": "link" }),
+            "link",
+        )
+        .await;
+        p.refused(
+            "path_protected",
+            "git_diff",
+            json!({ "path": "link/x" }),
+            "link/x",
+        )
+        .await;
         let glob = p.ok("glob", json!({ "pattern": "**/*" })).await;
         assert!(glob.contains("src/main.rs"), "{glob}");
         assert_hidden(&glob, "glob");
@@ -575,8 +630,11 @@ async fn new_files_honour_the_umask_and_replaced_files_keep_their_mode() {
     let m = Machine::new(Layout::StateUnderTmp);
     let proj = m.t.join("proj");
     std::fs::write(proj.join("script.sh"), "#!/bin/sh\n").unwrap();
-    std::fs::set_permissions(proj.join("script.sh"), std::fs::Permissions::from_mode(0o750))
-        .unwrap();
+    std::fs::set_permissions(
+        proj.join("script.sh"),
+        std::fs::Permissions::from_mode(0o750),
+    )
+    .unwrap();
     let project = proj.to_str().unwrap().to_string();
     // The server inherits the test's umask; set a known one for the spawned process.
     let mut cmd = m.command(Transport::Stdio, &["--project", &project]);
@@ -588,7 +646,13 @@ async fn new_files_honour_the_umask_and_replaced_files_keep_their_mode() {
         });
     }
     let c = support::stdio_client(cmd).await;
-    let mode = |p: &str| std::fs::metadata(proj.join(p)).unwrap().permissions().mode() & 0o777;
+    let mode = |p: &str| {
+        std::fs::metadata(proj.join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
     let (t, err) = support::call(
         &c,
         "write_file",

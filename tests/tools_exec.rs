@@ -24,7 +24,8 @@ fn env_with(f: impl FnOnce(&mut Config)) -> Env {
     f(&mut config);
     config.validate().unwrap();
     let home = base.join("home");
-    let protected = codex_free_core::jail::Protected::standard(&home, &home.join("codex.config.json"));
+    let protected =
+        codex_free_core::jail::Protected::standard(&home, &home.join("codex.config.json"));
     let ctx = ToolCtx::open(&root, std::sync::Arc::new(protected), config, home).unwrap();
     Env { _tmp: tmp, ctx }
 }

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::error::IoContext;
 use crate::Error;
 use crate::Result;
+use crate::error::IoContext;
 
 /// Environment variable that overrides the state home.
 pub const HOME_ENV: &str = "CODEX_FREE_HOME";
@@ -125,7 +125,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Write `bytes` to `path` atomically, assuming the caller holds the lock: temp file in the
 /// same directory, `fsync`, `rename`, `fsync` of the directory. A crash at any point leaves
-/// either the old or the new content, never a mix. Mode 0600 on Unix when `private`.
+/// either the old or the new content, never a mix. The file ends up with the temp file's
+/// mode, 0600 on Unix whatever the umask: state-home files (notes, bindings, transcripts)
+/// are the user's alone. Files in a project are written by the tools' own writer, which
+/// honours the umask.
 pub fn write_atomic_unlocked(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_mode(path, bytes, false)
 }

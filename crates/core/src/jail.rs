@@ -682,7 +682,10 @@ mod tests {
             "component-wise, not a string prefix"
         );
         // The message names the path and the rule.
-        let e = j.resolve(".codex-free/server-token").unwrap_err().to_string();
+        let e = j
+            .resolve(".codex-free/server-token")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains(".codex-free/server-token") && e.contains("the state home"),
             "{e}"
@@ -746,13 +749,17 @@ mod tests {
         let p = h.jail.protected();
         let skills = h.home.join(".codex-free/skills");
         // Inside the granted folder: allowed; elsewhere in the same protected home: refused.
-        assert!(p.covering_except(&skills.join("x/SKILL.md"), &skills).is_none());
+        assert!(
+            p.covering_except(&skills.join("x/SKILL.md"), &skills)
+                .is_none()
+        );
         assert!(
             p.covering_except(&tok, &skills).is_none(),
             "containment in the skills folder is the caller's check"
         );
         assert!(
-            p.covering_except(&h.home.join(".claude/x"), &skills).is_some(),
+            p.covering_except(&h.home.join(".claude/x"), &skills)
+                .is_some(),
             "another protected home"
         );
     }
@@ -767,13 +774,25 @@ mod tests {
         let p = Protected::standard(&state, &cfg_dir.join("codex.config.json"));
         let state = state.canonicalize().unwrap();
         assert!(p.covering(&state.join("server-token")).is_some());
-        let hit = p.covering(&cfg_dir.canonicalize().unwrap().join("x")).unwrap();
+        let hit = p
+            .covering(&cfg_dir.canonicalize().unwrap().join("x"))
+            .unwrap();
         assert!(hit.what().contains("config file"), "{}", hit.what());
         let agents = crate::home::AgentHomes::from_env();
-        for a in [agents.codex, agents.claude, agents.pi].into_iter().flatten() {
-            assert!(p.covering(&a.join("auth.json")).is_some(), "{}", a.display());
+        for a in [agents.codex, agents.claude, agents.pi]
+            .into_iter()
+            .flatten()
+        {
+            assert!(
+                p.covering(&a.join("auth.json")).is_some(),
+                "{}",
+                a.display()
+            );
         }
-        assert!(p.covering(d.path()).is_none(), "the parent is not protected");
+        assert!(
+            p.covering(d.path()).is_none(),
+            "the parent is not protected"
+        );
     }
 
     #[test]

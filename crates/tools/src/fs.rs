@@ -27,11 +27,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolCtx;
-use codex_free_core::paging::{self as budget, append_footer, entries_footer, page_budget};
-use codex_free_core::jail::{Jail, display_rel};
-use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::error::IoContext;
+use codex_free_core::jail::{Jail, display_rel};
+use codex_free_core::paging::{self as budget, append_footer, entries_footer, page_budget};
 
 /// Read buffer size for streaming reads (bytes).
 const READ_BUF: usize = 64 * 1024;
@@ -506,7 +506,7 @@ pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<b
 pub fn write_file(ctx: &ToolCtx, a: &WriteFileArgs) -> Result<String> {
     let jail = ctx.jail();
     let target = jail.resolve_for_write(&a.path)?;
-    let existed = atomic_write(&jail, &target, a.content.as_bytes())?;
+    let existed = atomic_write(jail, &target, a.content.as_bytes())?;
     Ok(format!(
         "wrote {} bytes to {} ({})",
         a.content.len(),

@@ -28,10 +28,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use codex_free_core::error::IoContext;
 use crate::ToolCtx;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::error::IoContext;
 
 /// Arguments of `git_status`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -321,10 +321,18 @@ pub fn git_commit(ctx: &ToolCtx, a: &GitCommitArgs) -> Result<String> {
         }
         None => {
             if a.all == Some(true) {
-                run_git(ctx, &["add", "-A"], &scoped(ctx, Vec::new()), timeout, |_| {})?;
+                run_git(
+                    ctx,
+                    &["add", "-A"],
+                    &scoped(ctx, Vec::new()),
+                    timeout,
+                    |_| {},
+                )?;
             }
             refuse_staged_protected(ctx, timeout)?;
-            if a.all != Some(true) && run_git(ctx, &["diff", "--cached", "--quiet"], &[], timeout, |_| {}).is_ok() {
+            if a.all != Some(true)
+                && run_git(ctx, &["diff", "--cached", "--quiet"], &[], timeout, |_| {}).is_ok()
+            {
                 return Err(Error::InvalidArgument(
                     "nothing is staged to commit: pass paths=[...] to commit given files, or all=true to commit every change in the work tree".into(),
                 ));
@@ -627,7 +635,13 @@ mod tests {
                 "{bad}"
             );
         }
-        for bad in [".state", ".state/codex.config.json", "st", "st/x", "src/../.state"] {
+        for bad in [
+            ".state",
+            ".state/codex.config.json",
+            "st",
+            "st/x",
+            "src/../.state",
+        ] {
             assert_eq!(
                 pathspec(&ctx, bad).unwrap_err().code(),
                 "path_protected",

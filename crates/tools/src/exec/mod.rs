@@ -52,11 +52,11 @@ use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
-use codex_free_core::error::IoContext;
 use crate::ToolCtx;
-use codex_free_core::jail::Jail;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::error::IoContext;
+use codex_free_core::jail::Jail;
 use output::{Output, lossy_prefix};
 
 pub use env::{child_env, is_secret_name};
@@ -858,10 +858,7 @@ mod tests {
         let jail = Jail::new(&root, Arc::new(protected)).unwrap();
         let resolve_workdir = |w: Option<&str>| resolve_workdir(&jail, w);
         assert_eq!(resolve_workdir(None).unwrap(), root);
-        assert_eq!(
-            resolve_workdir(Some("sub")).unwrap(),
-            root.join("sub")
-        );
+        assert_eq!(resolve_workdir(Some("sub")).unwrap(), root.join("sub"));
         assert_eq!(
             resolve_workdir(Some(root.join("sub").to_str().unwrap())).unwrap(),
             root.join("sub")

@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use codex_free_core::home;
-use codex_free_core::jail::Jail;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::home;
+use codex_free_core::jail::Jail;
 
 /// The `_meta` key whose value identifies a conversation (sent by ChatGPT on tool calls).
 pub const SESSION_META_KEY: &str = "openai/session";
@@ -102,9 +102,9 @@ impl Bindings {
     /// the access root's jail `access` (built once at server start, with the protected
     /// directories). Nothing is created until the first bind.
     pub fn new(home: &Path, access: &Jail) -> Self {
-        let dir = home
-            .join(BINDINGS_DIR)
-            .join(home::sha256_hex(access.root().as_os_str().as_encoded_bytes()));
+        let dir = home.join(BINDINGS_DIR).join(home::sha256_hex(
+            access.root().as_os_str().as_encoded_bytes(),
+        ));
         Self {
             access: access.clone(),
             dir,

@@ -14,9 +14,9 @@ use std::path::Path;
 
 use super::bindings::Bindings;
 use super::skills::SkillSearch;
-use codex_free_core::jail::Jail;
 use super::store::TaskMemory;
 use codex_free_core::config::Config;
+use codex_free_core::jail::Jail;
 
 /// Heading of the AGENTS.md section.
 pub const AGENTS_HEADING: &str = "## Project instructions (AGENTS.md)";

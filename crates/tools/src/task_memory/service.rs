@@ -17,10 +17,10 @@ use super::{
     GetAgentBriefArgs, ListProjectsArgs, RecallArgs, RememberArgs, SetProjectRootArgs,
     SkillsListArgs, SkillsReadArgs, UpdatePlanArgs,
 };
-use codex_free_core::config::Config;
-use codex_free_core::jail::Jail;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::config::Config;
+use codex_free_core::jail::Jail;
 
 /// Which project(s) a call may touch.
 #[derive(Debug, Clone, Copy)]
@@ -198,9 +198,7 @@ impl Service<'_> {
             Scope::Multi { .. } => {
                 let (b, s) = self.bindings()?;
                 match b.restore(&s)? {
-                    Some(binding) => {
-                        self.bound_text(&b.project_jail(&binding.project_root)?, true)
-                    }
+                    Some(binding) => self.bound_text(&b.project_jail(&binding.project_root)?, true),
                     None => brief::unbound_brief(&b, self.projects_page()),
                 }
             }

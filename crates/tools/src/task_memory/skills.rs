@@ -31,10 +31,10 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use codex_free_core::config::OutputConfig;
-use codex_free_core::jail::{Jail, Protected};
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::config::OutputConfig;
+use codex_free_core::jail::{Jail, Protected};
 
 /// Folder levels below a skills folder searched for `SKILL.md` (`<dir>/a/b/c/SKILL.md`).
 pub const MAX_DEPTH: usize = 3;
@@ -119,7 +119,11 @@ impl SkillSearch {
             |scope, path: PathBuf, label: String| dirs.push(SkillDir { scope, path, label });
         if let Some(j) = project {
             for rel in [".agents/skills", ".codex/skills", ".claude/skills"] {
-                add(SkillScope::Project, j.root().join(rel), format!("project {rel}"));
+                add(
+                    SkillScope::Project,
+                    j.root().join(rel),
+                    format!("project {rel}"),
+                );
             }
         }
         let codex_home = codex_home
@@ -335,7 +339,9 @@ impl SkillSearch {
         let text = String::from_utf8_lossy(&text);
         let max_bytes = out_cfg
             .max_file_bytes
-            .min(codex_free_core::tokens::bytes_for(out_cfg.max_tool_output_tokens))
+            .min(codex_free_core::tokens::bytes_for(
+                out_cfg.max_tool_output_tokens,
+            ))
             .max(256);
         let header = format!("{}\n\n", path.display());
         let body = super::page_text(
@@ -641,12 +647,22 @@ mod tests {
             let r = s.read_text(name, 0, file, &cfg);
             let text = format!("{r:?}");
             assert!(r.is_err(), "{name}: {text}");
-            assert!(!text.contains("SECRET-TOKEN") && !text.contains("CREDS"), "{text}");
+            assert!(
+                !text.contains("SECRET-TOKEN") && !text.contains("CREDS"),
+                "{text}"
+            );
         }
         // The granted folders themselves still read.
-        assert!(s.read_text("builtin", 0, None, &cfg).unwrap().contains("bundled"));
+        assert!(
+            s.read_text("builtin", 0, None, &cfg)
+                .unwrap()
+                .contains("bundled")
+        );
         let listing = s.list_text(0, &cfg);
-        assert!(!listing.contains("SECRET-TOKEN") && !listing.contains("evil"), "{listing}");
+        assert!(
+            !listing.contains("SECRET-TOKEN") && !listing.contains("evil"),
+            "{listing}"
+        );
     }
 
     fn env() -> Env {
