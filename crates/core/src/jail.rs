@@ -36,7 +36,10 @@ pub struct ProtectedPath {
     what: String,
     lexical: PathBuf,
     resolved: PathBuf,
-    existed: bool,
+    /// For a directory missing at start: its shallowest missing ancestor (or itself). While
+    /// that still does not exist, nothing can have appeared behind it, so the start-time
+    /// resolution stands and a check costs one `lstat`.
+    missing_from: Option<PathBuf>,
 }
 
 impl ProtectedPath {
@@ -64,7 +67,8 @@ impl ProtectedPath {
         if self.resolved != self.lexical {
             out.push(self.resolved.clone());
         }
-        if !self.existed
+        if let Some(probe) = &self.missing_from
+            && std::fs::symlink_metadata(probe).is_ok()
             && let Some(now) = canonicalize_existing_prefix(&self.lexical)
             && !out.contains(&now)
         {
@@ -142,12 +146,19 @@ impl Protected {
     pub fn add(&mut self, dir: &Path, what: &str) {
         let abs = std::path::absolute(dir).unwrap_or(dir.to_path_buf());
         let lexical = normalize(&abs).unwrap_or(abs);
-        let (resolved, existed) = match lexical.canonicalize() {
-            Ok(c) => (c, true),
-            Err(_) => (
-                canonicalize_existing_prefix(&lexical).unwrap_or(lexical.clone()),
-                false,
-            ),
+        let (resolved, missing_from) = match lexical.canonicalize() {
+            Ok(c) => (c, None),
+            Err(_) => {
+                let probe = lexical
+                    .ancestors()
+                    .take_while(|a| std::fs::symlink_metadata(a).is_err())
+                    .last()
+                    .map(Path::to_path_buf);
+                (
+                    canonicalize_existing_prefix(&lexical).unwrap_or(lexical.clone()),
+                    probe.or_else(|| Some(lexical.clone())),
+                )
+            }
         };
         if self
             .paths
@@ -160,7 +171,7 @@ impl Protected {
             what: what.to_string(),
             lexical,
             resolved,
-            existed,
+            missing_from,
         });
     }
 
@@ -701,6 +712,19 @@ mod tests {
         std::os::unix::fs::symlink(h.home.join("real-claude"), h.home.join(".claude")).unwrap();
         assert_protected(h.jail.resolve("real-claude/creds"), "real-claude");
         assert_protected(h.jail.resolve(".claude/creds"), ".claude");
+        // A protected directory two levels down whose parent appears later as a link.
+        let mut p = Protected::none();
+        p.add(&h.home.join(".pi/agent"), "the pi agent's home");
+        let j = Jail::new(&h.home, Arc::new(p)).unwrap();
+        std::fs::create_dir_all(h.home.join("real-pi/agent")).unwrap();
+        std::fs::write(h.home.join("real-pi/agent/auth.json"), "a").unwrap();
+        assert!(
+            j.resolve("real-pi/agent/auth.json").is_ok(),
+            "not protected yet"
+        );
+        std::os::unix::fs::symlink(h.home.join("real-pi"), h.home.join(".pi")).unwrap();
+        assert_protected(j.resolve("real-pi/agent/auth.json"), "real-pi");
+        assert_protected(j.resolve_for_write("real-pi/agent/new"), "real-pi");
     }
 
     #[test]
