@@ -52,7 +52,13 @@ fn child(spool_cap: u64) {
     config.exec.max_spool_bytes = spool_cap;
     config.command.default_timeout = 600_000;
     config.command.max_timeout = 600_000;
-    let ctx = ToolCtx::new(base.join("proj"), config, base.join("home"));
+    let ctx = ToolCtx::open(
+        &base.join("proj"),
+        std::sync::Arc::new(codex_free_core::jail::Protected::none()),
+        config,
+        base.join("home"),
+    )
+    .unwrap();
     let baseline = status_kb("VmRSS:");
     let n = bytes();
     let t = Instant::now();

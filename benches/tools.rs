@@ -206,11 +206,13 @@ fn main() {
             "rg (ripgrep) not found on PATH: install it (apt-get install -y ripgrep) to compare."
         );
     }
-    let tree_ctx = ToolCtx::new(
-        tree_dir.canonicalize().unwrap(),
+    let tree_ctx = ToolCtx::open(
+        &tree_dir,
+        std::sync::Arc::new(codex_free_core::jail::Protected::none()),
         Config::default(),
         base.join("home"),
-    );
+    )
+    .unwrap();
     println!(
         "{:<34} {:>10} {:>10} {:>8} {:>10} {:>10}",
         "grep pattern", "ours ms", "rg ms", "ratio", "our total", "rg lines"
@@ -270,7 +272,13 @@ fn main() {
     // maxFileBytes); with the default 10000-token ceiling the page stops at about 39 KB.
     let mut cfg = Config::default();
     cfg.output.max_tool_output_tokens = 40_000;
-    let big_ctx = ToolCtx::new(base.canonicalize().unwrap(), cfg, base.join("home"));
+    let big_ctx = ToolCtx::open(
+        &base,
+        std::sync::Arc::new(codex_free_core::jail::Protected::none()),
+        cfg,
+        base.join("home"),
+    )
+    .unwrap();
     let rargs = ReadFileArgs {
         path: "big-100mb.txt".into(),
         offset: Some(offset),

@@ -259,7 +259,7 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     }
     let result = rt.block_on(async {
         if args.stdio {
-            let server = CodexFree::new(server_opts).context("loading the config")?;
+            let server = CodexFree::new(server_opts).context("starting the server")?;
             // The session ends when the client closes stdin, or on a signal.
             tokio::select! {
                 r = mcp::stdio::serve(server) => r?,

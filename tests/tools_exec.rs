@@ -23,7 +23,10 @@ fn env_with(f: impl FnOnce(&mut Config)) -> Env {
     let mut config = Config::default();
     f(&mut config);
     config.validate().unwrap();
-    let ctx = ToolCtx::new(root, config, base.join("home"));
+    let home = base.join("home");
+    let protected =
+        codex_free_core::jail::Protected::standard(&home, &home.join("codex.config.json"));
+    let ctx = ToolCtx::open(&root, std::sync::Arc::new(protected), config, home).unwrap();
     Env { _tmp: tmp, ctx }
 }
 
@@ -335,7 +338,7 @@ async fn timeout_kills_the_whole_process_group() {
         "{reply}"
     );
     assert!(body(&reply).contains("started"));
-    let pid: i32 = std::fs::read_to_string(e.ctx.root.join("grandchild.pid"))
+    let pid: i32 = std::fs::read_to_string(e.ctx.root().join("grandchild.pid"))
         .unwrap()
         .trim()
         .parse()
@@ -527,7 +530,7 @@ async fn max_sessions_refuses_then_prunes_ended_sessions() {
 async fn allowlist_refusals_run_nothing() {
     let e = env_with(|_| {});
     let ex = ExecSessions::new();
-    let victim = e.ctx.root.join("x");
+    let victim = e.ctx.root().join("x");
     for (cmd, needle) in [
         ("ls; rm -rf x", "`rm` is not on the exec allowlist"),
         ("ls | sh", "`sh` is not on the exec allowlist"),
@@ -552,13 +555,13 @@ async fn allowlist_refusals_run_nothing() {
     }
     // The same command runs once allowed.
     let e2 = env_with(|c| c.exec.extra_allowed_commands = vec!["rm".into()]);
-    std::fs::write(e2.ctx.root.join("x"), "").unwrap();
+    std::fs::write(e2.ctx.root().join("x"), "").unwrap();
     let r = ex
         .exec_command(&e2.ctx, args("ls; rm -rf x"))
         .await
         .unwrap();
     assert!(r.contains("Process exited with code 0"));
-    assert!(!e2.ctx.root.join("x").exists());
+    assert!(!e2.ctx.root().join("x").exists());
     let e3 = env_with(|c| c.exec.mode = ExecMode::Unrestricted);
     let r = ex
         .exec_command(&e3.ctx, args("echo $(echo nested)"))
@@ -598,11 +601,11 @@ async fn commands_run_in_the_root_or_a_workdir_inside_it() {
     let e = env_with(|_| {});
     let ex = ExecSessions::new();
     let r = ex.exec_command(&e.ctx, args("pwd")).await.unwrap();
-    assert_eq!(body(&r).trim(), e.ctx.root.to_str().unwrap());
+    assert_eq!(body(&r).trim(), e.ctx.root().to_str().unwrap());
     let mut a = args("pwd");
     a.workdir = Some("sub".into());
     let r = ex.exec_command(&e.ctx, a).await.unwrap();
-    assert_eq!(body(&r).trim(), e.ctx.root.join("sub").to_str().unwrap());
+    assert_eq!(body(&r).trim(), e.ctx.root().join("sub").to_str().unwrap());
     let mut a = args("pwd");
     a.workdir = Some("../".into());
     assert_eq!(
@@ -650,7 +653,7 @@ fn git(root: &Path, args: &[&str]) -> String {
 
 fn repo(f: impl FnOnce(&mut Config)) -> Env {
     let e = env_with(f);
-    let r = &e.ctx.root;
+    let r = e.ctx.root();
     git(r, &["init", "-q", "-b", "main"]);
     git(r, &["config", "user.email", "t@example.com"]);
     git(r, &["config", "user.name", "Tester"]);
@@ -691,7 +694,7 @@ fn pages(mut call: impl FnMut(usize) -> String) -> Vec<String> {
 #[test]
 fn git_log_pages_every_commit_once() {
     let e = repo(|_| {});
-    let r = e.ctx.root.clone();
+    let r = e.ctx.root().to_path_buf();
     for i in 0..123 {
         git(
             &r,
@@ -763,7 +766,7 @@ fn git_status_diff_and_commit() {
         c.output.max_entries = 5;
         c.output.max_file_lines = 10;
     });
-    let r = e.ctx.root.clone();
+    let r = e.ctx.root().to_path_buf();
     let base: String = (0..100).map(|i| format!("line {i}\n")).collect();
     std::fs::write(r.join("a.txt"), &base).unwrap();
     git(&r, &["add", "a.txt"]);

@@ -19,7 +19,13 @@ use codex_free_tools::patch::{ApplyPatchArgs, apply_patch};
 fn ctx_with(root: &Path, f: impl FnOnce(&mut Config)) -> ToolCtx {
     let mut c = Config::default();
     f(&mut c);
-    ToolCtx::new(root.canonicalize().unwrap(), c, root.join(".home"))
+    ToolCtx::open(
+        root,
+        std::sync::Arc::new(codex_free_core::jail::Protected::none()),
+        c,
+        root.join(".home"),
+    )
+    .unwrap()
 }
 
 fn read_args(path: &str, offset: Option<u64>, byte_offset: Option<u64>) -> ReadFileArgs {

@@ -101,11 +101,7 @@ impl Env {
             }
             c.args(&extra);
         });
-        let (transport, _stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        ().serve(transport).await.expect("stdio client connects")
+        stdio_client(cmd).await
     }
 
     /// Start `serve --http --port 0` and return the running server.
@@ -115,26 +111,41 @@ impl Env {
         if !extra.contains(&"--access-root") {
             cmd.arg("--project").arg(self.project());
         }
-        cmd.args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("server banner in time")
-            .unwrap()
-            .expect("banner line");
-        let url = first.rsplit(' ').next().unwrap().to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "{first}");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        let token = std::fs::read_to_string(self.home().join("server-token"))
-            .unwrap()
-            .trim()
-            .to_string();
-        HttpServer { child, url, token }
+        cmd.args(extra);
+        http_server(cmd, self.home()).await
     }
+}
+
+/// Connect an rmcp client over stdio to `cmd` (a `serve --stdio` command line).
+pub async fn stdio_client(cmd: tokio::process::Command) -> Client {
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    ().serve(transport).await.expect("stdio client connects")
+}
+
+/// Spawn `cmd` (a `serve --http --port 0` command line whose state home is `home`), wait
+/// for its banner and read its token.
+pub async fn http_server(mut cmd: tokio::process::Command, home: &Path) -> HttpServer {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("server banner in time")
+        .unwrap()
+        .expect("banner line");
+    let url = first.rsplit(' ').next().unwrap().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{first}");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let token = std::fs::read_to_string(home.join("server-token"))
+        .unwrap()
+        .trim()
+        .to_string();
+    HttpServer { child, url, token }
 }
 
 /// A spawned HTTP server.

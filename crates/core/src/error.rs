@@ -15,6 +15,10 @@ pub enum Error {
     /// A path resolves outside the project root (or another jail); the message names the path and the rule.
     #[error("{0}")]
     PathOutsideRoot(String),
+    /// A path lies in a protected directory (the state home, the config file's directory,
+    /// another agent's home); the message names the path, the directory and the rule.
+    #[error("{0}")]
+    PathProtected(String),
     /// A file or directory does not exist.
     #[error("not found: {}", .0.display())]
     NotFound(PathBuf),
@@ -70,6 +74,7 @@ impl Error {
         match self {
             Error::InvalidArgument(_) => "invalid_argument",
             Error::PathOutsideRoot(_) => "path_outside_root",
+            Error::PathProtected(_) => "path_protected",
             Error::NotFound(_) => "not_found",
             Error::Config(_) => "invalid_config",
             Error::Refused(_) => "refused",

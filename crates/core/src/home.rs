@@ -32,6 +32,39 @@ pub fn state_home() -> Result<PathBuf> {
         .ok_or_else(|| Error::Config(format!("no home directory; set {HOME_ENV}")))
 }
 
+/// The homes of the other coding agents Codex Free reads transcripts from and keeps its
+/// tools out of. Each is the environment variable when set and non-empty, else the
+/// agent's default under the user's home directory; `None` only without either.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentHomes {
+    /// Codex CLI: `$CODEX_HOME`, default `~/.codex`.
+    pub codex: Option<PathBuf>,
+    /// Claude Code: `$CLAUDE_CONFIG_DIR`, default `~/.claude`.
+    pub claude: Option<PathBuf>,
+    /// pi coding agent: `$PI_CODING_AGENT_DIR`, default `~/.pi/agent`.
+    pub pi: Option<PathBuf>,
+}
+
+impl AgentHomes {
+    /// Read the three variables (and `HOME` for the defaults) from the process environment.
+    pub fn from_env() -> Self {
+        let home = std::env::home_dir();
+        let var = |k: &str, default: &[&str]| -> Option<PathBuf> {
+            match std::env::var_os(k) {
+                Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+                _ => home
+                    .as_ref()
+                    .map(|h| default.iter().fold(h.clone(), |p, s| p.join(s))),
+            }
+        };
+        Self {
+            codex: var("CODEX_HOME", &[".codex"]),
+            claude: var("CLAUDE_CONFIG_DIR", &[".claude"]),
+            pi: var("PI_CODING_AGENT_DIR", &[".pi", "agent"]),
+        }
+    }
+}
+
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -92,7 +125,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Write `bytes` to `path` atomically, assuming the caller holds the lock: temp file in the
 /// same directory, `fsync`, `rename`, `fsync` of the directory. A crash at any point leaves
-/// either the old or the new content, never a mix. Mode 0600 on Unix when `private`.
+/// either the old or the new content, never a mix. The file ends up with the temp file's
+/// mode, 0600 on Unix whatever the umask: state-home files (notes, bindings, transcripts)
+/// are the user's alone. Files in a project are written by the tools' own writer, which
+/// honours the umask.
 pub fn write_atomic_unlocked(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_mode(path, bytes, false)
 }

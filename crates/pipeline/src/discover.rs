@@ -52,19 +52,12 @@ impl SourceRoots {
     /// `PI_CODING_AGENT_DIR` (each defaulting under the user's home directory) and
     /// `state_home` for MCP transcripts. Empty variables count as unset.
     pub fn from_env(state_home: &Path) -> Self {
-        let home = std::env::home_dir();
-        let var = |k: &str, default: &[&str]| -> Option<PathBuf> {
-            match std::env::var_os(k) {
-                Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-                _ => home
-                    .as_ref()
-                    .map(|h| default.iter().fold(h.clone(), |p, s| p.join(s))),
-            }
-        };
+        // The same lookup that decides which agent homes the tools keep out of.
+        let agents = codex_free_core::home::AgentHomes::from_env();
         Self {
-            codex_home: var("CODEX_HOME", &[".codex"]),
-            claude_dir: var("CLAUDE_CONFIG_DIR", &[".claude"]),
-            pi_dir: var("PI_CODING_AGENT_DIR", &[".pi", "agent"]),
+            codex_home: agents.codex,
+            claude_dir: agents.claude,
+            pi_dir: agents.pi,
             state_home: Some(state_home.to_path_buf()),
         }
     }

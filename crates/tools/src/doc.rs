@@ -17,7 +17,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolCtx;
-use super::fs::jail;
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::error::IoContext;
@@ -36,7 +35,7 @@ pub struct GetProjectDocArgs {
 
 /// One page of AGENTS.md: `(text, total bytes, end offset)`; `None` when there is none.
 fn doc_page(ctx: &ToolCtx, offset: u64, page: usize) -> Result<Option<(String, u64, u64)>> {
-    let jail = jail(ctx)?;
+    let jail = ctx.jail();
     let path = match jail.resolve(PROJECT_DOC) {
         Ok(p) => p,
         Err(Error::NotFound(_)) => return Ok(None),
@@ -161,7 +160,7 @@ pub fn get_environment(ctx: &ToolCtx) -> String {
         codex_free_core::config::ExecMode::Allowlist => "allowlist",
         codex_free_core::config::ExecMode::Unrestricted => "unrestricted",
     };
-    let doc = if ctx.root().join(PROJECT_DOC).is_file() {
+    let doc = if ctx.jail().resolve(PROJECT_DOC).is_ok_and(|p| p.is_file()) {
         "present"
     } else {
         "absent"
@@ -207,7 +206,13 @@ mod tests {
     fn ctx_with(root: &Path, max: usize) -> ToolCtx {
         let mut c = Config::default();
         c.project_doc.max_bytes = max;
-        ToolCtx::new(root.canonicalize().unwrap(), c, root.join(".home"))
+        ToolCtx::open(
+            root,
+            std::sync::Arc::new(codex_free_core::jail::Protected::none()),
+            c,
+            root.join(".home"),
+        )
+        .unwrap()
     }
 
     #[test]

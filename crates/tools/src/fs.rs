@@ -105,11 +105,6 @@ pub struct GlobArgs {
     pub offset: Option<usize>,
 }
 
-/// The project jail for a call.
-pub(crate) fn jail(ctx: &ToolCtx) -> Result<Jail> {
-    Jail::new(ctx.root())
-}
-
 // ---------------------------------------------------------------------------------------
 // read_file
 // ---------------------------------------------------------------------------------------
@@ -261,7 +256,7 @@ enum Footer {
 /// directory or other non-regular file, a binary file, `limit=0`, an `offset` past the last line, or a `byte_offset`
 /// past the end of its line; [`Error::Io`].
 pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
-    let jail = jail(ctx)?;
+    let jail = ctx.jail();
     let path = jail.resolve(&a.path)?;
     let shown = jail.display(&path);
     let meta = fs::metadata(&path).ctx(|| format!("reading metadata of {shown}"))?;
@@ -433,9 +428,11 @@ fn ends_with_newline(path: &Path) -> Result<bool> {
 // ---------------------------------------------------------------------------------------
 
 /// Write `bytes` to the jailed, already-resolved `target` atomically: create missing parent
-/// directories, re-check the parent is inside the root, write a temp file (`O_EXCL`) in the
-/// same directory, fsync, keep the old file's permissions, rename over the target, fsync the
-/// directory. Returns whether the file existed before.
+/// directories, re-check the parent is inside the root and not protected, write a temp file
+/// (`O_EXCL`) in the same directory, fsync, rename over the target, fsync the directory.
+/// A replaced file keeps its permissions; a new one gets `0666` minus the process umask
+/// (`0644` under the usual `022`), as `open(2)` would give it — not the temp file's `0600`.
+/// Returns whether the file existed before.
 pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<bool> {
     let shown = jail.display(target);
     let parent = target
@@ -456,6 +453,13 @@ pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<b
         .file_name()
         .ok_or_else(|| Error::InvalidArgument(format!("{shown} has no file name")))?;
     let final_path = parent_canon.join(name);
+    if jail.is_protected(&final_path) {
+        // The directory was swapped for a link into a protected one after the check.
+        return Err(Error::PathProtected(format!(
+            "path \"{shown}\" is protected: its directory now resolves to {}",
+            parent_canon.display()
+        )));
+    }
     let existing = fs::symlink_metadata(&final_path).ok();
     if let Some(m) = &existing
         && m.is_dir()
@@ -464,8 +468,15 @@ pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<b
             "{shown} is a directory; cannot write a file there"
         )));
     }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".codex-free-tmp-")
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".codex-free-tmp-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Passed to open(2), which applies the umask, like any newly created file.
+        builder.permissions(fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder
         .tempfile_in(&parent_canon)
         .ctx(|| format!("creating a temp file beside {shown}"))?;
     if let Some(m) = &existing
@@ -493,9 +504,9 @@ pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<b
 /// outside, or a dangling symlink), [`Error::InvalidArgument`] when the target is a
 /// directory or the root, [`Error::Io`].
 pub fn write_file(ctx: &ToolCtx, a: &WriteFileArgs) -> Result<String> {
-    let jail = jail(ctx)?;
+    let jail = ctx.jail();
     let target = jail.resolve_for_write(&a.path)?;
-    let existed = atomic_write(&jail, &target, a.content.as_bytes())?;
+    let existed = atomic_write(jail, &target, a.content.as_bytes())?;
     Ok(format!(
         "wrote {} bytes to {} ({})",
         a.content.len(),
@@ -571,15 +582,16 @@ fn page_items<T>(
 // list_directory
 // ---------------------------------------------------------------------------------------
 
-/// List one directory: every entry (hidden ones too), sorted by name (byte order), one per
-/// line, directories with a trailing `/`, symlinks with a trailing `@`. At most
+/// List one directory: every entry (hidden ones too, protected directories left out),
+/// sorted by name (byte order), one per line, directories with a trailing `/`, symlinks
+/// with a trailing `@`. At most
 /// `output.maxEntries` per page; the footer names the `offset` to continue. An empty
 /// directory gives `(empty directory)`.
 ///
 /// Errors: [`Error::PathOutsideRoot`], [`Error::NotFound`], [`Error::InvalidArgument`] (not a
 /// directory, `offset` past the end), [`Error::Io`].
 pub fn list_directory(ctx: &ToolCtx, a: &ListDirectoryArgs) -> Result<String> {
-    let jail = jail(ctx)?;
+    let jail = ctx.jail();
     let dir = jail.resolve(a.path.as_deref().unwrap_or("."))?;
     let shown = jail.display(&dir);
     if !dir.is_dir() {
@@ -588,8 +600,12 @@ pub fn list_directory(ctx: &ToolCtx, a: &ListDirectoryArgs) -> Result<String> {
         )));
     }
     let mut entries: Vec<(Vec<u8>, String)> = Vec::new();
+    let prune = jail.protected_inside(&dir);
     for e in fs::read_dir(&dir).ctx(|| format!("listing {shown}"))? {
         let e = e.ctx(|| format!("listing {shown}"))?;
+        if prune.iter().any(|p| e.path().starts_with(p)) {
+            continue;
+        }
         let name = e.file_name();
         let ft = e.file_type().ctx(|| format!("listing {shown}"))?;
         let mut label = name.to_string_lossy().into_owned();
@@ -616,14 +632,19 @@ pub fn list_directory(ctx: &ToolCtx, a: &ListDirectoryArgs) -> Result<String> {
 // tree / glob walking
 // ---------------------------------------------------------------------------------------
 
-/// A walker over `base` with the project's rules: gitignore-style files respected (even
-/// without a `.git`), hidden files included, `.git` skipped, symlinks not followed.
-pub(crate) fn walker(base: &Path) -> ignore::WalkBuilder {
+/// A walker over `base` (resolved by `jail`) with the project's rules: gitignore-style
+/// files respected (even without a `.git`), hidden files included, `.git` skipped, symlinks
+/// not followed, and protected directories inside the root (e.g. a state home in a project
+/// that is the user's home) never entered nor listed.
+pub(crate) fn walker(jail: &Jail, base: &Path) -> ignore::WalkBuilder {
+    let prune = jail.protected_inside(base);
     let mut b = ignore::WalkBuilder::new(base);
     b.hidden(false)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|e| e.file_name() != ".git");
+        .filter_entry(move |e| {
+            e.file_name() != ".git" && !prune.iter().any(|p| e.path().starts_with(p))
+        });
     b
 }
 
@@ -642,7 +663,7 @@ struct Node {
 ///
 /// Errors: as [`list_directory`]; [`Error::InvalidArgument`] for `depth` 0 or above 64.
 pub fn tree(ctx: &ToolCtx, a: &TreeArgs) -> Result<String> {
-    let jail = jail(ctx)?;
+    let jail = ctx.jail();
     let base = jail.resolve(a.path.as_deref().unwrap_or("."))?;
     let shown = jail.display(&base);
     if !base.is_dir() {
@@ -656,7 +677,7 @@ pub fn tree(ctx: &ToolCtx, a: &TreeArgs) -> Result<String> {
             "depth={depth} is out of range (allowed 1..={MAX_TREE_DEPTH})"
         )));
     }
-    let mut b = walker(&base);
+    let mut b = walker(jail, &base);
     b.max_depth(Some(depth)).sort_by_file_name(|x, y| x.cmp(y));
     let mut nodes = Vec::new();
     for e in b.build() {
@@ -701,7 +722,7 @@ pub fn tree(ctx: &ToolCtx, a: &TreeArgs) -> Result<String> {
 /// Errors: [`Error::InvalidArgument`] for a bad or absolute pattern; else as
 /// [`list_directory`].
 pub fn glob(ctx: &ToolCtx, a: &GlobArgs) -> Result<String> {
-    let jail = jail(ctx)?;
+    let jail = ctx.jail();
     let base = jail.resolve(a.path.as_deref().unwrap_or("."))?;
     let shown = jail.display(&base);
     if !base.is_dir() {
@@ -726,7 +747,7 @@ pub fn glob(ctx: &ToolCtx, a: &GlobArgs) -> Result<String> {
         })?
         .compile_matcher();
     let found = std::sync::Mutex::new(Vec::<PathBuf>::new());
-    walker(&base).build_parallel().run(|| {
+    walker(jail, &base).build_parallel().run(|| {
         let matcher = &matcher;
         let base = &base;
         let found = &found;
@@ -777,7 +798,13 @@ mod tests {
     fn ctx_with(root: &Path, f: impl FnOnce(&mut Config)) -> ToolCtx {
         let mut c = Config::default();
         f(&mut c);
-        ToolCtx::new(root.canonicalize().unwrap(), c, root.join(".home"))
+        ToolCtx::open(
+            root,
+            std::sync::Arc::new(codex_free_core::jail::Protected::none()),
+            c,
+            root.join(".home"),
+        )
+        .unwrap()
     }
 
     fn read(

@@ -1,8 +1,11 @@
 //! `git_status`, `git_log`, `git_diff`, `git_commit`: the `git` CLI run directly (no
 //! shell) in the project root, with the environment scrubbed as for `exec_command`
-//! ([`crate::exec::env`]), no pager, no colour, no prompts, literal pathspecs, and
-//! a timeout (`command.defaultTimeout`, `command.maxTimeout` for commits) that kills the
-//! git process group.
+//! ([`crate::exec::env`]), no pager, no colour, no prompts, and a timeout
+//! (`command.defaultTimeout`, `command.maxTimeout` for commits) that kills the git process
+//! group. Path arguments go through the project's jail and reach git as `:(literal)`
+//! pathspecs; status, diff and `add -A` are limited to the project root and exclude every
+//! protected directory inside it (`:(exclude,literal)`), and a commit is refused while the
+//! index holds a protected file.
 //!
 //! Paging: `git_status` pages by entries and `git_log` by commits (page size
 //! `output.maxEntries`, and both stop early at the byte budget); `git_diff` pages by lines
@@ -13,11 +16,11 @@
 //! is available with read_file on the file itself).
 //!
 //! Invariant: output is streamed from git and only the page being built is kept in memory;
-//! every path argument resolves inside the project root.
+//! every path argument resolves inside the project root and outside protected directories.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -103,7 +106,7 @@ pub fn git_status(ctx: &ToolCtx, a: &GitStatusArgs) -> Result<String> {
     run_git(
         ctx,
         &["status", "--porcelain=v1", "--branch"],
-        &[],
+        &scoped(ctx, Vec::new()),
         read_timeout(ctx),
         |line| {
             let line = String::from_utf8_lossy(line);
@@ -151,15 +154,14 @@ pub fn git_log(ctx: &ToolCtx, a: &GitLogArgs) -> Result<String> {
         )));
     }
     let offset = a.offset.unwrap_or(0);
-    let pathspec = a.path.as_deref().map(|p| jail(ctx, p)).transpose()?;
+    let pathspec = a.path.as_deref().map(|p| pathspec(ctx, p)).transpose()?;
     if !has_head(ctx)? {
         return Ok("(no commits yet)".into());
     }
-    let mut tail: Vec<OsString> = Vec::new();
-    if let Some(p) = &pathspec {
-        tail.push("--".into());
-        tail.push(p.clone().into());
-    }
+    let tail: Vec<OsString> = match pathspec {
+        Some(p) => scoped(ctx, vec![p]),
+        None => Vec::new(),
+    };
     let mut total_s = String::new();
     run_git(
         ctx,
@@ -218,18 +220,14 @@ pub fn git_log(ctx: &ToolCtx, a: &GitLogArgs) -> Result<String> {
 pub fn git_diff(ctx: &ToolCtx, a: &GitDiffArgs) -> Result<String> {
     let offset = a.offset.unwrap_or(0);
     let staged = a.staged.unwrap_or(false);
-    let pathspec = a.path.as_deref().map(|p| jail(ctx, p)).transpose()?;
+    let pathspec = a.path.as_deref().map(|p| pathspec(ctx, p)).transpose()?;
     let per_page = ctx.config.output.max_file_lines;
     let budget = page_budget(ctx);
     let mut args: Vec<&str> = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
     if staged {
         args.push("--cached");
     }
-    let mut tail: Vec<OsString> = Vec::new();
-    if let Some(p) = &pathspec {
-        tail.push("--".into());
-        tail.push(p.clone().into());
-    }
+    let tail = scoped(ctx, pathspec.into_iter().collect());
     let mut out = String::new();
     let mut total = 0usize;
     let mut shown_end = offset;
@@ -300,10 +298,11 @@ pub fn git_commit(ctx: &ToolCtx, a: &GitCommitArgs) -> Result<String> {
     let msg: OsString = a.message.clone().into();
     match &a.paths {
         Some(paths) if !paths.is_empty() => {
-            let mut spec: Vec<OsString> = vec!["--".into()];
-            for p in paths {
-                spec.push(jail(ctx, p)?.into());
-            }
+            let specs = paths
+                .iter()
+                .map(|p| pathspec(ctx, p))
+                .collect::<Result<Vec<_>>>()?;
+            let spec = scoped(ctx, specs);
             run_git(ctx, &["add", "-A"], &spec, timeout, |_| {})?;
             let mut tail: Vec<OsString> = vec!["-m".into(), msg];
             tail.extend(spec);
@@ -322,8 +321,18 @@ pub fn git_commit(ctx: &ToolCtx, a: &GitCommitArgs) -> Result<String> {
         }
         None => {
             if a.all == Some(true) {
-                run_git(ctx, &["add", "-A"], &[], timeout, |_| {})?;
-            } else if run_git(ctx, &["diff", "--cached", "--quiet"], &[], timeout, |_| {}).is_ok() {
+                run_git(
+                    ctx,
+                    &["add", "-A"],
+                    &scoped(ctx, Vec::new()),
+                    timeout,
+                    |_| {},
+                )?;
+            }
+            refuse_staged_protected(ctx, timeout)?;
+            if a.all != Some(true)
+                && run_git(ctx, &["diff", "--cached", "--quiet"], &[], timeout, |_| {}).is_ok()
+            {
                 return Err(Error::InvalidArgument(
                     "nothing is staged to commit: pass paths=[...] to commit given files, or all=true to commit every change in the work tree".into(),
                 ));
@@ -407,55 +416,79 @@ fn has_head(ctx: &ToolCtx) -> Result<bool> {
     }
 }
 
-/// A path argument resolved inside the root, returned relative to it (for git's pathspec).
-/// `..` may not climb out; an existing path is canonicalized (symlinks followed) and must
-/// stay inside; for a missing path, its nearest existing ancestor must.
-fn jail(ctx: &ToolCtx, p: &str) -> Result<PathBuf> {
-    let root = &ctx.root;
-    let outside = |shown: &Path| {
-        Error::PathOutsideRoot(format!(
-            "path {p:?} resolves to {} which is outside the project root {}; git tools only take paths inside the project",
-            shown.display(),
-            root.display()
-        ))
-    };
-    let mut lexical = PathBuf::new();
-    for c in root.join(p).components() {
-        match c {
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            Component::CurDir => {}
-            other => lexical.push(other),
-        }
-    }
-    if !lexical.starts_with(root) {
-        return Err(outside(&lexical));
-    }
-    let mut probe = lexical.clone();
-    let mut rest = PathBuf::new();
-    loop {
-        if let Ok(c) = std::fs::canonicalize(&probe) {
-            if !c.starts_with(root) {
-                return Err(outside(&c));
-            }
-            break;
-        }
-        let Some(name) = probe.file_name().map(|n| n.to_owned()) else {
-            break;
-        };
-        rest = Path::new(&name).join(rest);
-        probe.pop();
-    }
-    let rel = lexical
-        .strip_prefix(root)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    Ok(if rel.as_os_str().is_empty() {
-        PathBuf::from(".")
+/// A path argument as a literal git pathspec (`:(literal)<path relative to the root>`),
+/// through the project's jail: `..` may not climb out, a symlink may not lead out, and
+/// nothing in a protected directory is accepted. A missing path (a deleted file) is fine.
+fn pathspec(ctx: &ToolCtx, p: &str) -> Result<OsString> {
+    let rel = ctx.jail().relative(p)?;
+    let mut spec = OsString::from(":(literal)");
+    if rel.as_os_str().is_empty() {
+        spec.push(".");
     } else {
-        rel
-    })
+        spec.push(rel.as_os_str());
+    }
+    Ok(spec)
+}
+
+/// `-- <specs or the whole root> <excludes>`: git limited to the project root (the root
+/// may be a subfolder of the repository) with every protected directory inside it left out,
+/// so status, diffs and `add -A` never show or stage the state home.
+fn scoped(ctx: &ToolCtx, specs: Vec<OsString>) -> Vec<OsString> {
+    let mut tail: Vec<OsString> = vec!["--".into()];
+    if specs.is_empty() {
+        tail.push(":(literal).".into());
+    } else {
+        tail.extend(specs);
+    }
+    let root = ctx.root();
+    let mut seen = std::collections::HashSet::new();
+    for p in ctx.jail().protected_inside(root) {
+        if let Ok(rel) = p.strip_prefix(root)
+            && seen.insert(rel.to_path_buf())
+        {
+            let mut ex = OsString::from(":(exclude,literal)");
+            ex.push(rel.as_os_str());
+            tail.push(ex);
+        }
+    }
+    tail
+}
+
+/// Refuse a commit whose index holds a file in a protected directory (staged by some other
+/// means than these tools), naming the file.
+fn refuse_staged_protected(ctx: &ToolCtx, timeout: Duration) -> Result<()> {
+    let mut top = String::new();
+    run_git(ctx, &["rev-parse", "--show-toplevel"], &[], timeout, |l| {
+        top.push_str(&String::from_utf8_lossy(l))
+    })?;
+    let top = PathBuf::from(top.trim());
+    let mut names: Vec<u8> = Vec::new();
+    run_git(
+        ctx,
+        &["diff", "--cached", "--name-only", "-z", "--no-renames"],
+        &[],
+        timeout,
+        |l| {
+            names.extend_from_slice(l);
+            names.push(b'\n');
+        },
+    )?;
+    for name in names.split(|b| *b == 0) {
+        let name = String::from_utf8_lossy(name);
+        let name = name.trim_matches('\n');
+        if name.is_empty() {
+            continue;
+        }
+        let abs = top.join(name);
+        if let Some(d) = ctx.jail().protected().covering(&abs) {
+            return Err(Error::PathProtected(format!(
+                "nothing was committed: the index holds {name}, which lies in {} {}, and no tool may commit protected files; unstage it first",
+                d.what(),
+                d.path().display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Run `git <args> <tail>` in the root and feed each stdout line (without `\n`) to
@@ -472,7 +505,6 @@ fn run_git(
     let mut cmd = Command::new("git");
     cmd.args([
         "--no-pager",
-        "--literal-pathspecs",
         "-c",
         "color.ui=never",
         "-c",
@@ -482,7 +514,7 @@ fn run_git(
     ])
     .args(args)
     .args(tail)
-    .current_dir(&ctx.root)
+    .current_dir(ctx.root())
     .env_clear()
     .envs(crate::exec::child_env())
     .env("GIT_OPTIONAL_LOCKS", "0")
@@ -572,31 +604,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn jail_refuses_escapes() {
+    fn pathspecs_go_through_the_jail() {
         let tmp = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(tmp.path()).unwrap();
         let root = base.join("proj");
         std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join(".state")).unwrap();
         std::fs::create_dir_all(base.join("proj-evil")).unwrap();
         std::os::unix::fs::symlink(base.join("proj-evil"), root.join("link")).unwrap();
-        let ctx = ToolCtx::new(
+        std::os::unix::fs::symlink(root.join(".state"), root.join("st")).unwrap();
+        let mut protected = codex_free_core::jail::Protected::none();
+        protected.add(&root.join(".state"), "the state home");
+        let ctx = ToolCtx::open(
             &root,
+            std::sync::Arc::new(protected),
             codex_free_core::config::Config::default(),
             base.join("home"),
-        );
-        assert_eq!(jail(&ctx, "src").unwrap(), PathBuf::from("src"));
+        )
+        .unwrap();
+        assert_eq!(pathspec(&ctx, "src").unwrap(), ":(literal)src");
         assert_eq!(
-            jail(&ctx, "src/new/file.rs").unwrap(),
-            PathBuf::from("src/new/file.rs")
+            pathspec(&ctx, "src/new/file.rs").unwrap(),
+            ":(literal)src/new/file.rs"
         );
-        assert_eq!(jail(&ctx, ".").unwrap(), PathBuf::from("."));
+        assert_eq!(pathspec(&ctx, ".").unwrap(), ":(literal).");
         for bad in ["..", "../proj-evil/x", "/etc/passwd", "link/x", "link"] {
             assert_eq!(
-                jail(&ctx, bad).unwrap_err().code(),
+                pathspec(&ctx, bad).unwrap_err().code(),
                 "path_outside_root",
                 "{bad}"
             );
         }
+        for bad in [
+            ".state",
+            ".state/codex.config.json",
+            "st",
+            "st/x",
+            "src/../.state",
+        ] {
+            assert_eq!(
+                pathspec(&ctx, bad).unwrap_err().code(),
+                "path_protected",
+                "{bad}"
+            );
+        }
+        let tail = scoped(&ctx, Vec::new());
+        assert_eq!(
+            tail,
+            vec![
+                OsString::from("--"),
+                ":(literal).".into(),
+                ":(exclude,literal).state".into()
+            ]
+        );
     }
 
     #[test]

@@ -31,10 +31,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolCtx;
-use super::fs::{jail, walker};
+use super::fs::walker;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::jail::display_rel;
+use codex_free_core::jail::{Jail, display_rel};
 use codex_free_core::paging::{self as budget, append_footer, entries_footer, page_budget};
 
 /// Bytes of one printed line after which it is cut with a `… [+N bytes]` marker.
@@ -155,11 +155,12 @@ fn searcher(line_numbers: bool, context: usize) -> Searcher {
 /// Pass 1: every file under `base` (or `base` itself) with at least one matching line, and
 /// its count, sorted by root-relative path.
 fn count_matches(
-    root: &Path,
+    jail: &Jail,
     base: &Path,
     matcher: &RegexMatcher,
     glob: Option<&str>,
 ) -> Result<Vec<(String, PathBuf, u64)>> {
+    let root = jail.root();
     let found: Mutex<Vec<(PathBuf, u64)>> = Mutex::new(Vec::new());
     if base.is_file() {
         let mut sink = CountSink(0);
@@ -173,7 +174,7 @@ fn count_matches(
                 .push((base.to_path_buf(), sink.0));
         }
     } else {
-        let mut wb = walker(base);
+        let mut wb = walker(jail, base);
         if let Some(g) = glob {
             let mut ob = ignore::overrides::OverrideBuilder::new(base);
             ob.add(g)
@@ -249,7 +250,7 @@ fn render_line(path: &str, number: u64, is_match: bool, text: &[u8]) -> String {
 /// Errors: [`Error::InvalidArgument`] for a bad regex or glob, `context` over 20, or an
 /// `offset` past the last match; path errors as [`codex_free_core::jail::Jail::resolve`].
 pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
-    let jail = jail(ctx)?;
+    let jail = ctx.jail();
     let base = jail.resolve(a.path.as_deref().unwrap_or("."))?;
     let context = a.context.unwrap_or(0);
     if context > MAX_CONTEXT {
@@ -262,7 +263,7 @@ pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
         .line_terminator(Some(b'\n'))
         .build(&a.pattern)
         .map_err(|e| Error::InvalidArgument(format!("pattern is not a valid regex: {e}")))?;
-    let hits = count_matches(jail.root(), &base, &matcher, a.glob.as_deref())?;
+    let hits = count_matches(jail, &base, &matcher, a.glob.as_deref())?;
     let total: u64 = hits.iter().map(|h| h.2).sum();
     let offset = a.offset.unwrap_or(0) as u64;
     if total == 0 {
@@ -412,7 +413,13 @@ mod tests {
     fn ctx_with(root: &Path, f: impl FnOnce(&mut Config)) -> ToolCtx {
         let mut c = Config::default();
         f(&mut c);
-        ToolCtx::new(root.canonicalize().unwrap(), c, root.join(".home"))
+        ToolCtx::open(
+            root,
+            std::sync::Arc::new(codex_free_core::jail::Protected::none()),
+            c,
+            root.join(".home"),
+        )
+        .unwrap()
     }
 
     fn args(p: &str) -> GrepArgs {

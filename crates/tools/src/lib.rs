@@ -3,7 +3,8 @@
 //! returns text. Any text that could be unbounded is cut at a budget and its **last line**
 //! names the argument that continues (SRV-3); without that line, the text is complete.
 //!
-//! Invariant: every path goes through [`codex_free_core::jail::Jail`]; no tool output exceeds
+//! Invariant: every path goes through the call's [`codex_free_core::jail::Jail`]
+//! ([`ToolCtx::jail`]), protected directories included; no tool output exceeds
 //! `output.maxToolOutputTokens` (tokens estimated as bytes / 4, see [`codex_free_core::tokens`]).
 
 pub mod doc;
@@ -12,15 +13,17 @@ pub mod grep;
 pub mod patch;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use codex_free_core::config::Config;
+use codex_free_core::jail::{Jail, Protected};
 
-/// What every tool call gets: the canonical project root, a config snapshot taken at call
-/// time (so edits to `codex.config.json` apply to the next call), and the state home.
+/// What every tool call gets: the project's jail (canonical root and the protected
+/// directories computed at server start), a config snapshot taken at call time (so edits to
+/// `codex.config.json` apply to the next call), and the state home.
 #[derive(Debug, Clone)]
 pub struct ToolCtx {
-    /// Canonical absolute project root.
-    pub root: PathBuf,
+    jail: Jail,
     /// Config snapshot for this call.
     pub config: Config,
     /// State home (spool files for exec output live under `<home>/spool/`).
@@ -28,18 +31,35 @@ pub struct ToolCtx {
 }
 
 impl ToolCtx {
-    /// Build a context; `root` must already be canonical.
-    pub fn new(root: impl Into<PathBuf>, config: Config, home: impl Into<PathBuf>) -> Self {
+    /// Build a context over `jail`.
+    pub fn new(jail: Jail, config: Config, home: impl Into<PathBuf>) -> Self {
         Self {
-            root: root.into(),
+            jail,
             config,
             home: home.into(),
         }
     }
 
-    /// The project root.
+    /// Build a context over `root` (canonicalised) with `protected`.
+    ///
+    /// Errors: as [`Jail::new`] (missing root, not a directory, a protected root).
+    pub fn open(
+        root: &Path,
+        protected: Arc<Protected>,
+        config: Config,
+        home: impl Into<PathBuf>,
+    ) -> codex_free_core::Result<Self> {
+        Ok(Self::new(Jail::new(root, protected)?, config, home))
+    }
+
+    /// The jail every path of this call goes through.
+    pub fn jail(&self) -> &Jail {
+        &self.jail
+    }
+
+    /// The canonical project root.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.jail.root()
     }
 
     /// Hard ceiling of one tool result in bytes (`maxToolOutputTokens` x 4).

@@ -37,7 +37,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolCtx;
-use super::fs::{atomic_write, jail};
+use super::fs::atomic_write;
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::error::IoContext;
@@ -481,7 +481,7 @@ impl Stage<'_> {
 /// [`Error::PathOutsideRoot`] for any path outside; [`Error::Io`] when writing fails (files
 /// already written are restored first). On any error nothing is left changed.
 pub fn apply_patch(ctx: &ToolCtx, a: &ApplyPatchArgs) -> Result<String> {
-    let jail = jail(ctx)?;
+    let jail = ctx.jail();
     let ops = parse(&a.input)?;
     if ops.is_empty() {
         return Err(Error::InvalidArgument(
@@ -489,7 +489,7 @@ pub fn apply_patch(ctx: &ToolCtx, a: &ApplyPatchArgs) -> Result<String> {
         ));
     }
     let mut stage = Stage {
-        jail: &jail,
+        jail,
         files: BTreeMap::new(),
         originals: BTreeMap::new(),
     };
@@ -610,11 +610,13 @@ mod tests {
     use std::path::Path;
 
     fn ctx(root: &Path) -> ToolCtx {
-        ToolCtx::new(
-            root.canonicalize().unwrap(),
+        ToolCtx::open(
+            root,
+            std::sync::Arc::new(codex_free_core::jail::Protected::none()),
             Config::default(),
             root.join(".home"),
         )
+        .unwrap()
     }
 
     fn run(root: &Path, body: &str) -> Result<String> {

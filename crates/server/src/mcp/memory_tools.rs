@@ -17,6 +17,7 @@ use crate::mcp::server::{CodexFree, Mode, Shared, conversation, reply};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
+use codex_free_core::jail::Jail;
 use codex_free_tools::task_memory::{
     GetAgentBriefArgs, ListProjectsArgs, OwnedTexts, RecallArgs, RememberArgs, Scope, Service,
     SetProjectRootArgs, SkillsListArgs, SkillsReadArgs, UpdatePlanArgs,
@@ -25,9 +26,9 @@ use codex_free_tools::{ToolCtx, doc};
 
 /// Environment text (`tools::doc::get_environment`) and the start of AGENTS.md, already
 /// cut at `projectDoc.maxBytes` with its marker (`tools::doc::project_doc_for_instructions`),
-/// of the project at `root`, for the instructions and `get_agent_brief`.
-pub(crate) fn project_texts(root: &Path, config: &Config, home: &Path) -> OwnedTexts {
-    let ctx = ToolCtx::new(root.to_path_buf(), config.clone(), home.to_path_buf());
+/// of the project of `project`, for the instructions and `get_agent_brief`.
+pub(crate) fn project_texts(project: &Jail, config: &Config, home: &Path) -> OwnedTexts {
+    let ctx = ToolCtx::new(project.clone(), config.clone(), home.to_path_buf());
     OwnedTexts {
         environment: doc::get_environment(&ctx),
         agents_md: doc::project_doc_for_instructions(&ctx),
@@ -38,13 +39,15 @@ pub(crate) fn project_texts(root: &Path, config: &Config, home: &Path) -> OwnedT
 fn with_service<T>(shared: &Shared, session: Option<&str>, f: impl FnOnce(&Service<'_>) -> T) -> T {
     let config = shared.config.get();
     let scope = match &shared.mode {
-        Mode::Single { root } => Scope::Single { root },
-        Mode::Multi { access_root } => Scope::Multi {
-            access_root,
+        Mode::Single { .. } => Scope::Single {
+            project: &shared.jail,
+        },
+        Mode::Multi { .. } => Scope::Multi {
+            access: &shared.jail,
             session,
         },
     };
-    let texts = |root: &Path| project_texts(root, &config, &shared.home);
+    let texts = |project: &Jail| project_texts(project, &config, &shared.home);
     let svc = Service {
         home: &shared.home,
         config: &config,

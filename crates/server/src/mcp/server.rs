@@ -23,6 +23,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_core::jail::{Jail, Protected};
 use codex_free_tools::ToolCtx;
 
 /// Which projects a server serves.
@@ -140,6 +141,11 @@ pub const CLIENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(30
 pub struct Shared {
     /// Mode and roots.
     pub mode: Mode,
+    /// The jail of the project (single mode) or of the access root (multi mode), built once
+    /// at start with the protected directories ([`Protected::standard`]: the state home,
+    /// the config file's directory, the other agents' homes); every tool path goes
+    /// through it or through a bound project's jail with the same protected set.
+    pub jail: Jail,
     /// State home.
     pub home: PathBuf,
     /// Live config.
@@ -189,11 +195,21 @@ pub struct CodexFree {
 pub struct ConversationId(pub Option<String>);
 
 impl CodexFree {
-    /// Build the shared state from options. Errors: invalid config file.
+    /// Build the shared state from options: the protected set is computed here, once.
+    ///
+    /// Errors: invalid config file; [`Error::PathProtected`] when the project or access root
+    /// is or lies in a protected directory (e.g. `--project ~/.codex-free`).
     pub fn new(opts: ServerOptions) -> Result<Self> {
+        let protected = Arc::new(Protected::standard(&opts.home, &opts.config_path));
+        let root = match &opts.mode {
+            Mode::Single { root } => root,
+            Mode::Multi { access_root } => access_root,
+        };
+        let jail = Jail::new(root, protected)?;
         let config = LiveConfig::load(opts.config_path)?;
         let shared = Arc::new(Shared {
             mode: opts.mode,
+            jail,
             home: opts.home,
             config,
             exec: codex_free_tools::exec::ExecSessions::new(),
@@ -293,15 +309,18 @@ impl CodexFree {
         &self.shared
     }
 
-    /// The tool context for a call: the project root (single mode) or the conversation's
-    /// bound project (multi mode), and a fresh config snapshot.
+    /// The tool context for a call: the project's jail (single mode) or the conversation's
+    /// bound project's (multi mode, re-checked against the protected set on every call),
+    /// and a fresh config snapshot.
     pub(crate) fn ctx(&self, conversation: &ConversationId) -> Result<ToolCtx> {
         let config = self.shared.config.get();
         match &self.shared.mode {
-            Mode::Single { root } => {
-                Ok(ToolCtx::new(root.clone(), config, self.shared.home.clone()))
-            }
-            Mode::Multi { access_root } => {
+            Mode::Single { .. } => Ok(ToolCtx::new(
+                self.shared.jail.clone(),
+                config,
+                self.shared.home.clone(),
+            )),
+            Mode::Multi { .. } => {
                 let session = conversation.0.as_deref().ok_or_else(|| {
                     Error::Binding(
                         codex_free_tools::task_memory::bindings::missing_session_message(
@@ -309,10 +328,12 @@ impl CodexFree {
                         ),
                     )
                 })?;
-                let root =
-                    codex_free_tools::task_memory::Bindings::new(&self.shared.home, access_root)?
-                        .project_for(session)?;
-                Ok(ToolCtx::new(root, config, self.shared.home.clone()))
+                let b = codex_free_tools::task_memory::Bindings::new(
+                    &self.shared.home,
+                    &self.shared.jail,
+                );
+                let jail = b.project_jail(&b.project_for(session)?)?;
+                Ok(ToolCtx::new(jail, config, self.shared.home.clone()))
             }
         }
     }

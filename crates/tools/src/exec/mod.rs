@@ -42,7 +42,7 @@ pub mod env;
 mod output;
 
 use std::collections::{HashMap, VecDeque};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -56,6 +56,7 @@ use crate::ToolCtx;
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::error::IoContext;
+use codex_free_core::jail::Jail;
 use output::{Output, lossy_prefix};
 
 pub use env::{child_env, is_secret_name};
@@ -250,8 +251,8 @@ impl ExecSessions {
                 "tty: true is not supported: this server runs commands on pipes, without a pseudo-terminal. Run it with tty false (or omit tty); interactive programs still work through write_stdin (send \"\\u0003\" for Ctrl-C, \"\\u0004\" to close stdin)".into(),
             ));
         }
-        crate::policy::check(&a.cmd, &ctx.config.exec, &ctx.root)?;
-        let cwd = resolve_workdir(&ctx.root, a.workdir.as_deref())?;
+        crate::policy::check(&a.cmd, &ctx.config.exec, ctx.root())?;
+        let cwd = resolve_workdir(ctx.jail(), a.workdir.as_deref())?;
         let mut notes = Vec::new();
         let cmdcfg = &ctx.config.command;
         let timeout_ms = match a.timeout_ms {
@@ -319,7 +320,7 @@ impl ExecSessions {
             store
                 .sessions
                 .get(&a.session_id)
-                .filter(|s| s.root == ctx.root)
+                .filter(|s| s.root == ctx.root())
                 .cloned()
         };
         let Some(session) = session else {
@@ -628,47 +629,22 @@ fn truncate_for_log(s: &str) -> String {
     t.replace('\n', "⏎")
 }
 
-/// The directory a command runs in: the root, or `workdir` resolved inside it (symlinks
-/// followed, then checked component-wise against the root).
-fn resolve_workdir(root: &Path, workdir: Option<&str>) -> Result<PathBuf> {
+/// The directory a command runs in: the root, or `workdir` resolved through the project's
+/// jail (inside the root after following symlinks, in no protected directory).
+///
+/// Errors: as [`Jail::resolve`]; [`Error::InvalidArgument`] when it is not a directory.
+fn resolve_workdir(jail: &Jail, workdir: Option<&str>) -> Result<PathBuf> {
     let Some(w) = workdir.filter(|w| !w.trim().is_empty()) else {
-        return Ok(root.to_path_buf());
+        return Ok(jail.root().to_path_buf());
     };
-    let outside = |shown: &Path| {
-        Error::PathOutsideRoot(format!(
-            "workdir {w:?} resolves to {} which is outside the project root {}; workdir must be a directory inside the project",
-            shown.display(),
-            root.display()
-        ))
-    };
-    let joined = root.join(w);
-    let mut lexical = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            Component::CurDir => {}
-            other => lexical.push(other),
-        }
-    }
-    if !lexical.starts_with(root) {
-        return Err(outside(&lexical));
-    }
-    let canon = std::fs::canonicalize(&joined).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::NotFound(joined.clone()),
-        _ => Error::io(format!("resolving workdir {}", joined.display()), e),
-    })?;
-    if !canon.starts_with(root) {
-        return Err(outside(&canon));
-    }
-    if !canon.is_dir() {
+    let dir = jail.resolve(w)?;
+    if !dir.is_dir() {
         return Err(Error::InvalidArgument(format!(
             "workdir {w:?} ({}) is not a directory",
-            canon.display()
+            dir.display()
         )));
     }
-    Ok(canon)
+    Ok(dir)
 }
 
 fn shell() -> (&'static str, bool) {
@@ -784,7 +760,7 @@ fn spawn(
 
     Ok(Arc::new(Session {
         id,
-        root: ctx.root.clone(),
+        root: ctx.root().to_path_buf(),
         cmd: a.cmd.clone(),
         group,
         stdin: tokio::sync::Mutex::new(stdin),
@@ -876,18 +852,20 @@ mod tests {
         let root = std::fs::canonicalize(tmp.path()).unwrap().join("proj");
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::create_dir_all(root.parent().unwrap().join("proj-evil")).unwrap();
-        assert_eq!(resolve_workdir(&root, None).unwrap(), root);
+        std::fs::create_dir_all(root.join(".state")).unwrap();
+        let mut protected = codex_free_core::jail::Protected::none();
+        protected.add(&root.join(".state"), "the state home");
+        let jail = Jail::new(&root, Arc::new(protected)).unwrap();
+        let resolve_workdir = |w: Option<&str>| resolve_workdir(&jail, w);
+        assert_eq!(resolve_workdir(None).unwrap(), root);
+        assert_eq!(resolve_workdir(Some("sub")).unwrap(), root.join("sub"));
         assert_eq!(
-            resolve_workdir(&root, Some("sub")).unwrap(),
-            root.join("sub")
-        );
-        assert_eq!(
-            resolve_workdir(&root, Some(root.join("sub").to_str().unwrap())).unwrap(),
+            resolve_workdir(Some(root.join("sub").to_str().unwrap())).unwrap(),
             root.join("sub")
         );
         for bad in ["..", "../proj-evil", "sub/../..", "/etc"] {
             assert_eq!(
-                resolve_workdir(&root, Some(bad)).unwrap_err().code(),
+                resolve_workdir(Some(bad)).unwrap_err().code(),
                 "path_outside_root",
                 "{bad}"
             );
@@ -895,13 +873,22 @@ mod tests {
         std::os::unix::fs::symlink(root.parent().unwrap().join("proj-evil"), root.join("link"))
             .unwrap();
         assert_eq!(
-            resolve_workdir(&root, Some("link")).unwrap_err().code(),
+            resolve_workdir(Some("link")).unwrap_err().code(),
             "path_outside_root"
         );
         assert_eq!(
-            resolve_workdir(&root, Some("nope")).unwrap_err().code(),
+            resolve_workdir(Some("nope")).unwrap_err().code(),
             "not_found"
         );
+        // The protected directory and a link to it are refused as a working directory.
+        std::os::unix::fs::symlink(root.join(".state"), root.join("st")).unwrap();
+        for bad in [".state", "st", "sub/../.state"] {
+            assert_eq!(
+                resolve_workdir(Some(bad)).unwrap_err().code(),
+                "path_protected",
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -910,11 +897,13 @@ mod tests {
         fn send<T: Send>(_: T) {}
         send_sync::<ExecSessions>();
         let ex = ExecSessions::new();
-        let ctx = ToolCtx::new(
-            "/",
+        let ctx = ToolCtx::open(
+            Path::new("/"),
+            Arc::new(codex_free_core::jail::Protected::none()),
             codex_free_core::config::Config::default(),
             "/nonexistent",
-        );
+        )
+        .unwrap();
         let a = ExecCommandArgs {
             cmd: "true".into(),
             workdir: None,

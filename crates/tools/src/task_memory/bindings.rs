@@ -12,13 +12,14 @@
 //! never replaced except by an explicit [`Bindings::bind`]; bindings do not depend on
 //! `memory.enabled`; writes are locked, re-read and atomic like every shared file.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::home;
+use codex_free_core::jail::Jail;
 
 /// The `_meta` key whose value identifies a conversation (sent by ChatGPT on tool calls).
 pub const SESSION_META_KEY: &str = "openai/session";
@@ -92,34 +93,35 @@ pub fn missing_session_message(why: &str) -> String {
 /// The bindings of one access root.
 #[derive(Debug, Clone)]
 pub struct Bindings {
-    access_root: PathBuf,
+    access: Jail,
     dir: PathBuf,
 }
 
 impl Bindings {
-    /// Bindings under `<home>/conversation-projects/<sha256(canonical access root)>/`.
-    /// Nothing is created until the first bind.
-    ///
-    /// Errors: [`Error::NotFound`] when `access_root` does not exist;
-    /// [`Error::InvalidArgument`] when it is not a directory.
-    pub fn new(home: &Path, access_root: &Path) -> Result<Self> {
-        let access_root = std::fs::canonicalize(access_root)
-            .map_err(|_| Error::NotFound(access_root.to_path_buf()))?;
-        if !access_root.is_dir() {
-            return Err(Error::InvalidArgument(format!(
-                "--access-root {} is not a directory",
-                access_root.display()
-            )));
+    /// Bindings under `<home>/conversation-projects/<sha256(canonical access root)>/`, for
+    /// the access root's jail `access` (built once at server start, with the protected
+    /// directories). Nothing is created until the first bind.
+    pub fn new(home: &Path, access: &Jail) -> Self {
+        let dir = home.join(BINDINGS_DIR).join(home::sha256_hex(
+            access.root().as_os_str().as_encoded_bytes(),
+        ));
+        Self {
+            access: access.clone(),
+            dir,
         }
-        let dir = home
-            .join(BINDINGS_DIR)
-            .join(home::sha256_hex(access_root.as_os_str().as_encoded_bytes()));
-        Ok(Self { access_root, dir })
     }
 
     /// The canonical access root.
     pub fn access_root(&self) -> &Path {
-        &self.access_root
+        self.access.root()
+    }
+
+    /// The jail of the project at `root` (canonical, inside the access root): same
+    /// protected directories as the access root.
+    ///
+    /// Errors: as [`Jail::new`].
+    pub fn project_jail(&self, root: &Path) -> Result<Jail> {
+        Jail::new(root, self.access.protected().clone())
     }
 
     /// Folder holding this access root's binding files.
@@ -133,12 +135,15 @@ impl Bindings {
             .join(format!("{}.json", conversation_key(raw_session)))
     }
 
-    /// Resolve `path` (absolute, or relative to the access root) to a canonical directory
-    /// inside the access root (component-wise, after following symlinks; the access root
-    /// itself is allowed).
+    /// Resolve `path` (absolute, or relative to the access root) through the access root's
+    /// jail to a canonical directory strictly inside it: `..`, absolute paths and symlinks
+    /// may not lead out, the access root itself is not a project, and a folder that is or
+    /// lies in a protected directory (the state home, another agent's home) is refused.
+    /// A folder that *contains* one is fine; the jail keeps the protected part out.
     ///
-    /// Errors: [`Error::Binding`] when it does not exist, is not a directory, or lies
-    /// outside the access root; the message says what to do.
+    /// Errors: [`Error::Binding`] when it does not exist, is not a directory, is the access
+    /// root, or lies outside it; [`Error::PathProtected`] for a protected folder; the message
+    /// says what to do.
     pub fn resolve_project(&self, path: &str) -> Result<PathBuf> {
         let p = path.trim();
         if p.is_empty() {
@@ -146,29 +151,28 @@ impl Bindings {
                 "path is empty; give a project directory (list_projects shows candidates)".into(),
             ));
         }
-        let p = Path::new(p);
-        let joined = if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.access_root.join(p)
+        let access_root = self.access.root();
+        let canon = match self.access.resolve(p) {
+            Ok(c) => c,
+            Err(Error::NotFound(missing)) => {
+                return Err(Error::Binding(format!(
+                    "project {} does not exist; call list_projects for the projects under {}",
+                    missing.display(),
+                    access_root.display()
+                )));
+            }
+            Err(Error::PathOutsideRoot(why)) => {
+                return Err(Error::Binding(format!(
+                    "{p} is outside the access root {} ({why}); choose a project inside it (list_projects shows candidates)",
+                    access_root.display()
+                )));
+            }
+            Err(e) => return Err(e),
         };
-        let canon = std::fs::canonicalize(&joined).map_err(|_| {
-            Error::Binding(format!(
-                "project {} does not exist; call list_projects for the projects under {}",
-                joined.display(),
-                self.access_root.display()
-            ))
-        })?;
-        if !canon.starts_with(&self.access_root)
-            || canon
-                .components()
-                .any(|c| matches!(c, Component::ParentDir))
-        {
+        if canon == access_root {
             return Err(Error::Binding(format!(
-                "{} resolves to {}, which is outside the access root {}; choose a project inside it (list_projects shows candidates)",
-                joined.display(),
-                canon.display(),
-                self.access_root.display()
+                "{p} resolves to the access root {} itself, which is not a project: the access root holds the projects (and usually the state home); choose a folder inside it (list_projects shows candidates)",
+                access_root.display()
             )));
         }
         if !canon.is_dir() {
@@ -177,6 +181,7 @@ impl Bindings {
                 canon.display()
             )));
         }
+        self.project_jail(&canon)?;
         Ok(canon)
     }
 
@@ -201,7 +206,7 @@ impl Bindings {
             };
             let binding = Binding {
                 version: 1,
-                access_root: self.access_root.clone(),
+                access_root: self.access.root().to_path_buf(),
                 project_root: project.clone(),
                 bound_at: super::store::now(),
             };
@@ -246,11 +251,12 @@ impl Bindings {
 
     fn check(&self, b: &Binding) -> Result<()> {
         let again = "; nothing was rebound. Call set_project_root with the project's current path (list_projects shows candidates)";
-        if b.access_root != self.access_root {
+        let access_root = self.access.root();
+        if b.access_root != access_root {
             return Err(Error::Binding(format!(
                 "this conversation was bound under access root {}, not {}{again}",
                 b.access_root.display(),
-                self.access_root.display()
+                access_root.display()
             )));
         }
         match std::fs::canonicalize(&b.project_root) {
@@ -263,10 +269,18 @@ impl Bindings {
                 b.project_root.display(),
                 c.display()
             ))),
-            Ok(c) if !c.starts_with(&self.access_root) => Err(Error::Binding(format!(
+            Ok(c) if !c.starts_with(access_root) => Err(Error::Binding(format!(
                 "this conversation's project {} is outside the access root {}{again}",
                 c.display(),
-                self.access_root.display()
+                access_root.display()
+            ))),
+            Ok(c) if c == access_root => Err(Error::Binding(format!(
+                "this conversation was bound to the access root {} itself, which is not a project{again}",
+                c.display()
+            ))),
+            Ok(c) if self.access.is_protected(&c) => Err(Error::PathProtected(format!(
+                "this conversation was bound to {}, which is protected (it lies in a directory no tool may touch, such as the state home){again}",
+                c.display()
             ))),
             Ok(c) if !c.is_dir() => Err(Error::Binding(format!(
                 "this conversation's project {} is no longer a directory{again}",
@@ -289,13 +303,15 @@ impl Bindings {
         }
     }
 
-    /// Candidate projects: the access root itself and its direct child directories that
-    /// contain `.git` or `AGENTS.md`, sorted by name; hidden folders and children that
-    /// resolve outside the access root are skipped. Paths are canonical.
+    /// Candidate projects: the access root's direct child directories that contain `.git`
+    /// or `AGENTS.md`, sorted by name; hidden folders, protected ones and children that
+    /// resolve outside the access root are skipped (so is the access root itself, which is
+    /// not a project). Paths are canonical.
     pub fn candidates(&self) -> Vec<PathBuf> {
         let is_project = |p: &Path| p.join(".git").exists() || p.join("AGENTS.md").is_file();
+        let access_root = self.access.root();
         let mut out = Vec::new();
-        if let Ok(rd) = std::fs::read_dir(&self.access_root) {
+        if let Ok(rd) = std::fs::read_dir(access_root) {
             for e in rd.flatten() {
                 if e.file_name().to_string_lossy().starts_with('.') {
                     continue;
@@ -304,8 +320,10 @@ impl Bindings {
                     continue;
                 };
                 if c.is_dir()
-                    && c.starts_with(&self.access_root)
-                    && c != self.access_root
+                    && c.starts_with(access_root)
+                    && c != access_root
+                    && !self.access.is_protected(&c)
+                    && !self.access.is_protected(&e.path())
                     && is_project(&c)
                 {
                     out.push(c);
@@ -314,20 +332,17 @@ impl Bindings {
         }
         out.sort();
         out.dedup();
-        if is_project(&self.access_root) {
-            out.insert(0, self.access_root.clone());
-        }
         out
     }
 
-    /// `list_projects` text: one candidate per line (relative to the access root, `.` for
-    /// the root itself, with the absolute path), at most `page` lines from `offset`, ending
-    /// with a continuation line when cut.
+    /// `list_projects` text: one candidate per line (relative to the access root, with the
+    /// absolute path), at most `page` lines from `offset`, ending with a continuation line
+    /// when cut.
     pub fn list_projects_text(&self, offset: usize, page: usize) -> String {
         let all = self.candidates();
         let mut out = format!(
             "Projects under the access root {} (folders with .git or AGENTS.md):\n",
-            self.access_root.display()
+            self.access.root().display()
         );
         if all.is_empty() {
             out.push_str("(none found; set_project_root also accepts any directory inside the access root)\n");
@@ -338,7 +353,7 @@ impl Bindings {
         let shown: Vec<&PathBuf> = all.iter().skip(start).take(page).collect();
         for p in &shown {
             let rel = p
-                .strip_prefix(&self.access_root)
+                .strip_prefix(self.access.root())
                 .ok()
                 .filter(|r| !r.as_os_str().is_empty());
             match rel {
@@ -392,10 +407,81 @@ mod tests {
         }
     }
 
+    impl Env {
+        /// Bindings over the access root, with the state home `<access>/.state` and
+        /// `<access>/agent` (another agent's home, a git repo) protected.
+        fn bindings(&self) -> Bindings {
+            let mut p = codex_free_core::jail::Protected::none();
+            p.add(&self.access.path().join(".state"), "the state home");
+            p.add(&self.access.path().join("agent"), "another agent's home");
+            let jail = Jail::new(self.access.path(), std::sync::Arc::new(p)).unwrap();
+            Bindings::new(self.home.path(), &jail)
+        }
+    }
+
+    #[test]
+    fn access_root_and_protected_folders_are_not_projects() {
+        let e = env();
+        let b = e.bindings();
+        std::fs::create_dir_all(e.access.path().join(".state/conversation-projects")).unwrap();
+        std::fs::create_dir_all(e.access.path().join("agent/.git")).unwrap();
+        std::fs::write(e.access.path().join(".git"), "").unwrap();
+        let abs = e.access.path().join(".state");
+        for p in [".", "", "alpha/..", e.access.path().to_str().unwrap()] {
+            let err = b.bind("s", p).unwrap_err();
+            if p.is_empty() {
+                assert_eq!(err.code(), "invalid_argument");
+                continue;
+            }
+            assert_eq!(err.code(), "binding", "{p}: {err}");
+            assert!(err.to_string().contains("not a project"), "{err}");
+        }
+        std::os::unix::fs::symlink(&abs, e.access.path().join("alpha/st")).unwrap();
+        for p in [
+            ".state",
+            ".state/conversation-projects",
+            "alpha/../.state",
+            abs.to_str().unwrap(),
+            "alpha/st",
+            "agent",
+        ] {
+            let err = b.bind("s", p).unwrap_err();
+            assert_eq!(err.code(), "path_protected", "{p}: {err}");
+        }
+        assert!(!b.dir().exists(), "nothing written for refused binds");
+        // A protected git repo is not offered as a candidate either; nor is the root.
+        let names: Vec<String> = b
+            .candidates()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["alpha", "beta", "docs-only"]);
+    }
+
+    #[test]
+    fn a_stored_binding_to_a_protected_folder_or_the_root_fails_closed() {
+        let e = env();
+        let b = e.bindings();
+        b.bind("s", "alpha").unwrap();
+        std::fs::create_dir_all(e.access.path().join("agent")).unwrap();
+        // Records written by an older version, before these rules.
+        for (target, code) in [
+            (e.access.path().join("agent"), "path_protected"),
+            (e.access.path().to_path_buf(), "binding"),
+        ] {
+            let file = b.path_for("s");
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            v["projectRoot"] = serde_json::json!(std::fs::canonicalize(&target).unwrap());
+            std::fs::write(&file, v.to_string()).unwrap();
+            assert_eq!(b.project_for("s").unwrap_err().code(), code);
+        }
+    }
+
     #[test]
     fn bind_restore_and_file_shape() {
         let e = env();
-        let b = Bindings::new(e.home.path(), e.access.path()).unwrap();
+        let b = e.bindings();
         assert_eq!(b.restore("conv-secret-123").unwrap(), None);
         let out = b.bind("conv-secret-123", "alpha").unwrap();
         assert_eq!(out.previous, None);
@@ -424,7 +510,7 @@ mod tests {
     #[test]
     fn outside_access_root_is_refused() {
         let e = env();
-        let b = Bindings::new(e.home.path(), e.access.path()).unwrap();
+        let b = e.bindings();
         let outside = tempfile::tempdir().unwrap();
         assert_eq!(
             b.bind("s", outside.path().to_str().unwrap())
@@ -452,7 +538,7 @@ mod tests {
     #[test]
     fn stale_project_fails_closed() {
         let e = env();
-        let b = Bindings::new(e.home.path(), e.access.path()).unwrap();
+        let b = e.bindings();
         b.bind("s", "alpha").unwrap();
         std::fs::rename(
             e.access.path().join("alpha"),
@@ -485,7 +571,7 @@ mod tests {
     #[test]
     fn candidates_and_listing() {
         let e = env();
-        let b = Bindings::new(e.home.path(), e.access.path()).unwrap();
+        let b = e.bindings();
         let names: Vec<String> = b
             .candidates()
             .iter()
@@ -518,7 +604,7 @@ mod tests {
     #[test]
     fn corrupt_record_fails_closed_and_is_kept() {
         let e = env();
-        let b = Bindings::new(e.home.path(), e.access.path()).unwrap();
+        let b = e.bindings();
         b.bind("s", "alpha").unwrap();
         std::fs::write(b.path_for("s"), "nope").unwrap();
         assert_eq!(b.restore("s").unwrap_err().code(), "corrupt_state");

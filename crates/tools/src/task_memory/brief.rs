@@ -16,6 +16,7 @@ use super::bindings::Bindings;
 use super::skills::SkillSearch;
 use super::store::TaskMemory;
 use codex_free_core::config::Config;
+use codex_free_core::jail::Jail;
 
 /// Heading of the AGENTS.md section.
 pub const AGENTS_HEADING: &str = "## Project instructions (AGENTS.md)";
@@ -152,15 +153,15 @@ pub fn saved_state_for(home: &Path, config: &Config, root: &Path, multi_project:
 }
 
 /// Single-project MCP `instructions` (MEM-6): brief, environment, saved state, skills,
-/// AGENTS.md. `root` must be canonical; skills come from [`SkillSearch::from_env`].
+/// AGENTS.md, for the project of `project`; skills come from [`SkillSearch::from_env`].
 pub fn single_project_instructions(
     home: &Path,
     config: &Config,
-    root: &Path,
+    project: &Jail,
     texts: ProjectTexts<'_>,
 ) -> String {
-    let saved = saved_state_for(home, config, root, false);
-    let skills = SkillSearch::from_env(Some(root), home).instructions_section();
+    let saved = saved_state_for(home, config, project.root(), false);
+    let skills = SkillSearch::from_env(project, home).instructions_section();
     project_text(&agent_brief(false), &saved, &skills, texts)
 }
 
@@ -170,16 +171,17 @@ pub fn multi_project_instructions() -> String {
     agent_brief(true)
 }
 
-/// `get_agent_brief` for a conversation bound to `project_root` in multi-project mode:
+/// `get_agent_brief` for a conversation bound to the project of `project` in multi-project mode:
 /// a line naming the project, then the same sections as single-project instructions
 /// (memory store chosen with the multi-project `memory.dir` rule).
 pub fn bound_brief(
     home: &Path,
     config: &Config,
-    project_root: &Path,
+    project: &Jail,
     restored: bool,
     texts: ProjectTexts<'_>,
 ) -> String {
+    let project_root = project.root();
     let preamble = format!(
         "{}\n\nThis conversation is bound to the project {}{}. Tools act on it; `set_project_root` switches explicitly.\n",
         agent_brief(true).trim_end(),
@@ -191,7 +193,7 @@ pub fn bound_brief(
         }
     );
     let saved = saved_state_for(home, config, project_root, true);
-    let skills = SkillSearch::from_env(Some(project_root), home).instructions_section();
+    let skills = SkillSearch::from_env(project, home).instructions_section();
     project_text(&preamble, &saved, &skills, texts)
 }
 

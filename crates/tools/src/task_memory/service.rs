@@ -7,7 +7,7 @@
 //! the conversation's binding ([`Bindings::project_for`]) and fails closed without one; no
 //! function here writes anything but `memory.json` and binding records.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::bindings::{self, Bindings, DEFAULT_PROJECTS_PAGE};
 use super::brief::{self, ProjectTexts};
@@ -20,19 +20,20 @@ use super::{
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
+use codex_free_core::jail::Jail;
 
 /// Which project(s) a call may touch.
 #[derive(Debug, Clone, Copy)]
 pub enum Scope<'a> {
-    /// One project for every call (canonical root).
+    /// One project for every call.
     Single {
-        /// The project root.
-        root: &'a Path,
+        /// The project's jail (canonical root, protected directories).
+        project: &'a Jail,
     },
     /// Multi-project mode: the call's conversation picks a project under the access root.
     Multi {
-        /// Canonical access root.
-        access_root: &'a Path,
+        /// The access root's jail; a bound project gets a jail with the same protection.
+        access: &'a Jail,
         /// The call's raw `_meta["openai/session"]` value, if sent.
         session: Option<&'a str>,
     },
@@ -56,8 +57,8 @@ pub struct Service<'a> {
     pub config: &'a Config,
     /// Single or multi-project scope.
     pub scope: Scope<'a>,
-    /// Computes environment and AGENTS.md for a project root.
-    pub texts: &'a dyn Fn(&Path) -> OwnedTexts,
+    /// Computes environment and AGENTS.md for a project.
+    pub texts: &'a dyn Fn(&Jail) -> OwnedTexts,
 }
 
 impl Service<'_> {
@@ -75,14 +76,11 @@ impl Service<'_> {
 
     fn bindings(&self) -> Result<(Bindings, String)> {
         match self.scope {
-            Scope::Single { root } => Err(Error::InvalidArgument(format!(
+            Scope::Single { project } => Err(Error::InvalidArgument(format!(
                 "this server serves one project ({}); list_projects and set_project_root exist only in multi-project mode (serve --access-root DIR)",
-                root.display()
+                project.root().display()
             ))),
-            Scope::Multi {
-                access_root,
-                session,
-            } => {
+            Scope::Multi { access, session } => {
                 let session = session.ok_or_else(|| {
                     Error::Binding(bindings::missing_session_message("it is missing"))
                 })?;
@@ -91,21 +89,22 @@ impl Service<'_> {
                         "it is empty",
                     )));
                 }
-                Ok((Bindings::new(self.home, access_root)?, session.to_string()))
+                Ok((Bindings::new(self.home, access), session.to_string()))
             }
         }
     }
 
-    /// The project root of this call: the single root, or the conversation's bound project.
+    /// The project of this call: the single project, or the conversation's bound project.
     ///
     /// Errors (multi-project mode): [`Error::Binding`] without a session value, without a
-    /// binding, or with a stale binding.
-    pub fn project_root(&self) -> Result<PathBuf> {
+    /// binding, or with a stale binding; [`Error::PathProtected`] for a bound project that
+    /// lies in a protected directory.
+    pub fn project(&self) -> Result<Jail> {
         match self.scope {
-            Scope::Single { root } => Ok(root.to_path_buf()),
+            Scope::Single { project } => Ok(project.clone()),
             Scope::Multi { .. } => {
                 let (b, s) = self.bindings()?;
-                b.project_for(&s)
+                b.project_jail(&b.project_for(&s)?)
             }
         }
     }
@@ -114,7 +113,7 @@ impl Service<'_> {
         TaskMemory::open(
             self.home,
             &self.config.memory,
-            &self.project_root()?,
+            self.project()?.root(),
             self.multi(),
         )
     }
@@ -137,15 +136,15 @@ impl Service<'_> {
 
     /// `skills_list`.
     pub fn skills_list(&self, a: &SkillsListArgs) -> Result<String> {
-        let root = self.project_root()?;
-        Ok(SkillSearch::from_env(Some(&root), self.home)
+        let project = self.project()?;
+        Ok(SkillSearch::from_env(&project, self.home)
             .list_text(a.offset.unwrap_or(0), &self.config.output))
     }
 
     /// `skills_read`.
     pub fn skills_read(&self, a: &SkillsReadArgs) -> Result<String> {
-        let root = self.project_root()?;
-        SkillSearch::from_env(Some(&root), self.home).read_text(
+        let project = self.project()?;
+        SkillSearch::from_env(&project, self.home).read_text(
             &a.name,
             a.offset.unwrap_or(0),
             a.file.as_deref(),
@@ -157,12 +156,12 @@ impl Service<'_> {
     /// brief (multi). Never fails.
     pub fn instructions(&self) -> String {
         match self.scope {
-            Scope::Single { root } => {
-                let t = (self.texts)(root);
+            Scope::Single { project } => {
+                let t = (self.texts)(project);
                 brief::single_project_instructions(
                     self.home,
                     self.config,
-                    root,
+                    project,
                     ProjectTexts {
                         environment: &t.environment,
                         agents_md: t.agents_md.as_deref(),
@@ -173,12 +172,12 @@ impl Service<'_> {
         }
     }
 
-    fn bound_text(&self, root: &Path, restored: bool) -> String {
-        let t = (self.texts)(root);
+    fn bound_text(&self, project: &Jail, restored: bool) -> String {
+        let t = (self.texts)(project);
         brief::bound_brief(
             self.home,
             self.config,
-            root,
+            project,
             restored,
             ProjectTexts {
                 environment: &t.environment,
@@ -199,7 +198,7 @@ impl Service<'_> {
             Scope::Multi { .. } => {
                 let (b, s) = self.bindings()?;
                 match b.restore(&s)? {
-                    Some(binding) => self.bound_text(&binding.project_root, true),
+                    Some(binding) => self.bound_text(&b.project_jail(&binding.project_root)?, true),
                     None => brief::unbound_brief(&b, self.projects_page()),
                 }
             }
@@ -236,7 +235,8 @@ impl Service<'_> {
                 out.binding.project_root.display()
             ),
         };
-        let text = head + &self.bound_text(&out.binding.project_root, false);
+        let project = b.project_jail(&out.binding.project_root)?;
+        let text = head + &self.bound_text(&project, false);
         self.page(&text, None, "call get_agent_brief")
     }
 }
@@ -244,8 +244,10 @@ impl Service<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codex_free_core::jail::Protected;
+    use std::sync::Arc;
 
-    fn texts(_: &Path) -> OwnedTexts {
+    fn texts(_: &Jail) -> OwnedTexts {
         OwnedTexts {
             environment: "os: test".into(),
             agents_md: Some("# Rules\nbe nice\n".into()),
@@ -256,12 +258,12 @@ mod tests {
     fn single_mode_brief_matches_instructions_and_orders_sections() {
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(project.path()).unwrap();
+        let jail = Jail::new(project.path(), Arc::new(Protected::none())).unwrap();
         let config = Config::default();
         let svc = Service {
             home: home.path(),
             config: &config,
-            scope: Scope::Single { root: &root },
+            scope: Scope::Single { project: &jail },
             texts: &texts,
         };
         svc.remember(&RememberArgs {
@@ -288,13 +290,13 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let access = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(access.path().join("p1/.git")).unwrap();
-        let ar = std::fs::canonicalize(access.path()).unwrap();
+        let ar = Jail::new(access.path(), Arc::new(Protected::none())).unwrap();
         let config = Config::default();
         let svc = |session| Service {
             home: home.path(),
             config: &config,
             scope: Scope::Multi {
-                access_root: &ar,
+                access: &ar,
                 session,
             },
             texts: &texts,
@@ -347,13 +349,13 @@ mod tests {
     fn tool_output_respects_the_token_cap() {
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(project.path()).unwrap();
+        let jail = Jail::new(project.path(), Arc::new(Protected::none())).unwrap();
         let mut config = Config::default();
         config.output.max_tool_output_tokens = 500; // 2000 bytes
         let svc = Service {
             home: home.path(),
             config: &config,
-            scope: Scope::Single { root: &root },
+            scope: Scope::Single { project: &jail },
             texts: &texts,
         };
         for i in 0..30 {

@@ -15,16 +15,26 @@
 //! /codex/skills) and Claude Code's (`.claude/skills`, `~/.claude/skills`). Codex's admin
 //! scope (`/etc/codex/skills`) and bundled system skills are deliberately not searched.
 //!
+//! Protected directories: the user and Codex Free folders lie inside protected directories
+//! (`~/.codex`, `~/.claude`, the state home), which no other tool may read. Skills may read
+//! exactly their own folder there and nothing else protected: every file (each `SKILL.md`
+//! found, and any file read) must resolve, symlinks followed, inside the skills folder it
+//! was found in, and in no protected directory other than the ones holding that folder.
+//! Project folders go through the project's jail like any project path, so a project
+//! skill that links into the state home or another agent's home is skipped.
+//!
 //! Invariant: scanning is bounded ([`MAX_DEPTH`] levels, [`MAX_SKILLS`] skills, front
 //! matter read from the first [`FRONT_MATTER_BYTES`] of a file); reading a skill never
 //! leaves the skill's folder; every listing and read ends with a continuation line when cut.
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::OutputConfig;
+use codex_free_core::jail::{Jail, Protected};
 
 /// Folder levels below a skills folder searched for `SKILL.md` (`<dir>/a/b/c/SKILL.md`).
 pub const MAX_DEPTH: usize = 3;
@@ -83,19 +93,23 @@ impl Skill {
     }
 }
 
-/// The set of folders to search.
+/// The set of folders to search, and the rules reading them (see the module doc).
 #[derive(Debug, Clone, Default)]
 pub struct SkillSearch {
     /// Folders in precedence order.
     pub dirs: Vec<SkillDir>,
+    project: Option<Jail>,
+    protected: Arc<Protected>,
 }
 
 impl SkillSearch {
-    /// The standard folders (see module doc) for `project_root` (none in multi-project mode
-    /// before a project is bound), the user's home `user_home`, Codex's home `codex_home`
-    /// (`$CODEX_HOME`, default `<user_home>/.codex`) and the Codex Free state home.
+    /// The standard folders (see module doc) for the project of `project` (none in
+    /// multi-project mode before a project is bound), the user's home `user_home`, Codex's
+    /// home `codex_home` (`$CODEX_HOME`, default `<user_home>/.codex`) and the Codex Free
+    /// state home; `protected` is the server's protected set (the project's jail has it too).
     pub fn standard(
-        project_root: Option<&Path>,
+        project: Option<&Jail>,
+        protected: &Arc<Protected>,
         user_home: Option<&Path>,
         codex_home: Option<&Path>,
         state_home: &Path,
@@ -103,9 +117,13 @@ impl SkillSearch {
         let mut dirs = Vec::new();
         let mut add =
             |scope, path: PathBuf, label: String| dirs.push(SkillDir { scope, path, label });
-        if let Some(r) = project_root {
+        if let Some(j) = project {
             for rel in [".agents/skills", ".codex/skills", ".claude/skills"] {
-                add(SkillScope::Project, r.join(rel), format!("project {rel}"));
+                add(
+                    SkillScope::Project,
+                    j.root().join(rel),
+                    format!("project {rel}"),
+                );
             }
         }
         let codex_home = codex_home
@@ -140,29 +158,82 @@ impl SkillSearch {
             state_home.join("memories/skills"),
             "Codex Free memories".into(),
         );
-        Self { dirs }
+        Self {
+            dirs,
+            project: project.cloned(),
+            protected: protected.clone(),
+        }
     }
 
-    /// [`Self::standard`] with `HOME` and `CODEX_HOME` from the process environment.
-    pub fn from_env(project_root: Option<&Path>, state_home: &Path) -> Self {
+    /// [`Self::standard`] for `project` with `HOME` and `CODEX_HOME` from the process
+    /// environment.
+    pub fn from_env(project: &Jail, state_home: &Path) -> Self {
         let user_home = std::env::home_dir();
-        let codex_home = std::env::var_os("CODEX_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
+        let codex_home = codex_free_core::home::AgentHomes::from_env().codex;
         Self::standard(
-            project_root,
+            Some(project),
+            project.protected(),
             user_home.as_deref(),
             codex_home.as_deref(),
             state_home,
         )
     }
 
-    /// Every skill found, in precedence order then by path; a name already taken by an
-    /// earlier folder is skipped. Missing folders are fine.
-    pub fn discover(&self) -> Vec<Skill> {
-        let mut out: Vec<Skill> = Vec::new();
+    /// The canonical folder `d` stands for, or `None` when it is missing or may not be
+    /// read (a project folder outside the project's jail; a user folder that resolves into
+    /// a protected directory other than the one holding it).
+    fn base(&self, d: &SkillDir) -> Option<PathBuf> {
+        match d.scope {
+            SkillScope::Project => self.project.as_ref()?.check_path(&d.label, &d.path).ok(),
+            SkillScope::User | SkillScope::CodexFree => {
+                let c = d.path.canonicalize().ok()?;
+                self.protected
+                    .covering_except(&c, &d.path)
+                    .is_none()
+                    .then_some(c)
+            }
+        }
+    }
+
+    /// `file` (found under `d`, whose canonical folder is `base`) resolved, if it may be
+    /// read: inside `base` once symlinks are followed, and not protected (see module doc).
+    ///
+    /// Errors: [`Error::NotFound`]; [`Error::PathOutsideRoot`] outside the folder;
+    /// [`Error::PathProtected`] in a protected directory.
+    fn check_file(&self, d: &SkillDir, base: &Path, file: &Path) -> Result<PathBuf> {
+        let shown = file.display().to_string();
+        let canon = file
+            .canonicalize()
+            .map_err(|_| Error::NotFound(file.to_path_buf()))?;
+        if let Some(p) = self.protected.covering_except(&canon, &d.path) {
+            return Err(Error::PathProtected(format!(
+                "{shown} is protected: it resolves into {} {}, which no tool may read",
+                p.what(),
+                p.path().display()
+            )));
+        }
+        if !canon.starts_with(base) {
+            return Err(Error::PathOutsideRoot(format!(
+                "{shown} resolves to {}, outside its skills folder {}",
+                canon.display(),
+                base.display()
+            )));
+        }
+        if let (SkillScope::Project, Some(j)) = (d.scope, &self.project) {
+            j.check_path(&shown, &canon)?;
+        }
+        Ok(canon)
+    }
+
+    /// Every readable skill with the index of its folder in [`Self::dirs`] and that
+    /// folder's canonical path.
+    fn discover_with_dirs(&self) -> Vec<(Skill, usize, PathBuf)> {
+        let mut out: Vec<(Skill, usize, PathBuf)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        for d in &self.dirs {
+        for (i, d) in self.dirs.iter().enumerate() {
+            let Some(base) = self.base(d) else {
+                continue;
+            };
             let mut found = Vec::new();
             scan(&d.path, 0, &mut found);
             found.sort();
@@ -170,13 +241,27 @@ impl SkillSearch {
                 if out.len() >= MAX_SKILLS {
                     return out;
                 }
+                if let Err(e) = self.check_file(d, &base, &p) {
+                    tracing::debug!(error = %e, "skills: skipping a SKILL.md that may not be read");
+                    continue;
+                }
                 let s = parse_skill(&p, &d.label);
                 if seen.insert(s.name.clone()) {
-                    out.push(s);
+                    out.push((s, i, base.clone()));
                 }
             }
         }
         out
+    }
+
+    /// Every skill found, in precedence order then by path; a name already taken by an
+    /// earlier folder is skipped. Missing folders are fine; a `SKILL.md` that resolves out
+    /// of its folder or into a protected directory is left out.
+    pub fn discover(&self) -> Vec<Skill> {
+        self.discover_with_dirs()
+            .into_iter()
+            .map(|(s, _, _)| s)
+            .collect()
     }
 
     /// `skills_list` text: `- name: description` then the `SKILL.md` path and origin, up
@@ -225,9 +310,13 @@ impl SkillSearch {
         file: Option<&str>,
         out_cfg: &OutputConfig,
     ) -> Result<String> {
-        let skills = self.discover();
-        let Some(skill) = skills.iter().find(|s| s.name == name.trim()) else {
-            let mut names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).take(50).collect();
+        let found = self.discover_with_dirs();
+        let Some((skill, dir, base)) = found.iter().find(|(s, _, _)| s.name == name.trim()) else {
+            let mut names: Vec<&str> = found
+                .iter()
+                .map(|(s, _, _)| s.name.as_str())
+                .take(50)
+                .collect();
             names.sort();
             return Err(Error::InvalidArgument(format!(
                 "no skill named \"{}\"; known skills: {}",
@@ -243,7 +332,9 @@ impl SkillSearch {
             None => skill.path.clone(),
             Some(f) => resolve_in(skill.dir(), f)?,
         };
-        let text = std::fs::read(&path)
+        // Checked again at read time: the file may have changed since it was listed.
+        let real = self.check_file(&self.dirs[*dir], base, &path)?;
+        let text = std::fs::read(&real)
             .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
         let text = String::from_utf8_lossy(&text);
         let max_bytes = out_cfg
@@ -493,14 +584,85 @@ mod tests {
     }
 
     impl Env {
+        /// The protected set a server would compute: the state home and the user's
+        /// `.codex` and `.claude`.
+        fn protected(&self) -> Arc<Protected> {
+            let mut p = Protected::none();
+            p.add(self.state.path(), "the state home");
+            p.add(&self.user.path().join(".codex"), "Codex's home");
+            p.add(&self.user.path().join(".claude"), "Claude Code's home");
+            Arc::new(p)
+        }
+
         fn search(&self) -> SkillSearch {
+            let protected = self.protected();
+            let jail = Jail::new(self.project.path(), protected.clone()).unwrap();
             SkillSearch::standard(
-                Some(self.project.path()),
+                Some(&jail),
+                &protected,
                 Some(self.user.path()),
                 None,
                 self.state.path(),
             )
         }
+    }
+
+    #[test]
+    fn skills_never_lead_into_protected_directories() {
+        let e = env();
+        let token = e.state.path().join("server-token");
+        std::fs::write(&token, "SECRET-TOKEN").unwrap();
+        std::fs::write(e.user.path().join(".claude/.credentials.json"), "CREDS").unwrap();
+        // A project skill whose SKILL.md is a link to the token.
+        let evil = e.project.path().join(".agents/skills/evil");
+        std::fs::create_dir_all(&evil).unwrap();
+        std::os::unix::fs::symlink(&token, evil.join("SKILL.md")).unwrap();
+        // A project skills folder that is a link into the state home's skills.
+        std::fs::remove_dir_all(e.project.path().join(".claude/skills")).unwrap();
+        std::os::unix::fs::symlink(
+            e.state.path().join("skills"),
+            e.project.path().join(".claude/skills"),
+        )
+        .unwrap();
+        // A user skill (in ~/.claude, which is protected but granted) linking to the token,
+        // and a file inside a granted skill linking to Claude's credentials.
+        let u = e.user.path().join(".claude/skills/leak");
+        std::fs::create_dir_all(&u).unwrap();
+        std::os::unix::fs::symlink(&token, u.join("SKILL.md")).unwrap();
+        let builtin = e.user.path().join(".codex/skills/.system/builtin");
+        std::os::unix::fs::symlink(
+            e.user.path().join(".claude/.credentials.json"),
+            builtin.join("creds"),
+        )
+        .unwrap();
+        let s = e.search();
+        let found = s.discover();
+        let names: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
+        // review (project .claude/skills) is gone with its folder; bare still comes from
+        // the state home's own skills folder, under its own label.
+        assert_eq!(names, ["deploy", "builtin", "bare"], "{found:?}");
+        assert_eq!(found[2].origin, "Codex Free skills");
+        let cfg = OutputConfig::default();
+        for (name, file) in [("evil", None), ("leak", None), ("builtin", Some("creds"))] {
+            let r = s.read_text(name, 0, file, &cfg);
+            let text = format!("{r:?}");
+            assert!(r.is_err(), "{name}: {text}");
+            assert!(
+                !text.contains("SECRET-TOKEN") && !text.contains("CREDS"),
+                "{text}"
+            );
+        }
+        // The granted folders themselves still read.
+        assert!(
+            s.read_text("builtin", 0, None, &cfg)
+                .unwrap()
+                .contains("bundled")
+        );
+        let listing = s.list_text(0, &cfg);
+        assert!(
+            !listing.contains("SECRET-TOKEN") && !listing.contains("evil"),
+            "{listing}"
+        );
     }
 
     fn env() -> Env {
