@@ -503,8 +503,19 @@ fn run_git(
 ) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new("git");
+    // The repository's own config is writable by the agent (write_file .git/config, or a
+    // command): never let it make this process run programs — no fsmonitor, no hooks, no
+    // external diff or pager.
     cmd.args([
         "--no-pager",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "diff.external=",
+        "-c",
+        "core.pager=cat",
         "-c",
         "color.ui=never",
         "-c",
