@@ -54,10 +54,10 @@ dbus-run-session -- bash -euo pipefail -c '
   for _ in $(seq 1 100); do grep -q "Press Ctrl-C" "$OUT" 2>/dev/null && break; sleep 0.1; done
   export UI_URL=$(sed -n "s/^ *web UI: *//p" "$OUT")
   export MCP_TOKEN=$(sed -n "s/^ *auth header: *Authorization: Bearer //p" "$OUT")
-  export MCP_URL=${UI_URL%%/\?*}/mcp
+  export MCP_URL=${UI_URL%%/login*}/mcp
   [ -n "$UI_URL" ] && [ -n "$MCP_TOKEN" ] || { cat "$OUT" "$CODEX_FREE_HOME/../server.err"; exit 1; }
-  curl -fsS "${UI_URL%%/\?*}/health" >/dev/null
-  echo "== browser tests against $(echo "$UI_URL" | sed "s/token=.*/token=…/")"
+  curl -fsS "${UI_URL%%/login*}/health" >/dev/null
+  echo "== browser tests against $(echo "$UI_URL" | sed "s/code=.*/code=…/")"
   node --test --test-reporter=spec "$ROOT/tests/ui/"
 '
 echo "== screenshots in $SHOTS"

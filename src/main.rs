@@ -29,7 +29,7 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ConfigCmd,
     },
-    /// Show or rotate the HTTP bearer token.
+    /// Show or rotate the MCP token or the admin token; print a web UI login link.
     Token {
         #[command(subcommand)]
         cmd: TokenCmd,
@@ -78,7 +78,8 @@ struct ServeArgs {
     /// Multi-project mode: conversations pick a project under DIR with set_project_root.
     #[arg(long, value_name = "DIR")]
     access_root: Option<PathBuf>,
-    /// With --http: also serve the web UI and its /api on the same port (same token).
+    /// With --http: also serve the web UI and its /api on the same port (loopback only,
+    /// behind the admin credential; the CLI prints a one-time login link).
     #[arg(long, requires = "http")]
     ui: bool,
     /// With --http: do not run the memory pipeline scheduler in this process.
@@ -98,10 +99,26 @@ enum ConfigCmd {
 
 #[derive(Subcommand)]
 enum TokenCmd {
-    /// Print the token (creating it on first use).
-    Show,
-    /// Replace the token; clients must be updated.
-    Rotate,
+    /// Print the MCP token (creating it on first use); --admin: the admin token.
+    Show {
+        /// The admin token (web UI and /api) instead of the MCP token.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Replace the MCP token (MCP clients must be updated); --admin: replace the admin
+    /// token instead (ends every browser session). The other token is never changed.
+    Rotate {
+        /// Rotate the admin token instead of the MCP token.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Print a one-time web UI login link (valid 10 minutes, single use) for a server
+    /// started with `serve --http --ui` on this state home.
+    Login {
+        /// Port of the running server (default: config `server.port`).
+        #[arg(long)]
+        port: Option<u16>,
+    },
 }
 
 fn init_logging() {
@@ -123,9 +140,27 @@ fn main() -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Config { cmd } => config_cmd(cmd, &config_path),
         Cmd::Token { cmd } => {
+            use mcp::auth::TokenKind;
+            let kind = |admin: bool| {
+                if admin {
+                    TokenKind::Admin
+                } else {
+                    TokenKind::Mcp
+                }
+            };
             let t = match cmd {
-                TokenCmd::Show => mcp::auth::load_or_create_token(&home)?,
-                TokenCmd::Rotate => mcp::auth::rotate_token(&home)?,
+                TokenCmd::Show { admin } => mcp::auth::load_or_create(&home, kind(admin))?,
+                TokenCmd::Rotate { admin } => mcp::auth::rotate(&home, kind(admin))?,
+                TokenCmd::Login { port } => {
+                    let config = Config::load(&config_path)?.config;
+                    let port = port.unwrap_or(config.server.port);
+                    let code = mcp::auth::issue_login_code(&home)?;
+                    println!(
+                        "{}",
+                        mcp::auth::login_link(&format!("http://127.0.0.1:{port}"), &code)
+                    );
+                    return Ok(());
+                }
             };
             println!("{}", t.expose());
             Ok(())
@@ -230,7 +265,8 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         let config = server.shared().config.get();
         let host = args.host.unwrap_or(config.server.host.clone());
         let port = args.port.unwrap_or(config.server.port);
-        let token = mcp::auth::load_or_create_token(&home)?;
+        let creds = mcp::http::Credentials::load(&home)?;
+        let token = creds.mcp.get();
         let url = std::sync::Arc::new(std::sync::OnceLock::new());
         let mut opts = mcp::http::HttpOptions::default();
         let keys = secrets();
@@ -243,7 +279,7 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
                 .with_pipeline(pipe.clone());
             opts.extra = Some(codex_free_server::api::http::router(std::sync::Arc::new(svc)));
         }
-        let running = mcp::http::start(server, &host, port, token.clone(), opts).await?;
+        let running = mcp::http::start(server, &host, port, creds, opts).await?;
         let base = format!("http://{}", running.addr);
         let _ = url.set((format!("{base}/mcp"), running.shared.clone()));
         let pipeline = if args.no_pipeline {
@@ -268,12 +304,21 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         };
         println!("Codex Free MCP server listening on {base}/mcp");
         if args.ui {
-            println!("  web UI:       {base}/?token={}", token.expose());
+            // The UI is loopback-only: link to 127.0.0.1 even when bound to another address.
+            let local = match running.addr.ip() {
+                std::net::IpAddr::V6(ip) if ip.is_loopback() => format!("http://[::1]:{}", running.addr.port()),
+                _ => format!("http://127.0.0.1:{}", running.addr.port()),
+            };
+            let code = mcp::auth::issue_login_code(&home)?;
+            println!("  web UI:       {}", mcp::auth::login_link(&local, &code));
+            println!("                (one-time login link, valid 10 minutes; `codex-free token login` prints a new one)");
         }
         println!("  health:       {base}/health (no auth)");
         println!("  auth header:  Authorization: Bearer {}", token.expose());
         println!("  secret path:  {base}/mcp/{}   (for clients that cannot send headers; keep it secret)", token.expose());
-        println!("  token file:   {}", mcp::auth::token_path(&home).display());
+        println!("  token file:   {}   (MCP only; the web UI uses {})",
+            mcp::auth::token_path(&home, mcp::auth::TokenKind::Mcp).display(),
+            mcp::auth::token_path(&home, mcp::auth::TokenKind::Admin).display());
         println!("Press Ctrl-C to stop.");
         use std::io::Write;
         std::io::stdout().flush().ok();

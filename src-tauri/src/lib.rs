@@ -19,10 +19,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use codex_free_secrets::keyring;
 use codex_free_server::api::ApiService;
 use codex_free_server::api::dto::KeyringStatus;
 use codex_free_server::mcp::ServerOptions;
-use codex_free_secrets::keyring;
 use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 
 use crate::core::Core;
@@ -168,6 +168,7 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
             commands::runs,
             commands::runs_csv,
             commands::memory,
+            commands::refusals,
             commands::pipeline_run,
             commands::pipeline_pause,
             commands::pipeline_resume,

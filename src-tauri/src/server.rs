@@ -1,6 +1,8 @@
 //! The MCP HTTP server embedded in the app: started on launch, stopped and restarted from
-//! the tray, serving `/mcp`, `/health`, `/api/...` and the web UI on one port behind the
-//! token (see `codex_free_server::mcp::http`). Implements the API's [`ServerControl`], so the
+//! the tray, serving `/mcp` (behind the MCP token), `/health`, and `/api/...` with the web UI
+//! (behind the admin credential, loopback only) on one port (see
+//! `codex_free_server::mcp::http`). The app's own window does not use HTTP: its calls are
+//! Tauri commands into the same `ApiService`. Implements the API's [`ServerControl`], so the
 //! dashboard and the tray show the same state.
 //!
 //! Invariant: start/stop never block an async worker (they run `block_on` on the app's own
@@ -64,7 +66,7 @@ impl EmbeddedServer {
             return Ok(r.addr);
         }
         let server = CodexFree::new(self.opts.clone())?;
-        let token = mcp::auth::load_or_create_token(&self.opts.home)?;
+        let creds = mcp::http::Credentials::load(&self.opts.home)?;
         let extra = self
             .service
             .get()
@@ -73,7 +75,7 @@ impl EmbeddedServer {
         let (host, port) = (self.host.clone(), self.port);
         let inner = self
             .rt
-            .block_on(mcp::http::start(server, &host, port, token, opts))?;
+            .block_on(mcp::http::start(server, &host, port, creds, opts))?;
         let addr = inner.addr;
         *guard = Some(Running { addr, inner });
         Ok(addr)

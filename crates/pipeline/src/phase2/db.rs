@@ -126,4 +126,3 @@ impl Phase2Store for Phase2Db {
         Ok(())
     }
 }
-
