@@ -1,7 +1,7 @@
 //! `codex.config.json`: the user's overrides over defaults kept in code.
 //!
 //! Blocks and key spellings follow the public Codex Free (seed 000 / product.md SRV-6,
-//! MEM-5) — camelCase: `output`, `command`, `exec`, `projectDoc`, `server`, `memory` — and
+//! MEM-5) — camelCase: `output`, `command`, `exec`, `projectDoc`, `server`, `memory`, `audit` — and
 //! Codex's memories (seed 003) — snake_case: `memories`. Every key is optional. Unknown keys
 //! produce warnings (never errors); a bad value fails with the key path, the value and the
 //! allowed range. The file holds only what differs from the defaults ([`Config::overrides`]).

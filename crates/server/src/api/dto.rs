@@ -52,7 +52,7 @@ pub enum FieldKind {
 /// One editable setting as the Settings page shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ConfigField {
-    /// Block name (`output`, `memory`, `memories`, `exec`, `server`, `command`, `projectDoc`).
+    /// Block name (`output`, `memory`, `memories`, `exec`, `server`, `command`, `projectDoc`, `audit`).
     pub block: String,
     /// Dotted key path, e.g. `output.maxFileLines`.
     pub key: String,
