@@ -10,8 +10,7 @@ fn main() -> anyhow::Result<()> {
         .parse()?;
     let home = codex_free_core::home::state_home()?;
     std::fs::create_dir_all(&home)?;
-    let rows =
-        codex_free_server::api::usage::demo_records(chrono::Utc::now().timestamp_millis(), days);
+    let rows = codex_free_server::api::usage::demo_records(chrono::Utc::now().timestamp_millis(), days);
     let runs = codex_free_server::api::store_usage::seed(&home, &rows)?;
     println!("{runs}");
     Ok(())

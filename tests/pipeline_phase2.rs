@@ -613,9 +613,9 @@ mod e2e {
 /// summary does too.
 #[test]
 fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
-    use codex_free_pipeline::phase2::db::Phase2Db;
     use codex_free_pipeline::phase2::record_rollout_citations;
     use codex_free_pipeline::rollout::Source;
+    use codex_free_pipeline::phase2::db::Phase2Db;
     use codex_free_store::{ClaimParams, Stage1OutputInput, Store, ThreadUpsert};
 
     let home = tempfile::tempdir().unwrap();

@@ -14,19 +14,19 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use codex_free_core::config::{CONFIG_FILE, Config};
 use crate::input::{SecretRedactor, TranscriptInput};
 use crate::phase1::{Redactor, RolloutInput, Trigger, cap_state};
+use crate::scheduler::{self, SchedulerDeps};
+use crate::usage::{iso, log_path};
 use crate::providers::prices::format_cost;
 use crate::providers::{
     DEFAULT_EXTRACT_MODEL, ModelRef, PriceTable, RetryPolicy, endpoint_for, resolve_extract_model,
 };
-use crate::scheduler::{self, SchedulerDeps};
-use crate::usage::{iso, log_path};
-use codex_free_core::Error;
-use codex_free_core::Result;
-use codex_free_core::config::{CONFIG_FILE, Config};
 use codex_free_secrets::{SecretStore, env_var_for, resolve};
 use codex_free_store::{Clock, JobCounts, RunRow, SourceCounts, Spend, Store, SystemClock};
+use codex_free_core::Error;
+use codex_free_core::Result;
 
 /// On or off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -122,10 +122,7 @@ impl ControlEnv {
     }
 
     fn store(&self) -> Result<Store> {
-        Store::open(
-            &self.home.join(codex_free_store::DB_FILE),
-            self.clock.clone(),
-        )
+        Store::open(&self.home.join(codex_free_store::DB_FILE), self.clock.clone())
     }
 
     fn config(&self) -> Result<Config> {
@@ -215,10 +212,7 @@ pub struct Status {
     pub log: String,
 }
 
-fn describe_model(
-    cfg: &codex_free_core::config::MemoriesConfig,
-    secrets: &dyn SecretStore,
-) -> ModelStatus {
+fn describe_model(cfg: &codex_free_core::config::MemoriesConfig, secrets: &dyn SecretStore) -> ModelStatus {
     let (spec, explicit) = match &cfg.extract_model {
         Some(m) => (m.clone(), true),
         None => (DEFAULT_EXTRACT_MODEL.to_string(), false),
@@ -671,8 +665,8 @@ pub const RUN_TIMEOUT: Duration = Duration::from_secs(3600);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
     use codex_free_secrets::MemoryStore;
+    use clap::Parser;
 
     #[derive(Parser)]
     struct Cli {

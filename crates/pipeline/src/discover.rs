@@ -30,9 +30,9 @@ use tokio_util::sync::CancellationToken;
 use super::rollout::Source;
 use super::sources::SessionMeta;
 use super::sources::mcp::TRANSCRIPTS_DIR;
+use codex_free_core::config::MemoriesConfig;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::MemoriesConfig;
 
 /// Where each agent keeps its files. `None` disables that source's discovery.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -26,18 +26,18 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use codex_free_core::config::MemoriesConfig;
+use crate::usage::{Phase1Line, append_line};
 use crate::providers::{
     CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage,
 };
-use crate::usage::{Phase1Line, append_line};
-use codex_free_core::Error;
-use codex_free_core::Result;
-use codex_free_core::config::MemoriesConfig;
 use codex_free_store::stage1::{LEASE_SECONDS, RETRY_DELAY_SECONDS};
 use codex_free_store::{
     ClaimParams, RunSummary, Stage1Claim, Stage1OutputInput, Store, ThreadRow, ThreadUpsert,
     UsageRow,
 };
+use codex_free_core::Error;
+use codex_free_core::Result;
 
 /// Extractions in flight at once within one process.
 pub const CONCURRENCY: usize = 4;

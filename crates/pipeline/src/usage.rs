@@ -12,9 +12,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use codex_free_core::error::IoContext;
 use crate::providers::prices::format_cost;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
 use codex_free_core::home;
 
 /// File name of the log inside the state home.

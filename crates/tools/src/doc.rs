@@ -17,11 +17,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolCtx;
+use codex_free_core::paging::{self as budget, append_byte_footer, page_budget};
 use super::fs::jail;
+use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
-use codex_free_core::paging::{self as budget, append_byte_footer, page_budget};
 
 /// File name of the project doc at the root (the Codex convention).
 pub const PROJECT_DOC: &str = "AGENTS.md";

@@ -27,11 +27,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolCtx;
+use codex_free_core::paging::{self as budget, append_footer, entries_footer, page_budget};
+use codex_free_core::jail::{Jail, display_rel};
+use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
-use codex_free_core::jail::{Jail, display_rel};
-use codex_free_core::paging::{self as budget, append_footer, entries_footer, page_budget};
 
 /// Read buffer size for streaming reads (bytes).
 const READ_BUF: usize = 64 * 1024;

@@ -25,10 +25,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use codex_free_core::error::IoContext;
 use crate::ToolCtx;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
 
 /// Arguments of `git_status`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -579,11 +579,7 @@ mod tests {
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::create_dir_all(base.join("proj-evil")).unwrap();
         std::os::unix::fs::symlink(base.join("proj-evil"), root.join("link")).unwrap();
-        let ctx = ToolCtx::new(
-            &root,
-            codex_free_core::config::Config::default(),
-            base.join("home"),
-        );
+        let ctx = ToolCtx::new(&root, codex_free_core::config::Config::default(), base.join("home"));
         assert_eq!(jail(&ctx, "src").unwrap(), PathBuf::from("src"));
         assert_eq!(
             jail(&ctx, "src/new/file.rs").unwrap(),

@@ -31,11 +31,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolCtx;
+use codex_free_core::paging::{self as budget, append_footer, entries_footer, page_budget};
 use super::fs::{jail, walker};
+use codex_free_core::jail::display_rel;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::jail::display_rel;
-use codex_free_core::paging::{self as budget, append_footer, entries_footer, page_budget};
 
 /// Bytes of one printed line after which it is cut with a `… [+N bytes]` marker.
 pub const MAX_LINE_BYTES: usize = 500;

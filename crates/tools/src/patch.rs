@@ -38,10 +38,10 @@ use serde::Deserialize;
 
 use super::ToolCtx;
 use super::fs::{atomic_write, jail};
+use codex_free_core::jail::Jail;
+use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
-use codex_free_core::jail::Jail;
 
 /// Arguments of `apply_patch`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -552,10 +552,7 @@ pub fn apply_patch(ctx: &ToolCtx, a: &ApplyPatchArgs) -> Result<String> {
     commit(&stage)?;
     let mut out = String::from("Success. Updated the following files:\n");
     out.push_str(&summary.join("\n"));
-    Ok(codex_free_core::paging::enforce_ceiling(
-        out,
-        ctx.max_output_bytes(),
-    ))
+    Ok(codex_free_core::paging::enforce_ceiling(out, ctx.max_output_bytes()))
 }
 
 /// Write the staged files (writes before deletes), restoring what was done on failure.

@@ -31,9 +31,9 @@ use std::path::{Component, Path};
 
 use tree_sitter::{Node, Parser};
 
+use codex_free_core::config::{ExecConfig, ExecMode};
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::{ExecConfig, ExecMode};
 
 /// Programs allowed by default in `exec.mode = "allowlist"`: read-only inspection tools,
 /// text filters, version control and the usual build/test tool chains. Chosen for this

@@ -126,3 +126,4 @@ impl Phase2Store for Phase2Db {
         Ok(())
     }
 }
+

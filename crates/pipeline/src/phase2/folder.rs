@@ -20,9 +20,9 @@ use git2::{
     Signature, StatusOptions, build::CheckoutBuilder,
 };
 
+use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
 
 /// Folder name inside the state home.
 pub const FOLDER_DIR: &str = "memories";

@@ -22,9 +22,9 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
+use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
 
 /// Largest content one `write_file`/`edit_file` call may leave in a file: 256 KiB. The
 /// budgets of the artifacts are far smaller (HYG-1); this only stops runaway output.

@@ -35,9 +35,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use codex_free_core::config::MemoriesConfig;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::MemoriesConfig;
 
 use agent::{AgentOptions, AgentReport, ConsolidationModel, TurnLog, TurnRecord};
 use folder::{FileChange, MemoryFolder};
@@ -52,9 +52,7 @@ pub const JOB_KEY: &str = "global";
 pub const LEASE_SECS: i64 = 3600;
 /// Heartbeat period while the agent runs, seconds (Codex: 90 s).
 pub const HEARTBEAT_SECS: u64 = 90;
-pub use codex_free_store::phase2::{
-    COOLDOWN_SECS, Claim, RETRY_BASE_SECS, RETRY_MAX_SECS, retry_delay,
-};
+pub use codex_free_store::phase2::{COOLDOWN_SECS, Claim, RETRY_BASE_SECS, RETRY_MAX_SECS, retry_delay};
 
 /// What phase 2 needs from the database (implemented by `codex_free_store::Store`).
 pub trait Phase2Store: Send + Sync {

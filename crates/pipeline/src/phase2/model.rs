@@ -14,13 +14,13 @@ use super::agent::{
     BoxFuture, ConsolidationModel, ModelReply, ModelRequest, Role, ToolCall, TurnUsage,
 };
 use super::{Outcome, Phase2Deps};
-use crate::phase2::db::Phase2Db;
-use crate::providers::{self, CompletionRequest, Message, ModelClient, PriceTable, RetryPolicy};
-use codex_free_core::Error;
-use codex_free_core::Result;
 use codex_free_core::config::Config;
+use crate::providers::{self, CompletionRequest, Message, ModelClient, PriceTable, RetryPolicy};
 use codex_free_secrets::SecretStore;
 use codex_free_store::Store;
+use crate::phase2::db::Phase2Db;
+use codex_free_core::Error;
+use codex_free_core::Result;
 
 /// A [`ConsolidationModel`] backed by a provider client.
 pub struct ProviderModel {

@@ -22,10 +22,10 @@ use serde::Deserialize;
 use super::folder::{self, RAW_MEMORIES_MD, ROLLOUT_SUMMARIES_DIR, SUMMARY_MD};
 use super::jail::{Jail, WritePolicy, page_lines};
 use super::select::{NOTES_INBOX_DIR, ROLLOUT_ID_KEY};
-use codex_free_core::Error;
-use codex_free_core::Result;
 use codex_free_core::config::Config;
 use codex_free_store::fts::{INDEX_FILE, IndexedFile, MemoryIndex};
+use codex_free_core::Error;
+use codex_free_core::Result;
 
 /// Most tokens of the injected memory block, policy included (seed 003: 2,500).
 pub const SUMMARY_TOKEN_BUDGET: usize = 2500;

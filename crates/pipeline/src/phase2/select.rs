@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::folder::{AD_HOC_DIR, RAW_MEMORIES_MD, ROLLOUT_SUMMARIES_DIR};
+use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
 
 /// Directory in the state home where `memories_add_ad_hoc_note` queues notes until the next
 /// phase-2 run moves them into the folder (outside the folder, so a failed run's reset

@@ -28,9 +28,9 @@ use super::{
     Api, BoxFuture, Completion, CompletionRequest, FailureKind, Message, ModelClient, ModelRef,
     ProviderError, RetryPolicy, StopKind, StructuredMode, TokenUsage, ToolCall, parse_retry_after,
 };
+use codex_free_secrets::Secret;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_secrets::Secret;
 
 /// A model reached through genai.
 pub struct GenaiClient {

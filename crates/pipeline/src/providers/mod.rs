@@ -29,10 +29,10 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use codex_free_core::Error;
-use codex_free_core::Result;
 use codex_free_core::config::MemoriesConfig;
 use codex_free_secrets::{SecretStore, resolve};
+use codex_free_core::Error;
+use codex_free_core::Result;
 
 pub use prices::{Price, PriceTable};
 

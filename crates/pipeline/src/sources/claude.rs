@@ -21,8 +21,8 @@ use std::io::BufRead;
 use serde_json::{Map, Value};
 
 use super::{JsonlReader, Line, ParseCtx, content_text, is_injected_context};
-use crate::rollout::Item;
 use codex_free_core::Result;
+use crate::rollout::Item;
 
 const IGNORED_TYPES: &[&str] = &[
     "attachment",

@@ -24,8 +24,8 @@ use std::io::BufRead;
 use serde_json::{Map, Value};
 
 use super::{JsonlReader, Line, ParseCtx, args_text, content_text, is_injected_context};
-use crate::rollout::Item;
 use codex_free_core::Result;
+use crate::rollout::Item;
 
 /// Envelope types that carry no conversation.
 const IGNORED_TYPES: &[&str] = &[

@@ -25,11 +25,11 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::{JsonlReader, Line, ParseCtx};
+use codex_free_core::error::IoContext;
 use crate::redact::redact;
 use crate::rollout::Item;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
 
 /// Directory under the state home holding MCP transcripts.
 pub const TRANSCRIPTS_DIR: &str = "transcripts";

@@ -20,8 +20,8 @@ use std::io::BufRead;
 use serde_json::{Map, Value};
 
 use super::{JsonlReader, Line, ParseCtx, args_text, content_text, is_injected_context};
-use crate::rollout::Item;
 use codex_free_core::Result;
+use crate::rollout::Item;
 
 const IGNORED_TYPES: &[&str] = &[
     "model_change",

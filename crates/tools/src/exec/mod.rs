@@ -52,10 +52,10 @@ use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
+use codex_free_core::error::IoContext;
 use crate::ToolCtx;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
 use output::{Output, lossy_prefix};
 
 pub use env::{child_env, is_secret_name};
@@ -910,11 +910,7 @@ mod tests {
         fn send<T: Send>(_: T) {}
         send_sync::<ExecSessions>();
         let ex = ExecSessions::new();
-        let ctx = ToolCtx::new(
-            "/",
-            codex_free_core::config::Config::default(),
-            "/nonexistent",
-        );
+        let ctx = ToolCtx::new("/", codex_free_core::config::Config::default(), "/nonexistent");
         let a = ExecCommandArgs {
             cmd: "true".into(),
             workdir: None,

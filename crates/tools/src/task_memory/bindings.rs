@@ -16,9 +16,9 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use codex_free_core::home;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::home;
 
 /// The `_meta` key whose value identifies a conversation (sent by ChatGPT on tool calls).
 pub const SESSION_META_KEY: &str = "openai/session";

@@ -17,9 +17,9 @@ use super::{
     GetAgentBriefArgs, ListProjectsArgs, RecallArgs, RememberArgs, SetProjectRootArgs,
     SkillsListArgs, SkillsReadArgs, UpdatePlanArgs,
 };
+use codex_free_core::config::Config;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::Config;
 
 /// Which project(s) a call may touch.
 #[derive(Debug, Clone, Copy)]

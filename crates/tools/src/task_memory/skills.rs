@@ -22,9 +22,9 @@
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
+use codex_free_core::config::OutputConfig;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::OutputConfig;
 
 /// Folder levels below a skills folder searched for `SKILL.md` (`<dir>/a/b/c/SKILL.md`).
 pub const MAX_DEPTH: usize = 3;
@@ -248,9 +248,7 @@ impl SkillSearch {
         let text = String::from_utf8_lossy(&text);
         let max_bytes = out_cfg
             .max_file_bytes
-            .min(codex_free_core::tokens::bytes_for(
-                out_cfg.max_tool_output_tokens,
-            ))
+            .min(codex_free_core::tokens::bytes_for(out_cfg.max_tool_output_tokens))
             .max(256);
         let header = format!("{}\n\n", path.display());
         let body = super::page_text(

@@ -23,10 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::{Plan, PlanItem};
 use super::{RememberArgs, UpdatePlanArgs};
-use codex_free_core::Error;
-use codex_free_core::Result;
 use codex_free_core::config::MemoryConfig;
 use codex_free_core::home;
+use codex_free_core::Error;
+use codex_free_core::Result;
 
 /// File name of the store inside its directory.
 pub const MEMORY_FILE: &str = "memory.json";
