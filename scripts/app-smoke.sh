@@ -47,8 +47,10 @@ xvfb-run -a -s "-screen 0 1280x900x24" dbus-run-session -- bash -euo pipefail -c
   grep -q "memory pipeline started" "$TMP/app.log" || fail "the pipeline scheduler did not start"
   grep -q "ui connected" "$TMP/app.log" || fail "the window never called the core (UI not loaded?)"
   curl -fsS "http://127.0.0.1:$PORT/health" | grep -q "\"ok\"" || fail "/health did not answer"
-  TOKEN=$(cat "$CODEX_FREE_HOME/server-token")
-  curl -fsS -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/status" | grep -q "\"state\":\"running\"" || fail "/api/status does not report a running server"
+  TOKEN=$(cat "$CODEX_FREE_HOME/server-token") ADMIN=$(cat "$CODEX_FREE_HOME/admin-token")
+  curl -fsS -H "Authorization: Bearer $ADMIN" "http://127.0.0.1:$PORT/api/status" | grep -q "\"state\":\"running\"" || fail "/api/status does not report a running server"
+  code=$(curl -s -o /dev/null -w "%{http_code}" -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/status")
+  [ "$code" = 401 ] || fail "/api/status with the MCP token answered $code"
   code=$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$PORT/api/status")
   [ "$code" = 401 ] || fail "/api/status without token answered $code"
   xwininfo -root -tree | grep -q "\"Codex Free\"" || fail "no window titled Codex Free"

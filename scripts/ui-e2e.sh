@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SHOTS=${SHOTS:-$ROOT/docs/screenshots}
 SEED_DAYS=${SEED_DAYS:-21}
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 
 echo "== ui: unit tests and build"
 [ -d ui/node_modules ] || (cd ui && npm ci --no-audit --no-fund --loglevel=error)
@@ -34,13 +35,13 @@ cat > "$CODEX_FREE_HOME/projects/project-e2e0000000000000/memory.json" <<JSON
 {"version":1,"projectRoot":"$PROJECT_DIR","notes":{"db":{"value":"use the e2e database","updatedAt":"2026-01-01T00:00:00Z"}},
  "plan":{"steps":[{"step":"write the browser tests","status":"in_progress"},{"step":"ship","status":"pending"}],"updatedAt":"2026-01-01T00:00:00Z"}}
 JSON
-echo "== seed: $(target/debug/examples/seed_usage "$SEED_DAYS") runs over $SEED_DAYS days into state.sqlite"
+echo "== seed: $("$TARGET/debug/examples/seed_usage" "$SEED_DAYS") runs over $SEED_DAYS days into state.sqlite"
 
 # Everything below runs in a private session bus with an unlocked Secret Service, with
 # HOME in the temp dir (gnome-keyring and chromium write there); keep the toolchain's homes.
 export RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup} CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 export HOME=$TMP/home XDG_DATA_HOME=$TMP/home/.local/share XDG_CONFIG_HOME=$TMP/home/.config
-export SHOTS SEED_DAYS ROOT
+export SHOTS SEED_DAYS ROOT TARGET
 dbus-run-session -- bash -euo pipefail -c '
   echo -n e2e-keyring-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null
   export KEYRING=secret-service CODEX_FREE_KEYRING=secret-service
@@ -48,16 +49,16 @@ dbus-run-session -- bash -euo pipefail -c '
   CODEX_FREE_TEST_SECRET_SERVICE=1 cargo test --quiet -p codex-free-secrets --lib keyring 2>&1 | tail -3
   echo "== server: start (codex-free serve --http --ui, pipeline off so the seeded totals stay exact)"
   OUT=$CODEX_FREE_HOME/../server.out
-  "$ROOT/target/debug/codex-free" serve --http --ui --project "$PROJECT_DIR" --port 0 --no-pipeline >"$OUT" 2>"$CODEX_FREE_HOME/../server.err" &
+  "$TARGET/debug/codex-free" serve --http --ui --project "$PROJECT_DIR" --port 0 --no-pipeline >"$OUT" 2>"$CODEX_FREE_HOME/../server.err" &
   pid=$!
   trap "kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true" EXIT
   for _ in $(seq 1 100); do grep -q "Press Ctrl-C" "$OUT" 2>/dev/null && break; sleep 0.1; done
   export UI_URL=$(sed -n "s/^ *web UI: *//p" "$OUT")
   export MCP_TOKEN=$(sed -n "s/^ *auth header: *Authorization: Bearer //p" "$OUT")
-  export MCP_URL=${UI_URL%%/\?*}/mcp
+  export MCP_URL=${UI_URL%%/login*}/mcp
   [ -n "$UI_URL" ] && [ -n "$MCP_TOKEN" ] || { cat "$OUT" "$CODEX_FREE_HOME/../server.err"; exit 1; }
-  curl -fsS "${UI_URL%%/\?*}/health" >/dev/null
-  echo "== browser tests against $(echo "$UI_URL" | sed "s/token=.*/token=…/")"
+  curl -fsS "${UI_URL%%/login*}/health" >/dev/null
+  echo "== browser tests against $(echo "$UI_URL" | sed "s/code=.*/code=…/")"
   node --test --test-reporter=spec "$ROOT/tests/ui/"
 '
 echo "== screenshots in $SHOTS"

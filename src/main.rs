@@ -30,7 +30,7 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ConfigCmd,
     },
-    /// Show or rotate the HTTP bearer token.
+    /// Show or rotate the MCP token or the admin token; print a web UI login link.
     Token {
         #[command(subcommand)]
         cmd: TokenCmd,
@@ -79,7 +79,8 @@ struct ServeArgs {
     /// Multi-project mode: conversations pick a project under DIR with set_project_root.
     #[arg(long, value_name = "DIR")]
     access_root: Option<PathBuf>,
-    /// With --http: also serve the web UI and its /api on the same port (same token).
+    /// With --http: also serve the web UI and its /api on the same port (loopback only,
+    /// behind the admin credential; the CLI prints a one-time login link).
     #[arg(long, requires = "http")]
     ui: bool,
     /// Do not run the memory pipeline scheduler in this process (by default every `serve`
@@ -100,10 +101,26 @@ enum ConfigCmd {
 
 #[derive(Subcommand)]
 enum TokenCmd {
-    /// Print the token (creating it on first use).
-    Show,
-    /// Replace the token; clients must be updated.
-    Rotate,
+    /// Print the MCP token (creating it on first use); --admin: the admin token.
+    Show {
+        /// The admin token (web UI and /api) instead of the MCP token.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Replace the MCP token (MCP clients must be updated); --admin: replace the admin
+    /// token instead (ends every browser session). The other token is never changed.
+    Rotate {
+        /// Rotate the admin token instead of the MCP token.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Print a one-time web UI login link (valid 10 minutes, single use) for a server
+    /// started with `serve --http --ui` on this state home.
+    Login {
+        /// Port of the running server (default: config `server.port`).
+        #[arg(long)]
+        port: Option<u16>,
+    },
 }
 
 fn init_logging() {
@@ -125,9 +142,27 @@ fn main() -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Config { cmd } => config_cmd(cmd, &config_path),
         Cmd::Token { cmd } => {
+            use mcp::auth::TokenKind;
+            let kind = |admin: bool| {
+                if admin {
+                    TokenKind::Admin
+                } else {
+                    TokenKind::Mcp
+                }
+            };
             let t = match cmd {
-                TokenCmd::Show => mcp::auth::load_or_create_token(&home)?,
-                TokenCmd::Rotate => mcp::auth::rotate_token(&home)?,
+                TokenCmd::Show { admin } => mcp::auth::load_or_create(&home, kind(admin))?,
+                TokenCmd::Rotate { admin } => mcp::auth::rotate(&home, kind(admin))?,
+                TokenCmd::Login { port } => {
+                    let config = Config::load(&config_path)?.config;
+                    let port = port.unwrap_or(config.server.port);
+                    let code = mcp::auth::issue_login_code(&home)?;
+                    println!(
+                        "{}",
+                        mcp::auth::login_link(&format!("http://127.0.0.1:{port}"), &code)
+                    );
+                    return Ok(());
+                }
             };
             println!("{}", t.expose());
             Ok(())
@@ -271,16 +306,25 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
             bail!("no HTTP server configured");
         };
         let addr = http.start_async().await?;
-        let token = mcp::auth::load_or_create_token(&home)?;
+        let token = mcp::http::Credentials::load(&home)?.mcp.get();
         let base = format!("http://{addr}");
         println!("Codex Free MCP server listening on {base}/mcp");
         if args.ui {
-            println!("  web UI:       {base}/?token={}", token.expose());
+            // The UI is loopback-only: link to 127.0.0.1 even when bound to another address.
+            let local = match addr.ip() {
+                std::net::IpAddr::V6(ip) if ip.is_loopback() => format!("http://[::1]:{}", addr.port()),
+                _ => format!("http://127.0.0.1:{}", addr.port()),
+            };
+            let code = mcp::auth::issue_login_code(&home)?;
+            println!("  web UI:       {}", mcp::auth::login_link(&local, &code));
+            println!("                (one-time login link, valid 10 minutes; `codex-free token login` prints a new one)");
         }
         println!("  health:       {base}/health (no auth)");
         println!("  auth header:  Authorization: Bearer {}", token.expose());
         println!("  secret path:  {base}/mcp/{}   (for clients that cannot send headers; keep it secret)", token.expose());
-        println!("  token file:   {}", mcp::auth::token_path(&home).display());
+        println!("  token file:   {}   (MCP only; the web UI uses {})",
+            mcp::auth::token_path(&home, mcp::auth::TokenKind::Mcp).display(),
+            mcp::auth::token_path(&home, mcp::auth::TokenKind::Admin).display());
         println!("Press Ctrl-C to stop.");
         use std::io::Write;
         std::io::stdout().flush().ok();

@@ -122,7 +122,7 @@ async fn dashboard_counts_connected_clients() {
     let status = || async {
         let v: serde_json::Value = reqwest::Client::new()
             .get(format!("{}/api/status", srv.base()))
-            .bearer_auth(&srv.token)
+            .bearer_auth(&srv.admin)
             .send()
             .await
             .unwrap()

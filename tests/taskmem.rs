@@ -170,10 +170,11 @@ async fn disabled_memory_writes_nothing_anywhere() {
     env.git_init();
     let cfg_dir = tempfile::tempdir().unwrap();
     let cfg = cfg_dir.path().join("codex.config.json");
-    // both task memory and the pipeline (whose MCP transcripts live in the state home) off
+    // task memory, the pipeline (whose MCP transcripts live in the state home) and the
+    // audit trail (one line per call under <home>/audit/) off
     std::fs::write(
         &cfg,
-        r#"{"memory":{"enabled":false},"memories":{"enabled":false}}"#,
+        r#"{"memory":{"enabled":false},"memories":{"enabled":false},"audit":{"enabled":false}}"#,
     )
     .unwrap();
     let user = tempfile::tempdir().unwrap();

@@ -94,6 +94,13 @@ pub async fn memory(core: State<'_, Arc<Core>>) -> Result<MemoryView, ApiError> 
     run(core, |s| s.memory()).await
 }
 #[tauri::command]
+pub async fn refusals(
+    core: State<'_, Arc<Core>>,
+    limit: Option<usize>,
+) -> Result<RefusalsView, ApiError> {
+    run(core, move |s| s.refusals(limit.unwrap_or(0))).await
+}
+#[tauri::command]
 pub async fn pipeline_run(core: State<'_, Arc<Core>>) -> Result<ActionResult, ApiError> {
     run(core, |s| s.pipeline_run_now()).await
 }

@@ -102,19 +102,36 @@ impl Core {
         self.server.status().url
     }
 
-    /// The bearer token to copy.
+    /// The MCP token to copy (for MCP clients; it does not open the web UI or `/api`).
     pub fn token(&self) -> codex_free_core::Result<String> {
-        Ok(
-            codex_free_server::mcp::auth::load_or_create_token(&self.home)?
-                .expose()
-                .to_string(),
-        )
+        Ok(codex_free_server::mcp::auth::load_or_create(
+            &self.home,
+            codex_free_server::mcp::auth::TokenKind::Mcp,
+        )?
+        .expose()
+        .to_string())
     }
 
-    /// The UI address with the token, for opening in a browser.
+    /// The admin token (web UI and `/api` over HTTP on loopback).
+    pub fn admin_token(&self) -> codex_free_core::Result<String> {
+        Ok(codex_free_server::mcp::auth::load_or_create(
+            &self.home,
+            codex_free_server::mcp::auth::TokenKind::Admin,
+        )?
+        .expose()
+        .to_string())
+    }
+
+    /// A one-time login link to open the web UI in a browser (valid 10 minutes, single
+    /// use), when the server is running.
     pub fn ui_url(&self) -> Option<String> {
         let addr = self.server.addr()?;
-        Some(format!("http://{addr}/?token={}", self.token().ok()?))
+        let code = codex_free_server::mcp::auth::issue_login_code(&self.home).ok()?;
+        let base = match addr.ip() {
+            std::net::IpAddr::V6(ip) if ip.is_loopback() => format!("http://[::1]:{}", addr.port()),
+            _ => format!("http://127.0.0.1:{}", addr.port()),
+        };
+        Some(codex_free_server::mcp::auth::login_link(&base, &code))
     }
 
     /// Run the pipeline now.
@@ -288,7 +305,7 @@ mod tests {
         let body =
             rt.block_on(async { reqwest::get(&health).await.unwrap().text().await.unwrap() });
         assert!(body.contains("\"ok\""), "{body}");
-        // the copied token opens /api; without it the API refuses
+        // the copied MCP token opens /mcp but not /api; the admin token opens /api
         let token = c.token().unwrap();
         assert_eq!(
             token,
@@ -296,22 +313,42 @@ mod tests {
                 .unwrap()
                 .trim()
         );
+        let admin = c.admin_token().unwrap();
+        assert_ne!(admin, token);
         let api = url.replace("/mcp", "/api/status");
-        let (with, without) = rt.block_on(async {
+        let (with_admin, with_mcp, without) = rt.block_on(async {
             let cl = reqwest::Client::new();
-            let a = cl
-                .get(&api)
-                .bearer_auth(&token)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16();
-            let b = cl.get(&api).send().await.unwrap().status().as_u16();
-            (a, b)
+            let code = |t: Option<&str>| {
+                let mut r = cl.get(&api);
+                if let Some(t) = t {
+                    r = r.bearer_auth(t);
+                }
+                async move { r.send().await.unwrap().status().as_u16() }
+            };
+            (
+                code(Some(&admin)).await,
+                code(Some(&token)).await,
+                code(None).await,
+            )
         });
-        assert_eq!((with, without), (200, 401));
-        assert!(c.ui_url().unwrap().contains(&format!("?token={token}")));
+        assert_eq!((with_admin, with_mcp, without), (200, 401, 401));
+        // the browser link is a one-time login link that sets the session cookie once
+        let link = c.ui_url().unwrap();
+        assert!(link.contains("/login?code=") && !link.contains(&admin) && !link.contains(&token));
+        let (first, second) = rt.block_on(async {
+            let cl = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap();
+            let a = cl.get(&link).send().await.unwrap();
+            let b = cl.get(&link).send().await.unwrap();
+            (
+                (a.status().as_u16(), a.headers().contains_key("set-cookie")),
+                b.status().as_u16(),
+            )
+        });
+        assert_eq!(first, (303, true));
+        assert_eq!(second, 401);
         // pipeline pause/resume flips the label
         assert_eq!(c.pause_label(), "Pause pipeline");
         assert!(c.toggle_pipeline().ok);

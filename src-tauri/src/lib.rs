@@ -150,6 +150,7 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
             commands::runs,
             commands::runs_csv,
             commands::memory,
+            commands::refusals,
             commands::pipeline_run,
             commands::pipeline_pause,
             commands::pipeline_resume,

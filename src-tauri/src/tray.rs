@@ -79,7 +79,8 @@ fn on_menu(app: &AppHandle, id: &str) {
             });
         }
         "copy_url" => copy(app, "MCP URL", core.mcp_url()),
-        "copy_token" => copy(app, "token", core.token().ok()),
+        "copy_token" => copy(app, "MCP token", core.token().ok()),
+        "copy_login" => copy(app, "one-time web UI login link", core.ui_url()),
         "run_pipeline" => {
             std::thread::spawn(move || {
                 let r = core.run_pipeline();
@@ -137,7 +138,14 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
         None::<&str>,
     )?;
     let copy_url = MenuItem::with_id(app, "copy_url", "Copy MCP URL", true, None::<&str>)?;
-    let copy_token = MenuItem::with_id(app, "copy_token", "Copy token", true, None::<&str>)?;
+    let copy_token = MenuItem::with_id(app, "copy_token", "Copy MCP token", true, None::<&str>)?;
+    let copy_login = MenuItem::with_id(
+        app,
+        "copy_login",
+        "Copy browser login link",
+        true,
+        None::<&str>,
+    )?;
     let run_pipeline =
         MenuItem::with_id(app, "run_pipeline", "Run pipeline now", true, None::<&str>)?;
     let toggle_pipeline = MenuItem::with_id(
@@ -166,6 +174,7 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
             &toggle_server,
             &copy_url,
             &copy_token,
+            &copy_login,
             &PredefinedMenuItem::separator(app)?,
             &run_pipeline,
             &toggle_pipeline,

@@ -140,12 +140,30 @@ pub async fn http_server(mut cmd: tokio::process::Command, home: &Path) -> HttpS
         .expect("banner line");
     let url = first.rsplit(' ').next().unwrap().to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{first}");
+    // The rest of the banner, up to "Press Ctrl-C" (holds the login link with --ui).
+    let mut banner = vec![first];
+    while !banner.last().unwrap().starts_with("Press Ctrl-C") {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("banner in time")
+            .unwrap()
+            .expect("banner line");
+        banner.push(line);
+    }
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let token = std::fs::read_to_string(home.join("server-token"))
-        .unwrap()
-        .trim()
-        .to_string();
-    HttpServer { child, url, token }
+    let read = |f: &str| {
+        std::fs::read_to_string(home.join(f))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    HttpServer {
+        child,
+        url,
+        token: read("server-token"),
+        admin: read("admin-token"),
+        banner,
+    }
 }
 
 /// A spawned HTTP server.
@@ -153,13 +171,26 @@ pub struct HttpServer {
     pub child: tokio::process::Child,
     /// `http://127.0.0.1:<port>/mcp`
     pub url: String,
+    /// The MCP token (opens /mcp only).
     pub token: String,
+    /// The admin token (opens the web UI and /api only).
+    pub admin: String,
+    /// The startup banner, line by line.
+    pub banner: Vec<String>,
 }
 
 impl HttpServer {
     /// `http://127.0.0.1:<port>`
     pub fn base(&self) -> String {
         self.url.trim_end_matches("/mcp").to_string()
+    }
+
+    /// The one-time login link of the banner (`serve --http --ui`).
+    pub fn login_link(&self) -> Option<String> {
+        self.banner
+            .iter()
+            .find_map(|l| l.trim().strip_prefix("web UI:"))
+            .map(|l| l.trim().to_string())
     }
 
     /// An rmcp client with the bearer token.

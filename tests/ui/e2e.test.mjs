@@ -1,7 +1,7 @@
 // Browser end-to-end tests of the web UI, driven by playwright-core with Debian's chromium,
 // against a running headless server (started by scripts/ui-e2e.sh, which passes):
-//   UI_URL          the UI address with the token (`http://127.0.0.1:P/?token=...`)
-//   MCP_URL         the MCP endpoint on the same port, MCP_TOKEN its bearer token
+//   UI_URL          the one-time login link the server printed (`http://127.0.0.1:P/login?code=...`)
+//   MCP_URL         the MCP endpoint on the same port, MCP_TOKEN its bearer token (MCP only)
 //   CODEX_FREE_HOME the server's state home; PROJECT_DIR the project it serves
 //   KEYRING         "secret-service" when the server uses a real Secret Service
 //   SEED_DAYS       days of demo usage rows the server was seeded with
@@ -58,6 +58,7 @@ before(async () => {
   // 4xx answers the tests provoke on purpose (422 for an invalid config) are logged by the
   // browser as failed resource loads; only script errors count.
   page.on("console", (m) => m.type() === "error" && !/Failed to load resource/.test(m.text()) && consoleErrors.push(m.text()));
+  // The login link sets the HttpOnly session cookie and redirects to the dashboard.
   await page.goto(UI_URL);
   await page.getByTestId("page-dashboard").waitFor();
 });
@@ -110,6 +111,42 @@ test("dashboard shows server, pipeline and spend", async () => {
   assert.match(await page.getByTestId("card-server").textContent(), /running/);
   assert.match(await page.getByTestId("server-url").textContent(), /\/mcp$/);
   await shot("dashboard");
+});
+
+test("the login link works once; the MCP token opens neither the UI nor /api", async () => {
+  const again = await fetch(UI_URL, { redirect: "manual" });
+  assert.equal(again.status, 401, "a used login link is refused");
+  const bearer = { Authorization: `Bearer ${env("MCP_TOKEN")}` };
+  assert.equal((await fetch(`${BASE}/api/status`, { headers: bearer })).status, 401);
+  assert.equal((await fetch(`${BASE}/`, { headers: bearer })).status, 401);
+  const put = await fetch(`${BASE}/api/config`, {
+    method: "PUT",
+    headers: { ...bearer, "Content-Type": "application/json" },
+    body: JSON.stringify({ exec: { mode: "unrestricted" } }),
+  });
+  assert.equal(put.status, 401);
+  assert.ok(!JSON.stringify(readConfig() ?? {}).includes("unrestricted"));
+  // The page's script cannot read the session cookie (HttpOnly) and holds no token.
+  assert.equal(await page.evaluate(() => document.cookie), "");
+  assert.equal(await page.evaluate(() => JSON.stringify(sessionStorage) + JSON.stringify(localStorage)).then((s) => s.includes(env("MCP_TOKEN"))), false);
+});
+
+test("a refused tool call shows up under Last refusals on the dashboard", async () => {
+  const s = {};
+  const init = await mcp(s, "initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "ui-e2e", version: "1" } }, 1);
+  s.version = init.result.protocolVersion;
+  await mcp(s, "notifications/initialized", {});
+  const r = await mcp(s, "tools/call", { name: "read_file", arguments: { path: "../../etc/passwd" } }, 2);
+  assert.equal(r.result.isError, true);
+  await go("dashboard");
+  await page.reload();
+  await page.getByTestId("page-dashboard").waitFor();
+  const item = page.getByTestId("refusal").first();
+  await item.waitFor();
+  assert.match(await item.textContent(), /read_file/);
+  assert.match(await item.textContent(), /path_outside_root/);
+  const audit = fs.readFileSync(path.join(HOME, "audit", "audit.jsonl"), "utf8");
+  assert.ok(!audit.includes("passwd"), "the audit trail holds no argument values");
 });
 
 test("invalid settings show inline errors and save nothing", async () => {

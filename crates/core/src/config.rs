@@ -1,7 +1,7 @@
 //! `codex.config.json`: the user's overrides over defaults kept in code.
 //!
 //! Blocks and key spellings follow the public Codex Free (seed 000 / product.md SRV-6,
-//! MEM-5) — camelCase: `output`, `command`, `exec`, `projectDoc`, `server`, `memory` — and
+//! MEM-5) — camelCase: `output`, `command`, `exec`, `projectDoc`, `server`, `memory`, `audit` — and
 //! Codex's memories (seed 003) — snake_case: `memories`. Every key is optional. Unknown keys
 //! produce warnings (never errors); a bad value fails with the key path, the value and the
 //! allowed range. The file holds only what differs from the defaults ([`Config::overrides`]).
@@ -36,6 +36,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// The background memory pipeline (seed 003, snake_case keys as there).
     pub memories: MemoriesConfig,
+    /// The audit trail of tool calls.
+    pub audit: AuditConfig,
 }
 
 /// `output` block: every budget a tool obeys. Defaults are the public Codex Free's.
@@ -156,6 +158,30 @@ impl Default for ServerConfig {
             port: 3000,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+/// `audit` block: one JSON line per MCP tool call under `<home>/audit/` (shapes and sizes,
+/// never contents), rotated by size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AuditConfig {
+    /// Write the trail. Default true.
+    pub enabled: bool,
+    /// Size at which `audit.jsonl` is rotated, bytes. Default 10 MiB (about 30 000 calls),
+    /// range 65536..=1073741824.
+    pub max_file_bytes: u64,
+    /// Rotated files kept besides the current one. Default 5, range 1..=100.
+    pub keep_files: usize,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_file_bytes: 10 << 20,
+            keep_files: 5,
         }
     }
 }
@@ -400,6 +426,14 @@ impl Config {
             256,
             1 << 20,
         );
+        range(
+            &mut e,
+            "audit.maxFileBytes",
+            self.audit.max_file_bytes,
+            1 << 16,
+            1 << 30,
+        );
+        range(&mut e, "audit.keepFiles", self.audit.keep_files, 1, 100);
         let m = &self.memories;
         if m.version != "v1" {
             e.push(format!(

@@ -1,5 +1,6 @@
 //! Codex Free's foundation: what every other crate shares and nothing else owns.
 //!
+//! - [`audit`]: the audit trail of tool calls (shapes and sizes, never contents).
 //! - [`error`]: the one [`Error`] type with its stable codes.
 //! - [`home`]: the state home (`~/.codex-free`, `CODEX_FREE_HOME`), locked atomic writes.
 //! - [`tokens`]: token counting (bytes / 4 estimate for budgets, `o200k_base` when exact).
@@ -11,6 +12,7 @@
 
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod config;
 pub mod error;
 pub mod home;

@@ -194,14 +194,14 @@ impl HttpHost {
             return Ok(a);
         }
         let server = CodexFree::new(self.opts.clone())?;
-        let token = mcp::auth::load_or_create_token(&self.opts.home)?;
+        let creds = mcp::http::Credentials::load(&self.opts.home)?;
         let extra = self
             .service
             .as_ref()
             .and_then(Weak::upgrade)
             .map(crate::api::http::router);
         let opts = mcp::http::HttpOptions { extra };
-        let inner = mcp::http::start(server, &self.host, self.port, token, opts).await?;
+        let inner = mcp::http::start(server, &self.host, self.port, creds, opts).await?;
         let addr = inner.addr;
         let mut guard = self.lock_running();
         if let Some(r) = guard.as_ref() {

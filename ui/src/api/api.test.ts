@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { ApiFailure, cleanFilter, inTauri, toFailure } from "./index";
-import { HttpApi, takeToken } from "./http";
+import { HttpApi } from "./http";
 import { TauriApi } from "./tauri";
 
 function res(status: number, body: unknown, text = false): Response {
@@ -18,34 +18,35 @@ describe("backend choice", () => {
 });
 
 describe("HTTP backend", () => {
-  it("sends the bearer token and JSON bodies to the right routes", async () => {
+  it("sends JSON bodies to the right routes with the session cookie, never a token header", async () => {
     const f = vi.fn(async () => res(200, { source: "keyring", hint: "…wxyz", env_var: "OPENAI_API_KEY" }));
-    const a = new HttpApi("http://h", "tok", f as unknown as typeof fetch);
+    const a = new HttpApi("http://h", f as unknown as typeof fetch);
     const ks = await a.setKey("open ai", "sk-1");
     expect(ks.hint).toBe("…wxyz");
     const [url, init] = f.mock.calls[0] as unknown as [string, RequestInit];
     expect(url).toBe("http://h/api/keys/open%20ai");
     expect(init.method).toBe("PUT");
-    expect((init.headers as Record<string, string>).Authorization).toBe("Bearer tok");
+    expect(init.credentials).toBe("same-origin");
+    expect((init.headers as Record<string, string>).Authorization).toBeUndefined();
     expect(JSON.parse(init.body as string)).toEqual({ key: "sk-1" });
   });
 
-  it("omits the header without a token (the UI cookie authorises)", async () => {
-    const f = vi.fn(async () => res(200, {}));
-    await new HttpApi("", "", f as unknown as typeof fetch).status();
-    const [, init] = f.mock.calls[0] as unknown as [string, RequestInit];
-    expect((init.headers as Record<string, string>).Authorization).toBeUndefined();
+  it("asks for the last refusals of the audit trail", async () => {
+    const f = vi.fn(async () => res(200, { enabled: true, file: "/h/audit/audit.jsonl", refusals: [] }));
+    const r = await new HttpApi("", f as unknown as typeof fetch).refusals(5);
+    expect(r.enabled).toBe(true);
+    expect((f.mock.calls[0] as unknown as [string])[0]).toBe("/api/audit/refusals?limit=5");
   });
 
   it("turns error bodies into ApiFailure with code and fields", async () => {
     const f = vi.fn(async () => res(400, { code: "invalid_argument", message: "provider \"x\" is unknown", fields: [] }));
-    const a = new HttpApi("", "t", f as unknown as typeof fetch);
+    const a = new HttpApi("", f as unknown as typeof fetch);
     await expect(a.setKey("x", "k")).rejects.toMatchObject({ code: "invalid_argument", status: 400 });
   });
 
   it("maps 401 to code unauthorized", async () => {
     const f = vi.fn(async () => res(401, { code: "unauthorized", message: "missing or wrong token" }));
-    const e = await new HttpApi("", "", f as unknown as typeof fetch).status().catch((x) => x);
+    const e = await new HttpApi("", f as unknown as typeof fetch).status().catch((x) => x);
     expect(e).toBeInstanceOf(ApiFailure);
     expect(e.code).toBe("unauthorized");
   });
@@ -53,14 +54,14 @@ describe("HTTP backend", () => {
   it("resolves a 422 config save with its field errors instead of throwing", async () => {
     const body = { saved: false, errors: [{ key: "output.maxFileLines", message: "0 is out of range" }], overrides: {} };
     const f = vi.fn(async () => res(422, body));
-    const r = await new HttpApi("", "t", f as unknown as typeof fetch).saveConfig({ output: { maxFileLines: 0 } });
+    const r = await new HttpApi("", f as unknown as typeof fetch).saveConfig({ output: { maxFileLines: 0 } });
     expect(r.saved).toBe(false);
     expect(r.errors[0].key).toBe("output.maxFileLines");
   });
 
   it("encodes run filters as a query without empty values", async () => {
     const f = vi.fn(async () => res(200, "time_utc\n", true));
-    const a = new HttpApi("", "t", f as unknown as typeof fetch);
+    const a = new HttpApi("", f as unknown as typeof fetch);
     await a.runsCsv({ since_ms: 5, until_ms: null, phase: "phase1", model: "", outcome: null });
     expect((f.mock.calls[0] as unknown as [string])[0]).toBe("/api/runs.csv?since_ms=5&phase=phase1");
     expect(cleanFilter({ since_ms: null, until_ms: 0, phase: "", model: null, outcome: "ok" })).toEqual({ until_ms: 0, outcome: "ok" });
@@ -70,27 +71,7 @@ describe("HTTP backend", () => {
     const f = vi.fn(async () => {
       throw new TypeError("Failed to fetch");
     });
-    await expect(new HttpApi("", "", f as unknown as typeof fetch).memory()).rejects.toMatchObject({ code: "network" });
-  });
-});
-
-describe("token pick-up", () => {
-  const store = () => {
-    const m = new Map<string, string>();
-    return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => void m.set(k, v) };
-  };
-  it("takes ?token= and removes it from the address", () => {
-    const s = store();
-    const replaceState = vi.fn();
-    expect(takeToken({ search: "?token=abc%2B1", hash: "", pathname: "/" }, s, { replaceState })).toBe("abc+1");
-    expect(replaceState).toHaveBeenCalledWith(null, "", "/#/");
-    expect(takeToken({ search: "", hash: "#/runs", pathname: "/" }, s)).toBe("abc+1");
-  });
-  it("takes #token= too", () => {
-    expect(takeToken({ search: "", hash: "#token=xyz", pathname: "/" }, store())).toBe("xyz");
-  });
-  it("returns empty without a token", () => {
-    expect(takeToken({ search: "?a=1", hash: "#/", pathname: "/" }, store())).toBe("");
+    await expect(new HttpApi("", f as unknown as typeof fetch).memory()).rejects.toMatchObject({ code: "network" });
   });
 });
 

@@ -1,5 +1,8 @@
-// HTTP backend: fetch to /api on the serving origin with the bearer token the user was
-// given as `/#token=...` (a URL fragment never reaches a server or its logs).
+// HTTP backend: fetch to /api on the serving origin. The browser is signed in by an
+// HttpOnly, SameSite=Strict session cookie that the server sets when the user opens the
+// one-time link `/login?code=...` printed by `codex-free serve --http --ui` (or
+// `codex-free token login`); the page never sees a token. The server accepts only its own
+// loopback origin, so the cookie cannot be used from another site or through a tunnel.
 
 import { ApiFailure, cleanFilter, toFailure } from "./index";
 import type { Api, ConfigPatch } from "./index";
@@ -11,35 +14,11 @@ import type {
   KeyStatus,
   MemoryView,
   ModelsView,
+  RefusalsView,
   RunFilter,
   RunsView,
   Status,
 } from "./types";
-
-const TOKEN_KEY = "codex-free-token";
-
-/**
- * Read the token from `?token=...` (how `codex-free serve --http --ui` prints the address;
- * the server also sets a same-site cookie from it) or `#token=...`, then remove it from the
- * address bar and history; else from session storage where a previous load put it.
- * Returns "" when there is none (the cookie alone may still authorise the calls).
- */
-export function takeToken(
-  loc: Pick<Location, "hash" | "pathname" | "search">,
-  store: Pick<Storage, "getItem" | "setItem">,
-  hist?: Pick<History, "replaceState">,
-): string {
-  const m = /(?:^[?#]|[?#&])token=([^&#]+)/.exec(loc.search) ?? /(?:^#|[#&])token=([^&]+)/.exec(loc.hash);
-  if (m) {
-    const token = decodeURIComponent(m[1]);
-    store.setItem(TOKEN_KEY, token);
-    const search = loc.search.replace(/([?&])token=[^&#]*&?/, "$1").replace(/[?&]$/, "");
-    const hash = /token=/.test(loc.hash) ? "#/" : loc.hash || "#/";
-    hist?.replaceState(null, "", loc.pathname + search + hash);
-    return token;
-  }
-  return store.getItem(TOKEN_KEY) ?? "";
-}
 
 type Fetch = typeof fetch;
 
@@ -47,13 +26,11 @@ export class HttpApi implements Api {
   readonly kind = "http" as const;
   constructor(
     private readonly base: string,
-    private readonly token: string,
     private readonly fetchImpl: Fetch = (...a) => fetch(...a),
   ) {}
 
   private async call<T>(method: string, path: string, body?: unknown, accept422 = false): Promise<T> {
     const headers: Record<string, string> = { Accept: "application/json" };
-    if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let res: Response;
     try {
@@ -101,13 +78,12 @@ export class HttpApi implements Api {
   }
   runs(filter: RunFilter) { return this.call<RunsView>("GET", `/api/runs${this.query(filter)}`); }
   async runsCsv(filter: RunFilter): Promise<string> {
-    const headers: Record<string, string> = {};
-    if (this.token) headers.Authorization = `Bearer ${this.token}`;
-    const res = await this.fetchImpl(`${this.base}/api/runs.csv${this.query(filter)}`, { headers });
+    const res = await this.fetchImpl(`${this.base}/api/runs.csv${this.query(filter)}`, { credentials: "same-origin" });
     if (!res.ok) throw toFailure(await res.json().catch(() => ({ code: "http", message: res.statusText })), res.status);
     return res.text();
   }
   memory() { return this.call<MemoryView>("GET", "/api/memory"); }
+  refusals(limit = 20) { return this.call<RefusalsView>("GET", `/api/audit/refusals?limit=${limit}`); }
   pipelineRun() { return this.call<ActionResult>("POST", "/api/pipeline/run"); }
   pipelinePause() { return this.call<ActionResult>("POST", "/api/pipeline/pause"); }
   pipelineResume() { return this.call<ActionResult>("POST", "/api/pipeline/resume"); }

@@ -13,6 +13,7 @@ import type {
   KeyStatus,
   MemoryView,
   ModelsView,
+  RefusalsView,
   RunFilter,
   RunsView,
   Status,
@@ -39,6 +40,8 @@ export interface Api {
   runs(filter: RunFilter): Promise<RunsView>;
   runsCsv(filter: RunFilter): Promise<string>;
   memory(): Promise<MemoryView>;
+  /** The newest failed or refused tool calls of the audit trail. */
+  refusals(limit?: number): Promise<RefusalsView>;
   pipelineRun(): Promise<ActionResult>;
   pipelinePause(): Promise<ActionResult>;
   pipelineResume(): Promise<ActionResult>;
@@ -97,8 +100,8 @@ export async function api(): Promise<Api> {
     const { TauriApi } = await import("./tauri");
     current = new TauriApi();
   } else {
-    const { HttpApi, takeToken } = await import("./http");
-    current = new HttpApi(location.origin, takeToken(location, sessionStorage, history));
+    const { HttpApi } = await import("./http");
+    current = new HttpApi(location.origin);
   }
   return current;
 }

@@ -12,6 +12,7 @@ import type {
   KeyStatus,
   MemoryView,
   ModelsView,
+  RefusalsView,
   RunFilter,
   RunsView,
   Status,
@@ -42,6 +43,7 @@ export class TauriApi implements Api {
   runs(filter: RunFilter) { return this.call<RunsView>("runs", { filter: cleanFilter(filter) }); }
   runsCsv(filter: RunFilter) { return this.call<string>("runs_csv", { filter: cleanFilter(filter) }); }
   memory() { return this.call<MemoryView>("memory"); }
+  refusals(limit = 20) { return this.call<RefusalsView>("refusals", { limit }); }
   pipelineRun() { return this.call<ActionResult>("pipeline_run"); }
   pipelinePause() { return this.call<ActionResult>("pipeline_pause"); }
   pipelineResume() { return this.call<ActionResult>("pipeline_resume"); }

@@ -5,7 +5,7 @@ export function ErrorBox({ error }: { error: ApiFailure | null }) {
   if (!error) return null;
   const hint =
     error.code === "unauthorized"
-      ? " — open the address printed by `codex-free serve --http --ui` (it carries the token)."
+      ? " — open the one-time login link printed by `codex-free serve --http --ui` (or run `codex-free token login` for a new one)."
       : "";
   return (
     <div class="alert error" role="alert" data-testid="error">

@@ -9,12 +9,16 @@ const REFRESH_MS = 5000;
 
 export function Dashboard() {
   const { data: s, error, reload } = useLoad((a) => a.status());
+  const { data: audit, error: auditErr, reload: reloadAudit } = useLoad((a) => a.refusals(10));
   const [msg, setMsg] = useState<ActionResult | null>(null);
   const [actErr, setActErr] = useState<ApiFailure | null>(null);
   useEffect(() => {
-    const t = setInterval(() => void reload(), REFRESH_MS);
+    const t = setInterval(() => {
+      void reload();
+      void reloadAudit();
+    }, REFRESH_MS);
     return () => clearInterval(t);
-  }, [reload]);
+  }, [reload, reloadAudit]);
 
   const act = (f: (a: Api) => Promise<ActionResult>) => async () => {
     try {
@@ -114,6 +118,32 @@ export function Dashboard() {
               </li>
             ))}
           </ul>
+        )}
+      </Card>
+      <Card title="Last refusals" testid="card-refusals">
+        {auditErr ? (
+          <ErrorBox error={auditErr} />
+        ) : !audit ? (
+          <p class="muted">Loading…</p>
+        ) : (
+          <>
+            {!audit.enabled && <p class="error-text">The audit trail is off (audit.enabled is false): no new calls are recorded.</p>}
+            {audit.refusals.length === 0 ? (
+              <p class="muted">No refused or failed tool calls.</p>
+            ) : (
+              <ul class="errors" data-testid="refusal-list">
+                {audit.refusals.map((r) => (
+                  <li data-testid="refusal">
+                    <span class="muted">{formatTime(r.time_ms)}</span> <Badge kind="error">{r.code}</Badge>{" "}
+                    <code>{r.tool}</code> <span class="muted small">{r.conversation}</span>
+                  </li>
+                ))}
+              </ul>
+            )}
+            <p class="muted small">
+              From <code>{audit.file}</code> (one line per tool call: argument shapes and sizes, never contents).
+            </p>
+          </>
         )}
       </Card>
       <p class="muted small">

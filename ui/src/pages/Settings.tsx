@@ -14,6 +14,7 @@ const BLOCKS: { id: string; title: string; about: string }[] = [
   { id: "command", title: "Command timeouts", about: "Timeouts of exec_command." },
   { id: "projectDoc", title: "Project doc", about: "How much AGENTS.md is delivered." },
   { id: "server", title: "Server", about: "HTTP transport (takes effect at the next server start)." },
+  { id: "audit", title: "Audit", about: "One line per tool call (tool, argument shapes and sizes, result size, error code; never contents)." },
 ];
 
 function fmtDefault(f: ConfigField): string {

@@ -52,7 +52,7 @@ pub enum FieldKind {
 /// One editable setting as the Settings page shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ConfigField {
-    /// Block name (`output`, `memory`, `memories`, `exec`, `server`, `command`, `projectDoc`).
+    /// Block name (`output`, `memory`, `memories`, `exec`, `server`, `command`, `projectDoc`, `audit`).
     pub block: String,
     /// Dotted key path, e.g. `output.maxFileLines`.
     pub key: String,
@@ -405,6 +405,35 @@ pub struct UsageTotals {
     pub unpriced_requests: u32,
     /// Failed requests.
     pub failed_requests: u32,
+}
+
+/// One failed or refused MCP tool call, from the audit trail. Carries no argument value
+/// and no error message (messages can quote file contents): only the stable code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AuditRefusal {
+    /// When the call started (Unix ms).
+    #[ts(type = "number")]
+    pub time_ms: i64,
+    /// Tool name.
+    pub tool: String,
+    /// Error code, e.g. `refused`, `path_outside_root`, `unknown_tool`.
+    pub code: String,
+    /// Hashed conversation key (`conv-…`) or the MCP handler's instance id.
+    pub conversation: String,
+    /// Wall time of the call, milliseconds.
+    #[ts(type = "number")]
+    pub duration_ms: u64,
+}
+
+/// The dashboard's "Last refusals": the newest failed tool calls of the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RefusalsView {
+    /// `audit.enabled`: false means no new lines are written.
+    pub enabled: bool,
+    /// The current audit file (`<home>/audit/audit.jsonl`).
+    pub file: String,
+    /// Newest first.
+    pub refusals: Vec<AuditRefusal>,
 }
 
 /// Filter of the Runs & costs page. Every field is optional; empty strings mean "any".

@@ -13,17 +13,20 @@
 //! | GET | `/api/runs` | [`RunFilter`] as query | [`RunsView`] |
 //! | GET | `/api/runs.csv` | [`RunFilter`] as query | `text/csv` attachment |
 //! | GET | `/api/memory` | | [`MemoryView`] |
+//! | GET | `/api/audit/refusals` | `?limit=N` (1..=200, default 20) | [`RefusalsView`] |
 //! | POST | `/api/pipeline/{run,pause,resume}` | | [`ActionResult`] |
 //! | POST | `/api/server/{start,stop}` | | [`ActionResult`] |
 //!
 //! Failures answer [`ApiError`] JSON with a status from the error code (400 bad argument,
 //! 404 not found, 409 busy, 503 secrets store unreachable, 500 otherwise).
 //!
-//! Auth is not done here: the server mounting [`api_router`] puts it behind its bearer
-//! token and `Origin`/`Host` checks (same port as `/mcp`). [`ui_router`] serves only the
-//! built UI files (`ui/dist`, embedded in release builds, read from disk in debug builds),
-//! which hold no secrets, so a browser can load the page and then send the token it was
-//! given in the URL fragment (`/#token=...`, never sent to a server) with each API call.
+//! Auth is not done here: [`crate::mcp::http`] mounts these routes behind the admin
+//! credential (the admin token as a bearer header, or the HttpOnly session cookie that
+//! `/login?code=<one-time code>` sets), on loopback `Host` values only, with an `Origin`
+//! check on every state change; the MCP token does not open them. [`ui_router`] serves the
+//! built UI files (`ui/dist`, embedded in release builds, read from disk in debug builds)
+//! behind the same check; the page itself holds no token and its `fetch` calls ride on
+//! the session cookie. [`api_routes`] lists every route, for tests.
 //!
 //! Invariant: handlers run service calls on a blocking thread (`spawn_blocking`), never on
 //! the async workers; no handler logs a request body (it may hold a key).
@@ -33,7 +36,7 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 use serde_json::Value;
@@ -88,101 +91,158 @@ async fn json<T: Serialize + Send + 'static>(
     blocking(f).await.map(Json)
 }
 
-/// The JSON API routes (mount behind the server's auth).
+/// One `/api` route: its method and path pattern (`{provider}` is a path parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiRoute {
+    /// `GET`, `POST`, `PUT` or `DELETE`.
+    pub method: &'static str,
+    /// Path pattern, e.g. `/api/keys/{provider}`.
+    pub path: &'static str,
+}
+
+/// Builds the router and the list of its routes from the same calls, so the list (used
+/// by the access-control tests) cannot miss a route.
+struct Table {
+    router: Router<Svc>,
+    routes: Vec<ApiRoute>,
+}
+
+macro_rules! verb {
+    ($name:ident, $method:literal, $axum:ident) => {
+        fn $name<H, T>(mut self, path: &'static str, h: H) -> Self
+        where
+            H: axum::handler::Handler<T, Svc>,
+            T: 'static,
+        {
+            self.router = self.router.route(path, axum::routing::$axum(h));
+            self.routes.push(ApiRoute {
+                method: $method,
+                path,
+            });
+            self
+        }
+    };
+}
+
+impl Table {
+    verb!(get, "GET", get);
+    verb!(post, "POST", post);
+    verb!(put, "PUT", put);
+    verb!(delete, "DELETE", delete);
+}
+
+fn table() -> Table {
+    Table {
+        router: Router::new(),
+        routes: Vec::new(),
+    }
+    .get("/api/status", |State(s): State<Svc>| {
+        json(move || s.status())
+    })
+    .get("/api/config", |State(s): State<Svc>| {
+        json(move || s.get_config())
+    })
+    .put(
+        "/api/config",
+        |State(s): State<Svc>, Json(patch): Json<Value>| async move {
+            let r = blocking(move || s.save_config(&patch)).await?;
+            let code = if r.saved {
+                StatusCode::OK
+            } else {
+                StatusCode::UNPROCESSABLE_ENTITY
+            };
+            Ok::<_, Fail>((code, Json(r)))
+        },
+    )
+    .post(
+        "/api/config/validate",
+        |State(s): State<Svc>, Json(patch): Json<Value>| {
+            json(move || Ok(s.validate_config(&patch)))
+        },
+    )
+    .get("/api/models", |State(s): State<Svc>| {
+        json(move || s.models())
+    })
+    .put(
+        "/api/keys/{provider}",
+        |State(s): State<Svc>, Path(p): Path<String>, Json(body): Json<SetKeyRequest>| {
+            json(move || s.set_key(&p, &body.key))
+        },
+    )
+    .delete(
+        "/api/keys/{provider}",
+        |State(s): State<Svc>, Path(p): Path<String>| json(move || s.delete_key(&p)),
+    )
+    .post(
+        "/api/keys/{provider}/test",
+        |State(s): State<Svc>, Path(p): Path<String>| json(move || s.test_connection(&p)),
+    )
+    .get(
+        "/api/runs",
+        |State(s): State<Svc>, Query(f): Query<RunFilter>| json(move || s.runs(&f)),
+    )
+    .get(
+        "/api/runs.csv",
+        |State(s): State<Svc>, Query(f): Query<RunFilter>| async move {
+            let text = blocking(move || s.runs_csv(&f)).await?;
+            Ok::<_, Fail>((
+                [
+                    (
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/csv; charset=utf-8"),
+                    ),
+                    (
+                        header::CONTENT_DISPOSITION,
+                        HeaderValue::from_static("attachment; filename=\"codex-free-usage.csv\""),
+                    ),
+                ],
+                text,
+            ))
+        },
+    )
+    .get("/api/memory", |State(s): State<Svc>| {
+        json(move || s.memory())
+    })
+    .get(
+        "/api/audit/refusals",
+        |State(s): State<Svc>, Query(q): Query<RefusalsQuery>| {
+            json(move || s.refusals(q.limit.unwrap_or(0)))
+        },
+    )
+    .post("/api/pipeline/run", |State(s): State<Svc>| {
+        json(move || s.pipeline_run_now())
+    })
+    .post("/api/pipeline/pause", |State(s): State<Svc>| {
+        json(move || s.pipeline_pause(true))
+    })
+    .post("/api/pipeline/resume", |State(s): State<Svc>| {
+        json(move || s.pipeline_pause(false))
+    })
+    .post("/api/server/start", |State(s): State<Svc>| {
+        json(move || s.server_start())
+    })
+    .post("/api/server/stop", |State(s): State<Svc>| {
+        json(move || s.server_stop())
+    })
+}
+
+/// Query of `GET /api/audit/refusals`.
+#[derive(Debug, Default, serde::Deserialize)]
+struct RefusalsQuery {
+    /// How many (1..=200, default 20).
+    limit: Option<usize>,
+}
+
+/// Every route of [`api_router`] (not its catch-all 404), in registration order.
+pub fn api_routes() -> Vec<ApiRoute> {
+    table().routes
+}
+
+/// The JSON API routes. Mount them only behind the admin check of
+/// [`crate::mcp::http`] (the routes themselves authenticate nothing).
 pub fn api_router(service: Svc) -> Router {
-    Router::new()
-        .route(
-            "/api/status",
-            get(|State(s): State<Svc>| json(move || s.status())),
-        )
-        .route(
-            "/api/config",
-            get(|State(s): State<Svc>| json(move || s.get_config())).put(
-                |State(s): State<Svc>, Json(patch): Json<Value>| async move {
-                    let r = blocking(move || s.save_config(&patch)).await?;
-                    let code = if r.saved {
-                        StatusCode::OK
-                    } else {
-                        StatusCode::UNPROCESSABLE_ENTITY
-                    };
-                    Ok::<_, Fail>((code, Json(r)))
-                },
-            ),
-        )
-        .route(
-            "/api/config/validate",
-            post(|State(s): State<Svc>, Json(patch): Json<Value>| {
-                json(move || Ok(s.validate_config(&patch)))
-            }),
-        )
-        .route(
-            "/api/models",
-            get(|State(s): State<Svc>| json(move || s.models())),
-        )
-        .route(
-            "/api/keys/{provider}",
-            put(
-                |State(s): State<Svc>, Path(p): Path<String>, Json(body): Json<SetKeyRequest>| {
-                    json(move || s.set_key(&p, &body.key))
-                },
-            )
-            .delete(|State(s): State<Svc>, Path(p): Path<String>| json(move || s.delete_key(&p))),
-        )
-        .route(
-            "/api/keys/{provider}/test",
-            post(|State(s): State<Svc>, Path(p): Path<String>| json(move || s.test_connection(&p))),
-        )
-        .route(
-            "/api/runs",
-            get(|State(s): State<Svc>, Query(f): Query<RunFilter>| json(move || s.runs(&f))),
-        )
-        .route(
-            "/api/runs.csv",
-            get(
-                |State(s): State<Svc>, Query(f): Query<RunFilter>| async move {
-                    let text = blocking(move || s.runs_csv(&f)).await?;
-                    Ok::<_, Fail>((
-                        [
-                            (
-                                header::CONTENT_TYPE,
-                                HeaderValue::from_static("text/csv; charset=utf-8"),
-                            ),
-                            (
-                                header::CONTENT_DISPOSITION,
-                                HeaderValue::from_static(
-                                    "attachment; filename=\"codex-free-usage.csv\"",
-                                ),
-                            ),
-                        ],
-                        text,
-                    ))
-                },
-            ),
-        )
-        .route(
-            "/api/memory",
-            get(|State(s): State<Svc>| json(move || s.memory())),
-        )
-        .route(
-            "/api/pipeline/run",
-            post(|State(s): State<Svc>| json(move || s.pipeline_run_now())),
-        )
-        .route(
-            "/api/pipeline/pause",
-            post(|State(s): State<Svc>| json(move || s.pipeline_pause(true))),
-        )
-        .route(
-            "/api/pipeline/resume",
-            post(|State(s): State<Svc>| json(move || s.pipeline_pause(false))),
-        )
-        .route(
-            "/api/server/start",
-            post(|State(s): State<Svc>| json(move || s.server_start())),
-        )
-        .route(
-            "/api/server/stop",
-            post(|State(s): State<Svc>| json(move || s.server_stop())),
-        )
+    table()
+        .router
         .route(
             "/api/{*rest}",
             axum::routing::any(|Path(rest): Path<String>| async move {
@@ -361,5 +421,35 @@ mod tests {
             .unwrap();
         let a: ActionResult = r.json().await.unwrap();
         assert!(a.ok);
+    }
+
+    /// The route list is the router: each listed (method, path) is served (not the
+    /// catch-all 404, not 405), and each listed path answers 405 to the methods not listed.
+    #[tokio::test]
+    async fn route_list_matches_the_router() {
+        let (_d, url, _store) = serve().await;
+        let c = reqwest::Client::new();
+        let routes = api_routes();
+        assert!(routes.len() >= 17, "{routes:?}");
+        for r in &routes {
+            let path = r.path.replace("{provider}", "nobody");
+            for m in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
+                let listed = routes.iter().any(|x| x.path == r.path && x.method == m);
+                let resp = c
+                    .request(m.parse().unwrap(), format!("{url}{path}"))
+                    .json(&json!({}))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = resp.status().as_u16();
+                let body = resp.text().await.unwrap_or_default();
+                let catch_all = body.contains("no API route");
+                if listed {
+                    assert!(status != 405 && !catch_all, "{m} {path}: {status} {body}");
+                } else {
+                    assert_eq!(status, 405, "{m} {path} is not listed but answers {status}");
+                }
+            }
+        }
     }
 }

@@ -472,6 +472,32 @@ impl ApiService {
         Ok(memview::view(&self.home, &cfg))
     }
 
+    // ---- audit -----------------------------------------------------------------------
+
+    /// The newest `limit` (1..=200, default 20 when 0) failed or refused tool calls of the
+    /// audit trail, newest first. Errors: an audit file exists but cannot be read.
+    pub fn refusals(&self, limit: usize) -> Result<RefusalsView> {
+        let (cfg, _) = self.current_config();
+        let limit = if limit == 0 { 20 } else { limit.min(200) };
+        let log = codex_free_core::audit::AuditLog::new(&self.home);
+        let refusals = log
+            .last_errors(limit)?
+            .into_iter()
+            .map(|e| AuditRefusal {
+                time_ms: e.time_ms,
+                tool: e.tool,
+                code: e.error.unwrap_or_default(),
+                conversation: e.conversation,
+                duration_ms: e.duration_ms,
+            })
+            .collect();
+        Ok(RefusalsView {
+            enabled: cfg.audit.enabled,
+            file: log.path().display().to_string(),
+            refusals,
+        })
+    }
+
     // ---- control ---------------------------------------------------------------------
 
     /// Run the pipeline now.
@@ -688,6 +714,7 @@ mod tests {
         ActionResult::export_all(&cfg).unwrap();
         SetKeyRequest::export_all(&cfg).unwrap();
         ApiError::export_all(&cfg).unwrap();
+        RefusalsView::export_all(&cfg).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -198,6 +198,24 @@ const SPECS: &[Spec] = &[
         "Extra Host values accepted besides loopback.",
     ),
     boolean(
+        "audit.enabled",
+        "Write one line per tool call (shapes and sizes, never contents) under audit/ in the state home.",
+    ),
+    int(
+        "audit.maxFileBytes",
+        "bytes",
+        65_536.0,
+        1_073_741_824.0,
+        "Size at which the audit file is rotated.",
+    ),
+    int(
+        "audit.keepFiles",
+        "files",
+        1.0,
+        100.0,
+        "Rotated audit files kept.",
+    ),
+    boolean(
         "memory.enabled",
         "Keep task notes and plans between conversations.",
     ),

@@ -1,29 +1,77 @@
-//! HTTP access control for the local server (SRV-1): a bearer token generated on first
-//! start and kept in `<home>/server-token` (mode 0600; it moves to the OS keyring with the
-//! desktop app), accepted as `Authorization: Bearer <token>`, as the secret path segment
-//! `/mcp/<token>` (for clients that cannot send headers, e.g. ChatGPT connectors with "No
-//! authentication" behind a tunnel), or as the UI cookie set by `/?token=<token>`.
-//! Foreign `Host` and `Origin` headers are refused (DNS rebinding). Comparisons are
-//! constant-time; the token is never logged.
+//! HTTP access control for the local server. Two credentials that never open each other's
+//! doors:
 //!
-//! Invariant: every route except `/health` passes [`check_request`].
+//! - **The MCP token** (`<home>/server-token`, 0600) opens `/mcp` only: as
+//!   `Authorization: Bearer <token>` or as the secret path `/mcp/<token>` (for clients that
+//!   cannot send headers, e.g. ChatGPT connectors behind a tunnel). It is what users paste
+//!   into clients, so it must not be able to reconfigure the machine.
+//! - **The admin credential** opens the web UI and `/api` only, and only on a loopback
+//!   `Host` (never a `server.allowedHosts` tunnel name, never through a proxy that adds
+//!   forwarding headers): the admin token (`<home>/admin-token`, 0600) as a bearer header,
+//!   or a browser session cookie (HttpOnly, SameSite=Strict) that `/login?code=<code>` sets
+//!   from a one-time login code ([`issue_login_code`]; 10 minutes, single use, stored
+//!   hashed in `<home>/login-codes.json`). A cookie-authenticated state change (POST, PUT,
+//!   DELETE, PATCH) must carry an `Origin` equal to the server's own loopback origin; any
+//!   `Origin` that is present must be that one.
+//!
+//! Foreign `Host` and `Origin` headers are refused (DNS rebinding). Token comparisons are
+//! constant-time; tokens are never logged. Token files are re-read when they change, so
+//! `codex-free token rotate [--admin]` takes effect on a running server.
+//!
+//! Invariant: every route except `/health` and `/login` passes [`check_mcp`] or
+//! [`check_admin`], and no token is accepted by the other check.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine;
 use rand::RngCore;
+use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::error::IoContext;
 
-/// File under the state home that holds the server token.
+/// File under the state home that holds the MCP token.
 pub const TOKEN_FILE: &str = "server-token";
-/// Cookie the web UI uses after `/?token=...`.
-pub const COOKIE: &str = "codex_free_token";
+/// File under the state home that holds the admin token (web UI and `/api`).
+pub const ADMIN_TOKEN_FILE: &str = "admin-token";
+/// File under the state home that holds pending one-time login codes (hashed).
+pub const LOGIN_CODES_FILE: &str = "login-codes.json";
+/// Lifetime of a login code: long enough to copy a link from a terminal, short enough
+/// that a link left in scrollback is dead.
+pub const LOGIN_CODE_TTL: Duration = Duration::from_secs(600);
+/// Lifetime of a browser session set by `/login` (one working day; the server forgets
+/// sessions when it stops, and rotating the admin token ends them at once).
+pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+/// Pending login codes kept at most (the oldest are dropped).
+const MAX_LOGIN_CODES: usize = 16;
+/// Live browser sessions kept at most per server (the oldest are dropped).
+const MAX_SESSIONS: usize = 64;
 
-/// The server's bearer token. No `Debug`/`Display`: it cannot reach a log by accident.
+/// Which credential a token file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    /// Opens `/mcp` (header or secret path).
+    Mcp,
+    /// Opens the web UI and `/api` on loopback.
+    Admin,
+}
+
+impl TokenKind {
+    /// The file name under the state home.
+    pub fn file(self) -> &'static str {
+        match self {
+            TokenKind::Mcp => TOKEN_FILE,
+            TokenKind::Admin => ADMIN_TOKEN_FILE,
+        }
+    }
+}
+
+/// A bearer token. No `Debug`/`Display`: it cannot reach a log by accident.
 #[derive(Clone)]
 pub struct Token(String);
 
@@ -44,15 +92,15 @@ impl Token {
     }
 }
 
-/// Path of the token file.
-pub fn token_path(home: &Path) -> PathBuf {
-    home.join(TOKEN_FILE)
+/// Path of a token file.
+pub fn token_path(home: &Path, kind: TokenKind) -> PathBuf {
+    home.join(kind.file())
 }
 
-/// Load the token, generating 32 random bytes (base64url, 43 chars) on first start.
-/// Written atomically with mode 0600. Errors: unreadable file.
-pub fn load_or_create_token(home: &Path) -> Result<Token> {
-    let path = token_path(home);
+/// Load a token, generating 32 random bytes (base64url, 43 chars) on first use. Written
+/// atomically with mode 0600. Errors: unreadable file.
+pub fn load_or_create(home: &Path, kind: TokenKind) -> Result<Token> {
+    let path = token_path(home, kind);
     codex_free_core::home::with_lock(&path, || {
         match std::fs::read_to_string(&path) {
             Ok(s) if s.trim().len() >= 32 => return Ok(Token(s.trim().to_owned())),
@@ -66,9 +114,10 @@ pub fn load_or_create_token(home: &Path) -> Result<Token> {
     })
 }
 
-/// Replace the token with a new random one (`codex-free token rotate`).
-pub fn rotate_token(home: &Path) -> Result<Token> {
-    let path = token_path(home);
+/// Replace one token with a new random one (`codex-free token rotate [--admin]`); the
+/// other token file is not touched. Errors: the file cannot be written.
+pub fn rotate(home: &Path, kind: TokenKind) -> Result<Token> {
+    let path = token_path(home, kind);
     let t = generate();
     codex_free_core::home::with_lock(&path, || write_private(&path, &t))?;
     Ok(Token(t))
@@ -87,7 +136,215 @@ fn generate() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// Hosts and origins accepted besides loopback.
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// A token backed by its file and re-read when the file's mtime or size changes (one
+/// `stat` per request), so a rotation applies to the running server. A file that vanishes
+/// or becomes unreadable keeps the last token.
+pub struct LiveToken {
+    path: Option<PathBuf>,
+    state: RwLock<(Option<(SystemTime, u64)>, Token)>,
+}
+
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+impl LiveToken {
+    /// Load (creating on first use) the `kind` token of `home`. Errors: as [`load_or_create`].
+    pub fn load(home: &Path, kind: TokenKind) -> Result<Self> {
+        let token = load_or_create(home, kind)?;
+        let path = token_path(home, kind);
+        Ok(Self {
+            state: RwLock::new((stamp(&path), token)),
+            path: Some(path),
+        })
+    }
+
+    /// A token that never changes (tests).
+    pub fn fixed(token: Token) -> Self {
+        Self {
+            path: None,
+            state: RwLock::new((None, token)),
+        }
+    }
+
+    /// The current token.
+    pub fn get(&self) -> Token {
+        let Some(path) = &self.path else {
+            return self
+                .state
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .1
+                .clone();
+        };
+        let now = stamp(path);
+        {
+            let s = self.state.read().unwrap_or_else(|p| p.into_inner());
+            if s.0 == now || now.is_none() {
+                return s.1.clone();
+            }
+        }
+        let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.trim().len() >= 32
+        {
+            s.1 = Token(text.trim().to_owned());
+        }
+        s.0 = now;
+        s.1.clone()
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct LoginCodes {
+    /// Pending codes: SHA-256 hex of the code and expiry (Unix ms).
+    codes: Vec<PendingCode>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct PendingCode {
+    sha256: String,
+    expires_ms: i64,
+}
+
+fn codes_path(home: &Path) -> PathBuf {
+    home.join(LOGIN_CODES_FILE)
+}
+
+fn read_codes(path: &Path) -> LoginCodes {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+fn write_codes(path: &Path, c: &LoginCodes) -> Result<()> {
+    let text = serde_json::to_string(c)
+        .map_err(|e| Error::InvalidArgument(format!("login codes do not serialise: {e}")))?;
+    codex_free_core::home::write_atomic_private_unlocked(path, text.as_bytes())
+}
+
+/// Issue a one-time login code for the web UI (valid [`LOGIN_CODE_TTL`], redeemable once
+/// by any server process on this state home). Only its SHA-256 is stored. Errors: the
+/// codes file cannot be written.
+pub fn issue_login_code(home: &Path) -> Result<String> {
+    let code = generate();
+    let path = codes_path(home);
+    codex_free_core::home::with_lock(&path, || {
+        let mut c = read_codes(&path);
+        let now = now_ms();
+        c.codes.retain(|p| p.expires_ms > now);
+        c.codes.push(PendingCode {
+            sha256: codex_free_core::home::sha256_hex(code.as_bytes()),
+            expires_ms: now + LOGIN_CODE_TTL.as_millis() as i64,
+        });
+        let excess = c.codes.len().saturating_sub(MAX_LOGIN_CODES);
+        c.codes.drain(..excess);
+        write_codes(&path, &c)
+    })?;
+    Ok(code)
+}
+
+/// Redeem a login code: true (and the code is gone) when it was pending and unexpired.
+/// Errors: the codes file cannot be rewritten.
+pub fn redeem_login_code(home: &Path, code: &str) -> Result<bool> {
+    let path = codes_path(home);
+    if !path.exists() {
+        return Ok(false);
+    }
+    let want = codex_free_core::home::sha256_hex(code.as_bytes());
+    codex_free_core::home::with_lock(&path, || {
+        let mut c = read_codes(&path);
+        let now = now_ms();
+        let before = c.codes.len();
+        let mut hit = false;
+        c.codes.retain(|p| {
+            if bool::from(p.sha256.as_bytes().ct_eq(want.as_bytes())) {
+                hit = p.expires_ms > now;
+                return false;
+            }
+            p.expires_ms > now
+        });
+        if c.codes.len() != before {
+            write_codes(&path, &c)?;
+        }
+        Ok(hit)
+    })
+}
+
+/// The login link for a server at `base` (`http://127.0.0.1:3000`).
+pub fn login_link(base: &str, code: &str) -> String {
+    format!("{}/login?code={code}", base.trim_end_matches('/'))
+}
+
+/// Browser sessions of one running server: random ids (only their SHA-256 is kept) with
+/// an expiry. Bound to the admin token they were created under: when the admin token
+/// changes, every session ends.
+#[derive(Default)]
+pub struct Sessions {
+    inner: Mutex<SessionMap>,
+}
+
+#[derive(Default)]
+struct SessionMap {
+    /// SHA-256 of the admin token the sessions belong to.
+    admin: String,
+    by_hash: HashMap<String, Instant>,
+}
+
+impl Sessions {
+    fn sync(m: &mut SessionMap, admin: &Token) {
+        let fp = codex_free_core::home::sha256_hex(admin.expose().as_bytes());
+        if m.admin != fp {
+            m.by_hash.clear();
+            m.admin = fp;
+        }
+    }
+
+    /// Start a session under `admin`; returns the cookie value.
+    pub fn create(&self, admin: &Token) -> String {
+        let id = generate();
+        let mut m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        Self::sync(&mut m, admin);
+        let now = Instant::now();
+        m.by_hash.retain(|_, exp| *exp > now);
+        if m.by_hash.len() >= MAX_SESSIONS
+            && let Some(oldest) = m
+                .by_hash
+                .iter()
+                .min_by_key(|(_, e)| **e)
+                .map(|(k, _)| k.clone())
+        {
+            m.by_hash.remove(&oldest);
+        }
+        m.by_hash.insert(
+            codex_free_core::home::sha256_hex(id.as_bytes()),
+            now + SESSION_TTL,
+        );
+        id
+    }
+
+    /// Is `id` a live session under the current `admin` token?
+    pub fn valid(&self, admin: &Token, id: &str) -> bool {
+        let mut m = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        Self::sync(&mut m, admin);
+        let h = codex_free_core::home::sha256_hex(id.as_bytes());
+        m.by_hash.get(&h).is_some_and(|exp| *exp > Instant::now())
+    }
+}
+
+/// Name of the session cookie for a server on `port`. Browsers scope cookies by host, not
+/// port, so two servers on one machine would otherwise overwrite each other's session.
+pub fn session_cookie_name(port: u16) -> String {
+    format!("codex_free_admin_{port}")
+}
+
+/// Hosts and origins accepted for `/mcp` besides loopback.
 #[derive(Debug, Clone, Default)]
 pub struct Allowed {
     /// Extra `Host` values (`name` or `name:port`), from `server.allowedHosts`.
@@ -117,7 +374,22 @@ fn is_loopback_host(h: &str) -> bool {
     h == "localhost" || h == "127.0.0.1" || h == "::1"
 }
 
-/// Is the `Host` header value acceptable? Loopback names at any port, or configured hosts.
+/// Is `host` (a `Host` header value) a loopback name, `127.0.0.1`, `localhost` or
+/// `[::1]`, with an optional numeric port and nothing else?
+pub fn loopback_host(host: &str) -> bool {
+    let ok_port = |p: &str| !p.is_empty() && p.len() <= 5 && p.chars().all(|c| c.is_ascii_digit());
+    if let Some(rest) = host.strip_prefix("[::1]") {
+        return rest.is_empty() || rest.strip_prefix(':').is_some_and(ok_port);
+    }
+    let (name, port) = match host.split_once(':') {
+        Some((n, p)) => (n, Some(p)),
+        None => (host, None),
+    };
+    (name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1") && port.is_none_or(ok_port)
+}
+
+/// Is the `Host` header value acceptable for `/mcp`? Loopback names at any port, or
+/// configured hosts.
 pub fn host_ok(host: &str, allowed: &Allowed) -> bool {
     let h = host_part(host);
     is_loopback_host(h)
@@ -127,8 +399,8 @@ pub fn host_ok(host: &str, allowed: &Allowed) -> bool {
             .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(h))
 }
 
-/// Is the `Origin` header value acceptable? Absent is fine (non-browser clients);
-/// `http(s)://` loopback at any port, or a configured origin. `null` is refused.
+/// Is the `Origin` header value acceptable for `/mcp`? Absent is fine (non-browser
+/// clients); `http(s)://` loopback at any port, or a configured origin. `null` is refused.
 pub fn origin_ok(origin: Option<&str>, allowed: &Allowed) -> bool {
     let Some(o) = origin else { return true };
     if allowed.origins.iter().any(|a| {
@@ -149,33 +421,32 @@ pub fn origin_ok(origin: Option<&str>, allowed: &Allowed) -> bool {
 /// Why a request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// 403: `Host` not allowed.
+    /// 403: `Host` not allowed for `/mcp`.
     Host,
+    /// 403: the web UI and `/api` are served only to a loopback `Host`, not through a proxy.
+    LoopbackOnly,
     /// 403: `Origin` not allowed.
     Origin,
-    /// 401: no or wrong credentials.
+    /// 403: a cookie-authenticated state change without an `Origin` header.
+    OriginMissing,
+    /// 401: no or wrong MCP token.
     Unauthorized,
+    /// 401: no or wrong admin credential (an MCP token is not one).
+    AdminUnauthorized,
     /// 404: a secret-path request with the wrong secret looks like any unknown path.
     NotFound,
 }
 
-/// The credential a request presented.
-pub struct Presented<'a> {
-    /// `Authorization` header value.
-    pub authorization: Option<&'a str>,
-    /// `Cookie` header value.
-    pub cookie: Option<&'a str>,
-    /// The secret path segment, when the path was `/mcp/<segment>`.
-    pub path_secret: Option<&'a str>,
-}
-
-/// Decide one request. Checks Host, then Origin, then the credential.
-pub fn check_request(
+/// Decide one `/mcp` request: Host (loopback or `server.allowedHosts`), then Origin, then
+/// the MCP token as the secret path segment (`path_secret`) or a bearer header. The admin
+/// token and cookies are not credentials here.
+pub fn check_mcp(
     token: &Token,
     allowed: &Allowed,
     host: Option<&str>,
     origin: Option<&str>,
-    presented: &Presented<'_>,
+    authorization: Option<&str>,
+    path_secret: Option<&str>,
 ) -> std::result::Result<(), Refusal> {
     match host {
         Some(h) if host_ok(h, allowed) => {}
@@ -184,176 +455,319 @@ pub fn check_request(
     if !origin_ok(origin, allowed) {
         return Err(Refusal::Origin);
     }
-    if let Some(seg) = presented.path_secret {
+    if let Some(seg) = path_secret {
         return if token.matches(seg) {
             Ok(())
         } else {
             Err(Refusal::NotFound)
         };
     }
-    if let Some(a) = presented.authorization
-        && let Some(t) = a
-            .strip_prefix("Bearer ")
-            .or_else(|| a.strip_prefix("bearer "))
-        && token.matches(t.trim())
+    match bearer(authorization) {
+        Some(t) if token.matches(t) => Ok(()),
+        _ => Err(Refusal::Unauthorized),
+    }
+}
+
+fn bearer(authorization: Option<&str>) -> Option<&str> {
+    let a = authorization?;
+    a.strip_prefix("Bearer ")
+        .or_else(|| a.strip_prefix("bearer "))
+        .map(str::trim)
+}
+
+/// The parts of a request [`check_admin`] looks at.
+pub struct AdminRequest<'a> {
+    /// `Host` header value.
+    pub host: Option<&'a str>,
+    /// `Origin` header value.
+    pub origin: Option<&'a str>,
+    /// POST, PUT, DELETE or PATCH (anything but GET/HEAD/OPTIONS).
+    pub state_changing: bool,
+    /// A forwarding header (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`, `CF-Connecting-IP`)
+    /// is present: the request came through a proxy or tunnel.
+    pub forwarded: bool,
+    /// `Authorization` header value.
+    pub authorization: Option<&'a str>,
+    /// The session cookie's value, if the request carries one.
+    pub session: Option<&'a str>,
+}
+
+/// How an admin request proved itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminAuth {
+    /// `Authorization: Bearer <admin token>`.
+    Bearer,
+    /// A live session cookie.
+    Cookie,
+}
+
+/// Decide one web UI or `/api` request: loopback Host and no forwarding headers, then
+/// Origin (when present it must be `http://<Host>`), then the admin token as a bearer
+/// header or a live session; a cookie-authenticated state change also needs the Origin.
+pub fn check_admin(
+    admin: &Token,
+    sessions: &Sessions,
+    r: &AdminRequest<'_>,
+) -> std::result::Result<AdminAuth, Refusal> {
+    let host = match r.host {
+        Some(h) if loopback_host(h) && !r.forwarded => h,
+        _ => return Err(Refusal::LoopbackOnly),
+    };
+    if let Some(o) = r.origin
+        && !o.eq_ignore_ascii_case(&format!("http://{host}"))
     {
-        return Ok(());
+        return Err(Refusal::Origin);
     }
-    if let Some(c) = presented.cookie {
-        for part in c.split(';') {
-            if let Some((k, v)) = part.trim().split_once('=')
-                && k == COOKIE
-                && token.matches(v)
-            {
-                return Ok(());
-            }
+    if let Some(t) = bearer(r.authorization)
+        && admin.matches(t)
+    {
+        return Ok(AdminAuth::Bearer);
+    }
+    if let Some(id) = r.session
+        && sessions.valid(admin, id)
+    {
+        if r.state_changing && r.origin.is_none() {
+            return Err(Refusal::OriginMissing);
         }
+        return Ok(AdminAuth::Cookie);
     }
-    Err(Refusal::Unauthorized)
+    Err(Refusal::AdminUnauthorized)
+}
+
+/// The value of cookie `name` in a `Cookie` header.
+pub fn cookie_value<'a>(header: Option<&'a str>, name: &str) -> Option<&'a str> {
+    header?.split(';').find_map(|part| {
+        let (k, v) = part.trim().split_once('=')?;
+        (k == name).then_some(v)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p<'a>(auth: Option<&'a str>) -> Presented<'a> {
-        Presented {
-            authorization: auth,
-            cookie: None,
-            path_secret: None,
-        }
-    }
-
     #[test]
-    fn token_is_created_once_with_private_mode() {
+    fn tokens_are_created_once_private_and_rotate_separately() {
         let d = tempfile::tempdir().unwrap();
-        let a = load_or_create_token(d.path()).unwrap();
-        let b = load_or_create_token(d.path()).unwrap();
+        let a = load_or_create(d.path(), TokenKind::Mcp).unwrap();
+        let b = load_or_create(d.path(), TokenKind::Mcp).unwrap();
         assert_eq!(a.expose(), b.expose());
         assert_eq!(a.expose().len(), 43);
+        let admin = load_or_create(d.path(), TokenKind::Admin).unwrap();
+        assert_ne!(a.expose(), admin.expose());
         #[cfg(unix)]
-        {
+        for k in [TokenKind::Mcp, TokenKind::Admin] {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(token_path(d.path()))
+            let mode = std::fs::metadata(token_path(d.path(), k))
                 .unwrap()
                 .permissions()
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
-        let c = rotate_token(d.path()).unwrap();
+        let live = LiveToken::load(d.path(), TokenKind::Mcp).unwrap();
+        let c = rotate(d.path(), TokenKind::Mcp).unwrap();
         assert_ne!(a.expose(), c.expose());
+        assert_eq!(
+            live.get().expose(),
+            c.expose(),
+            "rotation reaches a live token"
+        );
+        assert_eq!(
+            load_or_create(d.path(), TokenKind::Admin).unwrap().expose(),
+            admin.expose(),
+            "rotating the MCP token keeps the admin token"
+        );
+        let admin2 = rotate(d.path(), TokenKind::Admin).unwrap();
+        assert_ne!(admin2.expose(), admin.expose());
+        assert_eq!(live.get().expose(), c.expose());
     }
 
     #[test]
-    fn refusals() {
+    fn login_codes_are_single_use_and_expire() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(!redeem_login_code(d.path(), "nothing").unwrap());
+        let code = issue_login_code(d.path()).unwrap();
+        let text = std::fs::read_to_string(codes_path(d.path())).unwrap();
+        assert!(!text.contains(&code), "only the hash is stored");
+        assert!(!redeem_login_code(d.path(), "wrong").unwrap());
+        assert!(redeem_login_code(d.path(), &code).unwrap());
+        assert!(!redeem_login_code(d.path(), &code).unwrap(), "single use");
+        // an expired code is refused and dropped
+        let old = issue_login_code(d.path()).unwrap();
+        let path = codes_path(d.path());
+        let mut c = read_codes(&path);
+        c.codes[0].expires_ms = now_ms() - 1;
+        write_codes(&path, &c).unwrap();
+        assert!(!redeem_login_code(d.path(), &old).unwrap());
+        assert!(read_codes(&path).codes.is_empty());
+        for _ in 0..40 {
+            issue_login_code(d.path()).unwrap();
+        }
+        assert_eq!(read_codes(&path).codes.len(), MAX_LOGIN_CODES);
+    }
+
+    #[test]
+    fn mcp_check() {
         let t = Token::from_string("s3cret-token-value-s3cret-token-value-xx".into());
         let al = Allowed::default();
         let bearer = format!("Bearer {}", t.expose());
+        let b = Some(bearer.as_str());
+        let ok = |host, origin, auth, seg| check_mcp(&t, &al, host, origin, auth, seg);
+        assert_eq!(ok(Some("127.0.0.1:3000"), None, b, None), Ok(()));
         assert_eq!(
-            check_request(&t, &al, Some("127.0.0.1:3000"), None, &p(Some(&bearer))),
-            Ok(())
-        );
-        assert_eq!(
-            check_request(&t, &al, Some("localhost"), None, &p(None)),
+            ok(Some("localhost"), None, None, None),
             Err(Refusal::Unauthorized)
         );
         assert_eq!(
-            check_request(
-                &t,
-                &al,
-                Some("127.0.0.1:3000"),
-                None,
-                &p(Some("Bearer nope"))
-            ),
+            ok(Some("127.0.0.1:3000"), None, Some("Bearer nope"), None),
             Err(Refusal::Unauthorized)
         );
         assert_eq!(
-            check_request(&t, &al, Some("evil.example:3000"), None, &p(Some(&bearer))),
+            ok(Some("evil.example:3000"), None, b, None),
             Err(Refusal::Host)
         );
+        assert_eq!(ok(None, None, b, None), Err(Refusal::Host));
         assert_eq!(
-            check_request(&t, &al, None, None, &p(Some(&bearer))),
-            Err(Refusal::Host)
-        );
-        assert_eq!(
-            check_request(
-                &t,
-                &al,
+            ok(
                 Some("127.0.0.1:3000"),
                 Some("https://evil.example"),
-                &p(Some(&bearer))
+                b,
+                None
             ),
             Err(Refusal::Origin)
         );
         assert_eq!(
-            check_request(
-                &t,
-                &al,
-                Some("127.0.0.1:3000"),
-                Some("null"),
-                &p(Some(&bearer))
-            ),
+            ok(Some("127.0.0.1:3000"), Some("null"), b, None),
             Err(Refusal::Origin)
         );
         assert_eq!(
-            check_request(
-                &t,
-                &al,
-                Some("[::1]:3000"),
-                Some("http://localhost:5173"),
-                &p(Some(&bearer))
-            ),
+            ok(Some("[::1]:3000"), Some("http://localhost:5173"), b, None),
             Ok(())
         );
-        // localhost.evil.example must not pass as loopback
         assert_eq!(
-            check_request(
-                &t,
-                &al,
-                Some("localhost.evil.example"),
-                None,
-                &p(Some(&bearer))
-            ),
+            ok(Some("localhost.evil.example"), None, b, None),
             Err(Refusal::Host)
         );
-        let secret = Presented {
-            authorization: None,
-            cookie: None,
-            path_secret: Some(t.expose()),
-        };
+        assert_eq!(ok(Some("127.0.0.1"), None, None, Some(t.expose())), Ok(()));
         assert_eq!(
-            check_request(&t, &al, Some("127.0.0.1"), None, &secret),
-            Ok(())
-        );
-        let wrong = Presented {
-            authorization: None,
-            cookie: None,
-            path_secret: Some("x"),
-        };
-        assert_eq!(
-            check_request(&t, &al, Some("127.0.0.1"), None, &wrong),
+            ok(Some("127.0.0.1"), None, None, Some("x")),
             Err(Refusal::NotFound)
         );
-        let cookie = format!("a=b; {COOKIE}={}", t.expose());
-        let c = Presented {
-            authorization: None,
-            cookie: Some(&cookie),
-            path_secret: None,
-        };
-        assert_eq!(check_request(&t, &al, Some("127.0.0.1"), None, &c), Ok(()));
         let tunnel = Allowed {
             hosts: vec!["abc.tunnel.example".into()],
             origins: vec!["https://chatgpt.com".into()],
         };
         assert_eq!(
-            check_request(
+            check_mcp(
                 &t,
                 &tunnel,
                 Some("abc.tunnel.example"),
                 Some("https://chatgpt.com"),
-                &p(Some(&bearer))
+                b,
+                None
             ),
             Ok(())
         );
+    }
+
+    #[test]
+    fn admin_check() {
+        let admin = Token::from_string("admin-token-value-admin-token-value-xxxx".into());
+        let mcp = Token::from_string("s3cret-token-value-s3cret-token-value-xx".into());
+        let sessions = Sessions::default();
+        let sid = sessions.create(&admin);
+        let ab = format!("Bearer {}", admin.expose());
+        let mb = format!("Bearer {}", mcp.expose());
+        let req = |host, origin, state_changing, auth, session| AdminRequest {
+            host,
+            origin,
+            state_changing,
+            forwarded: false,
+            authorization: auth,
+            session,
+        };
+        let h = Some("127.0.0.1:3000");
+        let check = |r: AdminRequest<'_>| check_admin(&admin, &sessions, &r);
+        assert_eq!(
+            check(req(h, None, true, Some(&ab), None)),
+            Ok(AdminAuth::Bearer)
+        );
+        assert_eq!(
+            check(req(h, None, false, Some(&mb), None)),
+            Err(Refusal::AdminUnauthorized),
+            "the MCP token is not an admin credential"
+        );
+        assert_eq!(
+            check(req(h, None, false, None, Some(mcp.expose()))),
+            Err(Refusal::AdminUnauthorized)
+        );
+        assert_eq!(
+            check(req(h, None, false, None, Some(&sid))),
+            Ok(AdminAuth::Cookie)
+        );
+        assert_eq!(
+            check(req(h, None, true, None, Some(&sid))),
+            Err(Refusal::OriginMissing)
+        );
+        assert_eq!(
+            check(req(
+                h,
+                Some("http://127.0.0.1:3000"),
+                true,
+                None,
+                Some(&sid)
+            )),
+            Ok(AdminAuth::Cookie)
+        );
+        for foreign in [
+            "http://localhost:3000",
+            "http://127.0.0.1:8080",
+            "https://127.0.0.1:3000",
+            "http://evil.example",
+            "null",
+        ] {
+            assert_eq!(
+                check(req(h, Some(foreign), true, None, Some(&sid))),
+                Err(Refusal::Origin),
+                "{foreign}"
+            );
+            assert_eq!(
+                check(req(h, Some(foreign), false, Some(&ab), None)),
+                Err(Refusal::Origin),
+                "{foreign}"
+            );
+        }
+        for host in [
+            "abc.tunnel.example",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io:3000",
+            "127.0.0.1:3000@evil",
+            "[::1]x",
+            "",
+        ] {
+            assert_eq!(
+                check(req(Some(host), None, false, Some(&ab), None)),
+                Err(Refusal::LoopbackOnly),
+                "{host}"
+            );
+        }
+        for host in ["localhost:3000", "[::1]:3000", "127.0.0.1", "LOCALHOST"] {
+            assert!(loopback_host(host), "{host}");
+        }
+        let mut proxied = req(h, None, false, Some(&ab), None);
+        proxied.forwarded = true;
+        assert_eq!(check(proxied), Err(Refusal::LoopbackOnly));
+        // rotating the admin token ends every session
+        let admin2 = Token::from_string("other-admin-token-other-admin-token-xxxx".into());
+        assert!(!sessions.valid(&admin2, &sid));
+        assert!(!sessions.valid(&admin, &sid), "and they do not come back");
+        assert_eq!(
+            cookie_value(
+                Some("a=b; codex_free_admin_3000=xyz"),
+                "codex_free_admin_3000"
+            ),
+            Some("xyz")
+        );
+        assert_eq!(cookie_value(Some("a=b"), "codex_free_admin_3000"), None);
     }
 }

@@ -1,17 +1,19 @@
-//! The streamable HTTP transport (SRV-1): `POST/GET/DELETE /mcp` (bearer token) and
+//! The streamable HTTP transport: `POST/GET/DELETE /mcp` (bearer MCP token) and
 //! `/mcp/<token>` (secret path), `/health` without auth, and optional extra routes (the web
-//! UI and `/api`, see [`HttpOptions::extra`]) behind the same checks. Binds 127.0.0.1 by
-//! default. Every request passes Host/Origin/credential checks ([`crate::mcp::auth`])
-//! before reaching rmcp.
+//! UI and `/api`, see [`HttpOptions::extra`]) with `/login` behind the admin credential.
+//! Binds 127.0.0.1 by default. Every request passes the checks of [`crate::mcp::auth`]
+//! before reaching rmcp or a UI handler: `/mcp…` takes only the MCP token, everything else
+//! only the admin credential on a loopback `Host`.
 //!
-//! Invariant: no route but `/health` answers without the token; the token is never logged.
+//! Invariant: no route but `/health` and `/login` answers without a credential; no token
+//! or session id is logged.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -19,7 +21,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::CodexFree;
-use crate::mcp::auth::{self, Allowed, Presented, Refusal, Token};
+use crate::mcp::auth::{self, AdminRequest, Allowed, LiveToken, Refusal, Sessions, TokenKind};
 use crate::mcp::server::Shared;
 use codex_free_core::Error;
 use codex_free_core::Result;
@@ -27,15 +29,39 @@ use codex_free_core::Result;
 /// What to serve besides MCP.
 #[derive(Default)]
 pub struct HttpOptions {
-    /// Extra routes (e.g. the web UI and `/api`) merged under the same auth checks.
+    /// Extra routes (the web UI and `/api`) served behind the admin credential, plus
+    /// `/login`. Without them only `/mcp` and `/health` answer.
     pub extra: Option<Router>,
 }
 
-#[derive(Clone)]
-struct Gate {
-    token: Token,
-    shared: Arc<Shared>,
+/// The two credentials of an HTTP server (see [`crate::mcp::auth`]).
+pub struct Credentials {
+    /// Opens `/mcp` only.
+    pub mcp: LiveToken,
+    /// Opens the web UI and `/api` only.
+    pub admin: LiveToken,
 }
+
+impl Credentials {
+    /// Both tokens of `home`, created on first use and re-read when rotated.
+    /// Errors: a token file cannot be read or written.
+    pub fn load(home: &std::path::Path) -> Result<Self> {
+        Ok(Self {
+            mcp: LiveToken::load(home, TokenKind::Mcp)?,
+            admin: LiveToken::load(home, TokenKind::Admin)?,
+        })
+    }
+}
+
+struct GateInner {
+    creds: Credentials,
+    sessions: Sessions,
+    shared: Arc<Shared>,
+    cookie: String,
+}
+
+#[derive(Clone)]
+struct Gate(Arc<GateInner>);
 
 /// A running HTTP server.
 pub struct RunningHttp {
@@ -49,18 +75,24 @@ pub struct RunningHttp {
     pub task: tokio::task::JoinHandle<()>,
 }
 
-/// Bind `host:port` and serve. Returns once listening. `token` comes from
-/// [`auth::load_or_create_token`]. Errors: bind failure (port in use, bad address).
+/// Bind `host:port` and serve. Returns once listening. Errors: bind failure (port in use,
+/// bad address).
 pub async fn start(
     server: CodexFree,
     host: &str,
     port: u16,
-    token: Token,
+    creds: Credentials,
     opts: HttpOptions,
 ) -> Result<RunningHttp> {
     let shared = server.shared().clone();
     let config = shared.config.get();
     let cancel = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind((host, port))
+        .await
+        .map_err(|e| Error::io(format!("binding {host}:{port}"), e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::io("reading the bound address", e))?;
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     hosts.extend(config.server.allowed_hosts.iter().cloned());
     let rmcp_config = StreamableHttpServerConfig::default()
@@ -72,25 +104,29 @@ pub async fn start(
         Arc::new(LocalSessionManager::default()),
         rmcp_config,
     );
-    let gate = Gate {
-        token,
+    let gate = Gate(Arc::new(GateInner {
+        creds,
+        sessions: Sessions::default(),
         shared: shared.clone(),
-    };
+        cookie: auth::session_cookie_name(addr.port()),
+    }));
     let mut app = Router::new()
         .route_service("/mcp", service.clone())
         .route_service("/mcp/{secret}", service);
+    let with_ui = opts.extra.is_some();
     if let Some(extra) = opts.extra {
         app = app.merge(extra);
     }
-    let app = app
-        .layer(middleware::from_fn_with_state(gate, guard))
+    let mut app = app
+        .layer(middleware::from_fn_with_state(gate.clone(), guard))
         .route("/health", axum::routing::get(health));
-    let listener = tokio::net::TcpListener::bind((host, port))
-        .await
-        .map_err(|e| Error::io(format!("binding {host}:{port}"), e))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| Error::io("reading the bound address", e))?;
+    if with_ui {
+        let g = gate.clone();
+        app = app.route(
+            "/login",
+            axum::routing::get(move |req: Request| login(g.clone(), req)),
+        );
+    }
     let c = cancel.clone();
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app)
@@ -116,88 +152,204 @@ fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
-    let config = gate.shared.config.get();
-    let allowed = Allowed {
-        hosts: config.server.allowed_hosts.clone(),
-        origins: config.server.allowed_origins.clone(),
-    };
-    let uri: Uri = req.uri().clone();
-    let path = uri.path();
+fn host_of(req: &Request) -> Option<&str> {
+    header_str(req.headers(), header::HOST).or_else(|| req.uri().authority().map(|a| a.as_str()))
+}
+
+/// Headers a proxy or tunnel adds; their presence means the request did not come from a
+/// local browser or client directly.
+const FORWARDING_HEADERS: &[&str] = &[
+    "forwarded",
+    "x-forwarded-for",
+    "x-forwarded-host",
+    "x-forwarded-proto",
+    "x-real-ip",
+    "cf-connecting-ip",
+];
+
+fn admin_request<'a>(gate: &'a GateInner, req: &'a Request) -> AdminRequest<'a> {
     let headers = req.headers();
-    let host = header_str(headers, header::HOST).or_else(|| uri.authority().map(|a| a.as_str()));
-    let origin = header_str(headers, header::ORIGIN);
-    let path_secret = path
-        .strip_prefix("/mcp/")
-        .filter(|s| !s.is_empty() && !s.contains('/'));
-    // The UI is opened as /?token=...: accept it once and set a cookie.
-    let query_token = uri
-        .query()
-        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("token=")))
-        .map(str::to_owned);
-    let presented = Presented {
+    AdminRequest {
+        host: host_of(req),
+        origin: header_str(headers, header::ORIGIN),
+        state_changing: !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS),
+        forwarded: FORWARDING_HEADERS.iter().any(|h| headers.contains_key(*h)),
         authorization: header_str(headers, header::AUTHORIZATION),
-        cookie: header_str(headers, header::COOKIE),
-        path_secret,
-    };
-    let mut decision = auth::check_request(&gate.token, &allowed, host, origin, &presented);
-    let mut set_cookie = false;
-    if decision == Err(Refusal::Unauthorized)
-        && !path.starts_with("/mcp")
-        && let Some(t) = &query_token
-        && gate.token.matches(t)
-    {
-        decision = Ok(());
-        set_cookie = true;
-    }
-    match decision {
-        Ok(()) => {
-            let mut resp = next.run(req).await;
-            if set_cookie {
-                let cookie = format!(
-                    "{}={}; Path=/; HttpOnly; SameSite=Strict",
-                    auth::COOKIE,
-                    gate.token.expose()
-                );
-                if let Ok(v) = cookie.parse() {
-                    resp.headers_mut().append(header::SET_COOKIE, v);
-                }
-            }
-            resp
-        }
-        Err(r) => refuse(r),
+        session: auth::cookie_value(header_str(headers, header::COOKIE), &gate.cookie),
     }
 }
 
-fn refuse(r: Refusal) -> Response {
+fn is_mcp_path(path: &str) -> bool {
+    path == "/mcp" || path.starts_with("/mcp/")
+}
+
+async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    let decision = if is_mcp_path(&path) {
+        let config = gate.0.shared.config.get();
+        let allowed = Allowed {
+            hosts: config.server.allowed_hosts.clone(),
+            origins: config.server.allowed_origins.clone(),
+        };
+        let headers = req.headers();
+        let path_secret = path
+            .strip_prefix("/mcp/")
+            .filter(|s| !s.is_empty() && !s.contains('/'));
+        auth::check_mcp(
+            &gate.0.creds.mcp.get(),
+            &allowed,
+            host_of(&req),
+            header_str(headers, header::ORIGIN),
+            header_str(headers, header::AUTHORIZATION),
+            path_secret,
+        )
+    } else {
+        auth::check_admin(
+            &gate.0.creds.admin.get(),
+            &gate.0.sessions,
+            &admin_request(&gate.0, &req),
+        )
+        .map(|_| ())
+    };
+    match decision {
+        Ok(()) => {
+            let mut resp = next.run(req).await;
+            if !is_mcp_path(&path) {
+                no_store(&mut resp);
+            }
+            resp
+        }
+        Err(r) => refuse(r, &path),
+    }
+}
+
+fn no_store(resp: &mut Response) {
+    let h = resp.headers_mut();
+    h.entry(header::CACHE_CONTROL)
+        .or_insert_with(|| "no-store".parse().expect("static header"));
+    h.insert(
+        header::REFERRER_POLICY,
+        "no-referrer".parse().expect("static header"),
+    );
+    h.insert("x-frame-options", "DENY".parse().expect("static header"));
+}
+
+/// `GET /login?code=<one-time code>`: on a loopback Host, redeem the code (single use,
+/// see [`auth::redeem_login_code`]), set the session cookie and redirect to `/`.
+async fn login(gate: Gate, req: Request) -> Response {
+    let mut check = admin_request(&gate.0, &req);
+    // The code is the credential here; a cookie or header is not needed.
+    check.authorization = None;
+    check.session = None;
+    let admin = gate.0.creds.admin.get();
+    match auth::check_admin(&admin, &gate.0.sessions, &check) {
+        Err(Refusal::AdminUnauthorized) => {}
+        Err(r) => return refuse(r, "/login"),
+        Ok(_) => {}
+    }
+    let code = req
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("code=")))
+        .unwrap_or("")
+        .to_owned();
+    let home = gate.0.shared.home.clone();
+    let redeemed = !code.is_empty()
+        && tokio::task::spawn_blocking(move || auth::redeem_login_code(&home, &code))
+            .await
+            .ok()
+            .and_then(|r| {
+                r.map_err(|e| tracing::warn!("login code check failed: {e}"))
+                    .ok()
+            })
+            .unwrap_or(false);
+    if !redeemed {
+        let mut resp = html(
+            StatusCode::UNAUTHORIZED,
+            "This login link was already used or has expired. Run <code>codex-free token login</code> for a new one (or restart <code>codex-free serve --http --ui</code>).",
+        );
+        no_store(&mut resp);
+        return resp;
+    }
+    let id = gate.0.sessions.create(&admin);
+    let cookie = format!(
+        "{}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+        gate.0.cookie,
+        auth::SESSION_TTL.as_secs()
+    );
+    let mut resp = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+    if let Ok(v) = cookie.parse() {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    no_store(&mut resp);
+    resp
+}
+
+fn html(status: StatusCode, body: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        format!("<!doctype html><meta charset=utf-8><title>Codex Free</title><p>{body}</p>\n"),
+    )
+        .into_response()
+}
+
+fn refuse(r: Refusal, path: &str) -> Response {
     let (status, code, msg) = match r {
         Refusal::Host => (
             StatusCode::FORBIDDEN,
             "forbidden_host",
-            "Host header not allowed (add it to server.allowedHosts to serve behind a tunnel)",
+            "Host header not allowed (add it to server.allowedHosts to serve /mcp behind a tunnel)",
+        ),
+        Refusal::LoopbackOnly => (
+            StatusCode::FORBIDDEN,
+            "forbidden_host",
+            "the web UI and /api are served only on http://127.0.0.1, localhost or [::1], never through a tunnel or proxy",
         ),
         Refusal::Origin => (
             StatusCode::FORBIDDEN,
             "forbidden_origin",
-            "Origin not allowed (add it to server.allowedOrigins)",
+            "Origin not allowed (the web UI and /api accept only their own loopback origin; /mcp also those in server.allowedOrigins)",
+        ),
+        Refusal::OriginMissing => (
+            StatusCode::FORBIDDEN,
+            "forbidden_origin",
+            "a change made with the session cookie needs an Origin header (send the admin token as a bearer header instead)",
         ),
         Refusal::Unauthorized => (
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "missing or wrong token: send 'Authorization: Bearer <token>' (see `codex-free token show`) or use the secret path /mcp/<token>",
+            "missing or wrong MCP token: send 'Authorization: Bearer <token>' (see `codex-free token show`) or use the secret path /mcp/<token>",
+        ),
+        Refusal::AdminUnauthorized => (
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the web UI and /api need the admin credential: open the one-time login link printed by `codex-free serve --http --ui` (or `codex-free token login`), or send 'Authorization: Bearer <admin token>' (`codex-free token show --admin`); the MCP token does not open them",
         ),
         Refusal::NotFound => (StatusCode::NOT_FOUND, "not_found", "not found"),
     };
-    let mut resp = (
-        status,
-        axum::Json(serde_json::json!({"code": code, "message": msg})),
-    )
-        .into_response();
+    let ui_page = !is_mcp_path(path) && !path.starts_with("/api/") && path != "/api";
+    let mut resp = if ui_page {
+        let escaped = msg
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        html(status, &escaped)
+    } else {
+        (
+            status,
+            axum::Json(serde_json::json!({"code": code, "message": msg})),
+        )
+            .into_response()
+    };
     if r == Refusal::Unauthorized {
         resp.headers_mut().insert(
             header::WWW_AUTHENTICATE,
             "Bearer".parse().expect("static header"),
         );
+    }
+    if !is_mcp_path(path) {
+        no_store(&mut resp);
     }
     resp
 }

@@ -2,7 +2,8 @@
 //! session or stateless request via a factory); all of them share [`Shared`] state: the
 //! mode (single project or multi-project access root), the state home, the live config
 //! (re-read when `codex.config.json` changes, so the UI's edits apply to the next call),
-//! and the exec sessions.
+//! and the exec sessions. Every tool call leaves one line in the audit trail
+//! ([`codex_free_core::audit`]).
 //!
 //! Tool groups live in sibling files (`tools_fs.rs`, `tools_exec.rs`, `memory_tools.rs`),
 //! each a `#[tool_router(router = ...)]` block combined in [`CodexFree::new`].
@@ -189,6 +190,16 @@ pub struct CodexFree {
     instance: String,
 }
 
+/// One finished tool call as the audit trail sees it (see [`CodexFree::audit`]).
+struct AuditCall<'a> {
+    conversation: String,
+    tool: &'a str,
+    shapes: std::collections::BTreeMap<String, codex_free_core::audit::Shape>,
+    args_bytes: u64,
+    started: (std::time::Instant, chrono::DateTime<chrono::Utc>),
+    out: &'a std::result::Result<CallToolResponse, rmcp::ErrorData>,
+}
+
 /// The `_meta["openai/session"]` value of the current tool call, if any (MEM-8). Stored in
 /// the request extensions by [`CodexFree::call_tool`]; never written to disk raw.
 #[derive(Debug, Clone)]
@@ -304,6 +315,72 @@ impl CodexFree {
         }
     }
 
+    /// Append one line to the audit trail (`<home>/audit/audit.jsonl`, see
+    /// [`codex_free_core::audit`]) when `audit.enabled`: shapes and sizes only. Runs on a
+    /// blocking thread (the append takes a cross-process lock); failures are logged, never
+    /// raised, so a full disk does not turn every tool call into an error.
+    async fn audit(&self, call: AuditCall<'_>) {
+        let cfg = self.shared.config.get().audit;
+        if !cfg.enabled {
+            return;
+        }
+        let (result_bytes, error) = match call.out {
+            Ok(CallToolResponse::Complete(r)) => {
+                let texts: Vec<&str> = r
+                    .content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+                    .collect();
+                let bytes = texts.iter().map(|t| t.len() as u64).sum();
+                let error = r.is_error.unwrap_or(false).then(|| {
+                    texts
+                        .first()
+                        .and_then(|t| t.strip_prefix("error["))
+                        .and_then(|t| t.split_once(']'))
+                        .map(|(code, _)| codex_free_core::audit::clean_name(code))
+                        .unwrap_or_else(|| "tool_error".into())
+                });
+                (bytes, error)
+            }
+            // Input-required and task answers carry no tool output yet.
+            Ok(_) => (0, None),
+            Err(e) => (
+                0,
+                Some(
+                    match e.code {
+                        rmcp::model::ErrorCode::INVALID_PARAMS => "invalid_params",
+                        rmcp::model::ErrorCode::METHOD_NOT_FOUND => "unknown_tool",
+                        _ => "mcp_error",
+                    }
+                    .to_string(),
+                ),
+            ),
+        };
+        let (t0, wall) = call.started;
+        let entry = codex_free_core::audit::Entry {
+            time: wall.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            time_ms: wall.timestamp_millis(),
+            conversation: call.conversation,
+            tool: codex_free_core::audit::clean_name(call.tool),
+            args: call.shapes,
+            args_bytes: call.args_bytes,
+            result_bytes,
+            duration_ms: t0.elapsed().as_millis() as u64,
+            error,
+            sandbox: None,
+        };
+        let log = codex_free_core::audit::AuditLog::new(&self.shared.home);
+        let r = tokio::task::spawn_blocking(move || {
+            log.append(&entry, cfg.max_file_bytes, cfg.keep_files)
+        })
+        .await;
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("audit line not written: {e}"),
+            Err(e) => tracing::warn!("audit line not written: {e}"),
+        }
+    }
+
     /// The shared state.
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
@@ -414,8 +491,26 @@ impl ServerHandler for CodexFree {
             .as_ref()
             .map(|a| serde_json::Value::Object(a.clone()).to_string())
             .unwrap_or_default();
+        let started = (std::time::Instant::now(), chrono::Utc::now());
+        let shapes = codex_free_core::audit::shapes(request.arguments.as_ref());
         let tcc = ToolCallContext::new(self, request, context);
         let out = self.tool_router.call(tcc).await;
+        let audit_key = match &conversation.0 {
+            Some(raw) => format!(
+                "conv-{}",
+                &codex_free_core::home::sha256_hex(raw.as_bytes())[..16]
+            ),
+            None => self.instance.clone(),
+        };
+        self.audit(AuditCall {
+            conversation: audit_key,
+            tool: &tool,
+            shapes,
+            args_bytes: args.len() as u64,
+            started,
+            out: &out,
+        })
+        .await;
         if let Ok(r) = &out {
             self.record(&conversation, &tool, &args, r);
         }

@@ -6,7 +6,7 @@ import type { FieldKind } from "./FieldKind";
  */
 export type ConfigField = { 
 /**
- * Block name (`output`, `memory`, `memories`, `exec`, `server`, `command`, `projectDoc`).
+ * Block name (`output`, `memory`, `memories`, `exec`, `server`, `command`, `projectDoc`, `audit`).
  */
 block: string, 
 /**

@@ -1,6 +1,7 @@
 // Generated from src/api/dto.rs by ts-rs; do not edit.
 export type { ActionResult } from "./ActionResult";
 export type { ApiError } from "./ApiError";
+export type { AuditRefusal } from "./AuditRefusal";
 export type { ConfigField } from "./ConfigField";
 export type { ConfigSaveResult } from "./ConfigSaveResult";
 export type { ConfigView } from "./ConfigView";
@@ -21,6 +22,7 @@ export type { PlanStep } from "./PlanStep";
 export type { ProjectMemory } from "./ProjectMemory";
 export type { ProviderInfo } from "./ProviderInfo";
 export type { RecentError } from "./RecentError";
+export type { RefusalsView } from "./RefusalsView";
 export type { RequestRow } from "./RequestRow";
 export type { RunFilter } from "./RunFilter";
 export type { RunRow } from "./RunRow";
