@@ -89,6 +89,8 @@ async fn sigterm_stops_a_stdio_server_and_its_commands() {
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true);
     let mut child = cmd.spawn().unwrap();
+    // Held open until the end: `wait` would close stdin, which also ends the session.
+    let _stdin = child.stdin.take();
     // The scheduler lock names this process once it is up.
     let lock = env.home().join("scheduler.lock");
     let end = Instant::now() + Duration::from_secs(20);
