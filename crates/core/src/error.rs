@@ -18,9 +18,18 @@ pub enum Error {
     /// A file or directory does not exist.
     #[error("not found: {}", .0.display())]
     NotFound(PathBuf),
-    /// A config value is invalid: key path, value, allowed range.
+    /// The config cannot be read as config (not JSON, wrong type, no home); the message says where.
     #[error("invalid config: {0}")]
     Config(String),
+    /// Config values break the rules of [`crate::config::fields`]: one entry per bad key,
+    /// each naming the key, the value and what is allowed.
+    #[error("invalid config: {}{}", file_prefix(.file), join_fields(.fields))]
+    InvalidConfig {
+        /// The file the values came from, when they came from one.
+        file: Option<PathBuf>,
+        /// Every refused setting.
+        fields: Vec<crate::config::FieldError>,
+    },
     /// A command was refused by the exec policy (allowlist, tty, ...).
     #[error("{0}")]
     Refused(String),
@@ -64,7 +73,7 @@ impl Error {
             Error::InvalidArgument(_) => "invalid_argument",
             Error::PathOutsideRoot(_) => "path_outside_root",
             Error::NotFound(_) => "not_found",
-            Error::Config(_) => "invalid_config",
+            Error::Config(_) | Error::InvalidConfig { .. } => "invalid_config",
             Error::Refused(_) => "refused",
             Error::Budget(_) => "budget_exceeded",
             Error::Corrupt { .. } => "corrupt_state",
@@ -85,6 +94,17 @@ impl Error {
             source,
         }
     }
+}
+
+fn file_prefix(file: &Option<PathBuf>) -> String {
+    file.as_ref()
+        .map(|f| format!("{}: ", f.display()))
+        .unwrap_or_default()
+}
+
+fn join_fields(fields: &[crate::config::FieldError]) -> String {
+    let msgs: Vec<&str> = fields.iter().map(|f| f.message.as_str()).collect();
+    msgs.join("; ")
 }
 
 /// Extension to attach context to `std::io::Result`.

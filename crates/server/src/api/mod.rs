@@ -27,10 +27,10 @@ use std::sync::{Arc, Mutex};
 use chrono::{Datelike, TimeZone, Utc};
 use serde_json::Value;
 
-use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_secrets::{Secret, SecretStore, env_var_for};
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_secrets::{Secret, SecretStore, env_var_for};
 use dto::*;
 use hooks::{ModelCatalog, NoPipeline, NoServer, PipelineControl, ServerControl};
 use usage::UsageSource;
@@ -502,12 +502,18 @@ impl ApiService {
     }
 }
 
-/// Map a core error to the UI's error body.
+/// Map a core error to the UI's error body; config errors carry their field errors.
 pub fn api_error(e: &Error) -> ApiError {
+    let fields = match e {
+        Error::InvalidConfig { fields, .. } => {
+            fields.iter().cloned().map(FieldError::from).collect()
+        }
+        _ => Vec::new(),
+    };
     ApiError {
         code: e.code().into(),
         message: e.to_string(),
-        fields: Vec::new(),
+        fields,
     }
 }
 
