@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::error::IoContext;
 use crate::Error;
 use crate::Result;
-use crate::error::IoContext;
 
 /// Environment variable that overrides the state home.
 pub const HOME_ENV: &str = "CODEX_FREE_HOME";

@@ -22,9 +22,10 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::error::ErrorCode;
+use codex_free_core::error::IoContext;
 
 /// Largest content one `write_file`/`edit_file` call may leave in a file: 256 KiB. The
 /// budgets of the artifacts are far smaller (HYG-1); this only stops runaway output.
@@ -361,7 +362,7 @@ impl Jail {
                 code: None,
             },
             Err(e) => ToolResult {
-                text: format!("error[{}]: {e}", e.code()),
+                text: e.mcp_text(),
                 is_error: true,
                 code: Some(e.code()),
             },
@@ -449,7 +450,7 @@ pub struct ToolResult {
     /// True when the call was refused or failed.
     pub is_error: bool,
     /// The error code when `is_error` (e.g. `path_outside_root`, `refused`, `budget_exceeded`).
-    pub code: Option<&'static str>,
+    pub code: Option<ErrorCode>,
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(arguments: &str) -> Result<T> {
@@ -692,7 +693,7 @@ mod tests {
         assert!(!r.is_error, "{r:?}");
         assert_eq!(j.read_to_string("MEMORY.md").unwrap(), "a\nB\na\n");
         let r = j.call("shell", r#"{"cmd":"ls"}"#);
-        assert_eq!(r.code, Some("refused"));
+        assert_eq!(r.code, Some(ErrorCode::Refused));
     }
 
     #[test]

@@ -10,12 +10,12 @@ use std::path::PathBuf;
 
 use crate::api::dto::{ConnectionTest, ModelInfo};
 use crate::api::hooks::{ModelCatalog, Provider};
-use codex_free_core::Error;
-use codex_free_core::Result;
 use codex_free_core::config::{CONFIG_FILE, Config};
 use codex_free_pipeline::providers::prices::PriceTable;
 use codex_free_pipeline::providers::{DEFAULT_EXTRACT_MODEL, ModelRef, PRESETS, endpoint_for};
 use codex_free_secrets::Secret;
+use codex_free_core::Error;
+use codex_free_core::Result;
 
 /// Catalog over the bundled price table and the config in `home`.
 pub struct PriceCatalog {

@@ -8,11 +8,11 @@
 
 use std::sync::Mutex;
 
+use codex_free_core::Result;
 use crate::api::dto::{
     ActionResult, ConnectionTest, ModelInfo, PipelineState, PipelineStatus, ServerState,
     ServerStatus,
 };
-use codex_free_core::Result;
 use codex_free_secrets::Secret;
 
 /// The MCP server as seen by the UI and the tray.

@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use codex_free_core::Result;
 use crate::api::dto::RequestRow;
 use crate::api::usage::{RunMeta, UsageSource};
-use codex_free_core::Result;
 use codex_free_store::usage::{RunSummary, UsageRow};
 use codex_free_store::{DB_FILE, ManualClock, Store};
 

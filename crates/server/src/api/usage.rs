@@ -10,8 +10,8 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 
-use crate::api::dto::{RequestRow, RunFilter, RunRow, RunsView, UsageTotals};
 use codex_free_core::Result;
+use crate::api::dto::{RequestRow, RunFilter, RunRow, RunsView, UsageTotals};
 
 /// Run-level facts (the `runs` table): what a run was and how it ended, including runs
 /// that made no request (spend cap reached, nothing eligible, a run-level error).

@@ -14,9 +14,9 @@ use base64::Engine;
 use rand::RngCore;
 use subtle::ConstantTimeEq;
 
+use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::error::IoContext;
 
 /// File under the state home that holds the server token.
 pub const TOKEN_FILE: &str = "server-token";

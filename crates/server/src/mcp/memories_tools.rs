@@ -20,11 +20,7 @@ impl CodexFree {
     async fn memories_call<A, F>(&self, a: A, f: F) -> CallToolResult
     where
         A: Send + 'static,
-        F: FnOnce(
-                &std::path::Path,
-                &codex_free_core::config::Config,
-                &A,
-            ) -> codex_free_core::Result<String>
+        F: FnOnce(&std::path::Path, &codex_free_core::config::Config, &A) -> codex_free_core::Result<String>
             + Send
             + 'static,
     {
@@ -34,9 +30,7 @@ impl CodexFree {
             tokio::task::spawn_blocking(move || f(&home, &cfg, &a))
                 .await
                 .unwrap_or_else(|e| {
-                    Err(codex_free_core::Error::Cancelled(format!(
-                        "memory tool failed: {e}"
-                    )))
+                    Err(codex_free_core::Error::Cancelled(format!("memory tool failed: {e}")))
                 }),
         )
     }

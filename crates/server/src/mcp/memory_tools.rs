@@ -13,15 +13,15 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
-use crate::mcp::server::{CodexFree, Mode, Shared, conversation, reply};
-use codex_free_core::Error;
-use codex_free_core::Result;
 use codex_free_core::config::Config;
+use crate::mcp::server::{CodexFree, Mode, Shared, conversation, reply};
 use codex_free_tools::task_memory::{
     GetAgentBriefArgs, ListProjectsArgs, OwnedTexts, RecallArgs, RememberArgs, Scope, Service,
     SetProjectRootArgs, SkillsListArgs, SkillsReadArgs, UpdatePlanArgs,
 };
 use codex_free_tools::{ToolCtx, doc};
+use codex_free_core::Error;
+use codex_free_core::Result;
 
 /// Environment text (`tools::doc::get_environment`) and the start of AGENTS.md, already
 /// cut at `projectDoc.maxBytes` with its marker (`tools::doc::project_doc_for_instructions`),

@@ -24,11 +24,7 @@ impl CodexFree {
         reply(
             tokio::task::spawn_blocking(move || f(ctx))
                 .await
-                .unwrap_or_else(|e| {
-                    Err(codex_free_core::Error::Cancelled(format!(
-                        "tool task failed: {e}"
-                    )))
-                }),
+                .unwrap_or_else(|e| Err(codex_free_core::Error::Cancelled(format!("tool task failed: {e}")))),
         )
     }
 }
@@ -112,11 +108,7 @@ impl CodexFree {
         reply(
             tokio::task::spawn_blocking(move || grep::grep(&ctx, &a))
                 .await
-                .unwrap_or_else(|e| {
-                    Err(codex_free_core::Error::Cancelled(format!(
-                        "grep task failed: {e}"
-                    )))
-                }),
+                .unwrap_or_else(|e| Err(codex_free_core::Error::Cancelled(format!("grep task failed: {e}")))),
         )
     }
 
