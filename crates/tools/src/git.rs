@@ -383,9 +383,12 @@ fn page_budget(ctx: &ToolCtx) -> usize {
 /// Append the continuation line when `end < total` (1-based `offset+1`-`end` shown).
 fn finish_page(mut out: String, unit: &str, offset: usize, end: usize, total: usize) -> String {
     if end < total {
-        out.push_str(&format!(
-            "(showing {unit} {}-{end} of {total} — call again with offset={end} for the rest)",
-            offset + 1
+        out.push_str(&codex_free_core::paging::entries_footer(
+            unit,
+            offset + 1,
+            end,
+            total,
+            end,
         ));
     } else if out.ends_with('\n') {
         out.pop();

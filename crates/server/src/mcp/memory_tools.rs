@@ -13,15 +13,15 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
-use codex_free_core::config::Config;
 use crate::mcp::server::{CodexFree, Mode, Shared, conversation, reply};
+use codex_free_core::Error;
+use codex_free_core::Result;
+use codex_free_core::config::Config;
 use codex_free_tools::task_memory::{
     GetAgentBriefArgs, ListProjectsArgs, OwnedTexts, RecallArgs, RememberArgs, Scope, Service,
     SetProjectRootArgs, SkillsListArgs, SkillsReadArgs, UpdatePlanArgs,
 };
 use codex_free_tools::{ToolCtx, doc};
-use codex_free_core::Error;
-use codex_free_core::Result;
 
 /// Environment text (`tools::doc::get_environment`) and the start of AGENTS.md, already
 /// cut at `projectDoc.maxBytes` with its marker (`tools::doc::project_doc_for_instructions`),
@@ -111,7 +111,7 @@ impl CodexFree {
             let text = s.recall(&a)?;
             // MEM-9 / PIPE-6: a client that ignores instructions gets the same saved state
             // and memory summary from recall; the summary follows the last page.
-            let last_page = !text.lines().last().unwrap_or("").starts_with("(showing");
+            let last_page = codex_free_core::paging::parse_footer(&text).is_none();
             match codex_free_pipeline::phase2::readpath::summary_for_instructions(&home, &config) {
                 Some(m) if last_page => Ok(codex_free_core::paging::enforce_ceiling(
                     format!("{text}\n\n{m}"),

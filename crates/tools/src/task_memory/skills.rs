@@ -22,9 +22,9 @@
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use codex_free_core::config::OutputConfig;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::config::OutputConfig;
 
 /// Folder levels below a skills folder searched for `SKILL.md` (`<dir>/a/b/c/SKILL.md`).
 pub const MAX_DEPTH: usize = 3;
@@ -248,7 +248,9 @@ impl SkillSearch {
         let text = String::from_utf8_lossy(&text);
         let max_bytes = out_cfg
             .max_file_bytes
-            .min(codex_free_core::tokens::bytes_for(out_cfg.max_tool_output_tokens))
+            .min(codex_free_core::tokens::bytes_for(
+                out_cfg.max_tool_output_tokens,
+            ))
             .max(256);
         let header = format!("{}\n\n", path.display());
         let body = super::page_text(
@@ -256,7 +258,7 @@ impl SkillSearch {
             offset,
             out_cfg.max_file_lines,
             max_bytes.saturating_sub(header.len()),
-            "call again",
+            codex_free_core::paging::Call::Again,
         )
         .map_err(|e| Error::InvalidArgument(format!("{e} ({})", path.display())))?;
         Ok(header + &body)
@@ -619,14 +621,14 @@ mod tests {
         loop {
             let t = s.read_text("long", offset, None, &cfg).unwrap();
             let (_path, rest) = t.split_once("\n\n").unwrap();
-            match rest.rfind("(showing lines ") {
-                Some(i) => {
-                    let tail = &rest[i..];
+            match codex_free_core::paging::parse_footer(rest) {
+                Some(c) => {
+                    let tail = &rest[c.content_end..];
                     assert!(
                         tail.contains(&format!("{}-{} of 29", offset + 1, offset + 10)),
                         "{tail}"
                     );
-                    seen.push_str(&rest[..i]);
+                    seen.push_str(&rest[..c.content_end]);
                     offset += 10;
                 }
                 None => {
