@@ -14,19 +14,19 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use codex_free_core::config::{CONFIG_FILE, Config};
 use crate::input::{SecretRedactor, TranscriptInput};
 use crate::phase1::{Redactor, RolloutInput, Trigger, cap_state};
-use crate::scheduler::{self, SchedulerDeps};
-use crate::usage::{iso, log_path};
 use crate::providers::prices::format_cost;
 use crate::providers::{
     DEFAULT_EXTRACT_MODEL, ModelRef, PriceTable, RetryPolicy, endpoint_for, resolve_extract_model,
 };
-use codex_free_secrets::{SecretStore, env_var_for, resolve};
-use codex_free_store::{Clock, JobCounts, RunRow, SourceCounts, Spend, Store, SystemClock};
+use crate::scheduler::{self, SchedulerDeps};
+use crate::usage::{iso, log_path};
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_secrets::{KeyFrom, SecretStore, env_var_for};
+use codex_free_store::{Clock, JobCounts, RunRow, SourceCounts, Spend, Store, SystemClock};
 
 /// On or off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -122,7 +122,10 @@ impl ControlEnv {
     }
 
     fn store(&self) -> Result<Store> {
-        Store::open(&self.home.join(codex_free_store::DB_FILE), self.clock.clone())
+        Store::open(
+            &self.home.join(codex_free_store::DB_FILE),
+            self.clock.clone(),
+        )
     }
 
     fn config(&self) -> Result<Config> {
@@ -212,7 +215,10 @@ pub struct Status {
     pub log: String,
 }
 
-fn describe_model(cfg: &codex_free_core::config::MemoriesConfig, secrets: &dyn SecretStore) -> ModelStatus {
+fn describe_model(
+    cfg: &codex_free_core::config::MemoriesConfig,
+    secrets: &dyn SecretStore,
+) -> ModelStatus {
     let (spec, explicit) = match &cfg.extract_model {
         Some(m) => (m.clone(), true),
         None => (DEFAULT_EXTRACT_MODEL.to_string(), false),
@@ -248,14 +254,14 @@ fn describe_model(cfg: &codex_free_core::config::MemoriesConfig, secrets: &dyn S
         Ok((api, _, structured, key_required, account)) => {
             st.api = Some(api.as_str().into());
             st.structured_output = Some(structured.as_str().into());
-            let in_store = secrets.get(&account).ok().flatten().is_some();
-            let in_env = resolve(&codex_free_secrets::MemoryStore::default(), &account)
-                .ok()
-                .flatten()
-                .is_some();
-            st.key = if in_store {
+            // An unreachable store reads as "not there": the environment may still hold it.
+            let from = match codex_free_secrets::lookup(secrets, &account) {
+                Ok(found) => found.map(|(_, from)| from),
+                Err(_) => codex_free_secrets::env_key(&account).map(|_| KeyFrom::Env),
+            };
+            st.key = if from == Some(KeyFrom::Store) {
                 format!("{} (account \"{account}\")", secrets.label())
-            } else if in_env {
+            } else if from == Some(KeyFrom::Env) {
                 format!("env {}", env_var_for(&account))
             } else if key_required {
                 st.problem = Some(format!(
@@ -665,8 +671,8 @@ pub const RUN_TIMEOUT: Duration = Duration::from_secs(3600);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codex_free_secrets::MemoryStore;
     use clap::Parser;
+    use codex_free_secrets::MemoryStore;
 
     #[derive(Parser)]
     struct Cli {

@@ -16,16 +16,14 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use codex_free_core::config::{CONFIG_FILE, Config};
-use crate::discover::{
-    DEFAULT_DEBOUNCE, SourceRoots, WatchEvent, Watcher, enabled_sources,
-};
+use crate::discover::{DEFAULT_DEBOUNCE, SourceRoots, WatchEvent, Watcher, enabled_sources};
 use crate::phase1::{self, Phase1Ctx, Redactor, RolloutInput, RunReport, Trigger};
 use crate::providers::{PriceTable, RetryPolicy, resolve_extract_model};
-use codex_free_secrets::SecretStore;
-use codex_free_store::Store;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_secrets::SecretStore;
+use codex_free_store::Store;
 
 /// Interval of the safety-net rescan (15 minutes).
 pub const RESCAN_INTERVAL: Duration = Duration::from_secs(15 * 60);
@@ -178,11 +176,12 @@ async fn run_loop(
                 let msg = e.to_string();
                 if last_error.as_deref() != Some(msg.as_str()) {
                     tracing::warn!(error = %msg, "phase 1 not run");
-                    let line = format!(
-                        "{} phase1: not run: {msg}",
-                        crate::usage::iso(store.now())
-                    );
-                    let _ = crate::usage::append_line(&home, &line);
+                    let line = crate::usage::LogLine::NotRun {
+                        at: store.now(),
+                        phase: "phase1",
+                        why: msg.clone(),
+                    };
+                    let _ = crate::usage::append(&home, &line);
                 }
                 last_error = Some(msg);
             }

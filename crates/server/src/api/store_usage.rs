@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use codex_free_core::Result;
 use crate::api::dto::RequestRow;
 use crate::api::usage::{RunMeta, UsageSource};
+use codex_free_core::Result;
 use codex_free_store::usage::{RunSummary, UsageRow};
 use codex_free_store::{DB_FILE, ManualClock, Store};
 
@@ -70,6 +70,13 @@ impl UsageSource for StoreUsage {
                 since_ms.is_none_or(|s| r.time_ms >= s) && until_ms.is_none_or(|u| r.time_ms < u)
             })
             .collect())
+    }
+
+    fn spend_since(&self, since_ms: i64) -> Result<codex_free_store::Spend> {
+        match self.store()? {
+            Some(store) => store.spend_since(since_ms.div_euclid(1000)),
+            None => Ok(codex_free_store::Spend::default()),
+        }
     }
 
     fn runs(&self, since_ms: Option<i64>, until_ms: Option<i64>) -> Result<Vec<RunMeta>> {
