@@ -159,8 +159,9 @@ async fn exec_over_mcp_pages_the_full_output_and_hides_provider_keys() {
     assert!(last.contains("read_command_output"), "{last}");
     assert!(text.len() <= 40_000, "reply is {} bytes", text.len());
     // page through the spool from 0: every byte exactly once
-    let re = regex::Regex::new(r"output_id=([0-9a-f]+) offset=(\d+)").unwrap();
-    let id = re.captures(&last).unwrap()[1].to_string();
+    let id = codex_free_testkit::pages::parse_footer(&last)
+        .and_then(|c| c.arg("output_id").map(str::to_string))
+        .unwrap();
     let (mut offset, mut all, mut pages) = (0u64, String::new(), 0);
     loop {
         let (page, err) = call(
@@ -171,15 +172,12 @@ async fn exec_over_mcp_pages_the_full_output_and_hides_provider_keys() {
         .await;
         assert!(!err, "{page}");
         pages += 1;
-        match page
-            .rsplit_once('\n')
-            .filter(|(_, l)| l.starts_with("(showing bytes"))
-        {
-            Some((body, footer)) => {
+        match codex_free_testkit::pages::split_page(&page) {
+            (body, Some(next)) => {
                 all.push_str(body);
-                offset = re.captures(footer).unwrap()[2].parse().unwrap();
+                offset = next.offset().unwrap();
             }
-            None => {
+            (_, None) => {
                 all.push_str(&page);
                 break;
             }

@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use codex_free_core::config::{Config, ExecMode};
+use codex_free_testkit::pages;
 use codex_free_tools::ToolCtx;
 use codex_free_tools::exec::{ExecCommandArgs, ExecSessions, ReadOutputArgs, WriteStdinArgs};
 use codex_free_tools::git::{self, GitCommitArgs, GitDiffArgs, GitLogArgs, GitStatusArgs};
@@ -76,17 +77,8 @@ async fn run_to_end(ex: &ExecSessions, ctx: &ToolCtx, a: ExecCommandArgs) -> Str
 
 /// `(content, next offset)` of a read_command_output page.
 fn split_page(page: &str) -> (&str, Option<u64>) {
-    match page.rfind("\n(showing bytes ") {
-        Some(i) => {
-            let line = &page[i + 1..];
-            let next = line
-                .split("offset=")
-                .nth(1)
-                .map(|r| r.split(' ').next().unwrap().parse().unwrap());
-            (&page[..i], next)
-        }
-        None => (page, None),
-    }
+    let (content, next) = pages::split_page(page);
+    (content, next.and_then(|c| c.offset()))
 }
 
 /// SHA-256 and length of a command's stdout, by the system `sha256sum` (fast in debug builds).
@@ -170,23 +162,9 @@ async fn output_of_200_mb_is_bounded_and_pages_back_byte_for_byte() {
             )),
         "{last}"
     );
-    let id = last
-        .split("output_id=")
-        .nth(1)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut offset: u64 = last
-        .split("offset=")
-        .nth(1)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let next = pages::parse_footer(last).expect("the last line names the next call");
+    let id = next.arg("output_id").unwrap().to_string();
+    let mut offset: u64 = next.offset().unwrap();
     let head = body(&reply).split("\n[… ").next().unwrap();
     assert_eq!(
         head.len() as u64,
@@ -253,23 +231,9 @@ async fn bytes_past_the_spool_cap_are_reported_dropped() {
             && last.contains("were not spooled (they went past exec.maxSpoolBytes = 1048576)"),
         "{last}"
     );
-    let id = last
-        .split("output_id=")
-        .nth(1)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut offset: u64 = last
-        .split("offset=")
-        .nth(1)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let next = pages::parse_footer(last).expect("the last line names the next call");
+    let id = next.arg("output_id").unwrap().to_string();
+    let mut offset: u64 = next.offset().unwrap();
     let final_page;
     loop {
         let page = ex
@@ -661,34 +625,17 @@ fn repo(f: impl FnOnce(&mut Config)) -> Env {
     e
 }
 
+/// Every page of a paged tool, footers (and the newlines before them) removed.
 fn pages(mut call: impl FnMut(usize) -> String) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut offset = 0;
-    loop {
-        let page = call(offset);
-        let last = page.lines().last().unwrap_or("").to_string();
-        if let Some(rest) = last.strip_prefix("(showing ") {
-            let next: usize = rest
-                .split("offset=")
-                .nth(1)
-                .unwrap()
-                .split(' ')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap();
-            assert!(next > offset);
-            out.push(
-                page[..page.len() - last.len()]
-                    .trim_end_matches('\n')
-                    .to_string(),
-            );
-            offset = next;
-        } else {
-            out.push(page);
-            return out;
-        }
-    }
+    pages::follow(100_000, |c| {
+        call(c.map_or(0, |c| c.offset().unwrap() as usize))
+    })
+    .iter()
+    .map(|p| match pages::split_page(p) {
+        (content, Some(_)) => content.trim_end_matches('\n').to_string(),
+        (_, None) => p.clone(),
+    })
+    .collect()
 }
 
 #[test]

@@ -50,47 +50,23 @@ fn grep_args(pattern: &str) -> GrepArgs {
 
 /// Follow read_file's footers to the end; returns the bytes and the number of pages.
 fn read_all(ctx: &ToolCtx, path: &str) -> (Vec<u8>, usize) {
-    let mut out = Vec::new();
-    let (mut off, mut boff) = (None, None);
-    for pages in 1.. {
+    let (text, pages) = codex_free_testkit::pages::follow_content(200_000, |c| {
+        for (k, _) in c.map(|c| c.args.as_slice()).unwrap_or_default() {
+            assert!(
+                k == "offset" || k == "byte_offset",
+                "unexpected continuation argument {k}"
+            );
+        }
+        let (off, boff) = c.map_or((None, None), |c| (c.offset(), c.byte_offset()));
         let page = read_file(ctx, &read_args(path, off, boff)).unwrap();
         assert!(
             page.len() <= ctx.max_output_bytes(),
             "page of {} bytes over the ceiling",
             page.len()
         );
-        let Some(i) = page.rfind("\n(showing ") else {
-            out.extend_from_slice(page.as_bytes());
-            return (out, pages);
-        };
-        let footer = &page[i + 1..];
-        let args = footer
-            .split("call again with ")
-            .nth(1)
-            .unwrap()
-            .trim_end_matches(" for the rest)");
-        let mut next_off = None;
-        let mut next_boff = None;
-        for kv in args.split(' ') {
-            let (k, v) = kv.split_once('=').unwrap();
-            match k {
-                "offset" => next_off = Some(v.parse::<u64>().unwrap()),
-                "byte_offset" => next_boff = Some(v.parse::<u64>().unwrap()),
-                other => panic!("unexpected continuation argument {other}"),
-            }
-        }
-        // Byte pages: footer preceded by a separator newline; line pages: by the content's own.
-        let content = if next_boff.is_some() {
-            &page[..i]
-        } else {
-            &page[..=i]
-        };
-        out.extend_from_slice(content.as_bytes());
-        off = next_off;
-        boff = next_boff;
-        assert!(pages < 200_000, "paging does not terminate");
-    }
-    unreachable!()
+        page
+    });
+    (text.into_bytes(), pages)
 }
 
 #[cfg(unix)]

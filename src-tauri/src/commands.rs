@@ -26,7 +26,7 @@ async fn run<T: Send + 'static>(
     match tauri::async_runtime::spawn_blocking(move || f(&service)).await {
         Ok(r) => r.map_err(|e| codex_free_server::api::api_error(&e)),
         Err(e) => Err(ApiError {
-            code: "internal".into(),
+            code: codex_free_core::error::ErrorCode::Internal.into(),
             message: format!("command failed: {e}"),
             fields: Vec::new(),
         }),

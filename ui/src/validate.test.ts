@@ -13,6 +13,7 @@ const f = (o: Partial<ConfigField>): ConfigField => ({
   choices: [],
   nullable: false,
   help: "",
+  restart: false,
   ...o,
 });
 

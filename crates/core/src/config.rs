@@ -1,10 +1,13 @@
 //! `codex.config.json`: the user's overrides over defaults kept in code.
 //!
-//! Blocks and key spellings follow the public Codex Free (seed 000 / product.md SRV-6,
-//! MEM-5) — camelCase: `output`, `command`, `exec`, `projectDoc`, `server`, `memory`, `audit` — and
-//! Codex's memories (seed 003) — snake_case: `memories`. Every key is optional. Unknown keys
-//! produce warnings (never errors); a bad value fails with the key path, the value and the
-//! allowed range. The file holds only what differs from the defaults ([`Config::overrides`]).
+//! Blocks and key spellings follow the public Codex Free — camelCase: `output`, `command`,
+//! `exec`, `projectDoc`, `server`, `memory`, `audit` — and Codex's memories — snake_case: `memories`.
+//! Every key is optional. Unknown keys produce warnings (never errors); a bad value fails
+//! with the key path, the value and the allowed range. The file holds only what differs from
+//! the defaults ([`Config::overrides`]).
+//!
+//! The structs below are the typed form; each setting's default, unit, range, meaning and
+//! reload behaviour are written once, in [`fields::FIELDS`] (tests keep the two equal).
 //!
 //! Invariant: settings are plain data passed as arguments; there is no global config.
 
@@ -15,6 +18,10 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::Result;
 
+pub mod fields;
+
+pub use fields::{FieldCode, FieldError};
+
 /// The file name of the config inside the state home.
 pub const CONFIG_FILE: &str = "codex.config.json";
 
@@ -22,7 +29,7 @@ pub const CONFIG_FILE: &str = "codex.config.json";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Config {
-    /// Tool-output budgets (SRV-3..6).
+    /// Tool-output budgets.
     pub output: OutputConfig,
     /// Command timeouts (ms).
     pub command: CommandConfig,
@@ -32,9 +39,9 @@ pub struct Config {
     pub project_doc: ProjectDocConfig,
     /// HTTP server settings.
     pub server: ServerConfig,
-    /// Task memory (MEM-5).
+    /// Task memory.
     pub memory: MemoryConfig,
-    /// The background memory pipeline (seed 003, snake_case keys as there).
+    /// The background memory pipeline (snake_case keys, as Codex spells them).
     pub memories: MemoriesConfig,
     /// The audit trail of tool calls.
     pub audit: AuditConfig,
@@ -44,15 +51,15 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OutputConfig {
-    /// Hard ceiling of any tool result, in tokens (estimated as bytes / 4, see [`crate::tokens`]). Default 10000, range 500..=100000.
+    /// Hard ceiling of any tool result, in tokens (estimated as bytes / 4, see [`crate::tokens`]).
     pub max_tool_output_tokens: usize,
-    /// Lines per `read_file` page. Default 1000, range 1..=100000.
+    /// Lines per `read_file` page.
     pub max_file_lines: usize,
-    /// Bytes per `read_file` page. Default 131072, range 1024..=16777216.
+    /// Bytes per `read_file` page.
     pub max_file_bytes: usize,
-    /// Entries per `list_directory`/`glob`/`grep` page. Default 500, range 1..=100000.
+    /// Entries per `list_directory`/`glob`/`grep` page.
     pub max_entries: usize,
-    /// Nodes per `tree` page. Default 1000, range 1..=100000.
+    /// Nodes per `tree` page.
     pub max_tree_nodes: usize,
 }
 
@@ -72,9 +79,9 @@ impl Default for OutputConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct CommandConfig {
-    /// Default timeout (ms) of `exec_command` when the call gives none. Default 30000, range 100..=3600000.
+    /// Default timeout (ms) of `exec_command` when the call gives none.
     pub default_timeout: u64,
-    /// Largest timeout (ms) a call may ask for. Default 120000, range 100..=3600000.
+    /// Largest timeout (ms) a call may ask for.
     pub max_timeout: u64,
 }
 
@@ -102,13 +109,13 @@ pub enum ExecMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ExecConfig {
-    /// `"allowlist"` (default) or `"unrestricted"`.
+    /// `"allowlist"` or `"unrestricted"`.
     pub mode: ExecMode,
     /// Program names allowed in addition to the built-in allowlist.
     pub extra_allowed_commands: Vec<String>,
-    /// Concurrent live exec sessions. Default 8, range 1..=64.
+    /// Concurrent live exec sessions.
     pub max_sessions: usize,
-    /// Bytes of a command's output spooled to disk for continuation. Default 64 MiB, range 1 MiB..=4 GiB.
+    /// Bytes of a command's output spooled to disk for continuation.
     pub max_spool_bytes: u64,
 }
 
@@ -127,7 +134,7 @@ impl Default for ExecConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProjectDocConfig {
-    /// Bytes of AGENTS.md delivered. Default 32768, range 0..=1048576.
+    /// Bytes of AGENTS.md delivered.
     pub max_bytes: usize,
 }
 
@@ -141,9 +148,9 @@ impl Default for ProjectDocConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ServerConfig {
-    /// Bind address. Default `127.0.0.1`.
+    /// Bind address.
     pub host: String,
-    /// TCP port. Default 3000.
+    /// TCP port.
     pub port: u16,
     /// Extra `Origin` values accepted besides loopback ones (e.g. a tunnel's public origin).
     pub allowed_origins: Vec<String>,
@@ -186,15 +193,15 @@ impl Default for AuditConfig {
     }
 }
 
-/// `memory` block: task notes and plan (MEM-5).
+/// `memory` block: task notes and plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct MemoryConfig {
-    /// `false` turns persistence off entirely (nothing written). Default true.
+    /// `false` turns persistence off entirely (nothing written).
     pub enabled: bool,
     /// Explicit directory for memory.json; in multi-project mode a base with a hashed child per project.
     pub dir: Option<PathBuf>,
-    /// Budget in bytes for all notes together. Default 16384, range 256..=1048576.
+    /// Budget in bytes for all notes together.
     pub max_bytes: usize,
 }
 
@@ -208,41 +215,41 @@ impl Default for MemoryConfig {
     }
 }
 
-/// `memories` block: the background pipeline, keys and defaults as seed 003.
+/// `memories` block: the background pipeline, keys and defaults as Codex's memories.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MemoriesConfig {
     /// Memory layout version; only `"v1"`.
     pub version: String,
-    /// Pipeline on/off. Default true.
+    /// Pipeline on/off.
     pub enabled: bool,
-    /// Extract memories from new sessions. Default true.
+    /// Extract memories from new sessions.
     pub generate_memories: bool,
-    /// Inject the memory summary and serve memory tools. Default true.
+    /// Inject the memory summary and serve memory tools.
     pub use_memories: bool,
-    /// Register `memories_*` tools. Default false.
+    /// Register `memories_*` tools.
     pub dedicated_tools: bool,
-    /// Skip rollouts that used external context. Default false.
+    /// Skip rollouts that used external context.
     pub disable_on_external_context: bool,
-    /// Raw memories fed to phase 2. Default 256, range 1..=4096.
+    /// Raw memories fed to phase 2.
     pub max_raw_memories_for_consolidation: usize,
-    /// Days a raw memory may go unused and still be selected. Default 30, range 0..=365.
+    /// Days a raw memory may go unused and still be selected.
     pub max_unused_days: u32,
-    /// Oldest rollout (days) phase 1 considers. Default 10, range 0..=90.
+    /// Oldest rollout (days) phase 1 considers.
     pub max_rollout_age_days: u32,
-    /// Rollouts claimed per run. Default 2, range 1..=128.
+    /// Rollouts claimed per run.
     pub max_rollouts_per_startup: usize,
-    /// Hours a rollout must be idle before extraction. Default 6, range 1..=48.
+    /// Hours a rollout must be idle before extraction.
     pub min_rollout_idle_hours: u32,
     /// `provider/model-id` for phase 1; null = default model.
     pub extract_model: Option<String>,
     /// `provider/model-id` for phase 2; null = default model.
     pub consolidation_model: Option<String>,
-    /// Per tool result token budget before extraction (0 disables). Default 1000, range 0..=100000.
+    /// Per tool result token budget before extraction (0 disables).
     pub tool_result_token_budget: usize,
-    /// Reasoning effort for phase 1. Default "low".
+    /// Reasoning effort for phase 1.
     pub extract_thinking: String,
-    /// Reasoning effort for phase 2. Default "medium".
+    /// Reasoning effort for phase 2.
     pub consolidation_thinking: String,
     /// Sources counted as interactive (`codex`, `claude`, `pi`, `mcp`).
     pub sources: Vec<String>,
@@ -253,15 +260,15 @@ pub struct MemoriesConfig {
     pub providers: std::collections::BTreeMap<String, ProviderSettings>,
     /// Price overrides keyed by `provider/model-id`; they win over the bundled table.
     pub prices: std::collections::BTreeMap<String, PriceOverride>,
-    /// Timeout of one model HTTP request, seconds. Default 300, range 1..=3600.
+    /// Timeout of one model HTTP request, seconds.
     pub request_timeout_secs: u64,
-    /// Most lines `MEMORY.md` may have after consolidation (HYG-1, seed 002). Default 150, range 10..=5000.
+    /// Most lines `MEMORY.md` may have after consolidation.
     pub memory_md_max_lines: usize,
-    /// Most bytes `MEMORY.md` may have (HYG-1: 15 KiB). Default 15360, range 1024..=1048576.
+    /// Most bytes `MEMORY.md` may have.
     pub memory_md_max_bytes: usize,
-    /// Most lines `memory_summary.md` may have (HYG-1). Default 60, range 5..=1000.
+    /// Most lines `memory_summary.md` may have.
     pub memory_summary_max_lines: usize,
-    /// Most bytes `memory_summary.md` may have (HYG-1: 4 KiB). Default 4096, range 512..=65536.
+    /// Most bytes `memory_summary.md` may have.
     pub memory_summary_max_bytes: usize,
 }
 
@@ -337,21 +344,9 @@ pub struct Loaded {
     pub path: Option<PathBuf>,
 }
 
-fn range<T: PartialOrd + std::fmt::Display + Copy>(
-    errs: &mut Vec<String>,
-    key: &str,
-    v: T,
-    lo: T,
-    hi: T,
-) {
-    if v < lo || v > hi {
-        errs.push(format!("{key} = {v} is out of range (allowed {lo}..={hi})"));
-    }
-}
-
 impl Config {
-    /// Parse `text` (JSON). Unknown keys become warnings; type errors and range errors fail
-    /// with [`Error::Config`] naming the key path, the value and the allowed range.
+    /// Parse `text` (JSON). Unknown keys become warnings; a type error fails with
+    /// [`Error::Config`], a bad value with [`Error::InvalidConfig`] (one [`FieldError`] per key).
     pub fn parse(text: &str) -> Result<(Config, Vec<String>)> {
         let mut warnings = Vec::new();
         let de = &mut serde_json::Deserializer::from_str(text);
@@ -359,245 +354,38 @@ impl Config {
             warnings.push(format!("unknown key \"{path}\" (ignored)"));
         })
         .map_err(|e| Error::Config(e.to_string()))?;
-        cfg.validate()?;
+        cfg.validate()
+            .map_err(|fields| Error::InvalidConfig { file: None, fields })?;
         Ok((cfg, warnings))
     }
 
-    /// Check every range. Errors list all bad keys, one per line.
-    pub fn validate(&self) -> Result<()> {
-        let mut e = Vec::new();
-        let o = &self.output;
-        range(
-            &mut e,
-            "output.maxToolOutputTokens",
-            o.max_tool_output_tokens,
-            500,
-            100_000,
-        );
-        range(&mut e, "output.maxFileLines", o.max_file_lines, 1, 100_000);
-        range(
-            &mut e,
-            "output.maxFileBytes",
-            o.max_file_bytes,
-            1024,
-            16 * 1024 * 1024,
-        );
-        range(&mut e, "output.maxEntries", o.max_entries, 1, 100_000);
-        range(&mut e, "output.maxTreeNodes", o.max_tree_nodes, 1, 100_000);
-        range(
-            &mut e,
-            "command.defaultTimeout",
-            self.command.default_timeout,
-            100,
-            3_600_000,
-        );
-        range(
-            &mut e,
-            "command.maxTimeout",
-            self.command.max_timeout,
-            100,
-            3_600_000,
-        );
-        if self.command.default_timeout > self.command.max_timeout {
-            e.push(format!(
-                "command.defaultTimeout = {} exceeds command.maxTimeout = {}",
-                self.command.default_timeout, self.command.max_timeout
+    /// Check every setting against [`fields::FIELDS`] and the rules between settings,
+    /// returning every problem found. Values are checked in their JSON form (a config only
+    /// ever comes from JSON, which cannot hold NaN or infinity).
+    pub fn validate(&self) -> std::result::Result<(), Vec<FieldError>> {
+        let json = serde_json::to_value(self).expect("config serialises");
+        let mut errors = Vec::new();
+        for f in fields::FIELDS {
+            if let Some(v) = fields::get_path(&json, f.key) {
+                f.check(v, &mut errors);
+            }
+        }
+        let c = &self.command;
+        if c.default_timeout > c.max_timeout {
+            errors.push(FieldError::new(
+                "command.defaultTimeout",
+                c.default_timeout.into(),
+                FieldCode::Conflict,
+                format!(
+                    "command.defaultTimeout = {} exceeds command.maxTimeout = {}",
+                    c.default_timeout, c.max_timeout
+                ),
             ));
         }
-        range(&mut e, "exec.maxSessions", self.exec.max_sessions, 1, 64);
-        range(
-            &mut e,
-            "exec.maxSpoolBytes",
-            self.exec.max_spool_bytes,
-            1 << 20,
-            4 << 30,
-        );
-        range(
-            &mut e,
-            "projectDoc.maxBytes",
-            self.project_doc.max_bytes,
-            0,
-            1 << 20,
-        );
-        range(
-            &mut e,
-            "memory.maxBytes",
-            self.memory.max_bytes,
-            256,
-            1 << 20,
-        );
-        range(
-            &mut e,
-            "audit.maxFileBytes",
-            self.audit.max_file_bytes,
-            1 << 16,
-            1 << 30,
-        );
-        range(&mut e, "audit.keepFiles", self.audit.keep_files, 1, 100);
-        let m = &self.memories;
-        if m.version != "v1" {
-            e.push(format!(
-                "memories.version = \"{}\" is not supported (allowed \"v1\")",
-                m.version
-            ));
-        }
-        range(
-            &mut e,
-            "memories.max_raw_memories_for_consolidation",
-            m.max_raw_memories_for_consolidation,
-            1,
-            4096,
-        );
-        range(
-            &mut e,
-            "memories.max_unused_days",
-            m.max_unused_days,
-            0,
-            365,
-        );
-        range(
-            &mut e,
-            "memories.max_rollout_age_days",
-            m.max_rollout_age_days,
-            0,
-            90,
-        );
-        range(
-            &mut e,
-            "memories.max_rollouts_per_startup",
-            m.max_rollouts_per_startup,
-            1,
-            128,
-        );
-        range(
-            &mut e,
-            "memories.min_rollout_idle_hours",
-            m.min_rollout_idle_hours,
-            1,
-            48,
-        );
-        range(
-            &mut e,
-            "memories.tool_result_token_budget",
-            m.tool_result_token_budget,
-            0,
-            100_000,
-        );
-        range(
-            &mut e,
-            "memories.memory_md_max_lines",
-            m.memory_md_max_lines,
-            10,
-            5000,
-        );
-        range(
-            &mut e,
-            "memories.memory_md_max_bytes",
-            m.memory_md_max_bytes,
-            1024,
-            1 << 20,
-        );
-        range(
-            &mut e,
-            "memories.memory_summary_max_lines",
-            m.memory_summary_max_lines,
-            5,
-            1000,
-        );
-        range(
-            &mut e,
-            "memories.memory_summary_max_bytes",
-            m.memory_summary_max_bytes,
-            512,
-            64 * 1024,
-        );
-        for (k, v) in [
-            ("memories.extract_thinking", &m.extract_thinking),
-            ("memories.consolidation_thinking", &m.consolidation_thinking),
-        ] {
-            if !["none", "minimal", "low", "medium", "high", "xhigh"].contains(&v.as_str()) {
-                e.push(format!(
-                    "{k} = \"{v}\" is not allowed (allowed none|minimal|low|medium|high|xhigh)"
-                ));
-            }
-        }
-        for (k, v) in [
-            ("memories.extract_model", &m.extract_model),
-            ("memories.consolidation_model", &m.consolidation_model),
-        ] {
-            if let Some(v) = v
-                && !v.contains('/')
-            {
-                e.push(format!(
-                    "{k} = \"{v}\" must be provider/model-id (e.g. \"openai/gpt-5-mini\")"
-                ));
-            }
-        }
-        for s in &m.sources {
-            if !["codex", "claude", "pi", "mcp"].contains(&s.as_str()) {
-                e.push(format!(
-                    "memories.sources contains \"{s}\" (allowed codex|claude|pi|mcp)"
-                ));
-            }
-        }
-        if let Some(c) = m.monthly_spend_cap_usd
-            && !(c.is_finite() && c >= 0.0)
-        {
-            e.push(format!(
-                "memories.monthly_spend_cap_usd = {c} must be a number >= 0"
-            ));
-        }
-        range(
-            &mut e,
-            "memories.request_timeout_secs",
-            m.request_timeout_secs,
-            1,
-            3600,
-        );
-        for (name, p) in &m.providers {
-            if let Some(api) = &p.api
-                && !["openai-responses", "openai-chat", "anthropic"].contains(&api.as_str())
-            {
-                e.push(format!("memories.providers.{name}.api = \"{api}\" is not allowed (allowed openai-responses|openai-chat|anthropic)"));
-            }
-            if let Some(so) = &p.structured_output
-                && !["strict", "json_object", "none"].contains(&so.as_str())
-            {
-                e.push(format!("memories.providers.{name}.structured_output = \"{so}\" is not allowed (allowed strict|json_object|none)"));
-            }
-            if let Some(u) = &p.base_url
-                && !(u.starts_with("http://") || u.starts_with("https://"))
-            {
-                e.push(format!("memories.providers.{name}.base_url = \"{u}\" must start with http:// or https://"));
-            }
-        }
-        for (model, p) in &m.prices {
-            let all = [
-                Some(p.input_per_mtok),
-                Some(p.output_per_mtok),
-                p.cached_input_per_mtok,
-                p.cache_write_per_mtok,
-            ];
-            if all.iter().flatten().any(|v| !(v.is_finite() && *v >= 0.0)) {
-                e.push(format!("memories.prices.\"{model}\" has a negative or non-finite price (USD per 1M tokens, >= 0)"));
-            }
-            if !model.contains('/') {
-                e.push(format!(
-                    "memories.prices key \"{model}\" must be provider/model-id"
-                ));
-            }
-        }
-        if self.server.host.parse::<std::net::IpAddr>().is_err() && self.server.host != "localhost"
-        {
-            e.push(format!(
-                "server.host = \"{}\" is not an IP address",
-                self.server.host
-            ));
-        }
-        if e.is_empty() {
+        if errors.is_empty() {
             Ok(())
         } else {
-            Err(Error::Config(e.join("; ")))
+            Err(errors)
         }
     }
 
@@ -605,12 +393,13 @@ impl Config {
     pub fn load(path: &Path) -> Result<Loaded> {
         match std::fs::read_to_string(path) {
             Ok(text) => {
-                let (config, warnings) = Self::parse(&text).map_err(|e| {
-                    Error::Config(format!(
-                        "{}: {}",
-                        path.display(),
-                        e.to_string().trim_start_matches("invalid config: ")
-                    ))
+                let (config, warnings) = Self::parse(&text).map_err(|e| match e {
+                    Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+                    Error::InvalidConfig { fields, .. } => Error::InvalidConfig {
+                        file: Some(path.to_path_buf()),
+                        fields,
+                    },
+                    other => other,
                 })?;
                 Ok(Loaded {
                     config,
@@ -632,7 +421,8 @@ impl Config {
 
     /// Validate and write the overrides to `path` atomically (temp file + fsync + rename, under the state lock).
     pub fn save(&self, path: &Path) -> Result<()> {
-        self.validate()?;
+        self.validate()
+            .map_err(|fields| Error::InvalidConfig { file: None, fields })?;
         let text = serde_json::to_string_pretty(&self.overrides()).expect("json");
         crate::home::write_atomic(path, format!("{text}\n").as_bytes())
     }

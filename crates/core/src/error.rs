@@ -1,5 +1,6 @@
-//! The core's one error type. Every variant has a stable [`Error::code`] that MCP clients
-//! and the UI match on (never the message). Messages name the argument and the fix.
+//! The core's one error type. Every variant has a stable [`ErrorCode`] that MCP clients,
+//! the UI and HTTP statuses derive from (never the message). Messages name the argument
+//! and the fix.
 
 use std::path::PathBuf;
 
@@ -22,9 +23,18 @@ pub enum Error {
     /// A file or directory does not exist.
     #[error("not found: {}", .0.display())]
     NotFound(PathBuf),
-    /// A config value is invalid: key path, value, allowed range.
+    /// The config cannot be read as config (not JSON, wrong type, no home); the message says where.
     #[error("invalid config: {0}")]
     Config(String),
+    /// Config values break the rules of [`crate::config::fields`]: one entry per bad key,
+    /// each naming the key, the value and what is allowed.
+    #[error("invalid config: {}{}", file_prefix(.file), join_fields(.fields))]
+    InvalidConfig {
+        /// The file the values came from, when they came from one.
+        file: Option<PathBuf>,
+        /// Every refused setting.
+        fields: Vec<crate::config::FieldError>,
+    },
     /// A command was refused by the exec policy (allowlist, tty, ...).
     #[error("{0}")]
     Refused(String),
@@ -68,26 +78,131 @@ pub enum Error {
     },
 }
 
-impl Error {
-    /// Stable machine-readable code, e.g. `"path_outside_root"`.
-    pub fn code(&self) -> &'static str {
+/// The stable, machine-readable reason of a failure. It is the one vocabulary of error
+/// kinds: MCP clients read it from `error[<code>]: message`, the UI from `ApiError.code`,
+/// and HTTP answers derive their status from it. Nothing classifies errors by message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// A tool or API argument is invalid (HTTP 400).
+    InvalidArgument,
+    /// A path resolves outside the project root or another jail.
+    PathOutsideRoot,
+    /// A path lies in a protected directory (the state home, the config's directory, an
+    /// agent's home), which no tool may touch (HTTP 403).
+    PathProtected,
+    /// A file, directory, route or record does not exist (HTTP 404).
+    NotFound,
+    /// The config file or a config change is invalid (HTTP 400).
+    InvalidConfig,
+    /// Refused by policy (exec allowlist, tty, read-only area).
+    Refused,
+    /// A budget would be exceeded (notes `maxBytes`, spend cap, artifact budget).
+    BudgetExceeded,
+    /// A persisted file was corrupt and moved aside.
+    CorruptState,
+    /// A conversation/project binding problem.
+    Binding,
+    /// A model provider failed.
+    Provider,
+    /// The database failed.
+    Store,
+    /// The secrets store failed or is unreachable (HTTP 503).
+    Secrets,
+    /// Cancelled or timed out.
+    Cancelled,
+    /// Another job holds what the operation needs (HTTP 409).
+    Busy,
+    /// An I/O error.
+    Io,
+    /// A handler failed outside the error type (a panicked task, a lost worker).
+    Internal,
+}
+
+impl ErrorCode {
+    /// The code as written on the wire, e.g. `"path_outside_root"`.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Error::InvalidArgument(_) => "invalid_argument",
-            Error::PathOutsideRoot(_) => "path_outside_root",
-            Error::PathProtected(_) => "path_protected",
-            Error::NotFound(_) => "not_found",
-            Error::Config(_) => "invalid_config",
-            Error::Refused(_) => "refused",
-            Error::Budget(_) => "budget_exceeded",
-            Error::Corrupt { .. } => "corrupt_state",
-            Error::Binding(_) => "binding",
-            Error::Provider(_) => "provider",
-            Error::Store(_) => "store",
-            Error::Secrets(_) => "secrets",
-            Error::Cancelled(_) => "cancelled",
-            Error::Busy(_) => "busy",
-            Error::Io { .. } => "io",
+            ErrorCode::InvalidArgument => "invalid_argument",
+            ErrorCode::PathOutsideRoot => "path_outside_root",
+            ErrorCode::PathProtected => "path_protected",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::InvalidConfig => "invalid_config",
+            ErrorCode::Refused => "refused",
+            ErrorCode::BudgetExceeded => "budget_exceeded",
+            ErrorCode::CorruptState => "corrupt_state",
+            ErrorCode::Binding => "binding",
+            ErrorCode::Provider => "provider",
+            ErrorCode::Store => "store",
+            ErrorCode::Secrets => "secrets",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::Busy => "busy",
+            ErrorCode::Io => "io",
+            ErrorCode::Internal => "internal",
         }
+    }
+
+    /// The HTTP status an `/api` answer with this code carries: bad input 400, missing 404,
+    /// protected path 403, busy 409, secrets store unreachable 503, anything else 500.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::InvalidArgument | ErrorCode::InvalidConfig => 400,
+            ErrorCode::NotFound => 404,
+            ErrorCode::PathProtected => 403,
+            ErrorCode::Busy => 409,
+            ErrorCode::Secrets => 503,
+            _ => 500,
+        }
+    }
+
+    /// The text of a failed MCP tool call: `error[<code>]: <message>`.
+    pub fn mcp_text(self, message: impl std::fmt::Display) -> String {
+        format!("error[{}]: {message}", self.as_str())
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl From<ErrorCode> for String {
+    fn from(c: ErrorCode) -> String {
+        c.as_str().to_string()
+    }
+}
+
+impl Error {
+    /// The stable code of this error (see [`ErrorCode`]).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            Error::PathOutsideRoot(_) => ErrorCode::PathOutsideRoot,
+            Error::PathProtected(_) => ErrorCode::PathProtected,
+            Error::NotFound(_) => ErrorCode::NotFound,
+            Error::Config(_) | Error::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+            Error::Refused(_) => ErrorCode::Refused,
+            Error::Budget(_) => ErrorCode::BudgetExceeded,
+            Error::Corrupt { .. } => ErrorCode::CorruptState,
+            Error::Binding(_) => ErrorCode::Binding,
+            Error::Provider(_) => ErrorCode::Provider,
+            Error::Store(_) => ErrorCode::Store,
+            Error::Secrets(_) => ErrorCode::Secrets,
+            Error::Cancelled(_) => ErrorCode::Cancelled,
+            Error::Busy(_) => ErrorCode::Busy,
+            Error::Io { .. } => ErrorCode::Io,
+        }
+    }
+
+    /// This error as the text of a failed MCP tool call: `error[<code>]: <message>`.
+    pub fn mcp_text(&self) -> String {
+        self.code().mcp_text(self)
     }
 
     /// Wrap an I/O error with a description of what we were doing.
@@ -99,6 +214,17 @@ impl Error {
     }
 }
 
+fn file_prefix(file: &Option<PathBuf>) -> String {
+    file.as_ref()
+        .map(|f| format!("{}: ", f.display()))
+        .unwrap_or_default()
+}
+
+fn join_fields(fields: &[crate::config::FieldError]) -> String {
+    let msgs: Vec<&str> = fields.iter().map(|f| f.message.as_str()).collect();
+    msgs.join("; ")
+}
+
 /// Extension to attach context to `std::io::Result`.
 pub trait IoContext<T> {
     /// Map an `io::Error` into [`Error::Io`] with `context`.
@@ -108,5 +234,51 @@ pub trait IoContext<T> {
 impl<T> IoContext<T> for std::io::Result<T> {
     fn ctx(self, context: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|e| Error::io(context(), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_to_wire_text_and_http_status() {
+        let e = Error::PathOutsideRoot("path \"../x\" is outside".into());
+        assert_eq!(e.code(), ErrorCode::PathOutsideRoot);
+        assert_eq!(
+            e.mcp_text(),
+            "error[path_outside_root]: path \"../x\" is outside"
+        );
+        assert_eq!(Error::InvalidArgument("x".into()).code().http_status(), 400);
+        assert_eq!(
+            Error::InvalidConfig {
+                file: None,
+                fields: Vec::new()
+            }
+            .code()
+            .http_status(),
+            400
+        );
+        assert_eq!(Error::NotFound("a".into()).code().http_status(), 404);
+        assert_eq!(Error::Busy("b".into()).code().http_status(), 409);
+        assert_eq!(Error::Secrets("s".into()).code().http_status(), 503);
+        assert_eq!(Error::Provider("p".into()).code().http_status(), 500);
+        assert_eq!(String::from(ErrorCode::Internal), "internal");
+    }
+
+    #[test]
+    fn config_errors_join_field_messages_after_the_file() {
+        use crate::config::{FieldCode, FieldError};
+        let e = Error::InvalidConfig {
+            file: Some("/h/codex.config.json".into()),
+            fields: vec![
+                FieldError::new("a.b", 0.into(), FieldCode::OutOfRange, "a.b = 0 is bad"),
+                FieldError::new("a.c", 1.into(), FieldCode::OutOfRange, "a.c = 1 is bad"),
+            ],
+        };
+        assert_eq!(
+            e.to_string(),
+            "invalid config: /h/codex.config.json: a.b = 0 is bad; a.c = 1 is bad"
+        );
     }
 }

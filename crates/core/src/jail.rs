@@ -681,7 +681,7 @@ mod tests {
         std::os::unix::fs::symlink(h.home.join(".claude"), h.home.join("cl")).unwrap();
         let e = j.resolve_for_write("cl/new").unwrap_err();
         assert!(
-            ["path_protected", "path_outside_root"].contains(&e.code()),
+            ["path_protected", "path_outside_root"].contains(&e.code().as_str()),
             "{e}"
         );
         // The rest of the root is unaffected.

@@ -1,7 +1,7 @@
 //! Codex Free's foundation: what every other crate shares and nothing else owns.
 //!
 //! - [`audit`]: the audit trail of tool calls (shapes and sizes, never contents).
-//! - [`error`]: the one [`Error`] type with its stable codes.
+//! - [`error`]: the one [`Error`] type and its [`ErrorCode`] (HTTP status, MCP text, UI code).
 //! - [`home`]: the state home (`~/.codex-free`, `CODEX_FREE_HOME`), locked atomic writes.
 //! - [`tokens`]: token counting (bytes / 4 estimate for budgets, `o200k_base` when exact).
 //! - [`config`]: `codex.config.json` types, defaults, validation, load/save.
@@ -20,4 +20,4 @@ pub mod jail;
 pub mod paging;
 pub mod tokens;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorCode, Result};

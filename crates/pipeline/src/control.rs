@@ -25,7 +25,7 @@ use crate::usage::{iso, log_path};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_secrets::{SecretStore, env_var_for, resolve};
+use codex_free_secrets::{KeyFrom, SecretStore, env_var_for};
 use codex_free_store::{Clock, JobCounts, RunRow, SourceCounts, Spend, Store, SystemClock};
 
 /// On or off.
@@ -257,14 +257,14 @@ fn describe_model(
         Ok((api, _, structured, key_required, account)) => {
             st.api = Some(api.as_str().into());
             st.structured_output = Some(structured.as_str().into());
-            let in_store = secrets.get(&account).ok().flatten().is_some();
-            let in_env = resolve(&codex_free_secrets::MemoryStore::default(), &account)
-                .ok()
-                .flatten()
-                .is_some();
-            st.key = if in_store {
+            // An unreachable store reads as "not there": the environment may still hold it.
+            let from = match codex_free_secrets::lookup(secrets, &account) {
+                Ok(found) => found.map(|(_, from)| from),
+                Err(_) => codex_free_secrets::env_key(&account).map(|_| KeyFrom::Env),
+            };
+            st.key = if from == Some(KeyFrom::Store) {
                 format!("{} (account \"{account}\")", secrets.label())
-            } else if in_env {
+            } else if from == Some(KeyFrom::Env) {
                 format!("env {}", env_var_for(&account))
             } else if key_required {
                 st.problem = Some(format!(

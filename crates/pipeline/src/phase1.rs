@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::providers::{
     CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage,
 };
-use crate::usage::{Phase1Line, append_line};
+use crate::usage::{LogLine, Phase1Line};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::MemoriesConfig;
@@ -286,7 +286,13 @@ pub struct CapState {
 
 /// Check `memories.monthly_spend_cap_usd` against this month's usage. `None` when no cap.
 pub fn cap_state(store: &Store, cfg: &MemoriesConfig) -> Result<Option<CapState>> {
-    let Some(cap) = cfg.monthly_spend_cap_usd else {
+    cap_state_of(store, cfg.monthly_spend_cap_usd)
+}
+
+/// The one spend-cap check (phase 1, phase 2, status): `cap` USD against this month's
+/// spend ([`Store::spend_this_month`]). `None` when there is no cap.
+pub fn cap_state_of(store: &Store, cap: Option<f64>) -> Result<Option<CapState>> {
+    let Some(cap) = cap else {
         return Ok(None);
     };
     let spent = store.spend_this_month()?.usd;
@@ -493,12 +499,11 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         model: model_name,
         run_id: run_id.clone(),
         stopped: summary.error.clone().filter(|_| summary.outcome != "ok"),
-    }
-    .render();
-    {
-        let (home, l) = (ctx.home.clone(), line.clone());
-        blocking(move || append_line(&home, &l)).await?;
-    }
+    };
+    let line = {
+        let home = ctx.home.clone();
+        blocking(move || crate::usage::append(&home, &LogLine::Phase1(line))).await?
+    };
     tracing::info!(target: "memories", "{line}");
     if let Some(e) = first_err
         && matches!(e, Error::Store(_))
@@ -558,10 +563,9 @@ async fn stopped_before_claim(
         run_id: run_id.clone(),
         stopped: Some(why),
         ..Default::default()
-    }
-    .render();
-    let (home, l) = (ctx.home.clone(), line.clone());
-    blocking(move || append_line(&home, &l)).await?;
+    };
+    let home = ctx.home.clone();
+    let line = blocking(move || crate::usage::append(&home, &LogLine::Phase1(line))).await?;
     tracing::warn!(target: "memories", "{line}");
     Ok(RunReport {
         run_id: Some(run_id),

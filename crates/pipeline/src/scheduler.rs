@@ -225,8 +225,12 @@ async fn run_loop(
                 let msg = e.to_string();
                 if last_error.as_deref() != Some(msg.as_str()) {
                     tracing::warn!(error = %msg, "phase 1 not run");
-                    let line = format!("{} phase1: not run: {msg}", crate::usage::iso(store.now()));
-                    let _ = crate::usage::append_line(&home, &line);
+                    let line = crate::usage::LogLine::NotRun {
+                        at: store.now(),
+                        phase: "phase1",
+                        why: msg.clone(),
+                    };
+                    let _ = crate::usage::append(&home, &line);
                 }
                 last_error = Some(msg);
             }

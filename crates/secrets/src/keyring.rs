@@ -241,7 +241,10 @@ mod tests {
     #[test]
     fn unavailable_explains() {
         let u = Unavailable("no session bus".into());
-        assert_eq!(u.get("openai").err().map(|e| e.code()), Some("secrets"));
+        assert_eq!(
+            u.get("openai").err().map(|e| e.code().as_str()),
+            Some("secrets")
+        );
         assert!(
             u.set("openai", &Secret::new("x"))
                 .unwrap_err()

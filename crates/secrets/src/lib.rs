@@ -85,15 +85,37 @@ pub fn env_var_for(account: &str) -> String {
     )
 }
 
-/// Look `account` up in `store`, then in its environment variable ([`env_var_for`]).
-pub fn resolve(store: &dyn SecretStore, account: &str) -> Result<Option<Secret>> {
-    if let Some(s) = store.get(account)? {
-        return Ok(Some(s));
-    }
-    Ok(std::env::var(env_var_for(account))
+/// Where a key was found by [`lookup`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyFrom {
+    /// The secret store (the OS keyring in production).
+    Store,
+    /// The environment variable [`env_var_for`] names.
+    Env,
+}
+
+/// The key in `account`'s environment variable ([`env_var_for`]), if set and non-empty.
+pub fn env_key(account: &str) -> Option<Secret> {
+    std::env::var(env_var_for(account))
         .ok()
         .filter(|v| !v.is_empty())
-        .map(Secret::new))
+        .map(Secret::new)
+}
+
+/// The one key lookup: `account` in `store`, then in its environment variable, with where
+/// it was found.
+///
+/// Errors: the store's (e.g. no keyring reachable); the environment is not consulted then.
+pub fn lookup(store: &dyn SecretStore, account: &str) -> Result<Option<(Secret, KeyFrom)>> {
+    if let Some(s) = store.get(account)? {
+        return Ok(Some((s, KeyFrom::Store)));
+    }
+    Ok(env_key(account).map(|s| (s, KeyFrom::Env)))
+}
+
+/// The key of `account` from [`lookup`], without where it came from.
+pub fn resolve(store: &dyn SecretStore, account: &str) -> Result<Option<Secret>> {
+    Ok(lookup(store, account)?.map(|(s, _)| s))
 }
 
 #[cfg(test)]
@@ -110,5 +132,25 @@ mod tests {
         s.delete("openai").unwrap();
         assert!(s.get("openai").unwrap().is_none());
         assert_eq!(env_var_for("open-router"), "OPEN_ROUTER_API_KEY");
+    }
+
+    #[test]
+    fn lookup_prefers_the_store_then_the_environment() {
+        let account = "codex-free-lookup-test";
+        let s = MemoryStore::default();
+        assert!(lookup(&s, account).unwrap().is_none());
+        // SAFETY: the variable is unique to this test; nothing else reads or writes it.
+        unsafe { std::env::set_var(env_var_for(account), "from-env-1234") };
+        let (k, from) = lookup(&s, account).unwrap().unwrap();
+        assert_eq!((k.expose(), from), ("from-env-1234", KeyFrom::Env));
+        s.set(account, &Secret::new("from-store-5678")).unwrap();
+        let (k, from) = lookup(&s, account).unwrap().unwrap();
+        assert_eq!((k.expose(), from), ("from-store-5678", KeyFrom::Store));
+        assert_eq!(
+            resolve(&s, account).unwrap().unwrap().expose(),
+            "from-store-5678"
+        );
+        unsafe { std::env::set_var(env_var_for(account), "") };
+        assert!(env_key(account).is_none(), "an empty variable is no key");
     }
 }

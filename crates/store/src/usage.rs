@@ -168,9 +168,10 @@ impl Store {
         let mut c = self.conn();
         let tx = c.transaction().map_err(db_err)?;
         tx.execute(
-            "INSERT INTO usage (run_id, phase, request_no, thread_id, model, attempts, input_tokens, cached_input_tokens,
-                                cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, duration_ms, outcome, error, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            &format!(
+                "INSERT INTO usage ({USAGE_COLS}, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+            ),
             params![
                 u.run_id,
                 u.phase,
@@ -246,34 +247,14 @@ impl Store {
     pub fn run_usage(&self, run_id: &str) -> Result<Vec<UsageRow>> {
         let c = self.conn();
         let mut st = c
-            .prepare(
-                "SELECT run_id, phase, request_no, thread_id, model, attempts, input_tokens, cached_input_tokens,
-                        cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, duration_ms, outcome, error
-                 FROM usage WHERE run_id = ?1 ORDER BY request_no, id",
-            )
+            .prepare(&format!(
+                "SELECT {USAGE_COLS} FROM usage WHERE run_id = ?1 ORDER BY request_no, id"
+            ))
             .map_err(db_err)?;
-        st.query_map([run_id], |r| {
-            Ok(UsageRow {
-                run_id: r.get(0)?,
-                phase: r.get(1)?,
-                request_no: r.get(2)?,
-                thread_id: r.get(3)?,
-                model: r.get(4)?,
-                attempts: r.get(5)?,
-                input_tokens: r.get(6)?,
-                cached_input_tokens: r.get(7)?,
-                cache_write_tokens: r.get(8)?,
-                output_tokens: r.get(9)?,
-                reasoning_tokens: r.get(10)?,
-                cost_usd: r.get(11)?,
-                duration_ms: r.get(12)?,
-                outcome: r.get(13)?,
-                error: r.get(14)?,
-            })
-        })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)
+        st.query_map([run_id], usage_from_row)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)
     }
 
     /// Every usage row recorded in `[since, until)` (unix seconds, bounds optional) with its
@@ -285,36 +266,13 @@ impl Store {
     ) -> Result<Vec<(i64, UsageRow)>> {
         let c = self.conn();
         let mut st = c
-            .prepare(
-                "SELECT run_id, phase, request_no, thread_id, model, attempts, input_tokens, cached_input_tokens,
-                        cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, duration_ms, outcome, error, created_at
-                 FROM usage WHERE created_at >= ?1 AND created_at < ?2 ORDER BY created_at, id",
-            )
+            .prepare(&format!(
+                "SELECT {USAGE_COLS}, created_at FROM usage WHERE created_at >= ?1 AND created_at < ?2 ORDER BY created_at, id"
+            ))
             .map_err(db_err)?;
         st.query_map(
             params![since.unwrap_or(i64::MIN), until.unwrap_or(i64::MAX)],
-            |r| {
-                Ok((
-                    r.get(15)?,
-                    UsageRow {
-                        run_id: r.get(0)?,
-                        phase: r.get(1)?,
-                        request_no: r.get(2)?,
-                        thread_id: r.get(3)?,
-                        model: r.get(4)?,
-                        attempts: r.get(5)?,
-                        input_tokens: r.get(6)?,
-                        cached_input_tokens: r.get(7)?,
-                        cache_write_tokens: r.get(8)?,
-                        output_tokens: r.get(9)?,
-                        reasoning_tokens: r.get(10)?,
-                        cost_usd: r.get(11)?,
-                        duration_ms: r.get(12)?,
-                        outcome: r.get(13)?,
-                        error: r.get(14)?,
-                    },
-                ))
-            },
+            |r| Ok((r.get(USAGE_COL_COUNT)?, usage_from_row(r)?)),
         )
         .map_err(db_err)?
         .collect::<rusqlite::Result<Vec<_>>>()
@@ -346,6 +304,33 @@ pub fn month_start(ts: i64) -> i64 {
         .single()
         .map(|m| m.timestamp())
         .unwrap_or(0)
+}
+
+/// The `usage` columns [`usage_from_row`] reads, in its order (the INSERT uses them too).
+const USAGE_COLS: &str =
+    "run_id, phase, request_no, thread_id, model, attempts, input_tokens, cached_input_tokens,
+    cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, duration_ms, outcome, error";
+/// How many columns [`USAGE_COLS`] names (the index of a column selected after them).
+const USAGE_COL_COUNT: usize = 15;
+
+fn usage_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UsageRow> {
+    Ok(UsageRow {
+        run_id: r.get(0)?,
+        phase: r.get(1)?,
+        request_no: r.get(2)?,
+        thread_id: r.get(3)?,
+        model: r.get(4)?,
+        attempts: r.get(5)?,
+        input_tokens: r.get(6)?,
+        cached_input_tokens: r.get(7)?,
+        cache_write_tokens: r.get(8)?,
+        output_tokens: r.get(9)?,
+        reasoning_tokens: r.get(10)?,
+        cost_usd: r.get(11)?,
+        duration_ms: r.get(12)?,
+        outcome: r.get(13)?,
+        error: r.get(14)?,
+    })
 }
 
 const RUN_COLS: &str = "id, phase, trigger, model, started_at, finished_at, claimed, with_output, no_output, failed, released,

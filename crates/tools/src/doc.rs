@@ -112,8 +112,11 @@ pub fn project_doc_for_instructions(ctx: &ToolCtx) -> Option<String> {
             if end < total {
                 append_byte_footer(
                     &mut text,
-                    &format!(
-                        "({PROJECT_DOC} cut at {end} of {total} bytes — call get_project_doc with offset={end} for the rest)"
+                    &budget::doc_cut_footer(
+                        PROJECT_DOC,
+                        end,
+                        total,
+                        budget::Call::Tool("get_project_doc"),
                     ),
                 );
             }
@@ -225,24 +228,15 @@ mod tests {
         let mut offset = None;
         loop {
             let page = get_project_doc(&ctx, &GetProjectDocArgs { offset }).unwrap();
-            match page.rfind("\n(showing bytes ") {
-                Some(i) => {
-                    let footer = &page[i + 1..];
-                    got.push_str(&page[..i]);
-                    let next: u64 = footer
-                        .split("offset=")
-                        .nth(1)
-                        .unwrap()
-                        .split(' ')
-                        .next()
-                        .unwrap()
-                        .parse()
-                        .unwrap();
+            match budget::parse_footer(&page) {
+                Some(c) => {
+                    let footer = &page[c.content_end + 1..];
+                    got.push_str(&page[..c.content_end]);
                     assert!(
                         footer.contains(&format!("of {} of AGENTS.md", text.len())),
                         "{footer}"
                     );
-                    offset = Some(next);
+                    offset = Some(c.offset().unwrap());
                 }
                 None => {
                     got.push_str(&page);
@@ -252,15 +246,7 @@ mod tests {
         }
         assert_eq!(got, text);
         let instr = project_doc_for_instructions(&ctx).unwrap();
-        let end: usize = instr
-            .rsplit("offset=")
-            .next()
-            .unwrap()
-            .split(' ')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let end = budget::parse_footer(&instr).unwrap().offset().unwrap() as usize;
         assert!((997..=1000).contains(&end), "{end}");
         assert_eq!(
             instr,

@@ -848,29 +848,18 @@ mod tests {
 
     /// Split a read_file page into content and the continuation (offset, byte_offset).
     pub(crate) fn split_page(page: &str) -> (&str, Option<(u64, Option<u64>)>) {
-        let Some(idx) = page.rfind("\n(showing ") else {
-            return (page, None);
-        };
-        let footer = &page[idx + 1..];
-        let after = footer.split("call again with ").nth(1).unwrap();
-        let mut off = None;
-        let mut boff = None;
-        for kv in after.trim_end_matches(" for the rest)").split(' ') {
-            let (k, v) = kv.split_once('=').unwrap();
-            match k {
-                "offset" => off = Some(v.parse().unwrap()),
-                "byte_offset" => boff = Some(v.parse().unwrap()),
-                _ => panic!("{k}"),
+        match codex_free_core::paging::parse_footer(page) {
+            Some(c) => {
+                for (k, _) in &c.args {
+                    assert!(k == "offset" || k == "byte_offset", "{k}");
+                }
+                (
+                    &page[..c.content_end],
+                    Some((c.offset().unwrap(), c.byte_offset())),
+                )
             }
+            None => (page, None),
         }
-        // Byte pages get a separator newline; line pages end with their own newline,
-        // which belongs to the content.
-        let content = if boff.is_some() {
-            &page[..idx]
-        } else {
-            &page[..idx + 1]
-        };
-        (content, Some((off.unwrap(), boff)))
     }
 
     #[test]

@@ -392,9 +392,12 @@ fn page_budget(ctx: &ToolCtx) -> usize {
 /// Append the continuation line when `end < total` (1-based `offset+1`-`end` shown).
 fn finish_page(mut out: String, unit: &str, offset: usize, end: usize, total: usize) -> String {
     if end < total {
-        out.push_str(&format!(
-            "(showing {unit} {}-{end} of {total} — call again with offset={end} for the rest)",
-            offset + 1
+        out.push_str(&codex_free_core::paging::entries_footer(
+            unit,
+            offset + 1,
+            end,
+            total,
+            end,
         ));
     } else if out.ends_with('\n') {
         out.pop();
@@ -403,16 +406,16 @@ fn finish_page(mut out: String, unit: &str, offset: usize, end: usize, total: us
 }
 
 fn has_head(ctx: &ToolCtx) -> Result<bool> {
-    match run_git(
+    match run_git_exit(
         ctx,
         &["rev-parse", "--verify", "--quiet", "HEAD"],
         &[],
         read_timeout(ctx),
         |_| {},
-    ) {
+    )? {
         Ok(()) => Ok(true),
-        Err(Error::InvalidArgument(m)) if m.contains("(exit 1)") => Ok(false),
-        Err(e) => Err(e),
+        Err(GitExit { code: Some(1), .. }) => Ok(false),
+        Err(f) => Err(f.into_error("rev-parse")),
     }
 }
 
@@ -499,8 +502,39 @@ fn run_git(
     args: &[&str],
     tail: &[OsString],
     timeout: Duration,
-    mut on_line: impl FnMut(&[u8]),
+    on_line: impl FnMut(&[u8]),
 ) -> Result<()> {
+    let sub = args.first().copied().unwrap_or("");
+    run_git_exit(ctx, args, tail, timeout, on_line)?.map_err(|f| f.into_error(sub))
+}
+
+/// A git run that ended with a non-zero exit: its exit code (`None` when killed by a
+/// signal) and what it said (stderr, or stdout when stderr was empty), trimmed.
+struct GitExit {
+    code: Option<i32>,
+    message: String,
+}
+
+impl GitExit {
+    /// The tool error for a failed `git <sub>`.
+    fn into_error(self, sub: &str) -> Error {
+        Error::InvalidArgument(format!(
+            "git {sub} failed (exit {}): {}",
+            self.code.unwrap_or(-1),
+            self.message
+        ))
+    }
+}
+
+/// [`run_git`], with a non-zero exit returned as a value so callers can branch on the
+/// exit code (e.g. `rev-parse --verify --quiet` answers "no such ref" with exit 1).
+fn run_git_exit(
+    ctx: &ToolCtx,
+    args: &[&str],
+    tail: &[OsString],
+    timeout: Duration,
+    mut on_line: impl FnMut(&[u8]),
+) -> Result<std::result::Result<(), GitExit>> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new("git");
     // The repository's own config is writable by the agent (write_file .git/config, or a
@@ -601,13 +635,12 @@ fn run_git(
         } else {
             String::from_utf8_lossy(&err)
         };
-        return Err(Error::InvalidArgument(format!(
-            "git {sub} failed (exit {}): {}",
-            status.code().unwrap_or(-1),
-            msg.trim()
-        )));
+        return Ok(Err(GitExit {
+            code: status.code(),
+            message: msg.trim().to_string(),
+        }));
     }
-    Ok(())
+    Ok(Ok(()))
 }
 
 #[cfg(test)]
@@ -677,5 +710,36 @@ mod tests {
             "a\n(showing lines 1-1 of 3 — call again with offset=1 for the rest)"
         );
         assert_eq!(finish_page("a\n".into(), "lines", 2, 3, 3), "a");
+    }
+
+    /// `rev-parse --verify --quiet HEAD` exits 1 in a repository without commits: read as
+    /// "no commits yet" from the exit code; outside a repository git exits 128 and the
+    /// error surfaces.
+    #[test]
+    fn log_without_commits_and_outside_a_repo() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        let ctx = ToolCtx::open(
+            &root,
+            std::sync::Arc::new(codex_free_core::jail::Protected::none()),
+            codex_free_core::config::Config::default(),
+            tmp.path().join("home"),
+        )
+        .unwrap();
+        let args = GitLogArgs {
+            max_count: None,
+            offset: None,
+            path: None,
+        };
+        let e = git_log(&ctx, &args).unwrap_err();
+        assert!(e.to_string().contains("(exit 128)"), "{e}");
+        let init = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&root)
+            .status()
+            .unwrap();
+        assert!(init.success());
+        assert_eq!(git_log(&ctx, &args).unwrap(), "(no commits yet)");
     }
 }

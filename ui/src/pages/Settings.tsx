@@ -173,6 +173,7 @@ export function Settings() {
                 default {fmtDefault(f)}
                 {fmtRange(f) && <> · range {fmtRange(f)}</>}
                 {f.kind === "list" && f.choices.length > 0 && <> · any of {f.choices.join(", ")}</>}
+                {f.restart && <> · applies after a restart</>}
               </div>
               {err && (
                 <div class="field-error" role="alert" data-testid={`error-${f.key}`}>

@@ -86,12 +86,12 @@ impl Phase2Store for Phase2Db {
         })
     }
     fn spend_blocked(&self) -> Result<Option<String>> {
-        let Some(cap) = self.spend_cap_usd else {
-            return Ok(None);
-        };
-        let spent = self.store.spend_this_month()?.usd;
-        Ok((spent >= cap).then(|| {
-            format!("monthly spend cap reached: ${spent:.4} of ${cap:.2} (memories.monthly_spend_cap_usd)")
+        let state = crate::phase1::cap_state_of(&self.store, self.spend_cap_usd)?;
+        Ok(state.filter(|c| c.reached).map(|c| {
+            format!(
+                "monthly spend cap reached: ${:.4} of ${:.2} (memories.monthly_spend_cap_usd)",
+                c.spent_usd, c.cap_usd
+            )
         }))
     }
     fn finish_run(&self, run_id: &str, outcome: &str, error: Option<&str>) -> Result<()> {
@@ -108,20 +108,19 @@ impl Phase2Store for Phase2Db {
             },
         )?;
         if let Some(r) = self.store.run(run_id)? {
-            let line = format!(
-                "{} phase2: {outcome}, usage requests={} input={} cacheRead={} output={}, {} [model={} run={run_id}]{}",
-                crate::usage::iso(self.store.now()),
-                r.requests,
-                r.input_tokens,
-                r.cached_input_tokens,
-                r.output_tokens,
-                crate::providers::prices::format_cost(r.cost_usd),
-                r.model.unwrap_or_default(),
-                error
-                    .map(|e| format!(" error: {}", e.replace('\n', " ")))
-                    .unwrap_or_default()
-            );
-            crate::usage::append_line(&self.home, &line)?;
+            let line = crate::usage::Phase2Line {
+                at: self.store.now(),
+                outcome: outcome.to_string(),
+                requests: r.requests,
+                input_tokens: r.input_tokens,
+                cached_input_tokens: r.cached_input_tokens,
+                output_tokens: r.output_tokens,
+                cost_usd: r.cost_usd,
+                model: r.model.unwrap_or_default(),
+                run_id: run_id.to_string(),
+                error: error.map(str::to_string),
+            };
+            crate::usage::append(&self.home, &crate::usage::LogLine::Phase2(line))?;
         }
         Ok(())
     }

@@ -24,6 +24,7 @@ use serde::Deserialize;
 
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::error::ErrorCode;
 use codex_free_core::error::IoContext;
 
 /// Largest content one `write_file`/`edit_file` call may leave in a file: 256 KiB. The
@@ -361,7 +362,7 @@ impl Jail {
                 code: None,
             },
             Err(e) => ToolResult {
-                text: format!("error[{}]: {e}", e.code()),
+                text: e.mcp_text(),
                 is_error: true,
                 code: Some(e.code()),
             },
@@ -382,7 +383,13 @@ impl Jail {
         if total == 0 {
             out.push_str("(no files)\n");
         } else if total > AGENT_LIST_MAX {
-            out.push_str(&format!("(showing entries 1-{AGENT_LIST_MAX} of {total}; list a subdirectory for the rest)\n"));
+            out.push_str(&codex_free_core::paging::capped_footer(
+                "entries",
+                AGENT_LIST_MAX,
+                total,
+                "list a subdirectory",
+            ));
+            out.push('\n');
         }
         Ok(out)
     }
@@ -449,7 +456,7 @@ pub struct ToolResult {
     /// True when the call was refused or failed.
     pub is_error: bool,
     /// The error code when `is_error` (e.g. `path_outside_root`, `refused`, `budget_exceeded`).
-    pub code: Option<&'static str>,
+    pub code: Option<ErrorCode>,
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(arguments: &str) -> Result<T> {
@@ -520,9 +527,9 @@ pub struct Page {
 }
 
 /// Cut `text` to lines `offset+1 ..` at most `limit` lines, `max_bytes` bytes and (when
-/// given) `max_tokens` tokens counted with [`codex_free_core::tokens::count`]. At least one line is
-/// shown when any remain (a single huge line is cut at a char boundary, marked with `…`).
-/// When lines remain, the last line is
+/// given) `max_tokens` tokens, by [`codex_free_core::paging::page_lines`]. At least part of
+/// a line is shown when any remain (a single huge line is cut at a char boundary, with a
+/// note naming the offset after it). When lines remain, the last line is
 /// `(showing lines A-B of N — call again with offset=B for the rest)`.
 pub fn page_lines(
     text: &str,
@@ -531,9 +538,18 @@ pub fn page_lines(
     max_bytes: usize,
     max_tokens: Option<usize>,
 ) -> Page {
-    let lines: Vec<&str> = text.lines().collect();
-    let total = lines.len();
-    if offset >= total {
+    use codex_free_core::paging;
+    let page = paging::page_lines(
+        text,
+        offset,
+        paging::LineLimits {
+            max_lines: limit,
+            max_bytes,
+            max_tokens,
+        },
+    );
+    let total = page.total;
+    if page.past_end() {
         let msg = if total == 0 {
             "(empty file)\n".to_string()
         } else {
@@ -546,51 +562,14 @@ pub fn page_lines(
             total,
         };
     }
-    let mut out = String::new();
-    let mut tokens = 0usize;
-    let mut shown = 0usize;
-    for line in lines.iter().skip(offset).take(limit) {
-        let t = max_tokens
-            .map(|_| codex_free_core::tokens::count(line) + 1)
-            .unwrap_or(0);
-        let over_bytes = out.len() + line.len() + 1 > max_bytes;
-        let over_tokens = max_tokens.is_some_and(|m| tokens + t > m);
-        if over_bytes || over_tokens {
-            if shown == 0 {
-                // One line alone exceeds the budget: show its head.
-                let mut cut = max_bytes.min(line.len());
-                if let Some(m) = max_tokens {
-                    cut = cut.min(codex_free_core::tokens::bytes_for(m) / 2);
-                }
-                while !line.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                out.push_str(&line[..cut]);
-                out.push_str("…\n");
-                shown = 1;
-            }
-            break;
-        }
-        out.push_str(line);
-        out.push('\n');
-        tokens += t;
-        shown += 1;
-    }
-    let first = offset + 1;
-    let last = offset + shown;
-    if last < total {
-        out.push_str(&codex_free_core::paging::lines_footer(
-            first as u64,
-            last as u64,
-            total as u64,
-            last as u64,
-        ));
-        out.push('\n');
+    let mut text = page.render(paging::Call::Again);
+    if !text.ends_with('\n') {
+        text.push('\n');
     }
     Page {
-        text: out,
-        first,
-        last,
+        text,
+        first: offset + 1,
+        last: page.end,
         total,
     }
 }
@@ -692,7 +671,7 @@ mod tests {
         assert!(!r.is_error, "{r:?}");
         assert_eq!(j.read_to_string("MEMORY.md").unwrap(), "a\nB\na\n");
         let r = j.call("shell", r#"{"cmd":"ls"}"#);
-        assert_eq!(r.code, Some("refused"));
+        assert_eq!(r.code, Some(ErrorCode::Refused));
     }
 
     #[test]

@@ -158,13 +158,13 @@ fn classify(e: &genai::Error) -> Failure {
         };
     }
     match e {
-        genai::Error::WebModelCall { .. } | genai::Error::WebAdapterCall { .. } => {
+        genai::Error::WebModelCall { webc_error, .. }
+        | genai::Error::WebAdapterCall { webc_error, .. } => {
             let text = e.to_string();
-            let lower = text.to_ascii_lowercase();
-            let kind = if lower.contains("invalid json") || lower.contains("is not json") {
-                FailureKind::Malformed
-            } else {
-                FailureKind::Transient
+            let kind = match webc_error {
+                genai::webc::Error::ResponseFailedNotJson { .. }
+                | genai::webc::Error::ResponseFailedInvalidJson { .. } => FailureKind::Malformed,
+                _ => FailureKind::Transient,
             };
             Failure {
                 kind,
@@ -209,15 +209,18 @@ fn classify(e: &genai::Error) -> Failure {
     }
 }
 
-/// The provider's error body from a status failure (genai's text for these holds the
-/// response body only, never our payload), shortened.
+/// The provider's error body from a status failure (never our payload), shortened; for a
+/// status error without a body (e.g. from the HTTP client) genai's text.
 fn status_body(e: &genai::Error) -> String {
-    let t = e.to_string();
-    let body = t
-        .split_once("Response body:")
-        .map(|(_, b)| b.trim())
-        .unwrap_or(t.as_str());
-    short(body, 300)
+    let webc = match e {
+        genai::Error::WebModelCall { webc_error, .. }
+        | genai::Error::WebAdapterCall { webc_error, .. } => Some(webc_error),
+        _ => None,
+    };
+    match webc {
+        Some(genai::webc::Error::ResponseFailedStatus { body, .. }) => short(body, 300),
+        _ => short(&e.to_string(), 300),
+    }
 }
 
 fn mentions_missing_model(body: &str) -> bool {

@@ -9,12 +9,17 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-/// One failed field of a config change: the key path (`output.maxFileLines`) and why.
+/// One failed field of a config change: the key path (`output.maxFileLines`), a stable
+/// reason code and a sentence for people.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct FieldError {
-    /// Dotted key path as written in `codex.config.json`, e.g. `output.maxFileLines`.
+    /// Dotted key path as written in `codex.config.json`, e.g. `output.maxFileLines`; empty
+    /// when the whole change is malformed.
     pub key: String,
-    /// What is wrong and what is allowed.
+    /// Why, as [`codex_free_core::config::FieldCode::as_str`]: `unknown_key`, `wrong_type`,
+    /// `required`, `out_of_range`, `not_allowed`, `bad_format` or `conflict`.
+    pub code: String,
+    /// What is wrong and what is allowed (names the key and the value).
     pub message: String,
 }
 
@@ -73,6 +78,8 @@ pub struct ConfigField {
     pub nullable: bool,
     /// One sentence on what the setting does.
     pub help: String,
+    /// True when a change takes effect only after the server (or app) restarts.
+    pub restart: bool,
 }
 
 /// The Settings page's data: the schema, the effective values and the file's overrides.

@@ -44,6 +44,7 @@ use serde_json::Value;
 use super::ApiService;
 use super::dto::*;
 use codex_free_core::Error;
+use codex_free_core::error::ErrorCode;
 
 type Svc = Arc<ApiService>;
 
@@ -58,13 +59,8 @@ impl IntoResponse for Fail {
 
 impl From<Error> for Fail {
     fn from(e: Error) -> Self {
-        let status = match e.code() {
-            "invalid_argument" | "invalid_config" => StatusCode::BAD_REQUEST,
-            "not_found" => StatusCode::NOT_FOUND,
-            "busy" => StatusCode::CONFLICT,
-            "secrets" => StatusCode::SERVICE_UNAVAILABLE,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
+        let status = StatusCode::from_u16(e.code().http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         Fail(status, super::api_error(&e))
     }
 }
@@ -77,7 +73,7 @@ async fn blocking<T: Send + 'static>(
         Err(e) => Err(Fail(
             StatusCode::INTERNAL_SERVER_ERROR,
             ApiError {
-                code: "internal".into(),
+                code: ErrorCode::Internal.into(),
                 message: format!("handler failed: {e}"),
                 fields: Vec::new(),
             },
@@ -249,7 +245,7 @@ pub fn api_router(service: Svc) -> Router {
                 Fail(
                     StatusCode::NOT_FOUND,
                     ApiError {
-                        code: "not_found".into(),
+                        code: ErrorCode::NotFound.into(),
                         message: format!("no API route /api/{rest}"),
                         fields: Vec::new(),
                     },

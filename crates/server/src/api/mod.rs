@@ -24,13 +24,13 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use chrono::{Datelike, TimeZone, Utc};
+use chrono::Utc;
 use serde_json::Value;
 
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_secrets::{Secret, SecretStore, env_var_for};
+use codex_free_secrets::{KeyFrom, Secret, SecretStore, env_var_for};
 use dto::*;
 use hooks::{ModelCatalog, NoPipeline, NoServer, PipelineControl, ServerControl};
 use usage::UsageSource;
@@ -140,39 +140,28 @@ impl ApiService {
 
     // ---- dashboard -------------------------------------------------------------------
 
-    /// Spend today and this month (UTC) against `memories.monthly_spend_cap_usd`.
+    /// Spend today and this month (UTC) against `memories.monthly_spend_cap_usd`: both sums
+    /// come from [`UsageSource::spend_since`], the month from the store's own
+    /// [`codex_free_store::usage::month_start`], as the pipeline's cap check does.
     pub fn spend(&self) -> Result<Spend> {
         let (cfg, _) = self.current_config();
         let now = Utc::now();
-        let month_start = Utc
-            .with_ymd_and_hms(now.year(), now.month(), 1, 0, 0, 0)
-            .single()
-            .map(|t| t.timestamp_millis())
-            .unwrap_or_default();
+        let month_start = codex_free_store::usage::month_start(now.timestamp()) * 1000;
         let day_start = now
             .date_naive()
             .and_hms_opt(0, 0, 0)
             .expect("midnight")
             .and_utc()
             .timestamp_millis();
-        let rows = self.usage.requests(Some(month_start), None)?;
-        // fold from +0.0: an empty f64 `sum()` is -0.0, which would print as "-$0.00".
-        let month_usd = rows
-            .iter()
-            .filter_map(|r| r.cost_usd)
-            .fold(0.0, |a, c| a + c);
-        let today_usd = rows
-            .iter()
-            .filter(|r| r.time_ms >= day_start)
-            .filter_map(|r| r.cost_usd)
-            .fold(0.0, |a, c| a + c);
+        let month = self.usage.spend_since(month_start)?;
+        let today = self.usage.spend_since(day_start)?;
         let cap = cfg.memories.monthly_spend_cap_usd;
         Ok(Spend {
-            today_usd,
-            month_usd,
+            today_usd: today.usd,
+            month_usd: month.usd,
             cap_usd: cap,
-            cap_reached: cap.is_some_and(|c| month_usd >= c),
-            unpriced_requests: rows.iter().filter(|r| r.cost_usd.is_none()).count() as u32,
+            cap_reached: cap.is_some_and(|c| month.usd >= c),
+            unpriced_requests: month.unpriced_requests.max(0) as u32,
         })
     }
 
@@ -337,26 +326,16 @@ impl ApiService {
     /// the store is unreachable.
     pub fn key_status(&self, provider: &str) -> Result<KeyStatus> {
         self.provider(provider)?;
-        let env_var = env_var_for(provider);
-        if let Some(s) = self.secrets.get(provider)? {
-            return Ok(KeyStatus {
-                source: KeySource::Keyring,
-                hint: Some(s.hint()),
-                env_var,
-            });
-        }
-        match std::env::var(&env_var).ok().filter(|v| !v.is_empty()) {
-            Some(v) => Ok(KeyStatus {
-                source: KeySource::Env,
-                hint: Some(Secret::new(v).hint()),
-                env_var,
-            }),
-            None => Ok(KeyStatus {
-                source: KeySource::None,
-                hint: None,
-                env_var,
-            }),
-        }
+        let (source, hint) = match codex_free_secrets::lookup(self.secrets.as_ref(), provider)? {
+            Some((s, KeyFrom::Store)) => (KeySource::Keyring, Some(s.hint())),
+            Some((s, KeyFrom::Env)) => (KeySource::Env, Some(s.hint())),
+            None => (KeySource::None, None),
+        };
+        Ok(KeyStatus {
+            source,
+            hint,
+            env_var: env_var_for(provider),
+        })
     }
 
     /// Store `key` for `provider` in the secret store (updating an existing entry in
@@ -528,12 +507,18 @@ impl ApiService {
     }
 }
 
-/// Map a core error to the UI's error body.
+/// Map a core error to the UI's error body; config errors carry their field errors.
 pub fn api_error(e: &Error) -> ApiError {
+    let fields = match e {
+        Error::InvalidConfig { fields, .. } => {
+            fields.iter().cloned().map(FieldError::from).collect()
+        }
+        _ => Vec::new(),
+    };
     ApiError {
         code: e.code().into(),
         message: e.to_string(),
-        fields: Vec::new(),
+        fields,
     }
 }
 

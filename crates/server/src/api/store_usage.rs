@@ -72,6 +72,13 @@ impl UsageSource for StoreUsage {
             .collect())
     }
 
+    fn spend_since(&self, since_ms: i64) -> Result<codex_free_store::Spend> {
+        match self.store()? {
+            Some(store) => store.spend_since(since_ms.div_euclid(1000)),
+            None => Ok(codex_free_store::Spend::default()),
+        }
+    }
+
     fn runs(&self, since_ms: Option<i64>, until_ms: Option<i64>) -> Result<Vec<RunMeta>> {
         let Some(store) = self.store()? else {
             return Ok(Vec::new());

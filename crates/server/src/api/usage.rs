@@ -43,6 +43,21 @@ pub trait UsageSource: Send + Sync {
     fn runs(&self, _since_ms: Option<i64>, _until_ms: Option<i64>) -> Result<Vec<RunMeta>> {
         Ok(Vec::new())
     }
+    /// Spend of the requests made at or after `since_ms`. The database source answers with
+    /// [`codex_free_store::Store::spend_since`], the same sum the pipeline's spend cap reads;
+    /// this default sums [`Self::requests`] for in-memory sources.
+    fn spend_since(&self, since_ms: i64) -> Result<codex_free_store::Spend> {
+        let rows = self.requests(Some(since_ms), None)?;
+        Ok(codex_free_store::Spend {
+            // fold from +0.0: an empty f64 `sum()` is -0.0, which would print as "-$0.00".
+            usd: rows
+                .iter()
+                .filter_map(|r| r.cost_usd)
+                .fold(0.0, |a, c| a + c),
+            requests: rows.len() as i64,
+            unpriced_requests: rows.iter().filter(|r| r.cost_usd.is_none()).count() as i64,
+        })
+    }
 }
 
 /// An in-memory usage source: a test double and the seed for demos (see [`demo_records`]).

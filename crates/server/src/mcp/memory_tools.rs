@@ -114,7 +114,7 @@ impl CodexFree {
             let text = s.recall(&a)?;
             // MEM-9 / PIPE-6: a client that ignores instructions gets the same saved state
             // and memory summary from recall; the summary follows the last page.
-            let last_page = !text.lines().last().unwrap_or("").starts_with("(showing");
+            let last_page = codex_free_core::paging::parse_footer(&text).is_none();
             match codex_free_pipeline::phase2::readpath::summary_for_instructions(&home, &config) {
                 Some(m) if last_page => Ok(codex_free_core::paging::enforce_ceiling(
                     format!("{text}\n\n{m}"),

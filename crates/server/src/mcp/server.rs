@@ -436,10 +436,7 @@ impl CodexFree {
 pub(crate) fn reply(r: Result<String>) -> CallToolResult {
     match r {
         Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
-            "error[{}]: {e}",
-            e.code()
-        ))]),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(e.mcp_text())]),
     }
 }
 

@@ -420,18 +420,16 @@ impl ExecSessions {
         }
         let next = offset + used as u64;
         let line = if next < spooled {
-            Some(format!(
-                "(showing bytes {offset}-{next} of {spooled}{} — call read_command_output with output_id={id} offset={next} for the rest)",
-                if closed { "" } else { " so far" }
+            Some(codex_free_core::paging::command_output_footer(
+                offset, next, spooled, id, !closed,
             ))
         } else if let Some(why) = &stop {
-            Some(format!(
-                "(showing bytes {offset}-{next} of {total}{}; bytes from {spooled} on were not spooled: {why})",
-                if closed { "" } else { " so far" }
+            Some(codex_free_core::paging::command_output_unspooled_footer(
+                offset, next, total, spooled, why, !closed,
             ))
         } else if !closed {
-            Some(format!(
-                "(showing bytes {offset}-{next} of {spooled} so far; the command is still running — call read_command_output with output_id={id} offset={next} later for newer output)"
+            Some(codex_free_core::paging::command_output_running_footer(
+                offset, next, spooled, id,
             ))
         } else {
             None

@@ -358,9 +358,7 @@ fn cut_text(
         } else {
             String::new()
         };
-        format!(
-            "(output cut: {shown}{lost} — call read_command_output with output_id={id} offset={a} for the rest)"
-        )
+        codex_free_core::paging::command_window_footer(&shown, &lost, id, a)
     } else {
         format!(
             "(output cut: {shown}; bytes {a}-{b} are lost: {} — rerun the command with less output, e.g. through head, tail or grep)",

@@ -17,6 +17,7 @@ use super::skills::SkillSearch;
 use super::store::TaskMemory;
 use codex_free_core::config::Config;
 use codex_free_core::jail::Jail;
+use codex_free_core::paging;
 
 /// Heading of the AGENTS.md section.
 pub const AGENTS_HEADING: &str = "## Project instructions (AGENTS.md)";
@@ -96,19 +97,13 @@ pub fn bound_agents_md(text: &str, max_bytes: usize) -> String {
     if !shown.ends_with('\n') && !shown.is_empty() {
         out.push('\n');
     }
-    if whole_lines {
-        out.push_str(&format!(
-            "(AGENTS.md cut at projectDoc.maxBytes: showing lines 1-{lines}, {} of {} bytes — call read_file with path=\"AGENTS.md\" and offset={lines} for the rest)\n",
-            shown.len(),
-            text.len()
-        ));
+    let footer = if whole_lines {
+        paging::agents_md_lines_footer(lines, shown.len(), text.len())
     } else {
-        out.push_str(&format!(
-            "(AGENTS.md cut at projectDoc.maxBytes inside its first line: showing {} of {} bytes — call read_file with path=\"AGENTS.md\" to read it)\n",
-            shown.len(),
-            text.len()
-        ));
-    }
+        paging::agents_md_first_line_footer(shown.len(), text.len())
+    };
+    out.push_str(&footer);
+    out.push('\n');
     out
 }
 

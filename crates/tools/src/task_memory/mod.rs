@@ -21,6 +21,7 @@ pub mod service;
 pub mod skills;
 pub mod store;
 
+use codex_free_core::paging;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -112,25 +113,20 @@ pub struct ListProjectsArgs {
 /// The continuation line every bounded listing in this module ends with when cut, e.g.
 /// `(showing skills 1-50 of 120 — call again with offset=50 for the rest)`. `what` is the
 /// plural noun, `start` the 0-based index of the first item shown, `shown` how many were
-/// shown, `total` how many exist. The shape follows seed 000's continuation line.
+/// shown, `total` how many exist.
 pub(crate) fn continuation(what: &str, start: usize, shown: usize, total: usize) -> String {
-    format!(
-        "(showing {what} {}-{} of {total} — call again with offset={} for the rest)",
-        start + 1,
-        start + shown,
-        start + shown
-    )
+    paging::entries_footer(what, start + 1, start + shown, total, start + shown)
 }
 
 /// Bytes kept free for the continuation line when paging.
 const CONTINUATION_RESERVE: usize = 160;
 
 /// One page of `text`: whole lines from line `offset` (0-based count of lines skipped), at
-/// most `max_lines` lines and `max_bytes` bytes in all (continuation line included). When
-/// cut, the page ends with `(showing lines A-B of N — {again} with offset=B for the rest)`,
-/// where `again` is e.g. `call again` or `call get_agent_brief`; paging with the named
-/// offsets yields every line exactly once. A single line longer than the budget is shown
-/// cut at a character boundary with a line saying so, and the next offset skips it.
+/// most `max_lines` lines and `max_bytes` bytes in all (continuation line included), cut by
+/// [`paging::page_lines`] and ended by its footer naming `call` (e.g. `call again` or
+/// `call get_agent_brief`); paging with the named offsets yields every line exactly once.
+/// A single line longer than the budget is shown cut with a line saying so, and the next
+/// offset skips it.
 ///
 /// Errors: [`codex_free_core::Error::InvalidArgument`] when `offset` is past the last line.
 pub(crate) fn page_text(
@@ -138,50 +134,21 @@ pub(crate) fn page_text(
     offset: usize,
     max_lines: usize,
     max_bytes: usize,
-    again: &str,
+    call: paging::Call<'_>,
 ) -> codex_free_core::Result<String> {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let total = lines.len();
-    if offset > total || (offset == total && total > 0) {
+    let limits = paging::LineLimits {
+        max_lines,
+        max_bytes: max_bytes.saturating_sub(CONTINUATION_RESERVE).max(64),
+        max_tokens: None,
+    };
+    let page = paging::page_lines(text, offset, limits);
+    if page.past_end() && (offset > 0 || page.total > 0) {
         return Err(codex_free_core::Error::InvalidArgument(format!(
-            "offset = {offset} is past the end ({total} lines)"
+            "offset = {offset} is past the end ({} lines)",
+            page.total
         )));
     }
-    let budget = max_bytes.saturating_sub(CONTINUATION_RESERVE).max(64);
-    let mut out = String::new();
-    let mut end = offset;
-    while end < total && end - offset < max_lines.max(1) {
-        let l = lines[end];
-        if out.len() + l.len() > budget {
-            if end == offset {
-                let mut cut = budget.min(l.len());
-                while !l.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                out.push_str(&l[..cut]);
-                out.push_str(&format!(
-                    "\n(line {} is {} bytes; showing its first {cut} — {again} with offset={} to continue after it)\n",
-                    end + 1,
-                    l.len(),
-                    end + 1
-                ));
-                return Ok(out);
-            }
-            break;
-        }
-        out.push_str(l);
-        end += 1;
-    }
-    if end < total {
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(&format!(
-            "(showing lines {}-{end} of {total} — {again} with offset={end} for the rest)\n",
-            offset + 1
-        ));
-    }
-    Ok(out)
+    Ok(page.render(call))
 }
 
 #[cfg(test)]
@@ -196,21 +163,12 @@ mod tests {
         let mut got = String::new();
         let mut offset = 0;
         loop {
-            let page = page_text(&text, offset, 7, 400, "call again").unwrap();
+            let page = page_text(&text, offset, 7, 400, paging::Call::Again).unwrap();
             assert!(page.len() <= 400, "{}", page.len());
-            match page.rfind("(showing lines ") {
-                Some(i) => {
-                    got.push_str(&page[..i]);
-                    let tail = &page[i..];
-                    offset = tail
-                        .split("offset=")
-                        .nth(1)
-                        .unwrap()
-                        .split(' ')
-                        .next()
-                        .unwrap()
-                        .parse()
-                        .unwrap();
+            match paging::parse_footer(&page) {
+                Some(c) => {
+                    got.push_str(&page[..c.content_end]);
+                    offset = c.offset().unwrap() as usize;
                 }
                 None => {
                     got.push_str(&page);
@@ -219,7 +177,7 @@ mod tests {
             }
         }
         assert_eq!(got, text);
-        assert!(page_text(&text, 57, 7, 400, "x").is_err());
-        assert_eq!(page_text("", 0, 7, 400, "x").unwrap(), "");
+        assert!(page_text(&text, 57, 7, 400, paging::Call::Again).is_err());
+        assert_eq!(page_text("", 0, 7, 400, paging::Call::Again).unwrap(), "");
     }
 }

@@ -21,6 +21,7 @@ use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
 use codex_free_core::jail::Jail;
+use codex_free_core::paging::Call;
 
 /// Which project(s) a call may touch.
 #[derive(Debug, Clone, Copy)]
@@ -70,8 +71,8 @@ impl Service<'_> {
         codex_free_core::tokens::bytes_for(self.config.output.max_tool_output_tokens)
     }
 
-    fn page(&self, text: &str, offset: Option<usize>, again: &str) -> Result<String> {
-        super::page_text(text, offset.unwrap_or(0), usize::MAX, self.cap(), again)
+    fn page(&self, text: &str, offset: Option<usize>, call: Call<'_>) -> Result<String> {
+        super::page_text(text, offset.unwrap_or(0), usize::MAX, self.cap(), call)
     }
 
     fn bindings(&self) -> Result<(Bindings, String)> {
@@ -131,7 +132,7 @@ impl Service<'_> {
     /// `recall` (MEM-2, MEM-9): the `## Saved state` section, paged by lines.
     pub fn recall(&self, a: &RecallArgs) -> Result<String> {
         let text = self.memory()?.recall()?;
-        self.page(&text, a.offset, "call again")
+        self.page(&text, a.offset, Call::Again)
     }
 
     /// `skills_list`.
@@ -203,7 +204,7 @@ impl Service<'_> {
                 }
             }
         };
-        self.page(&text, a.offset, "call again")
+        self.page(&text, a.offset, Call::Again)
     }
 
     fn projects_page(&self) -> usize {
@@ -215,7 +216,7 @@ impl Service<'_> {
         let (b, _) = self.bindings()?;
         let text = b.list_projects_text(a.offset.unwrap_or(0), self.projects_page());
         // The page size already bounds it; the byte cap is a backstop for long paths.
-        self.page(&text, None, "call list_projects")
+        self.page(&text, None, Call::Tool("list_projects"))
     }
 
     /// `set_project_root` (MEM-7): bind the conversation, then return the project's text
@@ -237,7 +238,7 @@ impl Service<'_> {
         };
         let project = b.project_jail(&out.binding.project_root)?;
         let text = head + &self.bound_text(&project, false);
-        self.page(&text, None, "call get_agent_brief")
+        self.page(&text, None, Call::Tool("get_agent_brief"))
     }
 }
 
@@ -376,18 +377,10 @@ mod tests {
                 })
                 .unwrap();
             assert!(page.len() <= 2000, "{}", page.len());
-            match page.rfind("(showing lines ") {
-                Some(i) => {
-                    got.push_str(&page[..i]);
-                    offset = page[i..]
-                        .split("offset=")
-                        .nth(1)
-                        .unwrap()
-                        .split(' ')
-                        .next()
-                        .unwrap()
-                        .parse()
-                        .unwrap();
+            match codex_free_core::paging::parse_footer(&page) {
+                Some(c) => {
+                    got.push_str(&page[..c.content_end]);
+                    offset = c.offset().unwrap() as usize;
                 }
                 None => {
                     got.push_str(&page);

@@ -349,7 +349,7 @@ impl SkillSearch {
             offset,
             out_cfg.max_file_lines,
             max_bytes.saturating_sub(header.len()),
-            "call again",
+            codex_free_core::paging::Call::Again,
         )
         .map_err(|e| Error::InvalidArgument(format!("{e} ({})", path.display())))?;
         Ok(header + &body)
@@ -783,14 +783,14 @@ mod tests {
         loop {
             let t = s.read_text("long", offset, None, &cfg).unwrap();
             let (_path, rest) = t.split_once("\n\n").unwrap();
-            match rest.rfind("(showing lines ") {
-                Some(i) => {
-                    let tail = &rest[i..];
+            match codex_free_core::paging::parse_footer(rest) {
+                Some(c) => {
+                    let tail = &rest[c.content_end..];
                     assert!(
                         tail.contains(&format!("{}-{} of 29", offset + 1, offset + 10)),
                         "{tail}"
                     );
-                    seen.push_str(&rest[..i]);
+                    seen.push_str(&rest[..c.content_end]);
                     offset += 10;
                 }
                 None => {

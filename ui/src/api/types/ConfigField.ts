@@ -44,4 +44,8 @@ nullable: boolean,
 /**
  * One sentence on what the setting does.
  */
-help: string, };
+help: string, 
+/**
+ * True when a change takes effect only after the server (or app) restarts.
+ */
+restart: boolean, };

@@ -1,0 +1,1069 @@
+//! The one table of `codex.config.json` settings: key path, type, default, unit, allowed
+//! values, a one-line meaning, and whether a change applies live or needs a restart.
+//!
+//! Everything that describes a setting reads [`FIELDS`]: [`super::Config::validate`], the
+//! Settings page schema (`codex-free-server`'s `api::schema`), and the README's configuration
+//! table (a test renders [`markdown_table`] and compares). The serde structs in
+//! [`super`] stay the typed form the code uses; a test checks that every entry's default
+//! equals the struct's and that every struct leaf has an entry, so the two cannot drift.
+//!
+//! Adding a setting: add the struct field, then one entry in [`FIELDS`] (and paste the
+//! rendered row into README.md; the test prints it).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// When a changed value takes effect in a running server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Apply {
+    /// On the next tool call or pipeline run (the file is re-read when its mtime changes).
+    Live,
+    /// Only when the server (or app) starts again: read once when listening starts.
+    Restart,
+}
+
+/// The value type of a setting and what it allows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    /// Whole number within `min..=max`.
+    Integer {
+        /// Smallest allowed value.
+        min: u64,
+        /// Largest allowed value.
+        max: u64,
+    },
+    /// Decimal number at least `min` (finite).
+    Number {
+        /// Smallest allowed value.
+        min: f64,
+    },
+    /// `true` or `false`.
+    Boolean,
+    /// Free text (further rules in [`Field::rule`]).
+    Text,
+    /// One of the listed strings.
+    Choice(&'static [&'static str]),
+    /// A list of non-empty strings, each one of the listed ones when the list is non-empty.
+    List(&'static [&'static str]),
+    /// An object keyed by name; its entries are checked by [`Field::rule`]. Edited in the file.
+    Map,
+}
+
+/// A default value written as a constant (turned into JSON by [`DefaultValue::to_json`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DefaultValue {
+    /// A whole number.
+    Int(u64),
+    /// A boolean.
+    Bool(bool),
+    /// A string.
+    Str(&'static str),
+    /// A list of strings.
+    List(&'static [&'static str]),
+    /// `null`: unset, the code's fallback applies.
+    Null,
+    /// `{}`: an empty map.
+    EmptyMap,
+}
+
+impl DefaultValue {
+    /// The default as it appears in the serialised config.
+    pub fn to_json(self) -> Value {
+        match self {
+            DefaultValue::Int(n) => Value::from(n),
+            DefaultValue::Bool(b) => Value::Bool(b),
+            DefaultValue::Str(s) => Value::from(s),
+            DefaultValue::List(l) => Value::from(l.to_vec()),
+            DefaultValue::Null => Value::Null,
+            DefaultValue::EmptyMap => Value::Object(serde_json::Map::new()),
+        }
+    }
+}
+
+/// Why a value was refused, as a stable code the UI and scripts can match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldCode {
+    /// The key is not a setting (or not editable there).
+    UnknownKey,
+    /// The value has the wrong JSON type (text for a number, ...).
+    WrongType,
+    /// `null` for a setting that needs a value.
+    Required,
+    /// A number outside the allowed range.
+    OutOfRange,
+    /// A string (or list entry) that is not one of the allowed values.
+    NotAllowed,
+    /// A string of the wrong shape (not `provider/model-id`, not an IP address, ...).
+    BadFormat,
+    /// Two settings contradict each other (the error names the first).
+    Conflict,
+}
+
+impl FieldCode {
+    /// The code as written on the wire, e.g. `"out_of_range"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldCode::UnknownKey => "unknown_key",
+            FieldCode::WrongType => "wrong_type",
+            FieldCode::Required => "required",
+            FieldCode::OutOfRange => "out_of_range",
+            FieldCode::NotAllowed => "not_allowed",
+            FieldCode::BadFormat => "bad_format",
+            FieldCode::Conflict => "conflict",
+        }
+    }
+}
+
+/// One refused setting: which key, the value given, why (code) and a sentence for people.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldError {
+    /// Dotted key path as written in the file, e.g. `output.maxFileLines` (for map entries
+    /// the entry's path, e.g. `memories.providers.local.api`). Empty for the whole change.
+    pub key: String,
+    /// The refused value (JSON; `null` when there is none to show).
+    pub value: Value,
+    /// Machine-readable reason.
+    pub code: FieldCode,
+    /// A full sentence naming the key, the value and what is allowed.
+    pub message: String,
+}
+
+impl FieldError {
+    /// A field error with its parts.
+    pub fn new(
+        key: impl Into<String>,
+        value: Value,
+        code: FieldCode,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            key: key.into(),
+            value,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// An extra check run on a value once its type is right: pushes errors for `key`.
+pub type Rule = fn(key: &str, value: &Value, errors: &mut Vec<FieldError>);
+
+/// One setting of `codex.config.json`.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    /// Dotted key path, e.g. `output.maxFileLines`; the first segment is the block.
+    pub key: &'static str,
+    /// Type and allowed values.
+    pub kind: Kind,
+    /// The default (equal to the serde struct's, checked by a test).
+    pub default: DefaultValue,
+    /// Whether `null` is allowed (meaning "use the built-in behaviour").
+    pub nullable: bool,
+    /// Unit shown beside the value (`lines`, `bytes`, `ms`, ...); empty when none.
+    pub unit: &'static str,
+    /// One sentence on what the setting does.
+    pub doc: &'static str,
+    /// When a change takes effect.
+    pub apply: Apply,
+    /// Whether the Settings page edits it (maps and the fixed layout version are file-only).
+    pub settings_page: bool,
+    /// Extra rule beyond the kind's (formats, map entries).
+    pub rule: Option<Rule>,
+}
+
+impl Field {
+    const fn base(key: &'static str, kind: Kind, default: DefaultValue, doc: &'static str) -> Self {
+        Self {
+            key,
+            kind,
+            default,
+            nullable: false,
+            unit: "",
+            doc,
+            apply: Apply::Live,
+            settings_page: true,
+            rule: None,
+        }
+    }
+
+    /// A whole number with a default, range and unit.
+    pub const fn int(
+        key: &'static str,
+        default: u64,
+        min: u64,
+        max: u64,
+        unit: &'static str,
+        doc: &'static str,
+    ) -> Self {
+        let mut f = Self::base(
+            key,
+            Kind::Integer { min, max },
+            DefaultValue::Int(default),
+            doc,
+        );
+        f.unit = unit;
+        f
+    }
+
+    /// A boolean.
+    pub const fn boolean(key: &'static str, default: bool, doc: &'static str) -> Self {
+        Self::base(key, Kind::Boolean, DefaultValue::Bool(default), doc)
+    }
+
+    /// Text with a default.
+    pub const fn text(key: &'static str, default: &'static str, doc: &'static str) -> Self {
+        Self::base(key, Kind::Text, DefaultValue::Str(default), doc)
+    }
+
+    /// Text that may be `null` (the default).
+    pub const fn optional_text(key: &'static str, doc: &'static str) -> Self {
+        let mut f = Self::base(key, Kind::Text, DefaultValue::Null, doc);
+        f.nullable = true;
+        f
+    }
+
+    /// A number at least `min` that may be `null` (the default), with a unit.
+    pub const fn optional_number(
+        key: &'static str,
+        min: f64,
+        unit: &'static str,
+        doc: &'static str,
+    ) -> Self {
+        let mut f = Self::base(key, Kind::Number { min }, DefaultValue::Null, doc);
+        f.nullable = true;
+        f.unit = unit;
+        f
+    }
+
+    /// One of `choices`.
+    pub const fn choice(
+        key: &'static str,
+        default: &'static str,
+        choices: &'static [&'static str],
+        doc: &'static str,
+    ) -> Self {
+        Self::base(key, Kind::Choice(choices), DefaultValue::Str(default), doc)
+    }
+
+    /// A list of strings (each one of `choices` unless that is empty).
+    pub const fn list(
+        key: &'static str,
+        default: &'static [&'static str],
+        choices: &'static [&'static str],
+        doc: &'static str,
+    ) -> Self {
+        Self::base(key, Kind::List(choices), DefaultValue::List(default), doc)
+    }
+
+    /// A map edited in the file, its entries checked by `rule`.
+    pub const fn map(key: &'static str, rule: Rule, doc: &'static str) -> Self {
+        let mut f = Self::base(key, Kind::Map, DefaultValue::EmptyMap, doc);
+        f.settings_page = false;
+        f.rule = Some(rule);
+        f
+    }
+
+    /// Mark as taking effect only after a restart.
+    pub const fn restart(mut self) -> Self {
+        self.apply = Apply::Restart;
+        self
+    }
+
+    /// Keep off the Settings page (edited in the file only).
+    pub const fn file_only(mut self) -> Self {
+        self.settings_page = false;
+        self
+    }
+
+    /// Add an extra rule (run once the type is right).
+    pub const fn with_rule(mut self, rule: Rule) -> Self {
+        self.rule = Some(rule);
+        self
+    }
+
+    /// The block (first key segment), e.g. `output`.
+    pub fn block(&self) -> &'static str {
+        self.key.split('.').next().unwrap_or(self.key)
+    }
+
+    /// Check `value` against this setting, pushing every problem onto `errors`.
+    pub fn check(&self, value: &Value, errors: &mut Vec<FieldError>) {
+        let key = self.key;
+        let err = |code, msg: String| FieldError::new(key, value.clone(), code, msg);
+        if value.is_null() {
+            if !self.nullable {
+                errors.push(err(
+                    FieldCode::Required,
+                    format!("{key} needs a value (null is not allowed)"),
+                ));
+            }
+            return;
+        }
+        let before = errors.len();
+        match self.kind {
+            Kind::Integer { min, max } => match value.as_u64() {
+                Some(n) if n < min || n > max => errors.push(err(
+                    FieldCode::OutOfRange,
+                    format!("{key} = {n} is out of range (allowed {min}..={max})"),
+                )),
+                Some(_) => {}
+                None => errors.push(err(
+                    FieldCode::WrongType,
+                    format!("{key} = {value} is not a whole number"),
+                )),
+            },
+            Kind::Number { min } => match value.as_f64() {
+                Some(n) if n.is_finite() && n >= min => {}
+                Some(n) if n.is_finite() => errors.push(err(
+                    FieldCode::OutOfRange,
+                    format!("{key} = {n} must be a number >= {min}"),
+                )),
+                _ => errors.push(err(
+                    FieldCode::WrongType,
+                    format!("{key} = {value} is not a number"),
+                )),
+            },
+            Kind::Boolean => {
+                if !value.is_boolean() {
+                    errors.push(err(
+                        FieldCode::WrongType,
+                        format!("{key} = {value} is not true or false"),
+                    ));
+                }
+            }
+            Kind::Text => {
+                if !value.is_string() {
+                    errors.push(err(
+                        FieldCode::WrongType,
+                        format!("{key} = {value} is not text"),
+                    ));
+                }
+            }
+            Kind::Choice(choices) => match value.as_str() {
+                Some(c) if choices.contains(&c) => {}
+                Some(c) => errors.push(err(
+                    FieldCode::NotAllowed,
+                    format!(
+                        "{key} = \"{c}\" is not allowed (allowed {})",
+                        choices.join("|")
+                    ),
+                )),
+                None => errors.push(err(
+                    FieldCode::WrongType,
+                    format!("{key} = {value} is not text"),
+                )),
+            },
+            Kind::List(choices) => match value.as_array() {
+                Some(items) => {
+                    for item in items {
+                        match item.as_str() {
+                            None => errors.push(err(
+                                FieldCode::WrongType,
+                                format!("{key} contains {item}, which is not text"),
+                            )),
+                            Some(x) if x.trim().is_empty() => errors.push(err(
+                                FieldCode::NotAllowed,
+                                format!("{key} contains an empty entry"),
+                            )),
+                            Some(x) if !choices.is_empty() && !choices.contains(&x) => {
+                                errors.push(err(
+                                    FieldCode::NotAllowed,
+                                    format!(
+                                        "{key} contains \"{x}\" (allowed {})",
+                                        choices.join("|")
+                                    ),
+                                ))
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                }
+                None => errors.push(err(
+                    FieldCode::WrongType,
+                    format!("{key} = {value} is not a list"),
+                )),
+            },
+            Kind::Map => {
+                if !value.is_object() {
+                    errors.push(err(
+                        FieldCode::WrongType,
+                        format!("{key} = {value} is not an object"),
+                    ));
+                }
+            }
+        }
+        if errors.len() == before
+            && let Some(rule) = self.rule
+        {
+            rule(key, value, errors);
+        }
+    }
+
+    /// The "unit / allowed" text of the README table, e.g. `lines, 1..=100000`.
+    pub fn allowed_text(&self) -> String {
+        let with_unit = |s: String| {
+            if self.unit.is_empty() {
+                s
+            } else if s.is_empty() {
+                self.unit.to_string()
+            } else {
+                format!("{}, {s}", self.unit)
+            }
+        };
+        match self.kind {
+            Kind::Integer { min, max } => with_unit(format!("{min}..={max}")),
+            Kind::Number { min } => with_unit(format!(">= {min}")),
+            Kind::Boolean => "true or false".into(),
+            Kind::Text => with_unit("text".into()),
+            Kind::Choice(c) => format!("one of {}", quoted(c)),
+            Kind::List([]) => "list of text".into(),
+            Kind::List(c) => format!("list of {}", quoted(c)),
+            Kind::Map => "object".into(),
+        }
+    }
+}
+
+fn quoted(c: &[&str]) -> String {
+    c.iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Reasoning efforts a provider may be asked for.
+pub const THINKING: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
+/// Transcript sources the pipeline reads.
+pub const SOURCES: &[&str] = &["codex", "claude", "pi", "mcp"];
+/// Wire formats of `memories.providers.<name>.api`.
+pub const PROVIDER_APIS: &[&str] = &["openai-responses", "openai-chat", "anthropic"];
+/// Values of `memories.providers.<name>.structured_output`.
+pub const STRUCTURED_OUTPUT: &[&str] = &["strict", "json_object", "none"];
+
+fn provider_model(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
+    if let Some(s) = v.as_str()
+        && !s.contains('/')
+    {
+        errors.push(FieldError::new(
+            key,
+            v.clone(),
+            FieldCode::BadFormat,
+            format!("{key} = \"{s}\" must be provider/model-id (e.g. \"openai/gpt-5-mini\")"),
+        ));
+    }
+}
+
+fn ip_or_localhost(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
+    if let Some(s) = v.as_str()
+        && s != "localhost"
+        && s.parse::<std::net::IpAddr>().is_err()
+    {
+        errors.push(FieldError::new(
+            key,
+            v.clone(),
+            FieldCode::BadFormat,
+            format!("{key} = \"{s}\" is not an IP address"),
+        ));
+    }
+}
+
+fn providers(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
+    let Some(map) = v.as_object() else { return };
+    for (name, p) in map {
+        let str_of = |k: &str| p.get(k).and_then(Value::as_str);
+        let mut one = |k: &str, code, msg: String| {
+            let value = p.get(k).cloned().unwrap_or(Value::Null);
+            errors.push(FieldError::new(
+                format!("{key}.{name}.{k}"),
+                value,
+                code,
+                msg,
+            ));
+        };
+        if let Some(api) = str_of("api")
+            && !PROVIDER_APIS.contains(&api)
+        {
+            one(
+                "api",
+                FieldCode::NotAllowed,
+                format!(
+                    "{key}.{name}.api = \"{api}\" is not allowed (allowed {})",
+                    PROVIDER_APIS.join("|")
+                ),
+            );
+        }
+        if let Some(so) = str_of("structured_output")
+            && !STRUCTURED_OUTPUT.contains(&so)
+        {
+            one(
+                "structured_output",
+                FieldCode::NotAllowed,
+                format!(
+                    "{key}.{name}.structured_output = \"{so}\" is not allowed (allowed {})",
+                    STRUCTURED_OUTPUT.join("|")
+                ),
+            );
+        }
+        if let Some(u) = str_of("base_url")
+            && !(u.starts_with("http://") || u.starts_with("https://"))
+        {
+            one(
+                "base_url",
+                FieldCode::BadFormat,
+                format!("{key}.{name}.base_url = \"{u}\" must start with http:// or https://"),
+            );
+        }
+    }
+}
+
+fn prices(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
+    let Some(map) = v.as_object() else { return };
+    for (model, p) in map {
+        let price_ok = |k: &str, required: bool| match p.get(k) {
+            None | Some(Value::Null) => !required,
+            Some(x) => x.as_f64().is_some_and(|n| n.is_finite() && n >= 0.0),
+        };
+        let all_ok = price_ok("input_per_mtok", true)
+            && price_ok("output_per_mtok", true)
+            && price_ok("cached_input_per_mtok", false)
+            && price_ok("cache_write_per_mtok", false);
+        if !all_ok {
+            errors.push(FieldError::new(
+                format!("{key}.{model}"),
+                p.clone(),
+                FieldCode::OutOfRange,
+                format!(
+                    "{key}.\"{model}\" has a negative or non-finite price (USD per 1M tokens, >= 0)"
+                ),
+            ));
+        }
+        if !model.contains('/') {
+            errors.push(FieldError::new(
+                format!("{key}.{model}"),
+                Value::from(model.as_str()),
+                FieldCode::BadFormat,
+                format!("{key} key \"{model}\" must be provider/model-id"),
+            ));
+        }
+    }
+}
+
+/// Every setting, in the order the README and the Settings page list them.
+pub const FIELDS: &[Field] = &[
+    Field::int(
+        "output.maxToolOutputTokens",
+        10_000,
+        500,
+        100_000,
+        "tokens",
+        "Ceiling of any one tool result (tokens estimated as bytes / 4).",
+    ),
+    Field::int(
+        "output.maxFileLines",
+        1000,
+        1,
+        100_000,
+        "lines",
+        "Lines per read_file page.",
+    ),
+    Field::int(
+        "output.maxFileBytes",
+        131_072,
+        1024,
+        16 * 1024 * 1024,
+        "bytes",
+        "Bytes per read_file page; cuts very long lines.",
+    ),
+    Field::int(
+        "output.maxEntries",
+        500,
+        1,
+        100_000,
+        "entries",
+        "Entries per list_dir / grep page.",
+    ),
+    Field::int(
+        "output.maxTreeNodes",
+        1000,
+        1,
+        100_000,
+        "nodes",
+        "Nodes per tree page.",
+    ),
+    Field::int(
+        "command.defaultTimeout",
+        30_000,
+        100,
+        3_600_000,
+        "ms",
+        "Timeout of exec_command when the call gives none.",
+    ),
+    Field::int(
+        "command.maxTimeout",
+        120_000,
+        100,
+        3_600_000,
+        "ms",
+        "Largest timeout a call may ask for.",
+    ),
+    Field::choice(
+        "exec.mode",
+        "allowlist",
+        &["allowlist", "unrestricted"],
+        "allowlist: only listed programs run (a guardrail, not a sandbox).",
+    ),
+    Field::list(
+        "exec.extraAllowedCommands",
+        &[],
+        &[],
+        "Programs allowed besides the built-in list.",
+    ),
+    Field::int(
+        "exec.maxSessions",
+        8,
+        1,
+        64,
+        "sessions",
+        "Concurrent live exec sessions.",
+    ),
+    Field::int(
+        "exec.maxSpoolBytes",
+        64 * 1024 * 1024,
+        1 << 20,
+        4 << 30,
+        "bytes",
+        "Command output kept on disk for continuation.",
+    ),
+    Field::int(
+        "projectDoc.maxBytes",
+        32_768,
+        0,
+        1 << 20,
+        "bytes",
+        "Bytes of AGENTS.md delivered.",
+    ),
+    Field::text(
+        "server.host",
+        "127.0.0.1",
+        "Bind address of the HTTP server (an IP address or localhost).",
+    )
+    .with_rule(ip_or_localhost)
+    .restart(),
+    Field::int(
+        "server.port",
+        3000,
+        0,
+        65_535,
+        "port",
+        "TCP port of the HTTP server (0 = any free port).",
+    )
+    .restart(),
+    Field::list(
+        "server.allowedOrigins",
+        &[],
+        &[],
+        "Extra Origin values accepted besides loopback (e.g. a tunnel).",
+    ),
+    // rmcp's Host check is configured once when the server starts listening.
+    Field::list(
+        "server.allowedHosts",
+        &[],
+        &[],
+        "Extra Host values accepted besides loopback.",
+    )
+    .restart(),
+    Field::boolean(
+        "memory.enabled",
+        true,
+        "Keep task notes and plans between conversations.",
+    ),
+    Field::optional_text(
+        "memory.dir",
+        "Folder for memory.json (empty = inside the state home).",
+    ),
+    Field::int(
+        "memory.maxBytes",
+        16_384,
+        256,
+        1 << 20,
+        "bytes",
+        "Budget for all notes of a project; a note over it is rejected.",
+    ),
+    Field::boolean(
+        "audit.enabled",
+        true,
+        "Write one JSON line per tool call under the state home (shapes and sizes, never contents).",
+    ),
+    Field::int(
+        "audit.maxFileBytes",
+        10 << 20,
+        1 << 16,
+        1 << 30,
+        "bytes",
+        "Size at which the audit file is rotated.",
+    ),
+    Field::int(
+        "audit.keepFiles",
+        5,
+        1,
+        100,
+        "files",
+        "Rotated audit files kept besides the current one.",
+    ),
+    Field::choice(
+        "memories.version",
+        "v1",
+        &["v1"],
+        "Memory layout version (only v1 exists).",
+    )
+    .file_only(),
+    Field::boolean(
+        "memories.enabled",
+        true,
+        "Run the background memory pipeline.",
+    ),
+    Field::boolean(
+        "memories.generate_memories",
+        true,
+        "Extract memories from new sessions.",
+    ),
+    Field::boolean(
+        "memories.use_memories",
+        true,
+        "Inject the memory summary into new sessions.",
+    ),
+    Field::boolean(
+        "memories.dedicated_tools",
+        false,
+        "Offer the memories_* tools.",
+    ),
+    Field::boolean(
+        "memories.disable_on_external_context",
+        false,
+        "Skip sessions that used external context.",
+    ),
+    Field::int(
+        "memories.max_raw_memories_for_consolidation",
+        256,
+        1,
+        4096,
+        "memories",
+        "Raw memories fed to consolidation.",
+    ),
+    Field::int(
+        "memories.max_unused_days",
+        30,
+        0,
+        365,
+        "days",
+        "Unused days after which a raw memory is not selected.",
+    ),
+    Field::int(
+        "memories.max_rollout_age_days",
+        10,
+        0,
+        90,
+        "days",
+        "Oldest session considered for extraction.",
+    ),
+    Field::int(
+        "memories.max_rollouts_per_startup",
+        2,
+        1,
+        128,
+        "sessions",
+        "Sessions extracted per run.",
+    ),
+    Field::int(
+        "memories.min_rollout_idle_hours",
+        6,
+        1,
+        48,
+        "hours",
+        "Idle time before a session is extracted.",
+    ),
+    Field::int(
+        "memories.request_timeout_secs",
+        300,
+        1,
+        3600,
+        "s",
+        "Timeout of one model request.",
+    ),
+    Field::int(
+        "memories.memory_md_max_lines",
+        150,
+        10,
+        5000,
+        "lines",
+        "Most lines MEMORY.md may keep after consolidation.",
+    ),
+    Field::int(
+        "memories.memory_md_max_bytes",
+        15 * 1024,
+        1024,
+        1 << 20,
+        "bytes",
+        "Most bytes MEMORY.md may keep after consolidation.",
+    ),
+    Field::int(
+        "memories.memory_summary_max_lines",
+        60,
+        5,
+        1000,
+        "lines",
+        "Most lines of memory_summary.md.",
+    ),
+    Field::int(
+        "memories.memory_summary_max_bytes",
+        4 * 1024,
+        512,
+        64 * 1024,
+        "bytes",
+        "Most bytes of memory_summary.md.",
+    ),
+    Field::optional_text(
+        "memories.extract_model",
+        "provider/model-id for extraction (empty = default model).",
+    )
+    .with_rule(provider_model),
+    Field::optional_text(
+        "memories.consolidation_model",
+        "provider/model-id for consolidation (empty = default model).",
+    )
+    .with_rule(provider_model),
+    Field::int(
+        "memories.tool_result_token_budget",
+        1000,
+        0,
+        100_000,
+        "tokens",
+        "Per tool result budget before extraction (0 = no compaction).",
+    ),
+    Field::choice(
+        "memories.extract_thinking",
+        "low",
+        THINKING,
+        "Reasoning effort for extraction.",
+    ),
+    Field::choice(
+        "memories.consolidation_thinking",
+        "medium",
+        THINKING,
+        "Reasoning effort for consolidation.",
+    ),
+    Field::list(
+        "memories.sources",
+        SOURCES,
+        SOURCES,
+        "Agents whose sessions feed the pipeline.",
+    ),
+    Field::optional_number(
+        "memories.monthly_spend_cap_usd",
+        0.0,
+        "USD",
+        "Monthly model spend after which the pipeline stops calling models (empty = no cap).",
+    ),
+    Field::map(
+        "memories.providers",
+        providers,
+        "Endpoint overrides and custom providers by name (see docs/pipeline.md).",
+    ),
+    Field::map(
+        "memories.prices",
+        prices,
+        "Price overrides in USD per 1M tokens by provider/model-id (see docs/pipeline.md).",
+    ),
+];
+
+/// The entry for a dotted key, if it is a setting.
+pub fn field(key: &str) -> Option<&'static Field> {
+    FIELDS.iter().find(|f| f.key == key)
+}
+
+/// The value at dotted `key` inside a JSON object (`None` when a segment is missing).
+pub fn get_path<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    key.split('.').try_fold(v, |v, k| v.get(k))
+}
+
+/// The README's configuration table (Markdown), one row per entry of [`FIELDS`].
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| key | default | unit / allowed | applies | meaning |\n|---|---|---|---|---|\n",
+    );
+    for f in FIELDS {
+        let applies = match f.apply {
+            Apply::Live => "live",
+            Apply::Restart => "restart",
+        };
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} | {applies} | {} |\n",
+            f.key,
+            f.default.to_json(),
+            f.allowed_text(),
+            f.doc
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn defaults() -> Value {
+        serde_json::to_value(Config::default()).unwrap()
+    }
+
+    /// Each entry's default is the serde struct's default, so the table cannot drift.
+    #[test]
+    fn defaults_match_the_struct() {
+        let d = defaults();
+        for f in FIELDS {
+            assert_eq!(
+                get_path(&d, f.key),
+                Some(&f.default.to_json()),
+                "{}: table default differs from Config::default()",
+                f.key
+            );
+            let mut errs = Vec::new();
+            f.check(&f.default.to_json(), &mut errs);
+            assert!(
+                errs.is_empty(),
+                "{}: default fails its own check: {errs:?}",
+                f.key
+            );
+        }
+    }
+
+    /// Every leaf of the struct (a scalar, list or map) has exactly one entry.
+    #[test]
+    fn every_struct_leaf_has_one_entry() {
+        fn leaves(v: &Value, path: String, out: &mut Vec<String>) {
+            match v.as_object() {
+                Some(o) if !o.is_empty() => {
+                    for (k, x) in o {
+                        let p = if path.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{path}.{k}")
+                        };
+                        leaves(x, p, out)
+                    }
+                }
+                _ => out.push(path),
+            }
+        }
+        let mut keys = Vec::new();
+        leaves(&defaults(), String::new(), &mut keys);
+        let mut table: Vec<_> = FIELDS.iter().map(|f| f.key.to_string()).collect();
+        keys.sort();
+        table.sort();
+        assert_eq!(keys, table);
+    }
+
+    /// Both ends of each range pass the struct's validation; one past either end fails.
+    #[test]
+    fn integer_ranges_hold_through_the_struct() {
+        for f in FIELDS {
+            let Kind::Integer { min, max } = f.kind else {
+                continue;
+            };
+            let try_val = |n: u64| {
+                let mut v = defaults();
+                let (block, leaf) = f.key.split_once('.').unwrap();
+                v[block][leaf] = Value::from(n);
+                if f.key == "command.defaultTimeout" {
+                    v["command"]["maxTimeout"] = Value::from(3_600_000);
+                }
+                if f.key == "command.maxTimeout" {
+                    v["command"]["defaultTimeout"] = Value::from(100);
+                }
+                serde_json::from_value::<Config>(v).is_ok_and(|c| c.validate().is_ok())
+            };
+            assert!(try_val(min) && try_val(max), "{} {min}..={max}", f.key);
+            assert!(!try_val(max + 1), "{} accepts {}", f.key, max + 1);
+            if min > 0 {
+                assert!(!try_val(min - 1), "{} accepts {}", f.key, min - 1);
+            }
+        }
+    }
+
+    #[test]
+    fn errors_carry_key_value_and_code() {
+        let mut e = Vec::new();
+        field("memories.sources")
+            .unwrap()
+            .check(&serde_json::json!(["codex", "vim", ""]), &mut e);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e.iter().all(|x| x.key == "memories.sources"));
+        assert_eq!(e[0].code, FieldCode::NotAllowed);
+        assert!(e[0].message.contains("\"vim\""), "{}", e[0].message);
+        let mut e = Vec::new();
+        field("memories.providers").unwrap().check(
+            &serde_json::json!({"local": {"api": "grpc", "base_url": "ftp://x"}}),
+            &mut e,
+        );
+        let keys: Vec<_> = e.iter().map(|x| x.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "memories.providers.local.api",
+                "memories.providers.local.base_url"
+            ]
+        );
+        assert_eq!(e[0].value, serde_json::json!("grpc"));
+    }
+
+    /// README.md's configuration table lists every setting with the same default, unit and
+    /// range, and nothing else. On failure the expected table is printed to paste in.
+    #[test]
+    fn readme_table_matches() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+                .unwrap();
+        let section = readme
+            .split("\n## Configuration")
+            .nth(1)
+            .expect("README has a Configuration section");
+        let rows: Vec<(String, String)> = section
+            .lines()
+            .skip_while(|l| !l.starts_with("| key |"))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .filter_map(|l| {
+                let cells: Vec<_> = l.split(" | ").collect();
+                let key = cells.first()?.trim_start_matches("| ").trim_matches('`');
+                Some((key.to_string(), cells.get(1)?.trim_matches('`').to_string()))
+            })
+            .collect();
+        let expected = markdown_table();
+        for f in FIELDS {
+            let row = rows.iter().find(|(k, _)| k == f.key);
+            let Some((_, default)) = row else {
+                panic!("README lacks {}; expected table:\n{expected}", f.key)
+            };
+            let parsed: Value = serde_json::from_str(default)
+                .unwrap_or_else(|_| panic!("README default of {} is not JSON: {default}", f.key));
+            assert_eq!(parsed, f.default.to_json(), "README default of {}", f.key);
+        }
+        for (k, _) in &rows {
+            assert!(
+                field(k).is_some(),
+                "README lists {k}, which is not a setting"
+            );
+        }
+        assert!(
+            section.contains(&expected),
+            "README's configuration table differs from config::fields; expected:\n{expected}"
+        );
+    }
+}
