@@ -80,9 +80,16 @@ fn canonical_dir(p: &Path, flag: &str) -> Result<PathBuf> {
 
 /// The live config: reloaded when the file's mtime changes. An invalid edit keeps the last
 /// good config in force and is reported once in the log (the UI validates before saving).
+///
+/// Invariant: the security settings ([`codex_free_core::config::RESTART_KEYS`]: `exec.*`,
+/// `server.*`, `memory.dir`) keep their startup values for the life of the process, so an
+/// edit of the file — by the user, or by a command that slipped past a guardrail — cannot
+/// widen the running server's rights; a reload that changes them only logs "restart to apply".
 #[derive(Debug)]
 pub struct LiveConfig {
     path: PathBuf,
+    /// The config as loaded at startup (the source of every restart-only value).
+    startup: Config,
     state: RwLock<(Option<(SystemTime, u64)>, Config)>,
 }
 
@@ -96,11 +103,13 @@ impl LiveConfig {
         let mtime = stamp(&path);
         Ok(Self {
             path,
+            startup: loaded.config.clone(),
             state: RwLock::new((mtime, loaded.config)),
         })
     }
 
-    /// The current config (re-read if the file changed since last time).
+    /// The current config (re-read if the file changed since last time), with the
+    /// restart-only settings as they were at startup.
     pub fn get(&self) -> Config {
         let mtime = stamp(&self.path);
         {
@@ -112,12 +121,25 @@ impl LiveConfig {
         let mut s = self.state.write().expect("config lock");
         match Config::load(&self.path) {
             Ok(l) => {
-                s.1 = l.config;
+                let pending = l.config.restart_changes(&self.startup);
+                if !pending.is_empty() {
+                    tracing::warn!(
+                        "{}: {} changed; these settings are read when the server starts: restart to apply",
+                        self.path.display(),
+                        pending.join(", ")
+                    );
+                }
+                s.1 = l.config.pinned_to(&self.startup);
             }
             Err(e) => tracing::warn!("keeping the previous config: {e}"),
         }
         s.0 = mtime;
         s.1.clone()
+    }
+
+    /// The config the server started with (what `exec.*`, `server.*` and `memory.dir` stay at).
+    pub fn startup(&self) -> &Config {
+        &self.startup
     }
 
     /// The file path.
