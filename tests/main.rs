@@ -8,6 +8,7 @@ mod pipeline_phase1;
 mod pipeline_phase1_fixtures;
 mod pipeline_phase2;
 mod pipeline_sources;
+mod security_exec;
 mod taskmem;
 mod tools_exec;
 mod tools_fs;

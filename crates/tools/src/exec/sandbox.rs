@@ -15,7 +15,10 @@
 //!   kernels before ABI 4; `io_uring_setup` is refused too because io_uring can open sockets
 //!   past seccomp);
 //! - not signal, ptrace or read `/proc/<pid>/{environ,mem,fd}` of any process outside its
-//!   sandbox, the server included (Landlock scoping, ABI 6+ for signals).
+//!   sandbox, the server included (Landlock scoping, ABI 6+ for signals);
+//! - when the server runs as root, keep only the file-ownership capabilities (see
+//!   `KEPT_CAPS`): the others would reach around the rules (ptrace, raw I/O, modules);
+//! - create no device nodes.
 //!
 //! **Linux**: Landlock. The ruleset is built in the server before the fork (paths opened
 //! `O_PATH`, rules added, the seccomp program compiled); between fork and exec
@@ -456,7 +459,25 @@ mod platform {
     pub(super) struct Inner {
         ruleset: OwnedFd,
         seccomp: Option<Vec<seccompiler::sock_filter>>,
+        /// The server runs as root: drop the capabilities of [`DROPPED_CAPS`] from the
+        /// child's bounding set, so the command's root has none of them after exec.
+        drop_caps: bool,
     }
+
+    /// Capabilities a root command keeps: file ownership and permission overrides, which
+    /// builds run as root rely on. Every other one is dropped: `CAP_SYS_PTRACE` (with it,
+    /// Landlock still lets root read `/proc/<server>/environ` — seen on Linux 6.18),
+    /// `CAP_DAC_READ_SEARCH` (`open_by_handle_at`), `CAP_SYS_ADMIN`, `CAP_SYS_MODULE`,
+    /// `CAP_SYS_RAWIO`, `CAP_MKNOD`, `CAP_NET_RAW`, ...
+    const KEPT_CAPS: &[libc::c_int] = &[
+        0,  // CAP_CHOWN
+        1,  // CAP_DAC_OVERRIDE
+        3,  // CAP_FOWNER
+        4,  // CAP_FSETID
+        10, // CAP_NET_BIND_SERVICE
+    ];
+    /// Capability numbers tried (the kernel answers EINVAL past its last one).
+    const DROPPED_CAPS: std::ops::Range<libc::c_int> = 0..64;
 
     fn refused(what: &str, e: impl std::fmt::Display) -> Error {
         Error::Refused(format!(
@@ -467,7 +488,8 @@ mod platform {
     impl Inner {
         pub(super) fn new(spec: &Spec, tmp: &Path) -> Result<Self> {
             let read = AccessFs::from_read(TARGET);
-            let all = AccessFs::from_all(TARGET);
+            // No device nodes anywhere: one in the project would open a raw disk.
+            let all = AccessFs::from_all(TARGET) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
             let file_only = AccessFs::from_file(TARGET);
             let mut rules: Vec<(Grant, BitFlags<AccessFs>)> = Vec::new();
             // Reads: everything but the protected paths and /dev.
@@ -548,7 +570,13 @@ mod platform {
             } else {
                 Some(network_filter()?)
             };
-            Ok(Self { ruleset, seccomp })
+            // SAFETY: geteuid has no preconditions.
+            let drop_caps = unsafe { libc::geteuid() } == 0;
+            Ok(Self {
+                ruleset,
+                seccomp,
+                drop_caps,
+            })
         }
 
         pub(super) fn command(
@@ -562,12 +590,26 @@ mod platform {
             cmd.args(args);
             let fd = self.ruleset.as_raw_fd();
             let filter = self.seccomp.clone();
+            let drop_caps = self.drop_caps;
             // SAFETY: the closure runs in the forked child before exec. It only makes the
             // system calls prctl, landlock_restrict_self and seccomp on memory prepared in
             // the parent (`fd` is open and CLOEXEC, `filter` is owned by the closure): no
             // allocation, no lock, async-signal-safe.
             unsafe {
                 cmd.pre_exec(move || {
+                    if drop_caps {
+                        for cap in DROPPED_CAPS {
+                            if KEPT_CAPS.contains(&cap) {
+                                continue;
+                            }
+                            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                                let e = std::io::Error::last_os_error();
+                                if e.raw_os_error() != Some(libc::EINVAL) {
+                                    return Err(e);
+                                }
+                            }
+                        }
+                    }
                     if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
