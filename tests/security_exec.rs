@@ -383,3 +383,47 @@ async fn children_of_allowed_programs_stay_contained() {
     }
     c.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_sandbox_state_is_never_silent() {
+    let env = Env::new(&[("a.txt", "x\n")]);
+    env.write_config(json!({"exec": {"mode": "unrestricted"}, "output": {"maxFileLines": 5}}));
+    let out = env.command().args(["config", "validate"]).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("restart a running server to apply exec.mode (read only at startup)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("command sandbox: Landlock ABI"), "{stdout}");
+    // The startup banner on stderr (stdin at EOF ends the stdio server at once).
+    let banner = |env: &Env| {
+        let mut c = env.command();
+        c.env("CODEX_FREE_LOG", "info")
+            .args(["serve", "--stdio", "--project"])
+            .arg(env.project())
+            .stdin(std::process::Stdio::null());
+        async move {
+            let out = c.output().await.unwrap();
+            String::from_utf8_lossy(&out.stderr).to_string()
+        }
+    };
+    let err = banner(&env).await;
+    assert!(err.contains("command sandbox: Landlock ABI"), "{err}");
+
+    env.write_config(json!({"exec": {"sandbox": "off"}}));
+    let err = banner(&env).await;
+    assert!(err.contains("WARNING: commands run WITHOUT the OS sandbox"), "{err}");
+    let c = env.stdio(&[]).await;
+    let instructions = c
+        .peer_info()
+        .and_then(|i| i.instructions.clone())
+        .unwrap_or_default();
+    assert!(
+        instructions.starts_with("WARNING: commands run WITHOUT the OS sandbox"),
+        "{instructions}"
+    );
+    let (env_text, _) = call(&c, "get_environment", json!({})).await;
+    assert!(env_text.contains("sandbox: WARNING: commands run WITHOUT"), "{env_text}");
+    c.cancel().await.unwrap();
+}

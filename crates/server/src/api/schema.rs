@@ -147,7 +147,21 @@ const SPECS: &[Spec] = &[
     choice(
         "exec.mode",
         &["allowlist", "unrestricted"],
-        "allowlist: only listed programs run (a guardrail, not a sandbox).",
+        "allowlist: only listed programs run (a guardrail on top of the sandbox). Applies after a restart.",
+    ),
+    choice(
+        "exec.sandbox",
+        &["os", "off"],
+        "os: commands may write only in the project, a private TMPDIR and the writable roots, and cannot read the state home. Applies after a restart.",
+    ),
+    list(
+        "exec.writableRoots",
+        &[],
+        "Folders (absolute or ~/...) sandboxed commands may also write, e.g. build caches. Applies after a restart.",
+    ),
+    boolean(
+        "exec.network",
+        "Let sandboxed commands use the network in allowlist mode. Applies after a restart.",
     ),
     list(
         "exec.extraAllowedCommands",

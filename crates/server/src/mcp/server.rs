@@ -1,8 +1,8 @@
 //! [`CodexFree`]: the rmcp `ServerHandler`. One value per MCP session (HTTP creates one per
 //! session or stateless request via a factory); all of them share [`Shared`] state: the
 //! mode (single project or multi-project access root), the state home, the live config
-//! (re-read when `codex.config.json` changes, so the UI's edits apply to the next call),
-//! and the exec sessions.
+//! (re-read when `codex.config.json` changes, so the UI's edits apply to the next call —
+//! except the security settings, fixed at startup: see [`LiveConfig`]), and the exec sessions.
 //!
 //! Tool groups live in sibling files (`tools_fs.rs`, `tools_exec.rs`, `memory_tools.rs`),
 //! each a `#[tool_router(router = ...)]` block combined in [`CodexFree::new`].
@@ -213,12 +213,19 @@ pub struct ConversationId(pub Option<String>);
 impl CodexFree {
     /// Build the shared state from options. Errors: invalid config file.
     pub fn new(opts: ServerOptions) -> Result<Self> {
+        // The config file's directory is as protected from commands as the state home.
+        let config_dir = opts
+            .config_path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
         let config = LiveConfig::load(opts.config_path)?;
         let shared = Arc::new(Shared {
             mode: opts.mode,
             home: opts.home,
             config,
-            exec: codex_free_tools::exec::ExecSessions::new(),
+            exec: codex_free_tools::exec::ExecSessions::new()
+                .with_protected(config_dir.into_iter().collect()),
             transcripts: Default::default(),
             clients: Default::default(),
         });
@@ -339,6 +346,10 @@ impl CodexFree {
     pub fn instructions(&self) -> String {
         let base = crate::mcp::memory_tools::instructions(&self.shared);
         let config = self.shared.config.get();
+        let base = match self.sandbox_status().warning {
+            Some(w) => format!("WARNING: {w}.\n\n{base}"),
+            None => base,
+        };
         match codex_free_pipeline::phase2::readpath::summary_for_instructions(
             &self.shared.home,
             &config,
@@ -346,6 +357,11 @@ impl CodexFree {
             Some(m) => format!("{base}\n\n{m}"),
             None => base,
         }
+    }
+
+    /// The OS sandbox commands of this server run in (fixed at startup, as `exec.*`).
+    pub fn sandbox_status(&self) -> codex_free_tools::exec::SandboxStatus {
+        codex_free_tools::exec::sandbox_status(&self.shared.config.startup().exec)
     }
 }
 
