@@ -127,9 +127,16 @@ async fn a_command_cannot_unlock_exec_mode_and_the_file_is_not_reloaded() {
     let original = "{\"output\": {\"maxFileLines\": 900}}\n";
     std::fs::write(&cfg, original).unwrap();
     let c = lab.client().await;
-    let rel = cfg.strip_prefix(lab.project()).unwrap().display().to_string();
+    let rel = cfg
+        .strip_prefix(lab.project())
+        .unwrap()
+        .display()
+        .to_string();
     for cmd in [
-        format!(r#"echo '{{"exec":{{"mode":"unrestricted"}}}}' > {}"#, cfg.display()),
+        format!(
+            r#"echo '{{"exec":{{"mode":"unrestricted"}}}}' > {}"#,
+            cfg.display()
+        ),
         format!(r#"echo '{{"exec":{{"mode":"unrestricted"}}}}' > {rel}"#),
         format!(
             r#"python3 -c "open('{}','w').write('{{\"exec\":{{\"mode\":\"unrestricted\"}}}}')""#,
@@ -138,7 +145,11 @@ async fn a_command_cannot_unlock_exec_mode_and_the_file_is_not_reloaded() {
         format!("sed -n 'w {}' data.txt", cfg.display()),
     ] {
         let text = must_fail(&c, &cmd).await;
-        assert_eq!(std::fs::read_to_string(&cfg).unwrap(), original, "{cmd}: {text}");
+        assert_eq!(
+            std::fs::read_to_string(&cfg).unwrap(),
+            original,
+            "{cmd}: {text}"
+        );
     }
     let (text, err) = exec(&c, "bash -c 'echo escalated'").await;
     assert!(err && text.contains("bash"), "{text}");
@@ -174,7 +185,11 @@ async fn http_server_does_not_reload_exec_mode_either() {
     std::fs::write(&cfg, r#"{"exec":{"mode":"unrestricted"}}"#).unwrap();
     let (text, err) = exec(&c, "bash -c 'echo escalated'").await;
     assert!(err && !text.contains("escalated\n"), "{text}");
-    let text = must_fail(&c, &format!("cat {}", lab.home().join("server-token").display())).await;
+    let text = must_fail(
+        &c,
+        &format!("cat {}", lab.home().join("server-token").display()),
+    )
+    .await;
     assert!(!text.contains(&server.token), "the token leaked: {text}");
     c.cancel().await.unwrap();
 }
@@ -212,8 +227,17 @@ async fn protected_files_cannot_be_read_however_they_are_reached() {
     let token = lab.home().join("server-token");
     std::fs::write(&token, "secret-token-canary-77\n").unwrap();
     let c = lab.client().await;
-    let rel = token.strip_prefix(lab.project()).unwrap().display().to_string();
-    let home_rel = lab.home().strip_prefix(lab.project()).unwrap().display().to_string();
+    let rel = token
+        .strip_prefix(lab.project())
+        .unwrap()
+        .display()
+        .to_string();
+    let home_rel = lab
+        .home()
+        .strip_prefix(lab.project())
+        .unwrap()
+        .display()
+        .to_string();
     for cmd in [
         format!("cat {}", token.display()),
         format!("cat {rel}"),
@@ -223,11 +247,19 @@ async fn protected_files_cannot_be_read_however_they_are_reached() {
             "mkdir -p sub && python3 -c \"import os; os.symlink('{}', 'sub/t'); print(open('sub/t').read())\"",
             token.display()
         ),
-        format!("python3 -c \"print(open('/proc/self/root{}').read())\"", token.display()),
+        format!(
+            "python3 -c \"print(open('/proc/self/root{}').read())\"",
+            token.display()
+        ),
     ] {
         let text = must_fail(&c, &cmd).await;
-        assert!(!text.contains("secret-token-canary-77"), "{cmd} leaked: {text}");
+        assert!(
+            !text.contains("secret-token-canary-77"),
+            "{cmd} leaked: {text}"
+        );
     }
+    // No terminal to write to or inject into.
+    must_fail(&c, "python3 -c \"open('/dev/tty','w')\"").await;
     // A recursive search from the project root skips (cannot open) the state home.
     let (text, _) = exec(&c, "grep -r secret-token-canary .").await;
     assert!(!text.contains("secret-token-canary-77"), "{text}");
@@ -258,7 +290,10 @@ async fn writing_inside_the_project_and_the_private_tmpdir_works() {
     .await;
     assert!(!err && exit_code(&text) == Some(0), "{text}");
     assert!(text.contains("hi\ndeep\ntmp ok "), "{text}");
-    assert!(text.contains("codex-free-exec-"), "TMPDIR is the private one: {text}");
+    assert!(
+        text.contains("codex-free-exec-"),
+        "TMPDIR is the private one: {text}"
+    );
     assert_eq!(
         std::fs::read_to_string(lab1.project().join("a/b/f")).unwrap(),
         "deep\n"
@@ -326,7 +361,10 @@ async fn network_is_off_in_allowlist_mode_unless_exec_network() {
     assert!(text.contains("exec.network"), "the hint says why: {text}");
     let text = must_fail(&c, udp).await;
     assert!(!text.contains("sent"), "{text}");
-    assert!(listener.accept().is_err(), "a connection reached the listener");
+    assert!(
+        listener.accept().is_err(),
+        "a connection reached the listener"
+    );
     c.cancel().await.unwrap();
 
     // The control: with exec.network the same command connects, so the test can fail.
@@ -352,7 +390,16 @@ async fn children_of_allowed_programs_stay_contained() {
     let p = lab.project();
     for args in [
         vec!["init", "-q"],
-        vec!["-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "i", "--allow-empty"],
+        vec![
+            "-c",
+            "user.email=t@e",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-qm",
+            "i",
+            "--allow-empty",
+        ],
     ] {
         assert!(
             std::process::Command::new("git")
@@ -363,7 +410,13 @@ async fn children_of_allowed_programs_stay_contained() {
                 .success()
         );
     }
-    std::fs::write(p.join("big.txt"), (0..200_000).map(|i| format!("{}\n", 200_000 - i)).collect::<String>()).unwrap();
+    std::fs::write(
+        p.join("big.txt"),
+        (0..200_000)
+            .map(|i| format!("{}\n", 200_000 - i))
+            .collect::<String>(),
+    )
+    .unwrap();
     let c = lab.client().await;
     for cmd in [
         "sed -n '1e curl x' data.txt",
@@ -388,7 +441,12 @@ async fn children_of_allowed_programs_stay_contained() {
 async fn the_sandbox_state_is_never_silent() {
     let env = Env::new(&[("a.txt", "x\n")]);
     env.write_config(json!({"exec": {"mode": "unrestricted"}, "output": {"maxFileLines": 5}}));
-    let out = env.command().args(["config", "validate"]).output().await.unwrap();
+    let out = env
+        .command()
+        .args(["config", "validate"])
+        .output()
+        .await
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(
@@ -413,7 +471,10 @@ async fn the_sandbox_state_is_never_silent() {
 
     env.write_config(json!({"exec": {"sandbox": "off"}}));
     let err = banner(&env).await;
-    assert!(err.contains("WARNING: commands run WITHOUT the OS sandbox"), "{err}");
+    assert!(
+        err.contains("WARNING: commands run WITHOUT the OS sandbox"),
+        "{err}"
+    );
     let c = env.stdio(&[]).await;
     let instructions = c
         .peer_info()
@@ -424,6 +485,41 @@ async fn the_sandbox_state_is_never_silent() {
         "{instructions}"
     );
     let (env_text, _) = call(&c, "get_environment", json!({})).await;
-    assert!(env_text.contains("sandbox: WARNING: commands run WITHOUT"), "{env_text}");
+    assert!(
+        env_text.contains("sandbox: WARNING: commands run WITHOUT"),
+        "{env_text}"
+    );
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn npm_test_runs_inside_the_project() {
+    if std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("npm is not installed; skipped");
+        return;
+    }
+    let lab = lab(false);
+    std::fs::write(
+        lab.project().join("package.json"),
+        r#"{"name":"t","version":"1.0.0","scripts":{"test":"node test.js"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        lab.project().join("test.js"),
+        "require('fs').writeFileSync('out.txt', 'written'); console.log('node test ok');\n",
+    )
+    .unwrap();
+    let c = lab.client().await;
+    let (text, err) = exec(&c, "npm test 2>&1").await;
+    assert!(!err && exit_code(&text) == Some(0), "{text}");
+    assert!(text.contains("node test ok"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(lab.project().join("out.txt")).unwrap(),
+        "written"
+    );
     c.cancel().await.unwrap();
 }

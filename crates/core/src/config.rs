@@ -117,7 +117,8 @@ pub enum SandboxMode {
 /// that could write them could switch its own guardrails off for the next server start.
 /// Trade-off: a command can still plant an entry in these caches that a later unsandboxed
 /// build uses; set `exec.writableRoots` to `[]` to close that at the cost of cache writes.
-pub const DEFAULT_WRITABLE_ROOTS: &[&str] = &["~/.cargo/registry", "~/.cargo/git", "~/.npm", "~/.cache"];
+pub const DEFAULT_WRITABLE_ROOTS: &[&str] =
+    &["~/.cargo/registry", "~/.cargo/git", "~/.npm", "~/.cache"];
 
 /// `exec` block. Every key takes effect when the server starts (see [`RESTART_KEYS`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,7 +150,10 @@ impl Default for ExecConfig {
             max_sessions: 8,
             max_spool_bytes: 64 * 1024 * 1024,
             sandbox: SandboxMode::Os,
-            writable_roots: DEFAULT_WRITABLE_ROOTS.iter().map(|s| s.to_string()).collect(),
+            writable_roots: DEFAULT_WRITABLE_ROOTS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             network: false,
         }
     }
@@ -773,7 +777,12 @@ mod tests {
         .unwrap();
         assert_eq!(
             edited.restart_changes(&running),
-            ["exec.mode", "exec.sandbox", "memory.dir", "server.allowedHosts"]
+            [
+                "exec.mode",
+                "exec.sandbox",
+                "memory.dir",
+                "server.allowedHosts"
+            ]
         );
         let live = edited.pinned_to(&running);
         assert_eq!(live.exec, running.exec);
@@ -786,18 +795,26 @@ mod tests {
 
     #[test]
     fn sandbox_keys_validate() {
-        let (c, _) = Config::parse(r#"{"exec":{"writableRoots":["~/.m2","/opt/cache"],"network":true}}"#).unwrap();
+        let (c, _) =
+            Config::parse(r#"{"exec":{"writableRoots":["~/.m2","/opt/cache"],"network":true}}"#)
+                .unwrap();
         assert_eq!(c.exec.writable_roots, ["~/.m2", "/opt/cache"]);
         assert!(c.exec.network_allowed());
         assert_eq!(c.exec.sandbox, SandboxMode::Os);
         let e = Config::parse(r#"{"exec":{"writableRoots":["relative/dir"]}}"#)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("exec.writableRoots") && e.contains("relative/dir"), "{e}");
+        assert!(
+            e.contains("exec.writableRoots") && e.contains("relative/dir"),
+            "{e}"
+        );
         assert!(Config::parse(r#"{"exec":{"sandbox":"maybe"}}"#).is_err());
         let d = Config::default();
         assert!(!d.exec.network_allowed());
-        assert!(d.overrides().get("exec").is_none(), "defaults are not written");
+        assert!(
+            d.overrides().get("exec").is_none(),
+            "defaults are not written"
+        );
     }
 
     #[test]

@@ -17,11 +17,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolCtx;
-use codex_free_core::paging::{self as budget, append_byte_footer, page_budget};
 use super::fs::jail;
-use codex_free_core::error::IoContext;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::error::IoContext;
+use codex_free_core::paging::{self as budget, append_byte_footer, page_budget};
 
 /// File name of the project doc at the root (the Codex convention).
 pub const PROJECT_DOC: &str = "AGENTS.md";
@@ -197,10 +197,7 @@ pub fn get_environment(ctx: &ToolCtx) -> String {
         ),
         match crate::exec::sandbox_status(&ctx.config.exec) {
             s if s.enforced => format!("sandbox: {}", s.summary),
-            s => format!(
-                "sandbox: WARNING: {}",
-                s.warning.unwrap_or(s.summary)
-            ),
+            s => format!("sandbox: WARNING: {}", s.warning.unwrap_or(s.summary)),
         },
     ];
     budget::enforce_ceiling(lines.join("\n"), ctx.max_output_bytes())

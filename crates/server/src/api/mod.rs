@@ -27,10 +27,10 @@ use std::sync::{Arc, Mutex};
 use chrono::{Datelike, TimeZone, Utc};
 use serde_json::Value;
 
-use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_secrets::{Secret, SecretStore, env_var_for};
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_secrets::{Secret, SecretStore, env_var_for};
 use dto::*;
 use hooks::{ModelCatalog, NoPipeline, NoServer, PipelineControl, ServerControl};
 use usage::UsageSource;
@@ -550,8 +550,9 @@ mod tests {
             .save_config(&json!({"output": {"maxFileLines": 50}}))
             .unwrap();
         assert!(r.saved && r.restart_required.is_empty(), "{r:?}");
-        let r = s
-            .validate_config(&json!({"exec": {"network": true}, "server": {"allowedHosts": ["t.example"]}}));
+        let r = s.validate_config(
+            &json!({"exec": {"network": true}, "server": {"allowedHosts": ["t.example"]}}),
+        );
         assert_eq!(r.restart_required, ["exec.network", "server.allowedHosts"]);
         let r = s
             .save_config(&json!({"exec": {"mode": "unrestricted"}, "memory": {"dir": "/tmp/m"}}))

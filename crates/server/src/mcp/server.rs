@@ -20,10 +20,10 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 
-use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_tools::ToolCtx;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_tools::ToolCtx;
 
 /// Which projects a server serves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,7 +265,10 @@ impl CodexFree {
             return;
         }
         let key = match &conversation.0 {
-            Some(raw) => format!("conv-{}", &codex_free_core::home::sha256_hex(raw.as_bytes())[..32]),
+            Some(raw) => format!(
+                "conv-{}",
+                &codex_free_core::home::sha256_hex(raw.as_bytes())[..32]
+            ),
             None => self.instance.clone(),
         };
         let (text, is_error) = match result {
@@ -329,12 +332,15 @@ impl CodexFree {
             }
             Mode::Multi { access_root } => {
                 let session = conversation.0.as_deref().ok_or_else(|| {
-                    Error::Binding(codex_free_tools::task_memory::bindings::missing_session_message(
-                        "it is missing",
-                    ))
+                    Error::Binding(
+                        codex_free_tools::task_memory::bindings::missing_session_message(
+                            "it is missing",
+                        ),
+                    )
                 })?;
-                let root = codex_free_tools::task_memory::Bindings::new(&self.shared.home, access_root)?
-                    .project_for(session)?;
+                let root =
+                    codex_free_tools::task_memory::Bindings::new(&self.shared.home, access_root)?
+                        .project_for(session)?;
                 Ok(ToolCtx::new(root, config, self.shared.home.clone()))
             }
         }
@@ -407,7 +413,10 @@ impl ServerHandler for CodexFree {
         // the client info the stateless protocol sends with each request, else this
         // handler (one per stdio or legacy HTTP session).
         let client_key = match &session {
-            Some(raw) => format!("conv-{}", &codex_free_core::home::sha256_hex(raw.as_bytes())[..16]),
+            Some(raw) => format!(
+                "conv-{}",
+                &codex_free_core::home::sha256_hex(raw.as_bytes())[..16]
+            ),
             None => match context.meta.0.0.get("io.modelcontextprotocol/clientInfo") {
                 Some(info) => format!("client-{info}"),
                 None => self.instance.clone(),

@@ -58,10 +58,10 @@ use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
-use codex_free_core::error::IoContext;
 use crate::ToolCtx;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::error::IoContext;
 use output::{Output, lossy_prefix};
 
 pub use env::{child_env, is_secret_name};
@@ -303,6 +303,16 @@ impl ExecSessions {
             .clamp(MIN_YIELD_MS, MAX_YIELD_MS);
         let spool_dir = ctx.home.join("spool");
         self.sweep(&spool_dir);
+        // Built before taking the store lock: it lists directories around protected paths.
+        let prepared = match ctx.config.exec.sandbox {
+            codex_free_core::config::SandboxMode::Off => None,
+            codex_free_core::config::SandboxMode::Os => sandbox::Prepared::new(&sandbox::Spec {
+                root: ctx.root.clone(),
+                writable: sandbox::writable_roots(&ctx.config.exec),
+                protected: protected_paths(&ctx.home, &self.extra_protected),
+                network: ctx.config.exec.network_allowed(),
+            })?,
+        };
 
         let session = {
             let mut store = self.store.lock().expect("exec store lock");
@@ -318,7 +328,7 @@ impl ExecSessions {
                 &cwd,
                 &spool_dir,
                 Duration::from_millis(timeout_ms),
-                &self.extra_protected,
+                prepared,
             )?;
             store.sessions.insert(session.id, Arc::clone(&session));
             session
@@ -732,7 +742,7 @@ fn new_session_id() -> u32 {
 }
 
 /// Start the process: own process group, merged stdout/stderr pipe, scrubbed environment,
-/// the OS sandbox unless `exec.sandbox = "off"`, a reader thread (spool + window), a waiter
+/// inside `prepared` (the OS sandbox; `None` = unconfined), a reader thread (spool + window), a waiter
 /// thread and a timeout task.
 fn spawn(
     ctx: &ToolCtx,
@@ -741,19 +751,10 @@ fn spawn(
     cwd: &Path,
     spool_dir: &Path,
     timeout: Duration,
-    extra_protected: &[PathBuf],
+    prepared: Option<sandbox::Prepared>,
 ) -> Result<Arc<Session>> {
     use std::os::unix::process::CommandExt;
     let exec_cfg = &ctx.config.exec;
-    let prepared = match exec_cfg.sandbox {
-        codex_free_core::config::SandboxMode::Off => None,
-        codex_free_core::config::SandboxMode::Os => sandbox::Prepared::new(&sandbox::Spec {
-            root: ctx.root.clone(),
-            writable: sandbox::writable_roots(exec_cfg),
-            protected: protected_paths(&ctx.home, extra_protected),
-            network: exec_cfg.network_allowed(),
-        })?,
-    };
     let window_cap = ctx.max_output_bytes();
     let output = Output::create(spool_dir, exec_cfg.max_spool_bytes, window_cap)?;
     let (reader, writer) = std::io::pipe().ctx(|| "creating the output pipe".into())?;
@@ -781,8 +782,11 @@ fn spawn(
     cmd.current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(writer)
-        .stderr(writer2)
-        .process_group(0);
+        .stderr(writer2);
+    if prepared.is_none() {
+        // (A sandboxed command leads its own group already: see `Prepared::command`.)
+        cmd.process_group(0);
+    }
     let spawned = cmd.spawn();
     drop(cmd); // closes the parent's copies of the pipe's write end
     let sandboxed = prepared.as_ref().map(|_| SandboxedRun {
@@ -991,7 +995,11 @@ mod tests {
         fn send<T: Send>(_: T) {}
         send_sync::<ExecSessions>();
         let ex = ExecSessions::new();
-        let ctx = ToolCtx::new("/", codex_free_core::config::Config::default(), "/nonexistent");
+        let ctx = ToolCtx::new(
+            "/",
+            codex_free_core::config::Config::default(),
+            "/nonexistent",
+        );
         let a = ExecCommandArgs {
             cmd: "true".into(),
             workdir: None,

@@ -5,11 +5,13 @@
 //! - read and execute every file except the protected paths ([`protected_paths`]: the state
 //!   home, the config file's directory, `$CODEX_HOME`/`~/.codex`, `$CLAUDE_CONFIG_DIR`/
 //!   `~/.claude`, `~/.claude.json`, `$PI_CODING_AGENT_DIR`/`~/.pi/agent`) and the devices
-//!   under `/dev` other than `null`, `zero`, `full`, `random`, `urandom`, `tty`, `pts/`
-//!   and `shm/` (raw disks would bypass every file rule);
+//!   under `/dev` other than `null`, `zero`, `full`, `random`, `urandom` and `shm/` (raw
+//!   disks would bypass every file rule);
 //! - write only inside the project root, a private temporary directory (`TMPDIR`, mode
 //!   0700, removed when the command ends) and the existing directories of
 //!   `exec.writableRoots`, minus the protected paths, plus the devices above;
+//! - not reach a terminal: it leads a new session without a controlling terminal, and
+//!   `/dev/tty` and `/dev/pts` are not granted;
 //! - without network in allowlist mode unless `exec.network` is true: no TCP connect or bind
 //!   (Landlock, ABI 4+) and no IPv4/IPv6/packet socket at all (seccomp, also covering UDP and
 //!   kernels before ABI 4; `io_uring_setup` is refused too because io_uring can open sockets
@@ -211,11 +213,13 @@ pub(crate) struct Spec {
     pub network: bool,
 }
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 /// Upper bound on the entries granted one by one while carving around protected paths
 /// (a protected path inside a huge directory): past it the rest is left out (fail closed).
 const MAX_CARVED_ENTRIES: usize = 20_000;
 
-/// One grant of the carve: `path` (a directory when `dir`) gets `write` rights or only read.
+/// One grant of the carve: `path` (a directory when `dir`) gets the rights of its caller.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Grant {
     pub path: PathBuf,
@@ -224,6 +228,7 @@ pub(crate) struct Grant {
 
 /// The grants for `root` with every path in `protected` carved out (see the module doc).
 /// `root` must be resolved; missing roots yield nothing.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn carve(root: &Path, protected: &[PathBuf]) -> Vec<Grant> {
     let mut out = Vec::new();
     let mut budget = MAX_CARVED_ENTRIES;
@@ -267,7 +272,13 @@ fn carve_into(
         if ft.is_symlink() {
             continue;
         }
-        carve_into(&path.join(e.file_name()), ft.is_dir(), protected, out, budget);
+        carve_into(
+            &path.join(e.file_name()),
+            ft.is_dir(),
+            protected,
+            out,
+            budget,
+        );
     }
 }
 
@@ -302,8 +313,10 @@ impl Prepared {
         self.tmp.path()
     }
 
-    /// A command running `program args...` inside this sandbox. The caller sets the
-    /// environment, including `TMPDIR` = [`Prepared::tmp`].
+    /// A command running `program args...` inside this sandbox, as the leader of a new
+    /// process group (on Linux of a new session, without a controlling terminal). The
+    /// caller sets the environment, including `TMPDIR` = [`Prepared::tmp`], and must not
+    /// set a process group itself.
     pub(crate) fn command(&self, program: &str, args: &[&str]) -> std::process::Command {
         self.inner.command(program, args, self.tmp.path())
     }
@@ -345,11 +358,13 @@ pub(crate) fn denial_hint(output: &str, cwd: &Path, network: bool) -> Option<Str
         .map(|p| {
             let abs = cwd.join(p);
             let abs = resolve(&abs);
-            let mut s = abs.display().to_string();
-            if s.len() > 120 {
-                s = format!("…{}", &s[s.len() - 119..]);
+            let s = abs.display().to_string();
+            let chars = s.chars().count();
+            if chars > 120 {
+                format!("…{}", s.chars().skip(chars - 119).collect::<String>())
+            } else {
+                s
             }
-            s
         })
         .collect();
     let blamed = if shown.is_empty() {
@@ -495,7 +510,11 @@ mod platform {
             // Reads: everything but the protected paths and /dev.
             let mut no_read = spec.protected.clone();
             no_read.push("/dev".into());
-            rules.extend(carve(Path::new("/"), &no_read).into_iter().map(|g| (g, read)));
+            rules.extend(
+                carve(Path::new("/"), &no_read)
+                    .into_iter()
+                    .map(|g| (g, read)),
+            );
             // Writes: project, TMPDIR, writable roots, minus the protected paths.
             for w in std::iter::once(spec.root.as_path())
                 .chain(std::iter::once(tmp))
@@ -504,11 +523,11 @@ mod platform {
                 rules.extend(carve(w, &spec.protected).into_iter().map(|g| (g, all)));
             }
             // Devices.
-            let dev_file = AccessFs::ReadFile
-                | AccessFs::WriteFile
-                | AccessFs::Truncate
-                | AccessFs::IoctlDev;
-            for f in ["null", "zero", "full", "random", "urandom", "tty", "ptmx"] {
+            let dev_file =
+                AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
+            // Not tty, ptmx or pts: a command could write to (or, as root, inject input
+            // into) the terminal of the user who started the server.
+            for f in ["null", "zero", "full", "random", "urandom"] {
                 rules.push((
                     Grant {
                         path: Path::new("/dev").join(f),
@@ -517,15 +536,13 @@ mod platform {
                     dev_file,
                 ));
             }
-            for d in ["pts", "shm"] {
-                rules.push((
-                    Grant {
-                        path: Path::new("/dev").join(d),
-                        dir: true,
-                    },
-                    all,
-                ));
-            }
+            rules.push((
+                Grant {
+                    path: "/dev/shm".into(),
+                    dir: true,
+                },
+                all,
+            ));
             rules.push((
                 Grant {
                     path: "/dev".into(),
@@ -592,11 +609,16 @@ mod platform {
             let filter = self.seccomp.clone();
             let drop_caps = self.drop_caps;
             // SAFETY: the closure runs in the forked child before exec. It only makes the
-            // system calls prctl, landlock_restrict_self and seccomp on memory prepared in
+            // system calls setsid, prctl, landlock_restrict_self and seccomp on memory prepared in
             // the parent (`fd` is open and CLOEXEC, `filter` is owned by the closure): no
             // allocation, no lock, async-signal-safe.
             unsafe {
                 cmd.pre_exec(move || {
+                    // A new session and process group led by the child: no controlling
+                    // terminal (no /dev/tty, no TIOCSTI into the user's shell).
+                    if libc::setsid() == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                     if drop_caps {
                         for cap in DROPPED_CAPS {
                             if KEPT_CAPS.contains(&cap) {
@@ -646,15 +668,20 @@ mod platform {
         PROGRAM
             .get_or_init(|| {
                 use seccompiler::{
-                    SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
-                    SeccompFilter, SeccompRule, TargetArch,
+                    SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+                    SeccompRule, TargetArch,
                 };
                 let arch = TargetArch::try_from(std::env::consts::ARCH)
                     .map_err(|e| format!("seccomp on {}: {e:?}", std::env::consts::ARCH))?;
                 let domain_rule = |domain: i32| {
-                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, domain as u64)
-                        .and_then(|c| SeccompRule::new(vec![c]))
-                        .map_err(|e| format!("{e:?}"))
+                    SeccompCondition::new(
+                        0,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::Eq,
+                        domain as u64,
+                    )
+                    .and_then(|c| SeccompRule::new(vec![c]))
+                    .map_err(|e| format!("{e:?}"))
                 };
                 let socket_rules = vec![
                     domain_rule(libc::AF_INET)?,
@@ -763,6 +790,10 @@ mod platform {
                 cmd.arg("-D").arg(format!("P{i}={}", p.display()));
             }
             cmd.arg(program).args(args);
+            {
+                use std::os::unix::process::CommandExt;
+                cmd.process_group(0);
+            }
             cmd
         }
     }
@@ -778,7 +809,10 @@ mod platform {
     use codex_free_core::Result;
 
     pub(super) fn available() -> std::result::Result<(&'static str, String), String> {
-        Err(format!("no OS sandbox is implemented for {}", std::env::consts::OS))
+        Err(format!(
+            "no OS sandbox is implemented for {}",
+            std::env::consts::OS
+        ))
     }
 
     #[derive(Debug)]
@@ -795,8 +829,9 @@ mod platform {
             args: &[&str],
             _tmp: &Path,
         ) -> std::process::Command {
+            use std::os::unix::process::CommandExt;
             let mut cmd = std::process::Command::new(program);
-            cmd.args(args);
+            cmd.args(args).process_group(0);
             cmd
         }
     }
@@ -817,7 +852,12 @@ mod tests {
         std::os::unix::fs::symlink(base.join("a/b/secret"), base.join("a/link")).unwrap();
         let mut got: Vec<_> = carve(&base, &[base.join("a/b/secret")])
             .into_iter()
-            .map(|g| (g.path.strip_prefix(&base).unwrap().display().to_string(), g.dir))
+            .map(|g| {
+                (
+                    g.path.strip_prefix(&base).unwrap().display().to_string(),
+                    g.dir,
+                )
+            })
             .collect();
         got.sort();
         assert_eq!(
@@ -844,7 +884,10 @@ mod tests {
         let base = std::fs::canonicalize(t.path()).unwrap();
         std::fs::create_dir(base.join("real")).unwrap();
         std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
-        assert_eq!(resolve(&base.join("link/missing/x")), base.join("real/missing/x"));
+        assert_eq!(
+            resolve(&base.join("link/missing/x")),
+            base.join("real/missing/x")
+        );
         assert_eq!(resolve(&base.join("real/../link")), base.join("real"));
     }
 
@@ -878,7 +921,12 @@ mod tests {
         };
         let s = sandbox_status(&c);
         assert!(!s.enforced);
-        assert!(s.warning.as_deref().unwrap().contains("WITHOUT the OS sandbox"));
+        assert!(
+            s.warning
+                .as_deref()
+                .unwrap()
+                .contains("WITHOUT the OS sandbox")
+        );
         c.sandbox = SandboxMode::Os;
         let s = sandbox_status(&c);
         if cfg!(target_os = "linux") && platform::available().is_ok() {
@@ -889,12 +937,18 @@ mod tests {
 
     #[test]
     fn protected_paths_cover_home_and_agent_dirs() {
-        let p = protected_paths(Path::new("/nonexistent/state"), &[PathBuf::from("/nonexistent/cfg")]);
+        let p = protected_paths(
+            Path::new("/nonexistent/state"),
+            &[PathBuf::from("/nonexistent/cfg")],
+        );
         assert!(p.contains(&PathBuf::from("/nonexistent/state")));
         assert!(p.contains(&PathBuf::from("/nonexistent/cfg")));
         if let Some(h) = user_home() {
             let h = resolve(&h);
-            assert!(p.contains(&h.join(".codex")) && p.contains(&h.join(".claude")), "{p:?}");
+            assert!(
+                p.contains(&h.join(".codex")) && p.contains(&h.join(".claude")),
+                "{p:?}"
+            );
         }
     }
 }
