@@ -241,6 +241,18 @@ fn config_cmd(cmd: ConfigCmd, path: &std::path::Path) -> anyhow::Result<()> {
                 Some(p) => println!("{}: valid ({} warning(s))", p.display(), l.warnings.len()),
                 None => println!("{}: not present; defaults apply", path.display()),
             }
+            let startup_only = l.config.restart_changes(&Config::default());
+            if !startup_only.is_empty() {
+                println!(
+                    "note: restart a running server to apply {} (read only at startup)",
+                    startup_only.join(", ")
+                );
+            }
+            let sandbox = codex_free_tools::exec::sandbox_status(&l.config.exec);
+            match sandbox.warning {
+                Some(w) => println!("WARNING: {w}"),
+                None => println!("command sandbox: {}", sandbox.summary),
+            }
         }
     }
     Ok(())
@@ -258,6 +270,13 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     let config = Config::load(&config_path)
         .context("loading the config")?
         .config;
+    // On stderr for both transports (stdout is the MCP stream under --stdio): the warning
+    // whatever the log level, the confirmation as an info log line.
+    let sandbox = codex_free_tools::exec::sandbox_status(&config.exec);
+    match &sandbox.warning {
+        Some(w) => eprintln!("codex-free: WARNING: {w}"),
+        None => tracing::info!("command sandbox: {}", sandbox.summary),
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

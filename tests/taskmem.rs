@@ -264,6 +264,7 @@ async fn instructions_snapshot_orders_saved_state_between_environment_and_agents
         (r"(?m)^os: .*$", "os: [OS]"),
         (r"(?m)^shell: .*$", "shell: [SHELL]"),
         (r"(?m)^date: .*$", "date: [DATE]"),
+        (r"(?m)^sandbox: .*$", "sandbox: [SANDBOX]"),
     ]}, {
         insta::assert_snapshot!("single_project_instructions", i);
     });

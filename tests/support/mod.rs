@@ -92,6 +92,11 @@ impl Env {
 
     /// Connect over stdio to `serve --stdio --project <project>` plus `extra` args.
     pub async fn stdio(&self, extra: &[&str]) -> Client {
+        self.stdio_env(extra, &[], &[]).await
+    }
+
+    /// As [`Env::stdio`], with `set` added to and `remove` taken from the server's environment.
+    pub async fn stdio_env(&self, extra: &[&str], set: &[(&str, &str)], remove: &[&str]) -> Client {
         let project = self.project().to_path_buf();
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let cmd = self.command().configure(|c| {
@@ -100,6 +105,12 @@ impl Env {
                 c.arg("--project").arg(&project);
             }
             c.args(&extra);
+            for (k, v) in set {
+                c.env(k, v);
+            }
+            for k in remove {
+                c.env_remove(k);
+            }
         });
         stdio_client(cmd).await
     }

@@ -105,7 +105,31 @@ pub enum ExecMode {
     Unrestricted,
 }
 
-/// `exec` block.
+/// Whether `exec_command` runs commands inside the OS sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Landlock on Linux, Seatbelt on macOS; without one, commands run unconfined and every
+    /// status surface says so.
+    #[default]
+    Os,
+    /// No OS sandbox: commands have the user's full rights (the allowlist is then the only check).
+    Off,
+}
+
+/// Default `exec.writableRoots`: the download and build caches that cargo, npm, pip, go and
+/// friends write even for an offline build of a warm project, so builds work inside the
+/// sandbox. Only caches: never `~/.cargo/bin`, `~/.cargo/config.toml`, `~/.rustup`, shell
+/// profiles or `~/.local/bin`, which the user runs or loads later outside the sandbox. The
+/// state home and the config file's directory are never writable whatever this list says
+/// (the sandbox carves them out): they hold `exec.mode` and the server token, so a command
+/// that could write them could switch its own guardrails off for the next server start.
+/// Trade-off: a command can still plant an entry in these caches that a later unsandboxed
+/// build uses; set `exec.writableRoots` to `[]` to close that at the cost of cache writes.
+pub const DEFAULT_WRITABLE_ROOTS: &[&str] =
+    &["~/.cargo/registry", "~/.cargo/git", "~/.npm", "~/.cache"];
+
+/// `exec` block. Every key takes effect when the server starts (see [`RESTART_KEYS`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ExecConfig {
@@ -117,6 +141,14 @@ pub struct ExecConfig {
     pub max_sessions: usize,
     /// Bytes of a command's output spooled to disk for continuation.
     pub max_spool_bytes: u64,
+    /// `"os"` (default): every command runs in the OS sandbox; `"off"`: unconfined.
+    pub sandbox: SandboxMode,
+    /// Directories a sandboxed command may write besides the project root and its private
+    /// TMPDIR: absolute paths or `~/...`; missing ones are skipped. Default
+    /// [`DEFAULT_WRITABLE_ROOTS`]; at most 64 entries.
+    pub writable_roots: Vec<String>,
+    /// Network for sandboxed commands in allowlist mode (unrestricted mode always has it). Default false.
+    pub network: bool,
 }
 
 impl Default for ExecConfig {
@@ -126,7 +158,20 @@ impl Default for ExecConfig {
             extra_allowed_commands: Vec::new(),
             max_sessions: 8,
             max_spool_bytes: 64 * 1024 * 1024,
+            sandbox: SandboxMode::Os,
+            writable_roots: DEFAULT_WRITABLE_ROOTS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            network: false,
         }
+    }
+}
+
+impl ExecConfig {
+    /// Whether sandboxed commands may use the network: always in unrestricted mode, else only with `exec.network: true`.
+    pub fn network_allowed(&self) -> bool {
+        self.network || self.mode == ExecMode::Unrestricted
     }
 }
 
@@ -333,6 +378,12 @@ impl Default for MemoriesConfig {
     }
 }
 
+/// Settings read only when the server starts, as dotted prefixes: the exec policy and
+/// sandbox, the HTTP host/origin checks and the task-memory directory. A running server keeps
+/// its startup values when the file changes, so a command or tool that manages to edit the
+/// file cannot widen its own rights; the output and command caps keep reloading live.
+pub const RESTART_KEYS: &[&str] = &["exec", "server", "memory.dir"];
+
 /// A loaded config plus the warnings (unknown keys) found while loading.
 #[derive(Debug, Clone, Default)]
 pub struct Loaded {
@@ -419,6 +470,39 @@ impl Config {
         diff(&ours, &defaults).unwrap_or_else(|| serde_json::json!({}))
     }
 
+    /// `self` with every [`RESTART_KEYS`] setting taken from `running` (the config the server
+    /// started with): what a live reload may apply.
+    pub fn pinned_to(mut self, running: &Config) -> Config {
+        self.exec = running.exec.clone();
+        self.server = running.server.clone();
+        self.memory.dir = running.memory.dir.clone();
+        self
+    }
+
+    /// Dotted keys under [`RESTART_KEYS`] whose values differ between `self` and `other`,
+    /// sorted (e.g. `["exec.mode", "server.allowedHosts"]`): what needs a restart to apply.
+    pub fn restart_changes(&self, other: &Config) -> Vec<String> {
+        let a = serde_json::to_value(self).expect("config serialises");
+        let b = serde_json::to_value(other).expect("config serialises");
+        let mut out = Vec::new();
+        for key in RESTART_KEYS {
+            let (va, vb) = (a.pointer(&pointer(key)), b.pointer(&pointer(key)));
+            match (va, vb) {
+                (Some(serde_json::Value::Object(oa)), Some(serde_json::Value::Object(ob))) => {
+                    for (k, v) in oa {
+                        if ob.get(k) != Some(v) {
+                            out.push(format!("{key}.{k}"));
+                        }
+                    }
+                }
+                _ if va != vb => out.push((*key).to_string()),
+                _ => {}
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// Validate and write the overrides to `path` atomically (temp file + fsync + rename, under the state lock).
     pub fn save(&self, path: &Path) -> Result<()> {
         self.validate()
@@ -426,6 +510,11 @@ impl Config {
         let text = serde_json::to_string_pretty(&self.overrides()).expect("json");
         crate::home::write_atomic(path, format!("{text}\n").as_bytes())
     }
+}
+
+/// JSON pointer of a dotted key (`memory.dir` → `/memory/dir`).
+fn pointer(dotted: &str) -> String {
+    format!("/{}", dotted.replace('.', "/"))
 }
 
 fn diff(a: &serde_json::Value, b: &serde_json::Value) -> Option<serde_json::Value> {
@@ -488,6 +577,55 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("yolo"), "{e}");
+    }
+
+    #[test]
+    fn restart_keys_are_pinned_and_listed() {
+        let running = Config::default();
+        let (edited, _) = Config::parse(
+            r#"{"exec":{"mode":"unrestricted","sandbox":"off"},"server":{"allowedHosts":["x.example"]},"memory":{"dir":"/tmp/m","maxBytes":1024},"output":{"maxFileLines":7}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            edited.restart_changes(&running),
+            [
+                "exec.mode",
+                "exec.sandbox",
+                "memory.dir",
+                "server.allowedHosts"
+            ]
+        );
+        let live = edited.pinned_to(&running);
+        assert_eq!(live.exec, running.exec);
+        assert_eq!(live.server, running.server);
+        assert_eq!(live.memory.dir, None);
+        assert_eq!(live.memory.max_bytes, 1024, "memory caps keep reloading");
+        assert_eq!(live.output.max_file_lines, 7, "output caps keep reloading");
+        assert!(live.restart_changes(&running).is_empty());
+    }
+
+    #[test]
+    fn sandbox_keys_validate() {
+        let (c, _) =
+            Config::parse(r#"{"exec":{"writableRoots":["~/.m2","/opt/cache"],"network":true}}"#)
+                .unwrap();
+        assert_eq!(c.exec.writable_roots, ["~/.m2", "/opt/cache"]);
+        assert!(c.exec.network_allowed());
+        assert_eq!(c.exec.sandbox, SandboxMode::Os);
+        let e = Config::parse(r#"{"exec":{"writableRoots":["relative/dir"]}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("exec.writableRoots") && e.contains("relative/dir"),
+            "{e}"
+        );
+        assert!(Config::parse(r#"{"exec":{"sandbox":"maybe"}}"#).is_err());
+        let d = Config::default();
+        assert!(!d.exec.network_allowed());
+        assert!(
+            d.overrides().get("exec").is_none(),
+            "defaults are not written"
+        );
     }
 
     #[test]

@@ -153,7 +153,8 @@ fn git_branch(root: &std::path::Path) -> Option<String> {
 /// project root, OS and architecture, shell (`$SHELL`), git branch (if a repository), the
 /// local date and time with its UTC offset, and the caps the tools apply (lines, bytes,
 /// entries, nodes, output ceiling in tokens and bytes, AGENTS.md bytes, command timeouts in
-/// ms, exec mode). Never fails: unknown values are shown as `unknown`.
+/// ms, exec mode) and the OS sandbox of commands (a `WARNING` when they run unconfined).
+/// Never fails: unknown values are shown as `unknown`.
 pub fn get_environment(ctx: &ToolCtx) -> String {
     let o = &ctx.config.output;
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "unknown".into());
@@ -196,6 +197,10 @@ pub fn get_environment(ctx: &ToolCtx) -> String {
             "commands: {} ms default timeout, {} ms max, exec mode {exec_mode}",
             ctx.config.command.default_timeout, ctx.config.command.max_timeout
         ),
+        match crate::exec::sandbox_status(&ctx.config.exec) {
+            s if s.enforced => format!("sandbox: {}", s.summary),
+            s => format!("sandbox: WARNING: {}", s.warning.unwrap_or(s.summary)),
+        },
     ];
     budget::enforce_ceiling(lines.join("\n"), ctx.max_output_bytes())
 }

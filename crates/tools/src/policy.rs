@@ -20,9 +20,11 @@
 //! `/dev/null`; relative ones may not contain `..`), and anything the parser could not
 //! parse cleanly. Unknown syntax is refused (fail closed).
 //!
-//! This is a guardrail against a model running the wrong thing by mistake, **not a
-//! sandbox**: allowed interpreters (`python3 -c`, `node -e`, `awk`, `make`, `cargo run`,
-//! `npm run`, `git` hooks and aliases) can still do anything the user can.
+//! This is a guardrail against a model running the wrong thing by mistake, **not the
+//! boundary**: allowed interpreters (`python3 -c`, `node -e`, `awk`, `make`, `cargo run`,
+//! `npm run`, `git` hooks and aliases) can start anything. The boundary is the OS sandbox
+//! every command runs in ([`crate::exec::sandbox`]); without it (`exec.sandbox = "off"`,
+//! or no Landlock), they can do anything the user can.
 //!
 //! Invariant: in allowlist mode a command line runs only if [`check`] walked every node of
 //! its syntax tree and found each program it starts on the allowlist.

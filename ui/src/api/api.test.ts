@@ -52,7 +52,7 @@ describe("HTTP backend", () => {
   });
 
   it("resolves a 422 config save with its field errors instead of throwing", async () => {
-    const body = { saved: false, errors: [{ key: "output.maxFileLines", message: "0 is out of range" }], overrides: {} };
+    const body = { saved: false, errors: [{ key: "output.maxFileLines", message: "0 is out of range" }], overrides: {}, restart_required: [] };
     const f = vi.fn(async () => res(422, body));
     const r = await new HttpApi("", f as unknown as typeof fetch).saveConfig({ output: { maxFileLines: 0 } });
     expect(r.saved).toBe(false);
@@ -77,7 +77,7 @@ describe("HTTP backend", () => {
 
 describe("Tauri backend", () => {
   it("invokes the matching command with named arguments", async () => {
-    const inv = vi.fn(async () => ({ saved: true, errors: [], overrides: {} }));
+    const inv = vi.fn(async () => ({ saved: true, errors: [], overrides: {}, restart_required: [] }));
     const a = new TauriApi(inv);
     await a.saveConfig({ output: { maxFileLines: 5 } });
     expect(inv).toHaveBeenCalledWith("save_config", { patch: { output: { maxFileLines: 5 } } });

@@ -101,6 +101,12 @@ export function Dashboard() {
           <p class="muted">{sp.unpriced_requests} request(s) this month have no known price (not counted).</p>
         )}
       </Card>
+      <Card title="Command sandbox" testid="card-sandbox">
+        <p>
+          <Badge kind={s.sandbox.enforced ? "running" : "error"}>{s.sandbox.enforced ? s.sandbox.mechanism : "off"}</Badge>
+        </p>
+        {s.sandbox.warning ? <p class="error-text">{s.sandbox.warning}</p> : <p class="muted">{s.sandbox.summary}</p>}
+      </Card>
       <Card title="Key storage" testid="card-keyring">
         <p>
           <Badge kind={s.keyring.fallback ? "warn" : "running"}>{s.keyring.backend}</Badge>

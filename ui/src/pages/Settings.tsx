@@ -91,7 +91,11 @@ export function Settings() {
         return;
       }
       setSaveErr(null);
-      setNotice(`Saved to ${data?.path}. The server applies it to the next tool call.`);
+      setNotice(
+        r.restart_required.length > 0
+          ? `Saved to ${data?.path}. Restart the server to apply ${r.restart_required.join(", ")}; the rest applies to the next tool call.`
+          : `Saved to ${data?.path}. The server applies it to the next tool call.`,
+      );
       await reload();
     } catch (e) {
       setSaveErr(toFailure(e));

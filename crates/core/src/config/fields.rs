@@ -460,6 +460,32 @@ fn provider_model(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// `exec.writableRoots`: at most 64 entries, each absolute or `~/...` (a relative root
+/// would depend on the working directory of whoever starts the server).
+fn writable_root(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
+    let Some(list) = v.as_array() else { return };
+    if list.len() > 64 {
+        errors.push(FieldError::new(
+            key,
+            v.clone(),
+            FieldCode::OutOfRange,
+            format!("{key} has {} entries (allowed at most 64)", list.len()),
+        ));
+    }
+    for r in list.iter().filter_map(Value::as_str) {
+        if !(r.starts_with('/') || r == "~" || r.starts_with("~/")) || r.contains('\0') {
+            errors.push(FieldError::new(
+                key,
+                v.clone(),
+                FieldCode::BadFormat,
+                format!(
+                    "{key} contains {r:?}: each entry must be an absolute path or start with ~/"
+                ),
+            ));
+        }
+    }
+}
+
 fn ip_or_localhost(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     if let Some(s) = v.as_str()
         && s != "localhost"
@@ -618,13 +644,36 @@ pub const FIELDS: &[Field] = &[
         "allowlist",
         &["allowlist", "unrestricted"],
         "allowlist: only listed programs run (a guardrail, not a sandbox).",
-    ),
+    )
+    .restart(),
     Field::list(
         "exec.extraAllowedCommands",
         &[],
         &[],
         "Programs allowed besides the built-in list.",
-    ),
+    )
+    .restart(),
+    Field::choice(
+        "exec.sandbox",
+        "os",
+        &["os", "off"],
+        "os: every command runs in the OS sandbox (writes only in the project, a private TMPDIR and the writable roots; protected paths unreadable).",
+    )
+    .restart(),
+    Field::list(
+        "exec.writableRoots",
+        crate::config::DEFAULT_WRITABLE_ROOTS,
+        &[],
+        "Folders (absolute or ~/...) sandboxed commands may also write, e.g. build caches.",
+    )
+    .restart()
+    .with_rule(writable_root),
+    Field::boolean(
+        "exec.network",
+        false,
+        "Let sandboxed commands use the network in allowlist mode.",
+    )
+    .restart(),
     Field::int(
         "exec.maxSessions",
         8,
@@ -632,7 +681,8 @@ pub const FIELDS: &[Field] = &[
         64,
         "sessions",
         "Concurrent live exec sessions.",
-    ),
+    )
+    .restart(),
     Field::int(
         "exec.maxSpoolBytes",
         64 * 1024 * 1024,
@@ -640,7 +690,8 @@ pub const FIELDS: &[Field] = &[
         4 << 30,
         "bytes",
         "Command output kept on disk for continuation.",
-    ),
+    )
+    .restart(),
     Field::int(
         "projectDoc.maxBytes",
         32_768,
@@ -670,7 +721,8 @@ pub const FIELDS: &[Field] = &[
         &[],
         &[],
         "Extra Origin values accepted besides loopback (e.g. a tunnel).",
-    ),
+    )
+    .restart(),
     // rmcp's Host check is configured once when the server starts listening.
     Field::list(
         "server.allowedHosts",
@@ -687,7 +739,8 @@ pub const FIELDS: &[Field] = &[
     Field::optional_text(
         "memory.dir",
         "Folder for memory.json (empty = inside the state home).",
-    ),
+    )
+    .restart(),
     Field::int(
         "memory.maxBytes",
         16_384,
@@ -971,6 +1024,21 @@ mod tests {
     }
 
     /// Both ends of each range pass the struct's validation; one past either end fails.
+    #[test]
+    fn restart_flags_match_the_pinned_keys() {
+        for f in FIELDS {
+            let pinned = crate::config::RESTART_KEYS
+                .iter()
+                .any(|k| f.key == *k || f.key.starts_with(&format!("{k}.")));
+            assert_eq!(
+                f.apply == Apply::Restart,
+                pinned,
+                "{}: restart flag vs RESTART_KEYS",
+                f.key
+            );
+        }
+    }
+
     #[test]
     fn integer_ranges_hold_through_the_struct() {
         for f in FIELDS {

@@ -109,6 +109,22 @@ pub struct ConfigSaveResult {
     /// What the file holds now (after a save) or would hold (after a dry validation).
     #[ts(type = "Record<string, any>")]
     pub overrides: serde_json::Value,
+    /// Keys this change sets to a new value that a running server reads only at startup
+    /// (`exec.*`, `server.*`, `memory.dir`), e.g. `["exec.mode"]`: restart to apply them.
+    pub restart_required: Vec<String>,
+}
+
+/// The OS sandbox commands run in, as the dashboard shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SandboxView {
+    /// True when commands run confined.
+    pub enforced: bool,
+    /// `landlock`, `seatbelt` or `none`.
+    pub mechanism: String,
+    /// One line on what commands may do.
+    pub summary: String,
+    /// Set when commands run without the sandbox: why and what it means.
+    pub warning: Option<String>,
 }
 
 /// State of the embedded MCP server.
@@ -226,6 +242,8 @@ pub struct Status {
     pub keyring: KeyringStatus,
     /// Most recent errors first (at most 10).
     pub recent_errors: Vec<RecentError>,
+    /// The command sandbox for the config file's `exec` block on this machine.
+    pub sandbox: SandboxView,
 }
 
 /// Where a provider key currently comes from.

@@ -223,6 +223,15 @@ impl ApiService {
             spend,
             keyring: self.keyring.clone(),
             recent_errors: recent,
+            sandbox: {
+                let sb = codex_free_tools::exec::sandbox_status(&cfg.exec);
+                SandboxView {
+                    enforced: sb.enforced,
+                    mechanism: sb.mechanism,
+                    summary: sb.summary,
+                    warning: sb.warning,
+                }
+            },
         })
     }
 
@@ -260,11 +269,13 @@ impl ApiService {
                 saved: false,
                 errors: Vec::new(),
                 overrides: cfg.overrides(),
+                restart_required: cfg.restart_changes(&self.current_config().0),
             },
             Err(errors) => ConfigSaveResult {
                 saved: false,
                 errors,
                 overrides: schema::empty(),
+                restart_required: Vec::new(),
             },
         }
     }
@@ -278,6 +289,7 @@ impl ApiService {
     pub fn save_config(&self, patch: &Value) -> Result<ConfigSaveResult> {
         let path = self.config_path();
         codex_free_core::home::with_lock(&path, || {
+            let before = self.current_config().0;
             let cfg = match self.merged(patch) {
                 Ok(c) => c,
                 Err(errors) => {
@@ -285,6 +297,7 @@ impl ApiService {
                         saved: false,
                         errors,
                         overrides: schema::empty(),
+                        restart_required: Vec::new(),
                     });
                 }
             };
@@ -300,6 +313,7 @@ impl ApiService {
                 saved: true,
                 errors: Vec::new(),
                 overrides,
+                restart_required: cfg.restart_changes(&before),
             })
         })
     }
@@ -538,6 +552,31 @@ mod tests {
         };
         let s = ApiService::new(d.path(), store.clone(), ks);
         (d, s, store)
+    }
+
+    #[test]
+    fn saves_of_startup_only_keys_say_restart() {
+        let (_d, s, _) = service();
+        let r = s
+            .save_config(&json!({"output": {"maxFileLines": 50}}))
+            .unwrap();
+        assert!(r.saved && r.restart_required.is_empty(), "{r:?}");
+        let r = s.validate_config(
+            &json!({"exec": {"network": true}, "server": {"allowedHosts": ["t.example"]}}),
+        );
+        assert_eq!(r.restart_required, ["exec.network", "server.allowedHosts"]);
+        let r = s
+            .save_config(&json!({"exec": {"mode": "unrestricted"}, "memory": {"dir": "/tmp/m"}}))
+            .unwrap();
+        assert!(r.saved, "{r:?}");
+        assert_eq!(r.restart_required, ["exec.mode", "memory.dir"]);
+        // Saving the same value again changes nothing that needs a restart.
+        let r = s
+            .save_config(&json!({"exec": {"mode": "unrestricted"}}))
+            .unwrap();
+        assert!(r.restart_required.is_empty(), "{r:?}");
+        let st = s.status().unwrap();
+        assert_eq!(st.sandbox.enforced, st.sandbox.warning.is_none());
     }
 
     #[test]

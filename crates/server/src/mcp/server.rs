@@ -1,9 +1,9 @@
 //! [`CodexFree`]: the rmcp `ServerHandler`. One value per MCP session (HTTP creates one per
 //! session or stateless request via a factory); all of them share [`Shared`] state: the
 //! mode (single project or multi-project access root), the state home, the live config
-//! (re-read when `codex.config.json` changes, so the UI's edits apply to the next call),
-//! and the exec sessions. Every tool call leaves one line in the audit trail
-//! ([`codex_free_core::audit`]).
+//! (re-read when `codex.config.json` changes, so the UI's edits apply to the next call —
+//! except the security settings, fixed at startup: see [`LiveConfig`]), and the exec sessions.
+//! Every tool call leaves one line in the audit trail ([`codex_free_core::audit`]).
 //!
 //! Tool groups live in sibling files (`tools_fs.rs`, `tools_exec.rs`, `memory_tools.rs`),
 //! each a `#[tool_router(router = ...)]` block combined in [`CodexFree::new`].
@@ -82,9 +82,16 @@ fn canonical_dir(p: &Path, flag: &str) -> Result<PathBuf> {
 
 /// The live config: reloaded when the file's mtime changes. An invalid edit keeps the last
 /// good config in force and is reported once in the log (the UI validates before saving).
+///
+/// Invariant: the security settings ([`codex_free_core::config::RESTART_KEYS`]: `exec.*`,
+/// `server.*`, `memory.dir`) keep their startup values for the life of the process, so an
+/// edit of the file — by the user, or by a command that slipped past a guardrail — cannot
+/// widen the running server's rights; a reload that changes them only logs "restart to apply".
 #[derive(Debug)]
 pub struct LiveConfig {
     path: PathBuf,
+    /// The config as loaded at startup (the source of every restart-only value).
+    startup: Config,
     state: RwLock<(Option<(SystemTime, u64)>, Config)>,
 }
 
@@ -98,11 +105,13 @@ impl LiveConfig {
         let mtime = stamp(&path);
         Ok(Self {
             path,
+            startup: loaded.config.clone(),
             state: RwLock::new((mtime, loaded.config)),
         })
     }
 
-    /// The current config (re-read if the file changed since last time).
+    /// The current config (re-read if the file changed since last time), with the
+    /// restart-only settings as they were at startup.
     pub fn get(&self) -> Config {
         let mtime = stamp(&self.path);
         {
@@ -114,12 +123,25 @@ impl LiveConfig {
         let mut s = self.state.write().expect("config lock");
         match Config::load(&self.path) {
             Ok(l) => {
-                s.1 = l.config;
+                let pending = l.config.restart_changes(&self.startup);
+                if !pending.is_empty() {
+                    tracing::warn!(
+                        "{}: {} changed; these settings are read when the server starts: restart to apply",
+                        self.path.display(),
+                        pending.join(", ")
+                    );
+                }
+                s.1 = l.config.pinned_to(&self.startup);
             }
             Err(e) => tracing::warn!("keeping the previous config: {e}"),
         }
         s.0 = mtime;
         s.1.clone()
+    }
+
+    /// The config the server started with (what `exec.*`, `server.*` and `memory.dir` stay at).
+    pub fn startup(&self) -> &Config {
+        &self.startup
     }
 
     /// The file path.
@@ -217,13 +239,20 @@ impl CodexFree {
             Mode::Multi { access_root } => access_root,
         };
         let jail = Jail::new(root, protected)?;
+        // The config file's directory is as protected from commands as the state home.
+        let config_dir = opts
+            .config_path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
         let config = LiveConfig::load(opts.config_path)?;
         let shared = Arc::new(Shared {
             mode: opts.mode,
             jail,
             home: opts.home,
             config,
-            exec: codex_free_tools::exec::ExecSessions::new(),
+            exec: codex_free_tools::exec::ExecSessions::new()
+                .with_protected(config_dir.into_iter().collect()),
             transcripts: Default::default(),
             clients: Default::default(),
         });
@@ -421,6 +450,10 @@ impl CodexFree {
     pub fn instructions(&self) -> String {
         let base = crate::mcp::memory_tools::instructions(&self.shared);
         let config = self.shared.config.get();
+        let base = match self.sandbox_status().warning {
+            Some(w) => format!("WARNING: {w}.\n\n{base}"),
+            None => base,
+        };
         match codex_free_pipeline::phase2::readpath::summary_for_instructions(
             &self.shared.home,
             &config,
@@ -428,6 +461,11 @@ impl CodexFree {
             Some(m) => format!("{base}\n\n{m}"),
             None => base,
         }
+    }
+
+    /// The OS sandbox commands of this server run in (fixed at startup, as `exec.*`).
+    pub fn sandbox_status(&self) -> codex_free_tools::exec::SandboxStatus {
+        codex_free_tools::exec::sandbox_status(&self.shared.config.startup().exec)
     }
 }
 

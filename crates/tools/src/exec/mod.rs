@@ -33,6 +33,11 @@
 //!   from any server process, are swept on the next `exec_command`). Dropping
 //!   [`ExecSessions`] kills every running process group and deletes its spools.
 //! - The child's environment is the server's minus credentials (see [`env`]).
+//! - With `exec.sandbox = "os"` (the default) every command runs in the OS sandbox
+//!   ([`sandbox`]): writes only in the project root, a private `TMPDIR` and
+//!   `exec.writableRoots`; no access to the protected paths; no network in allowlist mode
+//!   unless `exec.network`. A sandboxed command that fails with a permission error gets a
+//!   last line naming the path and the rule.
 //!
 //! Invariant: the server's memory per command is bounded (window ≤ the tool-output ceiling
 //! plus a 64 KiB read buffer) whatever the command prints, and no reply exceeds
@@ -40,6 +45,7 @@
 
 pub mod env;
 mod output;
+pub mod sandbox;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -60,6 +66,7 @@ use codex_free_core::jail::Jail;
 use output::{Output, lossy_prefix};
 
 pub use env::{child_env, is_secret_name};
+pub use sandbox::{SandboxStatus, protected_paths, sandbox_status};
 
 /// Default `yield_time_ms` of `exec_command` (Codex: 10 s).
 pub const DEFAULT_EXEC_YIELD_MS: u64 = 10_000;
@@ -79,6 +86,8 @@ pub const SPOOL_TTL: Duration = Duration::from_secs(6 * 3600);
 const EXIT_DRAIN_GRACE: Duration = Duration::from_millis(500);
 /// Bytes of a reply reserved for the cut marker and the continuation line.
 const LINE_RESERVE: usize = 640;
+/// Bytes of a reply reserved for the sandbox hint of a failed sandboxed command.
+const HINT_RESERVE: usize = 600;
 /// Smallest output budget in bytes, whatever `max_output_tokens` says.
 const MIN_BODY_BYTES: usize = 256;
 /// Minimum time between two sweeps of the spool directory.
@@ -196,6 +205,14 @@ struct Session {
     output: Arc<Output>,
     exit_rx: watch::Receiver<Option<ExitInfo>>,
     last_used: Mutex<Instant>,
+    /// Ran in the OS sandbox (with or without network), and its working directory.
+    sandbox: Option<SandboxedRun>,
+}
+
+#[derive(Debug, Clone)]
+struct SandboxedRun {
+    cwd: PathBuf,
+    network: bool,
 }
 
 impl Session {
@@ -215,6 +232,8 @@ struct Store {
 #[derive(Debug, Default)]
 pub struct ExecSessions {
     store: Mutex<Store>,
+    /// Protected from sandboxed commands besides the state home and the agents' homes.
+    extra_protected: Vec<PathBuf>,
 }
 
 impl Drop for ExecSessions {
@@ -231,9 +250,17 @@ impl Drop for ExecSessions {
 }
 
 impl ExecSessions {
-    /// No sessions yet.
+    /// No sessions yet. Commands get the sandbox of each call's `exec` config; the paths
+    /// they may not touch are [`sandbox::protected_paths`] of the call's state home.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Also protect `paths` from sandboxed commands (e.g. the directory of a config file
+    /// given with `--config` outside the state home).
+    pub fn with_protected(mut self, paths: Vec<PathBuf>) -> Self {
+        self.extra_protected = paths;
+        self
     }
 
     /// Run `a.cmd` (see the module doc). Returns the reply text:
@@ -277,6 +304,16 @@ impl ExecSessions {
             .clamp(MIN_YIELD_MS, MAX_YIELD_MS);
         let spool_dir = ctx.home.join("spool");
         self.sweep(&spool_dir);
+        // Built before taking the store lock: it lists directories around protected paths.
+        let prepared = match ctx.config.exec.sandbox {
+            codex_free_core::config::SandboxMode::Off => None,
+            codex_free_core::config::SandboxMode::Os => sandbox::Prepared::new(&sandbox::Spec {
+                root: ctx.root().to_path_buf(),
+                writable: sandbox::writable_roots(&ctx.config.exec),
+                protected: protected_paths(&ctx.home, &self.extra_protected),
+                network: ctx.config.exec.network_allowed(),
+            })?,
+        };
 
         let session = {
             let mut store = self.store.lock().expect("exec store lock");
@@ -292,6 +329,7 @@ impl ExecSessions {
                 &cwd,
                 &spool_dir,
                 Duration::from_millis(timeout_ms),
+                prepared,
             )?;
             store.sessions.insert(session.id, Arc::clone(&session));
             session
@@ -477,8 +515,25 @@ impl ExecSessions {
         head.push("Output:".into());
         let mut reply = head.join("\n");
         reply.push('\n');
-        let budget = body_budget(ctx, max_output_tokens, reply.len());
-        reply.push_str(&s.output.render(&window, budget));
+        let failed = exit.is_some_and(|e| e.code != Some(0));
+        let hint_room = if failed && s.sandbox.is_some() {
+            HINT_RESERVE
+        } else {
+            0
+        };
+        let budget = body_budget(ctx, max_output_tokens, reply.len() + hint_room);
+        let body = s.output.render(&window, budget);
+        let hint = match (&s.sandbox, failed) {
+            (Some(run), true) => sandbox::denial_hint(&body, &run.cwd, run.network),
+            _ => None,
+        };
+        reply.push_str(&body);
+        if let Some(h) = hint {
+            if !reply.ends_with('\n') {
+                reply.push('\n');
+            }
+            reply.push_str(&h);
+        }
         if exit.is_some() {
             let removed = self
                 .store
@@ -661,7 +716,8 @@ fn new_session_id() -> u32 {
 }
 
 /// Start the process: own process group, merged stdout/stderr pipe, scrubbed environment,
-/// a reader thread (spool + window), a waiter thread and a timeout task.
+/// inside `prepared` (the OS sandbox; `None` = unconfined), a reader thread (spool + window), a waiter
+/// thread and a timeout task.
 fn spawn(
     ctx: &ToolCtx,
     a: &ExecCommandArgs,
@@ -669,10 +725,12 @@ fn spawn(
     cwd: &Path,
     spool_dir: &Path,
     timeout: Duration,
+    prepared: Option<sandbox::Prepared>,
 ) -> Result<Arc<Session>> {
     use std::os::unix::process::CommandExt;
+    let exec_cfg = &ctx.config.exec;
     let window_cap = ctx.max_output_bytes();
-    let output = Output::create(spool_dir, ctx.config.exec.max_spool_bytes, window_cap)?;
+    let output = Output::create(spool_dir, exec_cfg.max_spool_bytes, window_cap)?;
     let (reader, writer) = std::io::pipe().ctx(|| "creating the output pipe".into())?;
     let writer2 = writer
         .try_clone()
@@ -683,24 +741,49 @@ fn spawn(
     } else {
         "-c"
     };
-    let mut cmd = std::process::Command::new(sh);
-    cmd.arg(flag)
-        .arg(&a.cmd)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(child_env())
+    let mut cmd = match &prepared {
+        Some(p) => {
+            let mut c = p.command(sh, &[flag, &a.cmd]);
+            c.env_clear().envs(child_env()).env("TMPDIR", p.tmp());
+            c
+        }
+        None => {
+            let mut c = std::process::Command::new(sh);
+            c.arg(flag).arg(&a.cmd).env_clear().envs(child_env());
+            c
+        }
+    };
+    cmd.current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(writer)
-        .stderr(writer2)
-        .process_group(0);
+        .stderr(writer2);
+    if prepared.is_none() {
+        // (A sandboxed command leads its own group already: see `Prepared::command`.)
+        cmd.process_group(0);
+    }
     let spawned = cmd.spawn();
     drop(cmd); // closes the parent's copies of the pipe's write end
+    let sandboxed = prepared.as_ref().map(|_| SandboxedRun {
+        cwd: cwd.to_path_buf(),
+        network: exec_cfg.network_allowed(),
+    });
+    // Only the TMPDIR outlives the spawn (the ruleset fd closes here); it is removed when
+    // the waiter thread sees the process end.
+    let tmp = prepared.map(sandbox::Prepared::into_tmp);
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             output.remove_file();
             return Err(Error::io(
-                format!("starting {sh} {flag} in {}", cwd.display()),
+                format!(
+                    "starting {sh} {flag} in {}{}",
+                    cwd.display(),
+                    if sandboxed.is_some() {
+                        " inside the OS sandbox (exec.sandbox)"
+                    } else {
+                        ""
+                    }
+                ),
                 e,
             ));
         }
@@ -745,6 +828,7 @@ fn spawn(
                 timed_out,
                 timeout,
             }));
+            drop(tmp);
         })
         .ctx(|| "starting the exec wait thread".into())?;
     let g = Arc::clone(&group);
@@ -765,6 +849,7 @@ fn spawn(
         output,
         exit_rx,
         last_used: Mutex::new(Instant::now()),
+        sandbox: sandboxed,
     }))
 }
 

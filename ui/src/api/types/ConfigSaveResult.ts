@@ -16,4 +16,9 @@ errors: Array<FieldError>,
 /**
  * What the file holds now (after a save) or would hold (after a dry validation).
  */
-overrides: Record<string, any>, };
+overrides: Record<string, any>, 
+/**
+ * Keys this change sets to a new value that a running server reads only at startup
+ * (`exec.*`, `server.*`, `memory.dir`), e.g. `["exec.mode"]`: restart to apply them.
+ */
+restart_required: Array<string>, };

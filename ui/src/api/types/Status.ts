@@ -2,6 +2,7 @@
 import type { KeyringStatus } from "./KeyringStatus";
 import type { PipelineStatus } from "./PipelineStatus";
 import type { RecentError } from "./RecentError";
+import type { SandboxView } from "./SandboxView";
 import type { ServerStatus } from "./ServerStatus";
 import type { Spend } from "./Spend";
 
@@ -36,4 +37,8 @@ keyring: KeyringStatus,
 /**
  * Most recent errors first (at most 10).
  */
-recent_errors: Array<RecentError>, };
+recent_errors: Array<RecentError>, 
+/**
+ * The command sandbox for the config file's `exec` block on this machine.
+ */
+sandbox: SandboxView, };

@@ -27,6 +27,7 @@ export type { RequestRow } from "./RequestRow";
 export type { RunFilter } from "./RunFilter";
 export type { RunRow } from "./RunRow";
 export type { RunsView } from "./RunsView";
+export type { SandboxView } from "./SandboxView";
 export type { ServerState } from "./ServerState";
 export type { ServerStatus } from "./ServerStatus";
 export type { SetKeyRequest } from "./SetKeyRequest";
