@@ -355,26 +355,44 @@ async fn attack_project_containing_state(p: &Probe, m: &Machine, rel: &str) {
         ".claude",
     )
     .await;
-    let status = p.ok("git_status", json!({})).await;
-    assert!(status.contains("?? tok"), "{status}");
-    assert_hidden(&status, "git_status");
-    p.ok(
-        "git_commit",
-        json!({ "message": "everything", "all": true }),
-    )
-    .await;
-    p.ok(
-        "write_file",
-        json!({ "path": "more.txt", "content": "x\n" }),
-    )
-    .await;
-    p.ok("git_commit", json!({ "message": "dot", "paths": ["."] }))
+    let (status, err) = p.call("git_status", json!({})).await;
+    // Inside the OS sandbox git cannot list a project that contains a protected directory
+    // (the sandbox cannot grant listing the folders around it): then every git tool refuses
+    // plainly instead of reporting a partial tree as clean.
+    let sandbox_blind = err && status.contains("inside the command sandbox");
+    if sandbox_blind {
+        assert!(status.starts_with("error[refused]"), "{status}");
+        let (c, cerr) = p
+            .call(
+                "git_commit",
+                json!({ "message": "everything", "all": true }),
+            )
+            .await;
+        assert!(cerr, "{c}");
+    } else {
+        assert!(!err, "{status}");
+        assert!(status.contains("?? tok"), "{status}");
+        p.ok(
+            "git_commit",
+            json!({ "message": "everything", "all": true }),
+        )
         .await;
+        p.ok(
+            "write_file",
+            json!({ "path": "more.txt", "content": "x\n" }),
+        )
+        .await;
+        p.ok("git_commit", json!({ "message": "dot", "paths": ["."] }))
+            .await;
+    }
+    assert_hidden(&status, "git_status");
     let files = git(&m.user, &["ls-files"]);
-    assert!(
-        files.contains("notes.txt") && files.contains("more.txt"),
-        "{files}"
-    );
+    if !sandbox_blind {
+        assert!(
+            files.contains("notes.txt") && files.contains("more.txt"),
+            "{files}"
+        );
+    }
     assert_hidden(&files, "the commits");
     // After all of it the guardrail is still on.
     let (t, err) = p

@@ -536,7 +536,36 @@ fn run_git_exit(
     mut on_line: impl FnMut(&[u8]),
 ) -> Result<std::result::Result<(), GitExit>> {
     use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new("git");
+    // git runs in the same OS sandbox as exec_command: a command can write `.git/config`
+    // or `.gitattributes` (filters, fsmonitor), so whatever git starts must be contained
+    // too. It may write only inside the project root; protected paths stay unreadable.
+    let prepared = match ctx.config.exec.sandbox {
+        codex_free_core::config::SandboxMode::Off => None,
+        codex_free_core::config::SandboxMode::Os => {
+            let extra: Vec<std::path::PathBuf> = ctx
+                .jail()
+                .protected()
+                .paths()
+                .iter()
+                .map(|p| p.path().to_path_buf())
+                .collect();
+            crate::exec::sandbox::Prepared::new(&crate::exec::sandbox::Spec {
+                root: ctx.root().to_path_buf(),
+                writable: Vec::new(),
+                protected: crate::exec::protected_paths(&ctx.home, &extra),
+                network: false,
+            })?
+        }
+    };
+    let mut cmd = match &prepared {
+        // A sandboxed command is the leader of its own session (so of its process group).
+        Some(p) => p.command("git", &[]),
+        None => {
+            let mut c = Command::new("git");
+            c.process_group(0);
+            c
+        }
+    };
     // The repository's own config is writable by the agent (write_file .git/config, or a
     // command): never let it make this process run programs — no fsmonitor, no hooks, no
     // external diff or pager.
@@ -566,8 +595,10 @@ fn run_git_exit(
     .env("GIT_EDITOR", "true")
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
+    .stderr(Stdio::piped());
+    if let Some(p) = &prepared {
+        cmd.env("TMPDIR", p.tmp());
+    }
     let sub = args.first().copied().unwrap_or("");
     let mut child = cmd
         .spawn()
@@ -627,6 +658,19 @@ fn run_git_exit(
             "git {sub} timed out after {} ms and was killed",
             timeout.as_millis()
         )));
+    }
+    if prepared.is_some() && status.success() {
+        let e = String::from_utf8_lossy(&err);
+        if let Some(l) = e.lines().find(|l| l.contains("could not open directory")) {
+            // Never report a partial status or diff as complete.
+            return Err(Error::Refused(format!(
+                "git {sub} could not read the whole project inside the command sandbox ({}): \
+                 the project contains a protected directory (such as the state home), and the \
+                 sandbox cannot let git list the folders around it. Serve a project that does \
+                 not contain it, or set exec.sandbox to \"off\" (not recommended)",
+                l.trim()
+            )));
+        }
     }
     if !status.success() {
         // Some failures (e.g. "nothing to commit") are reported on stdout only.
@@ -741,5 +785,77 @@ mod tests {
             .unwrap();
         assert!(init.success());
         assert_eq!(git_log(&ctx, &args).unwrap(), "(no commits yet)");
+    }
+
+    /// A repository whose own config defines a clean filter (as a command in the project
+    /// could write it): committing runs the filter, and only the sandbox keeps it from
+    /// writing outside the project. With `exec.sandbox: "off"` the same filter does write
+    /// there, so the test would notice a sandbox that does nothing.
+    #[test]
+    fn repository_filters_run_inside_the_sandbox() {
+        if super::super::exec::sandbox_status(&Default::default())
+            .warning
+            .is_some()
+        {
+            eprintln!("no OS sandbox on this system; skipped");
+            return;
+        }
+        for mode in [
+            codex_free_core::config::SandboxMode::Os,
+            codex_free_core::config::SandboxMode::Off,
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let base = std::fs::canonicalize(tmp.path()).unwrap();
+            let (root, outside) = (base.join("proj"), base.join("outside"));
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::create_dir_all(&outside).unwrap();
+            let marker = outside.join("pwned");
+            let git = |args: &[&str]| {
+                let st = std::process::Command::new("git")
+                    .args(args)
+                    .current_dir(&root)
+                    .status()
+                    .unwrap();
+                assert!(st.success(), "git {args:?}");
+            };
+            git(&["init", "-q"]);
+            git(&["config", "user.email", "t@e"]);
+            git(&["config", "user.name", "t"]);
+            git(&[
+                "config",
+                "filter.evil.clean",
+                &format!("sh -c 'echo x > {}; cat'", marker.display()),
+            ]);
+            std::fs::write(root.join(".gitattributes"), "*.txt filter=evil\n").unwrap();
+            std::fs::write(root.join("a.txt"), "hello\n").unwrap();
+            let mut config = codex_free_core::config::Config::default();
+            config.exec.sandbox = mode;
+            let ctx = ToolCtx::open(
+                &root,
+                std::sync::Arc::new(codex_free_core::jail::Protected::none()),
+                config,
+                base.join("home"),
+            )
+            .unwrap();
+            let _ = git_commit(
+                &ctx,
+                &GitCommitArgs {
+                    message: "m".into(),
+                    paths: None,
+                    all: Some(true),
+                },
+            );
+            match mode {
+                codex_free_core::config::SandboxMode::Os => {
+                    assert!(
+                        !marker.exists(),
+                        "the repository's filter wrote outside the project"
+                    )
+                }
+                codex_free_core::config::SandboxMode::Off => {
+                    assert!(marker.exists(), "control: the filter did not run at all")
+                }
+            }
+        }
     }
 }
