@@ -98,7 +98,8 @@ impl Default for CommandConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ExecMode {
-    /// Every command position must name an allowed program (a guardrail, not a sandbox).
+    /// Every command position must name an allowed program (a guardrail on top of the OS
+    /// sandbox, which is the boundary).
     #[default]
     Allowlist,
     /// Anything runs.

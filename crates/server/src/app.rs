@@ -244,12 +244,7 @@ impl HttpHost {
     /// Stop and wait for the listener to close (idempotent). Must not run on a runtime
     /// worker thread.
     pub fn shutdown(&self) {
-        let taken = self.lock_running().take();
-        if let Some(r) = taken {
-            r.inner.cancel.cancel();
-            let _ = self.rt.block_on(r.inner.task);
-            tracing::info!("MCP server stopped");
-        }
+        self.rt.block_on(self.shutdown_async());
     }
 
     /// Async twin of [`Self::shutdown`] for callers on the runtime.
@@ -498,21 +493,7 @@ impl PipelineHost {
     /// Stop the scheduler (its run in flight releases its jobs), stop waiting for the
     /// lock, and release the lock. Must not run on a runtime worker thread.
     pub fn stop(&self) {
-        let (s, cancel, lock) = {
-            let mut inner = self.lock_inner();
-            (
-                inner.scheduler.take(),
-                inner.cancel.take(),
-                inner.lock.take(),
-            )
-        };
-        if let Some(c) = cancel {
-            c.cancel();
-        }
-        if let Some(s) = s {
-            self.rt.block_on(s.shutdown());
-        }
-        drop(lock);
+        self.rt.block_on(self.stop_async());
     }
 
     /// Async twin of [`Self::stop`] for callers on the runtime.

@@ -147,8 +147,8 @@ struct Walker<'a> {
     root: &'a Path,
 }
 
-const HOW_TO_ALLOW: &str = "add it to exec.extraAllowedCommands in codex.config.json, or set exec.mode to \"unrestricted\" (the allowlist is a guardrail, not a sandbox)";
-const HOW_TO_BYPASS: &str = "rewrite the command without it, or set exec.mode to \"unrestricted\" in codex.config.json (the allowlist is a guardrail, not a sandbox)";
+const HOW_TO_ALLOW: &str = "add it to exec.extraAllowedCommands in codex.config.json, or set exec.mode to \"unrestricted\" (the allowlist is a guardrail on top of the OS sandbox; exec.mode takes effect when the server restarts)";
+const HOW_TO_BYPASS: &str = "rewrite the command without it, or set exec.mode to \"unrestricted\" in codex.config.json (the allowlist is a guardrail on top of the OS sandbox; exec.mode takes effect when the server restarts)";
 
 /// Named node kinds that are plain structure or plain data; their children are walked.
 const STRUCTURE: &[&str] = &[

@@ -643,7 +643,7 @@ pub const FIELDS: &[Field] = &[
         "exec.mode",
         "allowlist",
         &["allowlist", "unrestricted"],
-        "allowlist: only listed programs run (a guardrail, not a sandbox).",
+        "allowlist: only listed programs run (a guardrail on top of the OS sandbox).",
     )
     .restart(),
     Field::list(
