@@ -40,8 +40,9 @@ mod tests {
     }
 
     #[test]
-    fn exact_count_is_plausible() {
-        let n = count("hello world, this is a test");
-        assert!(n > 3 && n < 12, "{n}");
+    fn exact_count_is_o200k() {
+        // o200k_base: "hello", " world", ",", " this", " is", " a", " test".
+        assert_eq!(count("hello world, this is a test"), 7);
+        assert_eq!(count(""), 0);
     }
 }
