@@ -1,5 +1,5 @@
 //! `codex-free memories bench-compaction`: what tool-output compaction saves on the
-//! user's real sessions, with no model call (PIPE-4). For each discovered transcript it
+//! user's real sessions, with no model call. For each discovered transcript it
 //! parses, renders without and with compaction, and reports rendered tokens before and
 //! after, the tool-output share, the saving, what phase 1 would be sent under the
 //! whole-input cap, and the throughput of parse + redact + compact + render.
