@@ -4,7 +4,7 @@
 //! after, the tool-output share, the saving, what phase 1 would be sent under the
 //! whole-input cap, and the throughput of parse + redact + compact + render.
 //!
-//! Invariant: this module never prints; [`run`] returns a [`Report`] and [`print`] writes
+//! Invariant: this module never prints; [`run`] returns a [`Report`] and [`print()`] writes
 //! it to the writer it is given (the CLI passes stdout).
 
 use std::io::{self, Write};

@@ -1,6 +1,6 @@
 //! The background memory pipeline: transcripts of the agents ([`sources`]) become one
 //! [`rollout::Rollout`] model, are found and watched by [`discover`], sanitised by
-//! [`redact`] and [`compact`], rendered for phase 1 by [`render`]; [`bench`] measures the
+//! [`redact`] and [`compact`], rendered for phase 1 by [`render`]; [`mod@bench`] measures the
 //! compaction offline. [`input`] hands them to [`phase1`] (claims, extraction, usage);
 //! [`phase2`] consolidates the extracted memories into the memory folder (a jailed agent,
 //! size budgets, one git commit per success) and serves the read path. [`scheduler`] runs

@@ -500,7 +500,7 @@ impl MemoryFolder {
     /// Restore the tree of `rev` as a new commit on top of `HEAD`. First a backup ref
     /// `refs/codex-free/backups/<UTC stamp>` is set to the current `HEAD`; then the tree is
     /// checked out, committed, and read back (status clean, `HEAD`'s tree = `rev`'s tree).
-    /// The caller must have checked that no phase-2 job runs (see [`super::rollback`]).
+    /// The caller must have checked that no phase-2 job runs (see [`super::history_command`]).
     ///
     /// Errors: [`Error::InvalidArgument`] for an unknown `rev` or one equal to the current
     /// state; [`Error::Busy`] when the working tree has uncommitted changes (inspect them
