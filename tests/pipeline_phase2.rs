@@ -479,7 +479,7 @@ mod e2e {
             n
         );
 
-        // Usage accounted (PIPE-8): one phase-2 run with 4 requests and a log line.
+        // Usage accounted: one phase-2 run with 4 requests and a log line.
         let runs = Store::open_in_home(home).unwrap().recent_runs(10).unwrap();
         let r = runs
             .iter()

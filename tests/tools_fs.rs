@@ -288,7 +288,7 @@ fn read_file_pages_to_the_end_byte_for_byte() {
         );
         assert!(pages > 3, "{pages}");
     }
-    // The first page states the total in the exact SRV-3 shape.
+    // The first page states the total in the exact continuation-footer shape.
     let ctx = ctx_with(d.path(), |_| {});
     let first = read_file(&ctx, &read_args("mixed.txt", None, None)).unwrap();
     assert!(

@@ -72,7 +72,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// `<name>-<hash>` for a canonical project root: the last path component (sanitised to
 /// `[A-Za-z0-9._-]`, at most 40 chars) and the first 16 hex chars of SHA-256 of the full
-/// path. Two checkouts of one repo get different names (MEM-4).
+/// path. Two checkouts of one repo get different names, so they never share notes.
 pub fn project_slug(canonical_root: &Path) -> String {
     let name: String = canonical_root
         .file_name()

@@ -1,6 +1,6 @@
 //! Token counting. Exact counts use `tiktoken-rs`'s `o200k_base` encoding (the GPT-4o/5
 //! family); budgets on hot paths use the public Codex Free's estimate of 4 bytes per token
-//! (seed 000 / product.md: "about 4 characters per token"), which over-counts code and
+//! (about 4 characters per token), which over-counts code and
 //! never under-counts UTF-8 text by more than 4x.
 
 use std::sync::OnceLock;

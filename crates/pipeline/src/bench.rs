@@ -1,10 +1,10 @@
 //! `codex-free memories bench-compaction`: what tool-output compaction saves on the
-//! user's real sessions, with no model call (PIPE-4). For each discovered transcript it
+//! user's real sessions, with no model call. For each discovered transcript it
 //! parses, renders without and with compaction, and reports rendered tokens before and
 //! after, the tool-output share, the saving, what phase 1 would be sent under the
 //! whole-input cap, and the throughput of parse + redact + compact + render.
 //!
-//! Invariant: this module never prints; [`run`] returns a [`Report`] and [`print`] writes
+//! Invariant: this module never prints; [`run`] returns a [`Report`] and [`print()`] writes
 //! it to the writer it is given (the CLI passes stdout).
 
 use std::io::{self, Write};

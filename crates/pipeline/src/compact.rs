@@ -1,6 +1,7 @@
-//! Tool-output compaction before phase 1 (PIPE-4, `memories.tool_result_token_budget`,
-//! default 1000 tokens, 0 disables). Rules, after the pi-codex-memory host addition
-//! described in seed 003:
+//! Tool-output compaction before phase 1, so long tool output does not crowd out
+//! what the session learned (`memories.tool_result_token_budget`,
+//! default 1000 tokens, 0 disables). Rules, after the pi-codex-memory host
+//! addition:
 //! 1. a result longer than [`DEDUP_MIN_CHARS`] characters that is identical to an earlier
 //!    result becomes `[identical to tool result #N: <first line>]`;
 //! 2. a run of [`FOLD_MIN_RUN`] or more identical non-blank lines becomes the line once
@@ -19,9 +20,11 @@ use std::collections::HashMap;
 
 use codex_free_core::tokens;
 
-/// Default `tool_result_token_budget` (seed 003).
+/// Default `tool_result_token_budget`: 1000 tokens keeps a result's gist, as the
+/// pi-codex-memory host does.
 pub const DEFAULT_TOOL_RESULT_TOKEN_BUDGET: usize = 1000;
-/// Error results keep this many times the budget (seed 003: "errors keep 3x").
+/// Error results keep this many times the budget: an error's detail is what the next
+/// session needs to avoid repeating it.
 pub const ERROR_BUDGET_FACTOR: usize = 3;
 /// Results at most this many characters are never replaced by a back-reference (a
 /// reference would save little and could hide short distinct facts).

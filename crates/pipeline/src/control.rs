@@ -1,4 +1,4 @@
-//! `codex-free memories ...` (PIPE-9): status, readiness, run, force, on/off, generate
+//! `codex-free memories ...`: status, readiness, run, force, on/off, generate
 //! on/off, use on/off, thread on/off, reset. [`MemoriesCmd`] is the clap subcommand the
 //! binary mounts; [`execute`] returns the text to print. Switches write the config file
 //! through [`Config::save`] (overrides only). The same functions back the UI's API.

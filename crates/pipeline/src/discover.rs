@@ -1,4 +1,4 @@
-//! Finding transcripts (PIPE-1, PIPE-2 discovery): where each agent keeps its sessions,
+//! Finding transcripts: where each agent keeps its sessions,
 //! which files count, which are eligible for extraction now, and a debounced file watcher
 //! that tells the scheduler to rescan.
 //!

@@ -1,9 +1,11 @@
 //! The background memory pipeline: transcripts of the agents ([`sources`]) become one
 //! [`rollout::Rollout`] model, are found and watched by [`discover`], sanitised by
-//! [`redact`] and [`compact`], rendered for phase 1 by [`render`]; [`bench`] measures the
-//! compaction offline. [`input`] hands them to [`phase1`] (claims, extraction, usage),
-//! which [`scheduler`] runs in the background and [`control`] drives from the CLI;
-//! [`usage`] writes `memories.log`.
+//! [`redact`] and [`compact`], rendered for phase 1 by [`render`]; [`mod@bench`] measures the
+//! compaction offline. [`input`] hands them to [`phase1`] (claims, extraction, usage);
+//! [`phase2`] consolidates the extracted memories into the memory folder (a jailed agent,
+//! size budgets, one git commit per success) and serves the read path. [`scheduler`] runs
+//! phase 1 then phase 2 in the background, [`control`] drives them from the CLI, and
+//! [`usage`] writes `memories.log`. [`providers`] reaches the models.
 //!
 //! Invariant: nothing here modifies an agent's transcript, and no transcript text leaves
 //! [`render`] unredacted.

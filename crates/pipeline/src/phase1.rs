@@ -1,4 +1,4 @@
-//! Phase 1: per-rollout extraction (PIPE-3, after Codex's memories phase 1).
+//! Phase 1: per-rollout extraction (after Codex's memories phase 1).
 //!
 //! One run: record what discovery sees (`threads`), stop early when the monthly spend cap
 //! is reached, claim up to `max_rollouts_per_startup` eligible jobs, and for each (at most

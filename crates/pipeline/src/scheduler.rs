@@ -1,12 +1,14 @@
-//! The background scheduler (PIPE-2): runs phase 1 when the process starts, whenever a
-//! watched transcript changes (`discover::Watcher`, debounced, forwarded as
-//! [`Trigger::Watch`]; other event sources can use [`Scheduler::trigger_sender`]), and on a periodic rescan ([`RESCAN_INTERVAL`]) as a
-//! safety net for missed events. Triggers that arrive during a run are coalesced into one
-//! follow-up run. The config file is re-read before every run, so `memories off` (or a
-//! cap change) in another process takes effect at the next trigger.
+//! The background scheduler: runs a pass (phase 1, then phase 2) when the process starts,
+//! whenever a watched transcript changes (`discover::Watcher`, debounced, forwarded as
+//! [`Trigger::Watch`]; other event sources can use [`Scheduler::trigger_sender`]), and on a
+//! periodic rescan ([`RESCAN_INTERVAL`]) as a safety net for missed events. Phase 2 runs
+//! after every phase-1 pass; its own job, cooldown and no-change check decide whether it
+//! calls a model. Triggers that arrive during a pass are coalesced into one follow-up pass.
+//! The config file is re-read before every pass, so `memories off` (or a cap change) in
+//! another process takes effect at the next trigger.
 //!
-//! Invariant: at most one phase-1 run per scheduler at a time; cancelling the token stops
-//! the loop and the run in flight (its jobs are released, not failed).
+//! Invariant: at most one pass per scheduler at a time; cancelling the token stops the loop
+//! and the run in flight (its jobs are released, not failed).
 
 use std::path::PathBuf;
 use std::sync::Arc;

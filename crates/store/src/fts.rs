@@ -1,5 +1,5 @@
 //! A full-text index over the memory folder's text files (SQLite FTS5, from rusqlite's
-//! bundled SQLite), serving `memories_search` (PIPE-6).
+//! bundled SQLite), serving `memories_search`.
 //!
 //! The index is a cache kept in its own file, `<home>/memories_index.sqlite`, not in
 //! `state.sqlite`: it can be deleted at any time and is rebuilt from the folder, so it needs

@@ -1,6 +1,6 @@
 //! Runs and per-request usage: what each pipeline run claimed and produced, and every
-//! model request's tokens, duration, outcome and cost (PIPE-8). Month spend for the cap
-//! is summed from here.
+//! model request's tokens, duration, outcome and cost, so every run's spend can be
+//! audited. Month spend for the cap is summed from here.
 //!
 //! Invariant: a cost is stored as NULL when the model's price is unknown, never as 0;
 //! sums report how many requests were unpriced next to the dollars.

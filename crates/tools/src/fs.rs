@@ -250,7 +250,7 @@ enum Footer {
 /// `min(output.maxFileBytes, ceiling - 512)` bytes. A page ends on a line boundary unless
 /// its first line alone is larger than the byte budget, in which case that line is cut and
 /// the footer names `offset` and `byte_offset` to continue. Footer formats: see
-/// [`super::budget`]. Line numbers in footers are 1-based, `offset` is 0-based.
+/// [`codex_free_core::paging`]. Line numbers in footers are 1-based, `offset` is 0-based.
 ///
 /// Errors: [`Error::PathOutsideRoot`], [`Error::NotFound`]; [`Error::InvalidArgument`] for a
 /// directory or other non-regular file, a binary file, `limit=0`, an `offset` past the last line, or a `byte_offset`

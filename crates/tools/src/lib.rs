@@ -1,7 +1,8 @@
 //! Bounded coding tools over one project root. Nothing here knows MCP: a tool takes typed
 //! arguments (serde + schemars, doc comments become the JSON schema) and a [`ToolCtx`], and
 //! returns text. Any text that could be unbounded is cut at a budget and its **last line**
-//! names the argument that continues (SRV-3); without that line, the text is complete.
+//! names the argument that continues, so the caller knows the text was cut; without that
+//! line, the text is complete.
 //!
 //! Invariant: every path goes through the call's [`codex_free_core::jail::Jail`]
 //! ([`ToolCtx::jail`]), protected directories included; no tool output exceeds

@@ -1,12 +1,12 @@
 //! The consolidation agent: a tool-calling loop between the consolidation model and the
-//! jailed file tools of [`super::jail`] (PIPE-5). The model sees the workspace diff and the
+//! jailed file tools of [`super::jail`]. The model sees the workspace diff and the
 //! folder, edits `MEMORY.md`, `memory_summary.md` and `skills/`, and stops by answering
 //! without tool calls. The artifacts are then validated in code; one repair turn is
-//! allowed (HYG-1); a second failure fails the run.
+//! allowed; a second failure fails the run.
 //!
 //! The model is reached through [`ConsolidationModel`], a small seam over the providers
 //! (messages + tool specs in, text + tool calls + usage out); every request's usage goes to
-//! a [`TurnLog`] as it happens, so a failed run is still accounted for (PIPE-8).
+//! a [`TurnLog`] as it happens, so a failed run is still accounted for.
 //!
 //! Invariant: the agent has exactly the four file tools; no other tool call is executed,
 //! and the loop ends after at most [`AgentOptions::max_requests`] model requests.

@@ -1,7 +1,8 @@
-//! Validation of the consolidation's artifacts: hard size budgets (HYG-1, seed 002:
-//! `MEMORY.md` <= 150 lines and 15 KiB, `memory_summary.md` <= 60 lines and 4 KiB, all
-//! configurable in the `memories` block) and the summary's structure (a `v1` line, then
-//! the four sections in order, as Codex's memory summary has them).
+//! Validation of the consolidation's artifacts: hard size budgets, because both files are
+//! read into sessions and must stay small (`MEMORY.md` <= 150 lines and 15 KiB,
+//! `memory_summary.md` <= 60 lines and 4 KiB, all configurable in the `memories` block) and
+//! the summary's structure (a `v1` line, then the four sections in order, as Codex's memory
+//! summary has them).
 //!
 //! The model is never trusted to respect a budget: phase 2 checks the files on disk after
 //! the agent stops, asks for one repair, and fails the run (restoring the previous commit)

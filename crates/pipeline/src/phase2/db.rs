@@ -13,7 +13,7 @@ use crate::providers::TokenUsage;
 use crate::providers::prices::Price;
 
 /// [`Phase2Store`] over `state.sqlite`: the job and outputs of [`Store`], usage rows priced
-/// with `price` (PIPE-8; `None` = unknown, cost stored as NULL), and one `memories.log`
+/// with `price` (`None` = unknown, cost stored as NULL), and one `memories.log`
 /// line per model run.
 pub struct Phase2Db {
     /// The database.

@@ -26,9 +26,10 @@ use codex_free_core::error::IoContext;
 
 /// Folder name inside the state home.
 pub const FOLDER_DIR: &str = "memories";
-/// The consolidated memory (budget: HYG-1).
+/// The consolidated memory (kept under a hard line/byte budget).
 pub const MEMORY_MD: &str = "MEMORY.md";
-/// The summary injected into new sessions (budget: HYG-1; read path: PIPE-6).
+/// The summary injected into new sessions (kept under a hard line/byte budget; read
+/// by [`super::readpath`]).
 pub const SUMMARY_MD: &str = "memory_summary.md";
 /// The selected raw memories of phase 1, rebuilt on every run.
 pub const RAW_MEMORIES_MD: &str = "raw_memories.md";
@@ -350,8 +351,9 @@ impl MemoryFolder {
         Ok(())
     }
 
-    /// Read-back after a commit (HYG-4): the working tree must be clean (`git status`) and the
-    /// last commit must introduce no whitespace errors (`git diff --check`).
+    /// Read-back after a commit, so a run never reports success for work that did not land:
+    /// the working tree must be clean (`git status`) and the last commit must introduce no
+    /// whitespace errors (`git diff --check`).
     ///
     /// Errors: [`Error::Budget`] listing what is wrong.
     pub fn verify_committed(&self) -> Result<()> {
@@ -498,7 +500,7 @@ impl MemoryFolder {
     /// Restore the tree of `rev` as a new commit on top of `HEAD`. First a backup ref
     /// `refs/codex-free/backups/<UTC stamp>` is set to the current `HEAD`; then the tree is
     /// checked out, committed, and read back (status clean, `HEAD`'s tree = `rev`'s tree).
-    /// The caller must have checked that no phase-2 job runs (see [`super::rollback`]).
+    /// The caller must have checked that no phase-2 job runs (see [`super::history_command`]).
     ///
     /// Errors: [`Error::InvalidArgument`] for an unknown `rev` or one equal to the current
     /// state; [`Error::Busy`] when the working tree has uncommitted changes (inspect them
@@ -529,7 +531,7 @@ impl MemoryFolder {
                 "the memory folder already matches {rev}"
             )));
         }
-        // Backup first (HYG-4).
+        // Backup first, so a failed cleanup can be undone.
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
         let backup_ref = format!("{BACKUP_REF_PREFIX}{stamp}");
         repo.reference(

@@ -1,5 +1,5 @@
 //! File tools confined to the memory folder: `list_files`, `read_file`, `write_file` and
-//! `edit_file`, the only tools the consolidation agent gets (PIPE-5), and the path rules
+//! `edit_file`, the only tools the consolidation agent gets, and the path rules
 //! the read-path tools (`memories_*`) share.
 //!
 //! A path given by a model or a client is always relative to the folder and must be made of
@@ -28,7 +28,7 @@ use codex_free_core::error::ErrorCode;
 use codex_free_core::error::IoContext;
 
 /// Largest content one `write_file`/`edit_file` call may leave in a file: 256 KiB. The
-/// budgets of the artifacts are far smaller (HYG-1); this only stops runaway output.
+/// budgets of the artifacts are far smaller; this only stops runaway output.
 pub const MAX_WRITE_BYTES: usize = 256 * 1024;
 
 /// Most lines one agent `read_file` call returns (the agent pages with `offset`).

@@ -1,6 +1,6 @@
-//! Phase 2 of the memory pipeline (PIPE-5, after Codex's `memories/write/src/phase2.rs`):
+//! Phase 2 of the memory pipeline (after Codex's `memories/write/src/phase2.rs`):
 //! one global job consolidates the selected raw memories of phase 1 into the memory folder
-//! through a jailed agent, within hard budgets (HYG-1), as one git commit per success.
+//! through a jailed agent, within hard size budgets, as one git commit per success.
 //!
 //! The run, in order: claim the global job `memory_consolidate_global` (lease
 //! [`LEASE_SECS`], heartbeat every [`HEARTBEAT_SECS`], retry backoff after a failure,
@@ -82,7 +82,7 @@ pub trait Phase2Store: Send + Sync {
     /// Raise `usage_count` by one and set `last_usage` to now for each id; returns rows
     /// changed (unknown ids are ignored).
     fn record_usage(&self, thread_ids: &[String]) -> Result<usize>;
-    /// Start a usage run for phase 2 (PIPE-8); returns its id.
+    /// Start a usage run for phase 2 (requests and cost are logged per run); returns its id.
     fn start_run(&self, trigger: &str, model: &str) -> Result<String>;
     /// Record one model request of run `run_id`.
     fn log_request(&self, run_id: &str, rec: &TurnRecord) -> Result<()>;

@@ -115,7 +115,8 @@ impl ConsolidationModel for ProviderModel {
 /// Run phase 2 for the state home `home` with `config`: open `state.sqlite`, resolve
 /// `memories.consolidation_model` (null = the default model) with `secrets` and `retry`,
 /// and run [`super::run`]. A model that cannot be resolved only matters when the run
-/// needs one (it then fails with the resolution error; no silent switch, PIPE-7).
+/// needs one (it then fails with the resolution error; no silent switch to
+/// another model, so the user always knows which model saw their data).
 ///
 /// Errors: [`Error::Store`] when the database cannot be opened or the job claimed.
 pub async fn run_in_home(

@@ -1,6 +1,7 @@
 //! The consolidation agent's instructions (system message) and task (first user message).
-//! Written for this project; the rules restate HYG-1..3 (budgets, layers, the keep-a-line
-//! test) and the required summary structure of [`super::budget`].
+//! Written for this project; the rules state the size budgets, the layers (stable
+//! rules first, details after) and the test for keeping a line (would a new session go
+//! wrong without it?) and the required summary structure of [`super::budget`].
 //!
 //! Invariant: the task embeds at most [`MAX_DIFF_BYTES`] of diff; the prompt names only the
 //! four jailed tools.

@@ -1,13 +1,14 @@
-//! The read path (PIPE-6): what new sessions get from the memory folder.
+//! The read path: what new sessions get from the memory folder.
 //!
 //! - [`summary_for_instructions`]: `memory_summary.md` with a short usage policy, at most
-//!   [`SUMMARY_TOKEN_BUDGET`] tokens in all (Codex's 2,500-token summary budget, seed 003),
+//!   [`SUMMARY_TOKEN_BUDGET`] tokens in all (Codex's 2,500-token summary budget),
 //!   for the MCP server's instructions and `recall`.
-//! - The dedicated tools, each `fn(home, config, &Args) -> Result<String>` with limits from
-//!   seed 003: [`memories_list`] (default/max [`LIST_MAX`] entries), [`memories_search`]
-//!   (default/max [`SEARCH_MAX`] matches, SQLite FTS5 index), [`memories_read`] (line
-//!   offset/limit, at most [`READ_MAX_TOKENS`] tokens, continuation line), and
-//!   [`memories_add_ad_hoc_note`] (a timestamped note queued for the next consolidation).
+//! - The dedicated tools, each `fn(home, config, &Args) -> Result<String>` with the limits
+//!   of the pi-codex-memory host's tools: [`memories_list`] (default/max [`LIST_MAX`]
+//!   entries), [`memories_search`] (default/max [`SEARCH_MAX`] matches, SQLite FTS5 index),
+//!   [`memories_read`] (line offset/limit, at most [`READ_MAX_TOKENS`] tokens, continuation
+//!   line), and [`memories_add_ad_hoc_note`] (a timestamped note queued for the next
+//!   consolidation).
 //! - Citations: [`parse_citations`] reads Codex's `<oai-mem-citation>` blocks; the cited
 //!   rollout ids, and rollouts whose memory `memories_read` returned, raise usage counts.
 //!
@@ -27,13 +28,14 @@ use codex_free_core::Result;
 use codex_free_core::config::Config;
 use codex_free_store::fts::{INDEX_FILE, IndexedFile, MemoryIndex};
 
-/// Most tokens of the injected memory block, policy included (seed 003: 2,500).
+/// Most tokens of the injected memory block, policy included (Codex's summary budget, so
+/// memory never takes much of a new session's context).
 pub const SUMMARY_TOKEN_BUDGET: usize = 2500;
-/// Default and maximum entries of one `memories_list` page (seed 003).
+/// Default and maximum entries of one `memories_list` page (the pi-codex-memory host's limit).
 pub const LIST_MAX: usize = 2000;
-/// Default and maximum matches of one `memories_search` page (seed 003).
+/// Default and maximum matches of one `memories_search` page (the pi-codex-memory host's limit).
 pub const SEARCH_MAX: usize = 200;
-/// Default and maximum tokens of one `memories_read` page (seed 003: 20,000).
+/// Default and maximum tokens of one `memories_read` page (the pi-codex-memory host's limit).
 pub const READ_MAX_TOKENS: usize = 20_000;
 /// Largest ad-hoc note, bytes (16 KiB).
 pub const NOTE_MAX_BYTES: usize = 16 * 1024;

@@ -331,7 +331,8 @@ pub struct ConnectionTest {
     pub latency_ms: Option<u64>,
 }
 
-/// One model request of a pipeline run (a row of the usage log, PIPE-8).
+/// One model request of a pipeline run (a row of the usage log, which records every
+/// model request so spend can be audited).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct RequestRow {
     /// Run this request belongs to.
@@ -518,7 +519,7 @@ pub struct Note {
     pub value: String,
 }
 
-/// Task memory of one project (MEM-4), read-only.
+/// Task memory of one project (its `memory.json`, keyed by the canonical root), read-only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ProjectMemory {
     /// Folder name under `projects/` (`<name>-<hash>`).
@@ -542,7 +543,8 @@ pub struct ProjectMemory {
     pub error: Option<String>,
 }
 
-/// A pipeline memory file with its budget gauge (HYG-1).
+/// A pipeline memory file with its budget gauge (the hard line/byte caps that keep
+/// injected memory small).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct MemoryFile {
     /// File name relative to the memory folder (`MEMORY.md`, `memory_summary.md`).

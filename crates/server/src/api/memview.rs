@@ -1,7 +1,7 @@
 //! Read-only views of memory for the Memory page: task notes and plan per project
-//! (`projects/<slug>/memory.json`, MEM-4) and the pipeline's `MEMORY.md` /
+//! (`projects/<slug>/memory.json`) and the pipeline's `MEMORY.md` /
 //! `memory_summary.md` with their budget gauges against `memories.memory_md_max_*` and
-//! `memories.memory_summary_max_*` (defaults from HYG-1: 150 lines / 15 KiB, 60 lines / 4 KiB).
+//! `memories.memory_summary_max_*` (defaults 150 lines / 15 KiB and 60 lines / 4 KiB).
 //!
 //! Invariant: nothing here writes; an unreadable or corrupt file becomes an `error` on its
 //! entry (the page still renders), never a failed page.

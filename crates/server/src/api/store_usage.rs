@@ -1,4 +1,4 @@
-//! Usage rows and run records from `state.sqlite` (the pipeline's usage log, PIPE-8) for
+//! Usage rows and run records from `state.sqlite` (the pipeline's usage log) for
 //! the Runs & costs page and the spend figures, plus [`seed`], which writes the demo rows
 //! of [`super::usage::demo_records`] into a database for tests and screenshots.
 //!

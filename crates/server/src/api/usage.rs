@@ -1,4 +1,4 @@
-//! Runs & costs: the request rows of the usage log (PIPE-8) grouped into runs, filtered,
+//! Runs & costs: the request rows of the usage log grouped into runs, filtered,
 //! summed per day / ISO week / month, and exported as CSV. Also a documented seeding
 //! function for tests and demos ([`demo_records`]).
 //!

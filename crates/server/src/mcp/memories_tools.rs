@@ -1,8 +1,9 @@
 //! MCP wiring of the memory read-path tools ([`codex_free_pipeline::phase2::readpath`]):
 //! `memories_list`, `memories_search`, `memories_read`, `memories_add_ad_hoc_note`.
 //! Registered only when `memories.enabled`, `memories.use_memories` and
-//! `memories.dedicated_tools` are all true (seed 003: the tools are optional); each call
-//! re-checks the live config, so turning memories off takes effect at once.
+//! `memories.dedicated_tools` are all true (the tools are optional: the summary in the
+//! instructions works without them); each call re-checks the live config, so turning
+//! memories off takes effect at once.
 //!
 //! Invariant: this layer only maps arguments and results; the tools' limits, jail and
 //! usage counting live in `readpath`.

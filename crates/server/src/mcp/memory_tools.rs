@@ -57,7 +57,8 @@ fn with_service<T>(shared: &Shared, session: Option<&str>, f: impl FnOnce(&Servi
     f(&svc)
 }
 
-/// The MCP `instructions` for a new session (SRV-7, MEM-6, MEM-7).
+/// The MCP `instructions` for a new session, rebuilt each time so they show the current
+/// saved state (single project) or the project-neutral brief (multi-project).
 pub(crate) fn instructions(shared: &Shared) -> String {
     with_service(shared, None, |s| s.instructions())
 }
@@ -112,7 +113,7 @@ impl CodexFree {
         let ceiling = codex_free_core::tokens::bytes_for(config.output.max_tool_output_tokens);
         self.memory_call(&ext, move |s| {
             let text = s.recall(&a)?;
-            // MEM-9 / PIPE-6: a client that ignores instructions gets the same saved state
+            // A client that ignores instructions gets the same saved state
             // and memory summary from recall; the summary follows the last page.
             let last_page = codex_free_core::paging::parse_footer(&text).is_none();
             match codex_free_pipeline::phase2::readpath::summary_for_instructions(&home, &config) {

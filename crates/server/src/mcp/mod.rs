@@ -5,7 +5,8 @@
 //!
 //! Invariant: `rmcp` is imported only under `src/mcp/`; tool logic lives in `tools/` and
 //! `memory/`; this layer only maps arguments, results and errors (`{code, message}`).
-//! Instructions are rebuilt on every `initialize` (SRV-7, MEM-6).
+//! Instructions are rebuilt on every `initialize`, so a new session sees the
+//! current saved state.
 
 pub mod auth;
 pub mod http;

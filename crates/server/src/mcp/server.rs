@@ -32,7 +32,7 @@ use codex_free_tools::ToolCtx;
 pub enum Mode {
     /// One project root (canonical) for every session.
     Single { root: PathBuf },
-    /// Conversations bind to a project under this canonical access root (MEM-7).
+    /// Conversations bind to a project under this canonical access root.
     Multi { access_root: PathBuf },
 }
 
@@ -222,7 +222,8 @@ struct AuditCall<'a> {
     out: &'a std::result::Result<CallToolResponse, rmcp::ErrorData>,
 }
 
-/// The `_meta["openai/session"]` value of the current tool call, if any (MEM-8). Stored in
+/// The `_meta["openai/session"]` value of the current tool call, if any; it
+/// keys the conversation's project binding. Stored in
 /// the request extensions by [`CodexFree::call_tool`]; never written to disk raw.
 #[derive(Debug, Clone)]
 pub struct ConversationId(pub Option<String>);
@@ -444,9 +445,10 @@ impl CodexFree {
         }
     }
 
-    /// The instructions for a new session (SRV-7): rebuilt on every initialize. Single
-    /// project: brief, environment, saved state, skills, AGENTS.md (MEM-6); multi-project:
-    /// the project-neutral brief (MEM-7). Built by `memory_tools::instructions`.
+    /// The instructions for a new session: rebuilt on every initialize, so they never show
+    /// stale state. Single project: brief, environment, saved state, skills, AGENTS.md;
+    /// multi-project: the project-neutral brief (no project is known yet). Built by
+    /// `memory_tools::instructions`.
     pub fn instructions(&self) -> String {
         let base = crate::mcp::memory_tools::instructions(&self.shared);
         let config = self.shared.config.get();

@@ -32,7 +32,7 @@
 //!   of this server, each at most [`SPOOL_TTL`] old (older spool files in the directory,
 //!   from any server process, are swept on the next `exec_command`). Dropping
 //!   [`ExecSessions`] kills every running process group and deletes its spools.
-//! - The child's environment is the server's minus credentials (see [`env`]).
+//! - The child's environment is the server's minus credentials (see [`mod@env`]).
 //! - With `exec.sandbox = "os"` (the default) every command runs in the OS sandbox
 //!   ([`sandbox`]): writes only in the project root, a private `TMPDIR` and
 //!   `exec.writableRoots`; no access to the protected paths; no network in allowlist mode

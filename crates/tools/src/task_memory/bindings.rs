@@ -1,5 +1,5 @@
-//! Conversation → project bindings for multi-project mode (`serve --access-root DIR`,
-//! MEM-7, MEM-8).
+//! Conversation → project bindings for multi-project mode (`serve --access-root DIR`):
+//! one small file per conversation, so a reconnecting client gets its project back.
 //!
 //! A conversation is identified by the `openai/session` value in a tool call's `_meta`.
 //! Only a SHA-256-derived key of it is used, as a file name:
@@ -185,7 +185,7 @@ impl Bindings {
         Ok(canon)
     }
 
-    /// `set_project_root` (MEM-7): bind the conversation `raw_session` to `path`. An
+    /// `set_project_root`: bind the conversation `raw_session` to `path`. An
     /// explicit call may move a conversation to another project; the outcome names the
     /// previous one so the change is visible. Works whatever `memory.enabled` says.
     ///
@@ -217,7 +217,7 @@ impl Bindings {
         })
     }
 
-    /// Restore the conversation's binding (MEM-7): `Ok(None)` when it never bound a
+    /// Restore the conversation's binding: `Ok(None)` when it never bound a
     /// project; `Ok(Some(b))` when its project still exists at the same canonical place
     /// inside the access root.
     ///

@@ -1,4 +1,5 @@
-//! The agent brief and the MCP `instructions` text (MEM-6, MEM-7, SRV-7).
+//! The agent brief and the MCP `instructions` text, rebuilt for every
+//! session: full saved state for a single project, project-neutral for multi-project.
 //!
 //! Single-project instructions, rebuilt for every MCP session, are these sections in this
 //! order: the agent brief, `## Environment`, `## Saved state` (plan and notes, the same text
@@ -147,7 +148,7 @@ pub fn saved_state_for(home: &Path, config: &Config, root: &Path, multi_project:
     }
 }
 
-/// Single-project MCP `instructions` (MEM-6): brief, environment, saved state, skills,
+/// Single-project MCP `instructions`: brief, environment, saved state, skills,
 /// AGENTS.md, for the project of `project`; skills come from [`SkillSearch::from_env`].
 pub fn single_project_instructions(
     home: &Path,
@@ -160,8 +161,8 @@ pub fn single_project_instructions(
     project_text(&agent_brief(false), &saved, &skills, texts)
 }
 
-/// Multi-project MCP `instructions` at initialize (MEM-7): the brief only, naming no
-/// project.
+/// Multi-project MCP `instructions` at initialize: the brief only, naming no
+/// project (none is bound before the conversation picks one).
 pub fn multi_project_instructions() -> String {
     agent_brief(true)
 }
@@ -192,7 +193,7 @@ pub fn bound_brief(
     project_text(&preamble, &saved, &skills, texts)
 }
 
-/// `get_agent_brief` for a conversation with no project yet (MEM-7): the brief, the
+/// `get_agent_brief` for a conversation with no project yet: the brief, the
 /// statement that `set_project_root` is required, and the first page of candidates.
 pub fn unbound_brief(bindings: &Bindings, page: usize) -> String {
     format!(

@@ -1,5 +1,5 @@
 //! Task memory: keyed notes and a plan per project that outlive the conversation that wrote
-//! them (product.md MEM-1..9, seed 000 "Context and Memory"), the skills catalogue, the
+//! them , the skills catalogue, the
 //! agent brief, the saved-state text put into MCP `instructions`, and the bindings that tie
 //! a multi-project conversation to one project.
 //!
@@ -31,7 +31,7 @@ pub use service::{OwnedTexts, Scope, Service};
 pub use skills::{Skill, SkillDir, SkillSearch};
 pub use store::TaskMemory;
 
-/// Arguments of the `remember` tool (MEM-1).
+/// Arguments of the `remember` tool.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RememberArgs {
     /// Name of the note, e.g. "build-command" or "decision/db-schema". Writing to an
@@ -43,7 +43,7 @@ pub struct RememberArgs {
     pub value: String,
 }
 
-/// Arguments of the `update_plan` tool (MEM-3); the same shape as Codex's plan tool.
+/// Arguments of the `update_plan` tool; the same shape as Codex's plan tool.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct UpdatePlanArgs {
     /// Optional short note on why the plan changed.
@@ -54,7 +54,7 @@ pub struct UpdatePlanArgs {
     pub plan: Vec<PlanItem>,
 }
 
-/// Arguments of the `recall` tool (MEM-2). All optional: a plain `recall()` returns the
+/// Arguments of the `recall` tool. All optional: a plain `recall()` returns the
 /// whole saved state when it fits the tool-output cap.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct RecallArgs {
@@ -71,7 +71,7 @@ pub struct GetAgentBriefArgs {
     pub offset: Option<usize>,
 }
 
-/// Arguments of the `set_project_root` tool (MEM-7, multi-project mode only).
+/// Arguments of the `set_project_root` tool (multi-project mode only).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SetProjectRootArgs {
     /// The project directory this conversation works on: absolute, or relative to the

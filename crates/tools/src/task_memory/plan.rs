@@ -1,4 +1,4 @@
-//! The saved plan (MEM-3): an ordered list of steps with statuses, in the shape of Codex's
+//! The saved plan: an ordered list of steps with statuses, in the shape of Codex's
 //! `update_plan` tool (`{explanation?, plan: [{step, status}]}`, status one of `pending`,
 //! `in_progress`, `completed`, at most one step in progress).
 //!

@@ -119,17 +119,17 @@ impl Service<'_> {
         )
     }
 
-    /// `remember` (MEM-1).
+    /// `remember`: set, replace or delete one note.
     pub fn remember(&self, a: &RememberArgs) -> Result<String> {
         self.memory()?.remember(a)
     }
 
-    /// `update_plan` (MEM-3).
+    /// `update_plan`: replace the saved plan.
     pub fn update_plan(&self, a: &UpdatePlanArgs) -> Result<String> {
         self.memory()?.update_plan(a)
     }
 
-    /// `recall` (MEM-2, MEM-9): the `## Saved state` section, paged by lines.
+    /// `recall`: the `## Saved state` section, paged by lines.
     pub fn recall(&self, a: &RecallArgs) -> Result<String> {
         let text = self.memory()?.recall()?;
         self.page(&text, a.offset, Call::Again)
@@ -187,7 +187,7 @@ impl Service<'_> {
         )
     }
 
-    /// `get_agent_brief` (MEM-7): single mode, the same text as the instructions; multi
+    /// `get_agent_brief`: single mode, the same text as the instructions; multi
     /// mode, the bound project's text (restored), or the brief with "set_project_root is
     /// required" and candidates. Paged by lines.
     ///
@@ -219,7 +219,7 @@ impl Service<'_> {
         self.page(&text, None, Call::Tool("list_projects"))
     }
 
-    /// `set_project_root` (MEM-7): bind the conversation, then return the project's text
+    /// `set_project_root`: bind the conversation, then return the project's text
     /// (environment, saved state, skills, AGENTS.md), paged; the continuation names
     /// `get_agent_brief`.
     pub fn set_project_root(&self, a: &SetProjectRootArgs) -> Result<String> {

@@ -1,4 +1,4 @@
-//! `memory.json`: the notes and plan of one project (MEM-1..5, MEM-9).
+//! `memory.json`: the notes and plan of one project.
 //!
 //! The file lives at `<state home>/projects/<name>-<hash>/memory.json` where `<name>-<hash>`
 //! is [`home::project_slug`] of the canonical project root, so a symlinked path to the same
@@ -80,7 +80,8 @@ pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// Where `memory.json` lives for `canonical_root` (MEM-4, MEM-5).
+/// Where `memory.json` lives for `canonical_root` (one file per canonical
+/// root, so two checkouts never share notes).
 ///
 /// - no `memory.dir`: `<home>/projects/<slug>/memory.json`;
 /// - `memory.dir` in single-project mode: `<dir>/memory.json`;
@@ -267,7 +268,7 @@ impl TaskMemory {
         })
     }
 
-    /// `remember(key, value)` (MEM-1): set, replace, or (empty value) delete one note.
+    /// `remember(key, value)`: set, replace, or (empty value) delete one note.
     /// Returns a one-line confirmation with the budget use, e.g. `Saved note "build" (21
     /// bytes); notes now use 140 of 16384 bytes.`
     ///
@@ -306,7 +307,7 @@ impl TaskMemory {
         })
     }
 
-    /// `update_plan(explanation?, plan)` (MEM-3): replace the saved plan; an empty list
+    /// `update_plan(explanation?, plan)`: replace the saved plan; an empty list
     /// clears it. Returns e.g. `Plan saved: 4 steps (1 completed, 1 in progress, 2 pending).`
     ///
     /// Errors: [`Error::InvalidArgument`] from [`Plan::validate`]; [`Error::Budget`] when
@@ -363,8 +364,9 @@ impl TaskMemory {
         })
     }
 
-    /// `recall()` (MEM-2, MEM-9): the notes and plan as markdown, exactly the `## Saved
-    /// state` section of the instructions ([`Self::saved_state_markdown`]).
+    /// `recall()`: the notes and plan as markdown, exactly the `## Saved state` section
+    /// of the instructions ([`Self::saved_state_markdown`]), so a client that ignores
+    /// instructions loses nothing.
     pub fn recall(&self) -> Result<String> {
         self.saved_state_markdown()
     }
