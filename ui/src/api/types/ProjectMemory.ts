@@ -3,7 +3,7 @@ import type { Note } from "./Note";
 import type { PlanStep } from "./PlanStep";
 
 /**
- * Task memory of one project (MEM-4), read-only.
+ * Task memory of one project (its `memory.json`, keyed by the canonical root), read-only.
  */
 export type ProjectMemory = { 
 /**
