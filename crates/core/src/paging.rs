@@ -29,7 +29,7 @@
 //! **Token counting.** Budgets are in bytes: a result of `n` bytes is counted as
 //! `ceil(n / 4)` tokens ([`crate::tokens::estimate`], the public Codex Free's rule of thumb),
 //! so `maxToolOutputTokens` becomes a byte ceiling of `maxToolOutputTokens * 4`
-//! ([`ToolCtx::max_output_bytes`]). No tokenizer runs on the hot path.
+//! (`codex_free_tools::ToolCtx::max_output_bytes`). No tokenizer runs on the hot path.
 //!
 //! Invariant: [`page_budget`] leaves [`FOOTER_RESERVE`] bytes for the footer, so a page
 //! sized by it plus its footer never exceeds the ceiling; [`enforce_ceiling`] is the last

@@ -1,7 +1,7 @@
 //! Phase-2 queries over `state.sqlite`: the global consolidation job
 //! (`memory_consolidate_global`, key `global`) in the shared `jobs` table, the stage-1
-//! outputs phase 2 selects from, usage counts, and the [`Phase2Store`] seam the phase-2
-//! flow runs on (with usage rows and the `memories.log` line).
+//! outputs phase 2 selects from, and usage counts: what the pipeline's `Phase2Store` seam
+//! (`codex_free_pipeline::phase2::db`) runs on.
 //!
 //! Claim rules (Codex's phase-2 job): a live lease is never taken over; a success less
 //! than [`COOLDOWN_SECS`] ago, or a failure whose retry time has not come, is skipped
