@@ -32,6 +32,39 @@ pub fn state_home() -> Result<PathBuf> {
         .ok_or_else(|| Error::Config(format!("no home directory; set {HOME_ENV}")))
 }
 
+/// Create the state home `dir` (and missing parents) readable by this user only (0700 on
+/// Unix): it holds tokens, transcripts, the memory database and notes. An existing
+/// directory is left as it is — it may be one the user chose and shares — but one open to
+/// other users is reported in the log.
+///
+/// Errors: [`Error::Io`] when it cannot be created.
+pub fn create_private_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if let Ok(m) = fs::metadata(dir)
+                && m.permissions().mode() & 0o077 != 0
+            {
+                tracing::info!(
+                    "state home {} is readable by other users (mode {:o}); chmod 700 keeps it private",
+                    dir.display(),
+                    m.permissions().mode() & 0o777
+                );
+            }
+        }
+        return Ok(());
+    }
+    let mut b = fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir).ctx(|| format!("creating {}", dir.display()))
+}
+
 /// The homes of the other coding agents Codex Free reads transcripts from and keeps its
 /// tools out of. Each is the environment variable when set and non-empty, else the
 /// agent's default under the user's home directory; `None` only without either.
@@ -188,6 +221,26 @@ pub fn move_aside(path: &Path) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_state_home_is_private_and_an_existing_one_is_left_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let new = d.path().join("a").join("state");
+        create_private_dir(&new).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&new), 0o700);
+        let shared = d.path().join("shared");
+        fs::create_dir(&shared).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o755)).unwrap();
+        create_private_dir(&shared).unwrap();
+        assert_eq!(
+            mode(&shared),
+            0o755,
+            "an existing directory is never changed"
+        );
+    }
 
     #[test]
     fn atomic_write_replaces_content() {

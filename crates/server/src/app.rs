@@ -85,7 +85,7 @@ impl App {
     /// Errors: the state home cannot be created.
     pub fn open(opts: AppOptions, keys: Opened, rt: tokio::runtime::Handle) -> Result<Arc<App>> {
         let home = opts.server.home.clone();
-        std::fs::create_dir_all(&home).ctx(|| format!("creating {}", home.display()))?;
+        codex_free_core::home::create_private_dir(&home)?;
         let config = Config::load(&opts.server.config_path)
             .map(|l| l.config)
             .unwrap_or_default();
