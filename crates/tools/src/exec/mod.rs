@@ -757,6 +757,20 @@ fn spawn(
         .stdin(Stdio::piped())
         .stdout(writer)
         .stderr(writer2);
+    {
+        use std::os::unix::process::CommandExt;
+        // A server started in the background (nohup, `cmd &` from a script) inherits
+        // SIGINT/SIGQUIT ignored, and so would every command: then write_stdin's Ctrl-C
+        // could not stop one. Commands always start with the default dispositions.
+        // SAFETY: signal(2) is async-signal-safe; nothing is allocated in the child.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+    }
     if prepared.is_none() {
         // (A sandboxed command leads its own group already: see `Prepared::command`.)
         cmd.process_group(0);
