@@ -101,8 +101,8 @@ impl Protected {
         Self::default()
     }
 
-    /// The standard set: the state home, the directory of `config_file`, and the other
-    /// agents' homes from [`crate::home::AgentHomes::from_env`]. Relative paths are taken from
+    /// The standard set: the state home, the directory of `config_file`, `~/.claude.json`,
+    /// and the other agents' homes from [`crate::home::AgentHomes::from_env`]. Relative paths are taken from
     /// the current directory.
     pub fn standard(state_home: &Path, config_file: &Path) -> Self {
         let mut p = Self::none();
@@ -136,6 +136,15 @@ impl Protected {
             if let Some(d) = dir {
                 p.add(&d, what);
             }
+        }
+        // Claude Code keeps its MCP server definitions (commands it starts unconfined) in
+        // this file beside the home, not inside ~/.claude; the command sandbox protects it
+        // too.
+        if let Some(h) = std::env::home_dir() {
+            p.add(
+                &h.join(".claude.json"),
+                "Claude Code's settings file (~/.claude.json)",
+            );
         }
         p
     }
@@ -595,6 +604,18 @@ pub fn display_rel(root: &Path, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Claude Code's MCP server list sits beside its home; writing it would make Claude
+    /// start a command of the attacker's choosing, so it is protected like the homes.
+    #[test]
+    fn claude_settings_file_is_protected() {
+        let d = tempfile::tempdir().unwrap();
+        let p = Protected::standard(&d.path().join("state"), &d.path().join("state/c.json"));
+        if let Some(h) = std::env::home_dir() {
+            assert!(p.covering(&h.join(".claude.json")).is_some());
+            assert!(p.covering(&h.join(".claude.json.bak")).is_none());
+        }
+    }
 
     fn setup() -> (tempfile::TempDir, Jail) {
         let d = tempfile::tempdir().unwrap();
