@@ -310,7 +310,22 @@ impl ExecSessions {
             codex_free_core::config::SandboxMode::Os => sandbox::Prepared::new(&sandbox::Spec {
                 root: ctx.root().to_path_buf(),
                 writable: sandbox::writable_roots(&ctx.config.exec),
-                protected: protected_paths(&ctx.home, &self.extra_protected),
+                // The jail's protected set too, so tools and commands refuse the same paths.
+                protected: protected_paths(
+                    &ctx.home,
+                    &self
+                        .extra_protected
+                        .iter()
+                        .cloned()
+                        .chain(
+                            ctx.jail()
+                                .protected()
+                                .paths()
+                                .iter()
+                                .map(|p| p.path().to_path_buf()),
+                        )
+                        .collect::<Vec<_>>(),
+                ),
                 network: ctx.config.exec.network_allowed(),
             })?,
         };
