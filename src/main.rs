@@ -190,7 +190,13 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
         MemoriesTop::History(cmd) => {
             print!(
                 "{}",
-                codex_free_pipeline::phase2::model::history_command_in_home(&home, &cmd)?
+                codex_free_pipeline::phase2::model::history_command_in_home(
+                    &home,
+                    &cmd,
+                    &codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(
+                        &Config::load(&home.join(CONFIG_FILE))?.config.memories
+                    ),
+                )?
             );
         }
         MemoriesTop::Consolidate { force } => {

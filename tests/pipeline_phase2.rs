@@ -72,7 +72,8 @@ async fn instructions_carry_bounded_summary_and_tools_page_over_stdio() {
     let n = codex_free_core::tokens::count(block);
     assert!(n <= SUMMARY_TOKEN_BUDGET, "memory block is {n} tokens");
     assert!(block.contains("- always pnpm, never npm") && block.contains("<oai-mem-citation>"));
-    assert!(block.ends_with("(memory summary cut to fit the 2,500-token budget)\n"));
+    // The seeded summary is over its byte budget, which cuts before the token budget does.
+    assert!(block.ends_with("(memory summary cut to its line and byte budget)\n"));
 
     let tools: Vec<String> = client
         .list_all_tools()
@@ -173,7 +174,9 @@ async fn memory_tools_are_absent_by_default_and_summary_survives_http() {
             "v1\n## User Profile\n- likes short answers\n".into(),
         )],
     );
-    let srv = env.http(&[]).await;
+    // No scheduler: this hand-seeded summary fails the memory checks, so phase 2 would
+    // (rightly) set it aside before the client connects.
+    let srv = env.http(&["--no-pipeline"]).await;
     let client = srv.client().await;
     let instr = client
         .peer_info()
@@ -538,6 +541,88 @@ mod e2e {
         assert!(o.last_usage.is_some());
     }
 
+    /// Every blob reachable from any ref of the memory folder's repository, as text.
+    fn all_blobs(root: &Path) -> String {
+        let repo = git2::Repository::open(root).unwrap();
+        let mut out = String::new();
+        repo.odb()
+            .unwrap()
+            .foreach(|id| {
+                if let Ok(b) = repo.find_blob(*id) {
+                    out.push_str(&String::from_utf8_lossy(b.content()));
+                }
+                true
+            })
+            .unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn secrets_in_an_ad_hoc_note_reach_no_file_commit_or_request() {
+        use codex_free_pipeline::phase2::readpath::{
+            MemoriesAddAdHocNoteArgs, memories_add_ad_hoc_note,
+        };
+        let mock = Mock::default();
+        let base = start(mock.clone()).await;
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let mut cfg = configure(home, &base);
+        cfg.memories.dedicated_tools = true;
+        let planted = [
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "hunter2-Secret!",
+        ];
+        let args = MemoriesAddAdHocNoteArgs {
+            note: format!(
+                "Deploy uses AWS key {} and GitHub token {}; db password: {}. Keep pnpm.",
+                planted[0], planted[1], planted[2]
+            ),
+            title: Some(format!("creds {}", planted[1])),
+        };
+        memories_add_ad_hoc_note(home, &cfg, &args).unwrap();
+        // A note dropped into the inbox by hand is redacted too.
+        std::fs::write(
+            home.join("memories_inbox")
+                .join("2099-01-01T00-00-00-hand.md"),
+            format!("# Hand\n\napi_key = {}\n", planted[2]),
+        )
+        .unwrap();
+        mock.script.lock().unwrap().extend(good_script(&[]));
+        let out = phase2(home, &cfg, false).await;
+        assert!(matches!(out, Outcome::Consolidated { .. }), "{out:?}");
+        let bodies = serde_json::to_string(&*mock.phase2_bodies.lock().unwrap()).unwrap();
+        assert!(bodies.contains("Keep pnpm"), "the note reached the model");
+        let f = MemoryFolder::open(home).unwrap().unwrap();
+        let mut files = String::new();
+        for e in walkdir(f.root()) {
+            files.push_str(&std::fs::read_to_string(e).unwrap_or_default());
+        }
+        let history = all_blobs(f.root());
+        assert!(history.contains("Keep pnpm"));
+        for p in planted {
+            assert!(!bodies.contains(p), "{p} reached the model");
+            assert!(!files.contains(p), "{p} is in the folder");
+            assert!(!history.contains(p), "{p} is in the folder's history");
+        }
+    }
+
+    fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if e.file_name() == ".git" {
+                continue;
+            }
+            if p.is_dir() {
+                out.extend(walkdir(&p));
+            } else {
+                out.push(p);
+            }
+        }
+        out
+    }
+
     #[tokio::test]
     async fn an_agent_that_stays_over_budget_fails_and_keeps_the_previous_commit() {
         let mock = Mock::default();
@@ -745,27 +830,36 @@ fn rollback_refuses_during_a_run_and_restores_as_new_commit() {
     let cmd = MemoryHistoryCmd::Rollback {
         rev: first.to_string(),
     };
-    let e = history_command_in_home(home.path(), &cmd).unwrap_err();
+    let e = history_command_in_home(home.path(), &cmd, &Default::default()).unwrap_err();
     assert_eq!(e.code(), "busy", "{e}");
     let codex_free_pipeline::phase2::Claim::Claimed { token, watermark } = claim else {
         panic!()
     };
     assert!(store.succeed_phase2(&token, watermark, &[]).unwrap());
 
-    let out = history_command_in_home(home.path(), &cmd).unwrap();
+    let out = history_command_in_home(home.path(), &cmd, &Default::default()).unwrap();
     assert!(out.contains("refs/codex-free/backups/"), "{out}");
     assert_eq!(
         std::fs::read_to_string(f.root().join("MEMORY.md")).unwrap(),
         "# Memory\n\n- first\n"
     );
-    let log =
-        history_command_in_home(home.path(), &MemoryHistoryCmd::History { limit: 10 }).unwrap();
+    let log = history_command_in_home(
+        home.path(),
+        &MemoryHistoryCmd::History { limit: 10 },
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(log.lines().count(), 3, "{log}");
     assert!(
         log.lines().next().unwrap().contains("Roll back memory to"),
         "{log}"
     );
-    let diff = history_command_in_home(home.path(), &MemoryHistoryCmd::Diff { rev: None }).unwrap();
+    let diff = history_command_in_home(
+        home.path(),
+        &MemoryHistoryCmd::Diff { rev: None },
+        &Default::default(),
+    )
+    .unwrap();
     assert!(
         diff.contains("-- second") && diff.contains("+- first"),
         "{diff}"

@@ -39,6 +39,9 @@ pub const ROLLOUT_SUMMARIES_DIR: &str = "rollout_summaries";
 pub const SKILLS_DIR: &str = "skills";
 /// Explicit notes queued by `memories_add_ad_hoc_note`, moved in by the next run.
 pub const AD_HOC_DIR: &str = "ad_hoc_notes";
+/// Prefix of the refs that keep discarded uncommitted changes (a killed run's leftovers,
+/// hand edits the gate refused).
+pub const RESCUED_REF_PREFIX: &str = "refs/codex-free/rescued/";
 
 const AUTHOR_NAME: &str = "codex-free";
 const AUTHOR_EMAIL: &str = "codex-free@localhost";
@@ -495,6 +498,67 @@ impl MemoryFolder {
             patch,
             cut_note(cut, max_bytes)
         ))
+    }
+
+    /// Keep every uncommitted change (tracked and untracked visible files) as a commit under
+    /// `refs/codex-free/rescued/<UTC stamp>` whose parent is `HEAD`, then put the working
+    /// tree back to `HEAD` ([`Self::restore_head`]). `HEAD` does not move; the changes stay
+    /// inspectable (`git show <ref>`) and are never adopted as input. Returns the ref, or
+    /// `None` when there was nothing to keep.
+    pub fn rescue(&self, reason: &str) -> Result<Option<String>> {
+        let repo = self.repo()?;
+        let mut index = self.stage_all(&repo)?;
+        let tree_id = index.write_tree().map_err(git_err("write tree"))?;
+        let parent = match self.head()? {
+            Some(id) => Some(repo.find_commit(id).map_err(git_err("head"))?),
+            None => None,
+        };
+        // The staged index must not survive: restore_head rewrites it from HEAD below.
+        if parent.as_ref().is_some_and(|p| p.tree_id() == tree_id) {
+            self.restore_head()?;
+            return Ok(None);
+        }
+        let tree = repo.find_tree(tree_id).map_err(git_err("tree"))?;
+        let sig = signature()?;
+        let parents: Vec<&git2::Commit> = parent.iter().collect();
+        let id = repo
+            .commit(
+                None,
+                &sig,
+                &sig,
+                &format!("Rescued uncommitted changes (not adopted)\n\n{reason}\n"),
+                &tree,
+                &parents,
+            )
+            .map_err(git_err("rescue commit"))?;
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+        let name = format!("{RESCUED_REF_PREFIX}{stamp}");
+        repo.reference(&name, id, false, reason)
+            .map_err(git_err("rescue ref"))?;
+        self.restore_head()?;
+        Ok(Some(name))
+    }
+
+    /// `MEMORY.md` and `memory_summary.md` as committed in `rev` (`None` = absent there).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a rev that names no commit.
+    pub fn artifacts_at(&self, rev: &str) -> Result<(Option<String>, Option<String>)> {
+        let repo = self.repo()?;
+        let commit = repo
+            .revparse_single(rev)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "rev {rev:?} names no commit of the memory folder; see `memories history`"
+                ))
+            })?;
+        let tree = commit.tree().map_err(git_err("tree"))?;
+        let blob = |name: &str| -> Option<String> {
+            let e = tree.get_name(name)?;
+            let b = repo.find_blob(e.id()).ok()?;
+            Some(String::from_utf8_lossy(b.content()).into_owned())
+        };
+        Ok((blob(MEMORY_MD), blob(SUMMARY_MD)))
     }
 
     /// Restore the tree of `rev` as a new commit on top of `HEAD`. First a backup ref

@@ -24,6 +24,7 @@ pub mod agent;
 pub mod budget;
 pub mod db;
 pub mod folder;
+pub mod gate;
 pub mod jail;
 pub mod model;
 pub mod prompt;
@@ -211,14 +212,21 @@ pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
     let mut agent_report: Option<AgentReport> = None;
     let result = claimed(deps, &token, watermark, &mut run_id, &mut agent_report).await;
     let outcome = match result {
-        Ok(o) => o,
+        Ok(o) => {
+            clear_inflight(deps.home);
+            o
+        }
         Err(e) => {
             let reason = e.to_string();
             tracing::warn!(%reason, "phase 2 failed; restoring the memory folder");
-            if let Ok(Some(f)) = MemoryFolder::open(deps.home)
-                && let Err(re) = f.restore_head()
-            {
-                tracing::error!("could not restore the memory folder after a failed run: {re}");
+            match MemoryFolder::open(deps.home) {
+                Ok(Some(f)) => match f.restore_head() {
+                    Ok(()) => clear_inflight(deps.home),
+                    Err(re) => tracing::error!(
+                        "could not restore the memory folder after a failed run: {re}"
+                    ),
+                },
+                _ => clear_inflight(deps.home),
             }
             if let Err(fe) = deps.store.fail_global(&token, &reason) {
                 tracing::error!("could not mark the phase-2 job failed: {fe}");
@@ -252,15 +260,9 @@ async fn claimed(
     let cfg = deps.config;
     let (folder, _created) = MemoryFolder::open_or_init(deps.home)?;
     // Uncommitted edits (by hand, or left by a crash) are kept as a snapshot commit first.
-    let pending = folder.workspace_diff(0)?;
-    if pending.has_changes() {
-        let msg = format!(
-            "Snapshot uncommitted changes before consolidation\n\n{}",
-            folder::change_lines(&pending.changes)
-        );
-        folder.commit_all(&msg)?;
-    }
     let budget = budget::ArtifactBudget::from_config(cfg);
+    let rescued = adopt_or_rescue(deps.home, &folder, &budget)?;
+    mark_inflight(deps.home)?;
     let mode = if folder.head()?.is_some() && folder.root().join(folder::MEMORY_MD).is_file() {
         prompt::Mode::Incremental
     } else {
@@ -277,7 +279,7 @@ async fn claimed(
     let ids: Vec<String> = sel.iter().map(|m| m.thread_id.clone()).collect();
     let sync = select::sync(folder.root(), deps.home, &sel, now, cfg.max_unused_days)?;
     let diff = folder.workspace_diff(prompt::MAX_DIFF_BYTES)?;
-    let violations = budget::check(folder.root(), &budget);
+    let violations = gate::check_folder(&folder, &budget);
     if !diff.has_changes() && violations.is_empty() {
         deps.store.succeed_global(token, watermark, &ids)?;
         tracing::info!(
@@ -324,19 +326,8 @@ async fn claimed(
         cancel: deps.cancel.child_token(),
         ..Default::default()
     };
-    let root = folder.root().to_path_buf();
     let vfolder = folder.clone();
-    let validate = move || {
-        let mut p: Vec<String> = budget::check(&root, &budget)
-            .iter()
-            .map(|v| v.to_string())
-            .collect();
-        match vfolder.pending_whitespace_errors() {
-            Ok(ws) => p.extend(ws),
-            Err(e) => p.push(format!("could not check whitespace: {e}")),
-        }
-        p
-    };
+    let validate = move || gate::check_folder(&vfolder, &budget);
     let repair = move |p: &[String]| budget::repair_request_text(p, &budget);
     let agent_fut = agent::run(
         model, &jail, &system, &task, &opts, &log, &validate, &repair,
@@ -367,7 +358,10 @@ async fn claimed(
         ));
     }
     let changes = folder.workspace_diff(0)?.changes;
-    let msg = commit_message(mode, &sel, &sync, &changes, &report, &model.model_id());
+    let mut msg = commit_message(mode, &sel, &sync, &changes, &report, &model.model_id());
+    if let Some(r) = &rescued {
+        msg.push_str(&format!("\n{r}\n"));
+    }
     let before = folder.head()?;
     let commit = folder.commit_all(&msg)?;
     if let Err(e) = folder.verify_committed() {
@@ -388,6 +382,84 @@ async fn claimed(
         changes,
         report,
     })
+}
+
+/// Decide what happens to uncommitted changes found in the folder before a run: a dead
+/// run's leftovers (the in-flight marker is still there) and hand edits that fail the gate
+/// are rescued to a ref and discarded; acceptable hand edits are committed as a snapshot.
+/// Returns a line for the commit message when something was rescued.
+fn adopt_or_rescue(
+    home: &Path,
+    folder: &MemoryFolder,
+    budget: &budget::ArtifactBudget,
+) -> Result<Option<String>> {
+    let pending = folder.workspace_diff(0)?;
+    if !pending.has_changes() {
+        return Ok(None);
+    }
+    let reason = if home.join(gate::INFLIGHT_FILE).exists() {
+        Some(
+            "left by a consolidation that did not finish (its process was killed or crashed)"
+                .to_string(),
+        )
+    } else {
+        let at_head = folder
+            .head()?
+            .map(|h| folder.artifacts_at(&h.to_string()))
+            .transpose()?
+            .unwrap_or((None, None));
+        let root = folder.root();
+        let problems: Vec<String> = gate::check_folder(folder, budget)
+            .into_iter()
+            .filter(|p| {
+                // An artifact absent before and after is not a hand edit's fault.
+                let absent = |f: &str, head: &Option<String>| {
+                    p.starts_with(&format!("{f}: missing"))
+                        && head.is_none()
+                        && !root.join(f).exists()
+                };
+                !absent(folder::MEMORY_MD, &at_head.0) && !absent(folder::SUMMARY_MD, &at_head.1)
+            })
+            .collect();
+        (!problems.is_empty()).then(|| {
+            format!(
+                "uncommitted edits refused by the memory checks: {}",
+                problems.join("; ")
+            )
+        })
+    };
+    match reason {
+        None => {
+            let msg = format!(
+                "Snapshot uncommitted changes before consolidation\n\n{}",
+                folder::change_lines(&pending.changes)
+            );
+            folder.commit_all(&msg)?;
+            Ok(None)
+        }
+        Some(reason) => {
+            let kept = folder.rescue(&reason)?;
+            tracing::warn!(%reason, rescued = ?kept, "phase 2: discarded uncommitted changes in the memory folder");
+            Ok(kept.map(|r| format!("Discarded uncommitted changes ({reason}); kept at {r}.")))
+        }
+    }
+}
+
+fn mark_inflight(home: &Path) -> Result<()> {
+    let p = home.join(gate::INFLIGHT_FILE);
+    std::fs::write(&p, format!("pid {}\n", std::process::id())).map_err(|e| Error::Io {
+        context: format!("writing {}", p.display()),
+        source: e,
+    })
+}
+
+fn clear_inflight(home: &Path) {
+    let p = home.join(gate::INFLIGHT_FILE);
+    if let Err(e) = std::fs::remove_file(&p)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!("could not remove {}: {e}", p.display());
+    }
 }
 
 /// Move `HEAD` back to `before` (our own commit failed its read-back) and restore the tree.
@@ -494,11 +566,14 @@ fn commit_message(
 }
 
 /// `codex-free memories history | diff | rollback`: run `cmd` and return the text to print.
-/// Rollback refuses with [`Error::Busy`] while a phase-2 job holds a live lease.
+/// Rollback refuses with [`Error::Busy`] while a phase-2 job holds a live lease, and with
+/// [`Error::Budget`] when the target's artifacts fail the write gate under `budget`
+/// ([`gate::check_texts`]): an old over-budget commit is never served again.
 pub fn history_command(
     home: &Path,
     cmd: &folder::MemoryHistoryCmd,
     store: &dyn Phase2Store,
+    budget: &budget::ArtifactBudget,
 ) -> Result<String> {
     use folder::MemoryHistoryCmd as C;
     let Some(f) = MemoryFolder::open(home)? else {
@@ -535,6 +610,21 @@ pub fn history_command(
                 return Err(Error::Busy(
                     "a phase-2 consolidation is running; retry when it has finished".into(),
                 ));
+            }
+            let (memory, summary) = f.artifacts_at(rev)?;
+            // An artifact absent at REV is not served at all, so only present ones are
+            // checked (a rollback to before the first summary stays possible).
+            let mut problems = Vec::new();
+            for (file, text) in [(folder::MEMORY_MD, &memory), (folder::SUMMARY_MD, &summary)] {
+                if let Some(t) = text {
+                    problems.extend(gate::check_text(file, t, budget));
+                }
+            }
+            if !problems.is_empty() {
+                return Err(Error::Budget(format!(
+                    "refusing to roll back to {rev}: its memory would not pass today's checks ({}); pick another commit from `memories history`",
+                    problems.join("; ")
+                )));
             }
             let r = f.rollback(rev)?;
             Ok(format!(
@@ -963,6 +1053,191 @@ mod tests {
                 .any(|n| n.to_string_lossy().starts_with(".tmp")),
             "{names:?}"
         );
+    }
+
+    /// Consolidate once with the good agent; returns the HEAD commit.
+    async fn consolidated(home: &Path, cfg: &MemoriesConfig, store: &MemStore) -> String {
+        let model = Scripted::new(good_agent());
+        let out = run(&deps(home, cfg, store, &model), false).await.unwrap();
+        let Outcome::Consolidated { commit, .. } = out else {
+            panic!("{out:?}")
+        };
+        commit
+    }
+
+    #[tokio::test]
+    async fn a_killed_runs_leftovers_are_rescued_not_adopted() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(2);
+        let first = consolidated(home.path(), &cfg, &store).await;
+        // A run that was killed mid-write: marker left, a 401-line MEMORY.md on disk.
+        std::fs::write(home.path().join(gate::INFLIGHT_FILE), "pid 1\n").unwrap();
+        let root = folder::folder_path(home.path());
+        let big: String = (0..401).map(|i| format!("- half-written {i}\n")).collect();
+        std::fs::write(root.join(folder::MEMORY_MD), &big).unwrap();
+        // A new raw memory arrived meanwhile: it must still be consolidated.
+        store.outputs.lock().unwrap().push(RawMemory {
+            thread_id: "thread-new".into(),
+            source_updated_at: NOW - 60,
+            raw_memory: "- new fact from a new session".into(),
+            rollout_summary: "New session.".into(),
+            rollout_slug: None,
+            usage_count: 0,
+            last_usage: None,
+        });
+        let model = Scripted::new(good_agent());
+        let out = run(&deps(home.path(), &cfg, &store, &model), true)
+            .await
+            .unwrap();
+        let Outcome::Consolidated { commit, .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert_ne!(commit, &first);
+        let task = model.seen.lock().unwrap()[0][1].content.clone();
+        assert!(task.contains("new fact from a new session"), "{task}");
+        assert!(
+            !task.contains("half-written"),
+            "leftovers reached the model"
+        );
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        let subjects: Vec<String> = f
+            .history(10)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.subject)
+            .collect();
+        assert!(
+            !subjects.iter().any(|s| s.starts_with("Snapshot")),
+            "{subjects:?}"
+        );
+        let now = std::fs::read_to_string(root.join(folder::MEMORY_MD)).unwrap();
+        assert!(!now.contains("half-written"));
+        // Kept for inspection under a rescued ref, and the marker is gone.
+        let repo = git2::Repository::open(&root).unwrap();
+        let refs: Vec<String> = repo
+            .references_glob(&format!("{}*", folder::RESCUED_REF_PREFIX))
+            .unwrap()
+            .flatten()
+            .filter_map(|r| r.name().ok().map(str::to_owned))
+            .collect();
+        assert_eq!(refs.len(), 1, "{refs:?}");
+        let kept = repo
+            .revparse_single(&format!("{}:MEMORY.md", refs[0]))
+            .unwrap();
+        let kept = kept.as_blob().unwrap().content().to_vec();
+        assert_eq!(kept, big.as_bytes());
+        assert!(!home.path().join(gate::INFLIGHT_FILE).exists());
+    }
+
+    #[tokio::test]
+    async fn over_budget_hand_edits_are_refused_and_acceptable_ones_snapshotted() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(1);
+        consolidated(home.path(), &cfg, &store).await;
+        let root = folder::folder_path(home.path());
+        // A 109-line hand-edited summary (budget: 60 lines) is not snapshotted.
+        let long: String = summary_text()
+            + &(0..100)
+                .map(|i| format!("- hand {i}\n"))
+                .collect::<String>();
+        std::fs::write(root.join(folder::SUMMARY_MD), &long).unwrap();
+        let idle = Scripted::new(vec![]);
+        let out = run(&deps(home.path(), &cfg, &store, &idle), true)
+            .await
+            .unwrap();
+        assert!(matches!(out, Outcome::NoChanges { .. }), "{out:?}");
+        let served = std::fs::read_to_string(root.join(folder::SUMMARY_MD)).unwrap();
+        assert_eq!(served, summary_text(), "HEAD's summary stays");
+        // A small hand edit is kept as a snapshot commit.
+        let memory = std::fs::read_to_string(root.join(folder::MEMORY_MD)).unwrap();
+        std::fs::write(root.join(folder::MEMORY_MD), memory + "- hand-added rule\n").unwrap();
+        let idle = Scripted::new(vec![]);
+        run(&deps(home.path(), &cfg, &store, &idle), true)
+            .await
+            .unwrap();
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        assert!(f.history(1).unwrap()[0].subject.starts_with("Snapshot"));
+        assert!(
+            std::fs::read_to_string(root.join(folder::MEMORY_MD))
+                .unwrap()
+                .contains("hand-added rule")
+        );
+    }
+
+    #[tokio::test]
+    async fn rollback_to_an_over_budget_commit_is_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(1);
+        consolidated(home.path(), &cfg, &store).await;
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        let big: String = (0..401).map(|i| format!("- old {i}\n")).collect();
+        std::fs::write(f.root().join(folder::MEMORY_MD), &big).unwrap();
+        let bad = f.commit_all("legacy over-budget commit").unwrap().unwrap();
+        std::fs::write(f.root().join(folder::MEMORY_MD), "# Memory\n- ok\n").unwrap();
+        f.commit_all("fixed").unwrap();
+        let b = budget::ArtifactBudget::default();
+        let cmd = folder::MemoryHistoryCmd::Rollback {
+            rev: bad.to_string(),
+        };
+        let e = history_command(home.path(), &cmd, &store, &b).unwrap_err();
+        assert!(e.to_string().contains("401 lines"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(f.root().join(folder::MEMORY_MD)).unwrap(),
+            "# Memory\n- ok\n"
+        );
+        // The good first commit can still be restored.
+        let first = f.history(5).unwrap().last().unwrap().id.clone();
+        let cmd = folder::MemoryHistoryCmd::Rollback { rev: first };
+        history_command(home.path(), &cmd, &store, &b).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_agent_that_writes_a_secret_is_repaired_or_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(1);
+        let leak = "# Memory\n\n- deploy with AWS key AKIAIOSFODNN7EXAMPLE\n";
+        let mut replies = good_agent();
+        replies[1] = reply(vec![
+            call(
+                "2",
+                "write_file",
+                serde_json::json!({"path": "MEMORY.md", "content": leak}),
+            ),
+            call(
+                "3",
+                "write_file",
+                serde_json::json!({"path": "memory_summary.md", "content": summary_text()}),
+            ),
+        ]);
+        // The repair turn ends without fixing anything: the run must fail, nothing committed.
+        replies.push(reply(vec![]));
+        let model = Scripted::new(replies);
+        let out = run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        let Outcome::Failed { reason, .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert!(reason.contains("holds a secret"), "{reason}");
+        let repair = model
+            .seen
+            .lock()
+            .unwrap()
+            .last()
+            .unwrap()
+            .last()
+            .unwrap()
+            .content
+            .clone();
+        assert!(repair.contains("MEMORY.md:3: holds a secret"), "{repair}");
+        let root = folder::folder_path(home.path());
+        assert!(!root.join(folder::MEMORY_MD).exists());
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        assert!(f.head().unwrap().is_none(), "nothing was committed");
     }
 
     #[tokio::test]

@@ -192,6 +192,7 @@ pub async fn run_with_store(
 pub fn history_command_in_home(
     home: &Path,
     cmd: &super::folder::MemoryHistoryCmd,
+    budget: &super::budget::ArtifactBudget,
 ) -> Result<String> {
     let store = Store::open_in_home(home)?;
     let db = Phase2Db {
@@ -200,5 +201,5 @@ pub fn history_command_in_home(
         price: None,
         spend_cap_usd: None,
     };
-    super::history_command(home, cmd, &db)
+    super::history_command(home, cmd, &db, budget)
 }

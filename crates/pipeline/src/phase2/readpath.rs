@@ -75,19 +75,11 @@ fn jail(home: &Path) -> Result<Option<Jail>> {
 
 const NO_FOLDER: &str = "No memories yet: the memory folder has not been created (it appears after the first consolidation).\n";
 
-/// The memory block for a new session's instructions: [`POLICY`] then `memory_summary.md`,
-/// cut at line boundaries so the whole block stays within [`SUMMARY_TOKEN_BUDGET`] tokens
-/// (counted with [`codex_free_core::tokens::count`]); a cut is announced in a last line. `None` when
-/// memories are off, or the summary is missing, empty or unreadable (e.g. a link).
-pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
-    enabled(cfg).ok()?;
-    let j = jail(home).ok()??;
-    let summary = j.read_to_string(SUMMARY_MD).ok()?;
-    if summary.trim().is_empty() {
-        return None;
-    }
+/// The policy block placed before the summary (its wording depends on whether the
+/// dedicated `memories_*` tools are offered).
+fn policy_text(dedicated_tools: bool) -> String {
     let mut policy = POLICY.to_string();
-    if cfg.memories.dedicated_tools {
+    if dedicated_tools {
         policy.push_str("\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/).\n");
     } else {
         policy.push_str(
@@ -95,6 +87,37 @@ pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
         );
     }
     policy.push_str("\n### memory_summary.md\n\n");
+    policy
+}
+
+/// Tokens a `memory_summary.md` may use so that the injected block (policy + summary)
+/// stays within [`SUMMARY_TOKEN_BUDGET`]: the budget minus the longer policy variant.
+pub fn summary_token_room() -> usize {
+    let policy = codex_free_core::tokens::count(&policy_text(true))
+        .max(codex_free_core::tokens::count(&policy_text(false)));
+    SUMMARY_TOKEN_BUDGET.saturating_sub(policy)
+}
+
+/// The memory block for a new session's instructions: [`POLICY`] then `memory_summary.md`,
+/// cut at line boundaries so the whole block stays within [`SUMMARY_TOKEN_BUDGET`] tokens
+/// (counted with [`codex_free_core::tokens::count`]); a cut is announced in a last line. `None` when
+/// memories are off, or the summary is missing, empty or unreadable (e.g. a link).
+pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
+    enabled(cfg).ok()?;
+    let j = jail(home).ok()??;
+    let raw = j.read_to_string(SUMMARY_MD).ok()?;
+    if raw.trim().is_empty() {
+        return None;
+    }
+    let budget = super::budget::ArtifactBudget::from_config(&cfg.memories);
+    let (summary, cut) = super::gate::serve_summary(&raw, &budget);
+    if cut {
+        tracing::warn!(
+            "memory_summary.md exceeds its line or byte budget; serving its first {} bytes",
+            summary.len()
+        );
+    }
+    let policy = policy_text(cfg.memories.dedicated_tools);
     let note = "(memory summary cut to fit the 2,500-token budget)\n";
     let fixed = codex_free_core::tokens::count(&policy);
     let mut out = policy;
@@ -114,6 +137,9 @@ pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
         out.push_str(l);
         out.push('\n');
         used += t;
+    }
+    if cut {
+        out.push_str("(memory summary cut to its line and byte budget)\n");
     }
     Some(out)
 }
@@ -390,7 +416,10 @@ pub fn memories_add_ad_hoc_note(
     a: &MemoriesAddAdHocNoteArgs,
 ) -> Result<String> {
     enabled(cfg)?;
-    let note = a.note.trim();
+    // Redacted before it is queued: notes reach the memory folder, its history and the
+    // consolidation model, none of which may hold a credential.
+    let redacted = crate::redact::redact(a.note.trim()).into_owned();
+    let note = redacted.as_str();
     if note.is_empty() {
         return Err(Error::InvalidArgument(
             "note is empty; write what should be remembered".into(),
@@ -404,8 +433,8 @@ pub fn memories_add_ad_hoc_note(
     }
     let now = chrono::Utc::now();
     let name = super::select::note_file_name(now);
-    let title = a
-        .title
+    let title = a.title.as_deref().map(crate::redact::redact);
+    let title = title
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty())
@@ -561,7 +590,18 @@ mod tests {
             .map(|i| format!("- remembered fact number {i} about the project\n"))
             .collect();
         let h = home_with(&[(SUMMARY_MD, &format!("v1\n## User Profile\n{big}"))]);
+        // The byte budget (4 KiB by default) cuts first...
         let cfg = Config::default();
+        let s = summary_for_instructions(h.path(), &cfg).unwrap();
+        assert!(
+            s.ends_with("(memory summary cut to its line and byte budget)\n"),
+            "{s}"
+        );
+        assert!(s.len() < POLICY.len() + 4096 + 400, "{}", s.len());
+        // ...and with roomy line/byte budgets the token budget still holds.
+        let mut cfg = Config::default();
+        cfg.memories.memory_summary_max_bytes = 1 << 20;
+        cfg.memories.memory_summary_max_lines = 100_000;
         let s = summary_for_instructions(h.path(), &cfg).unwrap();
         let n = codex_free_core::tokens::count(&s);
         assert!(n <= SUMMARY_TOKEN_BUDGET, "{n}");

@@ -268,6 +268,8 @@ pub fn sync(
             }
             ensure_plain_dir(&notes)?;
             let text = fs::read_to_string(&p).ctx(|| format!("reading note {}", p.display()))?;
+            // Redacted again here: a note may reach the inbox by hand, not only by the tool.
+            let text = crate::redact::redact_string(text);
             write_if_changed(&notes.join(&name), &normalize(&text))?;
             rep.notes_moved_in.push(p);
         }
