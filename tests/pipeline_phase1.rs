@@ -514,13 +514,14 @@ async fn unavailable_model_fails_the_run_and_releases_jobs() {
 async fn spend_cap_stops_model_calls_and_status_says_so() {
     let mock = MockProvider::start().await;
     let d = tempfile::tempdir().unwrap();
-    // One mock request costs well under a cent; a cap of 1e-9 USD is reached by the first.
+    // A request's worst case (16,384 output tokens of gpt-5-mini) is about $0.033: a cap of
+    // $0.05 lets one through; then other spend this month reaches the cap.
     configure(
         d.path(),
         &mock,
         "openai-chat",
         "gpt-5-mini",
-        json!({"monthly_spend_cap_usd": 1e-9, "max_rollouts_per_startup": 1}),
+        json!({"monthly_spend_cap_usd": 0.05, "max_rollouts_per_startup": 1}),
     );
     write_rollouts(
         d.path(),
@@ -531,6 +532,18 @@ async fn spend_cap_stops_model_calls_and_status_says_so() {
     let env = env_for(d.path());
     let out = execute(MemoriesCmd::Run, &env).await.unwrap();
     assert!(out.contains("1 claimed, 1 with output"), "{out}");
+    let s = store(d.path());
+    let run = s.begin_run("phase1", "test", Some("gpt-5-mini")).unwrap();
+    s.record_usage(&codex_free_store::UsageRow {
+        run_id: run,
+        phase: "phase1".into(),
+        request_no: 1,
+        model: "gpt-5-mini".into(),
+        cost_usd: Some(0.05),
+        outcome: "ok".into(),
+        ..Default::default()
+    })
+    .unwrap();
     let out = execute(MemoriesCmd::Run, &env).await.unwrap();
     assert!(out.contains("stopped: monthly spend cap reached"), "{out}");
     assert_eq!(
@@ -552,6 +565,43 @@ async fn spend_cap_stops_model_calls_and_status_says_so() {
     );
     assert_eq!(log_lines(d.path()).len(), lines);
     assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spend_cap_holds_with_four_requests_in_flight() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    // Each answer reports 16,000 output tokens (about $0.032 at gpt-5-mini's price), close
+    // to the $0.033 worst case reserved per request; a $0.07 cap fits two.
+    configure(
+        d.path(),
+        &mock,
+        "openai-chat",
+        "gpt-5-mini",
+        json!({"monthly_spend_cap_usd": 0.07, "max_rollouts_per_startup": 8}),
+    );
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("c", 8),
+        Duration::from_secs(7 * 3600),
+    );
+    let answer = json!({"rollout_summary": "Set up pnpm.", "rollout_slug": "pnpm", "raw_memory": "- uses pnpm"});
+    let body = json!({"id": "chatcmpl-x", "object": "chat.completion", "created": 0, "model": "gpt-5-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.to_string()}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1200, "completion_tokens": 16000, "total_tokens": 17200}});
+    mock.push_faults((0..8).map(|_| {
+        Fault::Delay(
+            Duration::from_millis(400),
+            Some(Box::new(Fault::Body(body.clone()))),
+        )
+    }));
+    let env = env_for(d.path());
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let spent = store(d.path()).spend_this_month().unwrap().usd;
+    assert!(spent <= 0.07, "spent ${spent} over the $0.07 cap: {out}");
+    assert_eq!(mock.requests().len(), 2, "{out}");
+    assert!(out.contains("may cost up to"), "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -156,6 +156,74 @@ async fn fixtures_of_all_three_clis_end_to_end() {
     let out = execute(MemoriesCmd::Run, &env).await.unwrap();
     assert!(out.contains("nothing to do"), "{out}");
     assert_eq!(mock.requests().len() as i64, eligible);
+
+    // Every transcript touched (newer mtime, same content), and a truncated copy of one
+    // Codex session written beside it, newer: a fresh process extracts nothing again.
+    let files = walk(&sessions);
+    for f in &files {
+        let h = std::fs::File::options().write(true).open(f).unwrap();
+        h.set_modified(SystemTime::now() - Duration::from_secs(6 * 3600 + 600))
+            .unwrap();
+    }
+    let codex_file = files
+        .iter()
+        .filter(|f| f.starts_with(sessions.join("codex")))
+        .max_by_key(|f| std::fs::metadata(f).unwrap().len())
+        .unwrap()
+        .clone();
+    let text = std::fs::read_to_string(&codex_file).unwrap();
+    let half: String = text
+        .lines()
+        .take(text.lines().count() / 2)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let copy = codex_file.with_file_name("copy-truncated.jsonl");
+    std::fs::write(&copy, half).unwrap();
+    let h = std::fs::File::options().write(true).open(&copy).unwrap();
+    h.set_modified(SystemTime::now() - Duration::from_secs(6 * 3600 + 60))
+        .unwrap();
+    let env = self::env(&home, roots_of(&sessions));
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("nothing to do"), "{out}");
+    assert_eq!(
+        mock.requests().len() as i64,
+        eligible,
+        "a touch re-billed a session"
+    );
+
+    // New content in one transcript: exactly that session is extracted again.
+    let mut grown = std::fs::read_to_string(&codex_file).unwrap();
+    grown.push('\n');
+    std::fs::write(&codex_file, grown).unwrap();
+    let h = std::fs::File::options()
+        .write(true)
+        .open(&codex_file)
+        .unwrap();
+    h.set_modified(SystemTime::now() - Duration::from_secs(6 * 3600 + 30))
+        .unwrap();
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert_eq!(mock.requests().len() as i64, eligible + 1, "{out}");
+}
+
+fn roots_of(sessions: &Path) -> SourceRoots {
+    SourceRoots {
+        codex_home: Some(sessions.join("codex")),
+        claude_dir: Some(sessions.join("claude")),
+        pi_dir: Some(sessions.join("pi")),
+        state_home: None,
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
 }
 
 /// The planted values of `tests/data/secrets_corpus.txt` (`secret<TAB>text with «value»`).

@@ -720,6 +720,7 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
             updated_at: now - 7 * 3600,
             is_subagent: false,
             is_ephemeral: false,
+            content_hash: None,
         })
         .collect();
     store.upsert_threads(&threads, true).unwrap();

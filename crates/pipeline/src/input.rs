@@ -6,7 +6,10 @@
 //! (id, cwd, start, sub-agent/ephemeral flags) — re-reading a file only when its size or
 //! modification time changed since the previous scan. A thread's `updated_at` is the
 //! file's modification time (as the eligibility rules use it), so an appended transcript
-//! becomes eligible for a new extraction.
+//! becomes eligible for a new extraction; its content fingerprint (bytes + SHA-256) goes
+//! with it, so a `touch` or a copy with the same content does not. When two files carry
+//! one session id, the longer wins (a truncated copy never replaces the full transcript),
+//! then the newer.
 //!
 //! Invariant: transcripts are only read; the text handed to phase 1 comes from
 //! [`super::render::render`], which redacts it.
@@ -23,12 +26,24 @@ use super::sources::{SessionMeta, parse_file, read_meta};
 use codex_free_core::Result;
 use codex_free_store::{ThreadRow, ThreadUpsert};
 
+type Cached = (u64, SystemTime, SessionMeta, Option<String>);
+
+/// `<bytes>:<sha256 hex>` of the file at `path`; `None` when it cannot be read (the row
+/// then falls back to mtime-only change detection).
+fn fingerprint(path: &Path) -> Option<String> {
+    use sha2::Digest;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut h = sha2::Sha256::new();
+    let n = std::io::copy(&mut f, &mut h).ok()?;
+    Some(format!("{n}:{}", hex::encode(h.finalize())))
+}
+
 /// [`RolloutInput`] over the agents' transcript folders.
 #[derive(Debug)]
 pub struct TranscriptInput {
     roots: SourceRoots,
-    /// path → (size, mtime, metadata) of the last scan.
-    cache: Mutex<HashMap<PathBuf, (u64, SystemTime, SessionMeta)>>,
+    /// path → (size, mtime, metadata, content fingerprint) of the last scan.
+    cache: Mutex<HashMap<PathBuf, Cached>>,
 }
 
 impl TranscriptInput {
@@ -63,16 +78,18 @@ impl RolloutInput for TranscriptInput {
         let enabled: Vec<Source> = sources.iter().filter_map(|s| s.parse().ok()).collect();
         let found = discover(&self.roots, &enabled);
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let mut seen_ids = std::collections::HashSet::new();
-        let mut out = Vec::with_capacity(found.len());
-        // `discover` returns newest first: when two files carry one session id, the newest wins.
-        for c in found {
-            let meta = match cache.get(&c.path) {
-                Some((size, mtime, meta)) if *size == c.size && *mtime == c.mtime => meta.clone(),
+        // Best file per session id: the longest, then the newest.
+        let mut best: HashMap<String, (u64, SystemTime, usize, ThreadUpsert)> = HashMap::new();
+        for (i, c) in found.into_iter().enumerate() {
+            let (meta, hash) = match cache.get(&c.path) {
+                Some((size, mtime, meta, hash)) if *size == c.size && *mtime == c.mtime => {
+                    (meta.clone(), hash.clone())
+                }
                 _ => match read_meta(&c.path, c.source) {
                     Ok(m) => {
-                        cache.insert(c.path.clone(), (c.size, c.mtime, m.clone()));
-                        m
+                        let hash = fingerprint(&c.path);
+                        cache.insert(c.path.clone(), (c.size, c.mtime, m.clone(), hash.clone()));
+                        (m, hash)
                     }
                     Err(e) => {
                         tracing::warn!(path = %c.path.display(), error = %e, "skipping unreadable transcript");
@@ -80,11 +97,8 @@ impl RolloutInput for TranscriptInput {
                     }
                 },
             };
-            if !seen_ids.insert(meta.id.clone()) {
-                continue;
-            }
-            out.push(ThreadUpsert {
-                id: meta.id,
+            let row = ThreadUpsert {
+                id: meta.id.clone(),
                 source: c.source.as_str().to_string(),
                 path: c.path.to_string_lossy().into_owned(),
                 cwd: meta.cwd.map(|p| p.to_string_lossy().into_owned()),
@@ -93,8 +107,20 @@ impl RolloutInput for TranscriptInput {
                 updated_at: unix(c.mtime),
                 is_subagent: meta.is_subagent,
                 is_ephemeral: meta.is_ephemeral,
-            });
+                content_hash: hash,
+            };
+            let better = best
+                .get(&meta.id)
+                .is_none_or(|(size, mtime, _, _)| (c.size, c.mtime) > (*size, *mtime));
+            if better {
+                best.insert(meta.id, (c.size, c.mtime, i, row));
+            }
         }
+        // Keep discovery's order (newest first) for the rows chosen.
+        let mut rows: Vec<(usize, ThreadUpsert)> =
+            best.into_values().map(|(_, _, i, r)| (i, r)).collect();
+        rows.sort_by_key(|(i, _)| *i);
+        let out: Vec<ThreadUpsert> = rows.into_iter().map(|(_, r)| r).collect();
         Ok(out)
     }
 

@@ -315,6 +315,9 @@ struct Shared {
     request_no: AtomicI64,
     stop: AtomicBool,
     stop_reason: std::sync::Mutex<Option<(String, String)>>,
+    /// Worst-case cost (USD) of the requests in flight, held against the spend cap until
+    /// each one's real usage is recorded, so concurrent requests cannot overshoot it.
+    reserved_usd: std::sync::Mutex<f64>,
 }
 
 impl Shared {
@@ -427,6 +430,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         request_no: AtomicI64::new(0),
         stop: AtomicBool::new(false),
         stop_reason: std::sync::Mutex::new(None),
+        reserved_usd: std::sync::Mutex::new(0.0),
     });
     let sem = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
     let mut set = tokio::task::JoinSet::new();
@@ -576,6 +580,54 @@ async fn stopped_before_claim(
     })
 }
 
+/// Hold the worst-case cost of `req` (every input token uncached, the full output cap)
+/// against the monthly cap, beside what is spent and what other requests in flight hold.
+/// `Ok(Err(why))` when it would not fit; `Ok(Ok(usd))` = the amount reserved (0 without a
+/// cap or a price).
+async fn reserve(sh: &Shared, req: &CompletionRequest) -> Result<std::result::Result<f64, String>> {
+    let ctx = &sh.ctx;
+    let (Some(cap), Some(price)) = (ctx.config.monthly_spend_cap_usd, ctx.model.price) else {
+        return Ok(Ok(0.0));
+    };
+    let text: String = std::iter::once(req.system.as_str())
+        .chain(req.messages.iter().map(|m| match m {
+            Message::User(t) => t.as_str(),
+            _ => "",
+        }))
+        .collect();
+    let input = codex_free_core::tokens::count(&text) as u64;
+    let worst = price.cost(&TokenUsage {
+        input,
+        output: u64::from(req.max_output_tokens.unwrap_or(MAX_OUTPUT_TOKENS as u32)),
+        ..Default::default()
+    });
+    let store = ctx.store.clone();
+    let spent = blocking(move || store.spend_this_month()).await?.usd;
+    let mut held = sh.reserved_usd.lock().unwrap_or_else(|p| p.into_inner());
+    if spent + *held + worst > cap {
+        return Ok(Err(format!(
+            "monthly spend cap reached: ${spent:.4} spent and ${:.4} held by requests in flight, and this request may cost up to ${worst:.4}, over the cap of ${cap:.4}",
+            *held
+        )));
+    }
+    *held += worst;
+    Ok(Ok(worst))
+}
+
+/// Gives a reservation back when the request's real usage has been recorded (or it failed).
+struct Unreserve<'a>(&'a Shared, f64);
+
+impl Drop for Unreserve<'_> {
+    fn drop(&mut self) {
+        let mut held = self
+            .0
+            .reserved_usd
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *held = (*held - self.1).max(0.0);
+    }
+}
+
 async fn release(sh: &Shared, claim: Stage1Claim, why: String) -> Result<JobEnd> {
     let store = sh.ctx.store.clone();
     blocking(move || store.release_stage1(&claim, &why)).await?;
@@ -627,6 +679,14 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
         Err(e) => return fail(sh, claim, format!("rendering the rollout failed: {e}")).await,
     };
     let req = build_request(ctx, &claim.thread, &rendered);
+    let reserved = match reserve(sh, &req).await? {
+        Ok(r) => r,
+        Err(why) => {
+            sh.halt("spend_cap", why.clone());
+            return release(sh, claim, why).await;
+        }
+    };
+    let _unreserve = Unreserve(sh, reserved);
     let no = sh.request_no.fetch_add(1, Ordering::SeqCst) + 1;
     let started = Instant::now();
     let res = ctx.model.client.complete(&req, &ctx.cancel).await;
@@ -832,6 +892,7 @@ impl RolloutInput for TextDirInput {
                     updated_at: mtime,
                     is_subagent: false,
                     is_ephemeral: false,
+                    content_hash: None,
                 });
             }
         }

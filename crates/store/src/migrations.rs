@@ -123,8 +123,17 @@ const V3: &str = r#"
 ALTER TABLE runs ADD COLUMN pid INTEGER;
 "#;
 
+/// v4: the input watermark of the phase-2 job's last attempt, so a job that failed its
+/// retries stays stopped until its input changes instead of retrying (and billing) forever;
+/// and each thread's content fingerprint, so a transcript whose mtime moved without new
+/// content (a `touch`, a copy) is not extracted and billed again.
+const V4: &str = r#"
+ALTER TABLE jobs ADD COLUMN attempt_watermark INTEGER;
+ALTER TABLE threads ADD COLUMN content_hash TEXT;
+"#;
+
 /// Every migration, in order. Append only.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

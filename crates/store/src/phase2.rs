@@ -5,7 +5,9 @@
 //!
 //! Claim rules (Codex's phase-2 job): a live lease is never taken over; a success less
 //! than [`COOLDOWN_SECS`] ago, or a failure whose retry time has not come, is skipped
-//! unless forced. Phase 1 raises the job's `input_watermark` when it stores or removes an
+//! unless forced; after [`DEFAULT_RETRIES`] failed attempts on the same input the job stays
+//! stopped ([`Claim::Exhausted`]) until phase 1 raises its input watermark or it is forced,
+//! because each attempt is paid and retrying unchanged input cannot succeed. Phase 1 raises the job's `input_watermark` when it stores or removes an
 //! output; success records the watermark seen at claim time.
 //!
 //! Invariant: the claim is one `BEGIN IMMEDIATE` transaction; only the holder of the
@@ -55,6 +57,13 @@ pub enum Claim {
         /// When a retry is allowed, unix seconds.
         until: i64,
     },
+    /// Every retry failed and the input has not changed since (and not forced).
+    Exhausted {
+        /// Failed attempts on this input.
+        attempts: i64,
+        /// The last failure's reason.
+        last_error: Option<String>,
+    },
 }
 
 /// One stage-1 output as phase 2 sees it.
@@ -76,13 +85,16 @@ pub struct RawMemory {
     pub last_usage: Option<i64>,
 }
 
-/// (status, lease_until, finished_at, retry_at, last_error, input_watermark) of the job row.
+/// (status, lease_until, finished_at, retry_at, last_error, input_watermark,
+/// retry_remaining, attempt_watermark) of the job row.
 type JobState = (
     String,
     Option<i64>,
     Option<i64>,
     Option<i64>,
     Option<String>,
+    Option<i64>,
+    Option<i64>,
     Option<i64>,
 );
 
@@ -98,15 +110,37 @@ impl Store {
             .map_err(db_err)?;
         let row: Option<JobState> = tx
             .query_row(
-                "SELECT status, lease_until, finished_at, retry_at, last_error, input_watermark FROM jobs WHERE kind = ?1 AND job_key = ?2",
+                "SELECT status, lease_until, finished_at, retry_at, last_error, input_watermark, retry_remaining, attempt_watermark FROM jobs WHERE kind = ?1 AND job_key = ?2",
                 params![JOB_KIND_PHASE2, PHASE2_JOB_KEY],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                    ))
+                },
             )
             .optional()
             .map_err(db_err)?;
-        if let Some((status, lease_until, finished_at, retry_at, last_error, _)) = &row {
+        let new_input = row
+            .as_ref()
+            .is_none_or(|r| r.5.unwrap_or(0) > r.7.unwrap_or(-1));
+        if let Some((status, lease_until, finished_at, retry_at, last_error, _, remaining, _)) =
+            &row
+        {
             if status == "running" && lease_until.is_some_and(|l| l > now) {
                 return Ok(Claim::Running);
+            }
+            if !force && !new_input && status == "error" && remaining.is_some_and(|r| r <= 0) {
+                return Ok(Claim::Exhausted {
+                    attempts: DEFAULT_RETRIES - remaining.unwrap_or(0),
+                    last_error: last_error.clone(),
+                });
             }
             if !force {
                 if let Some(f) = finished_at
@@ -127,12 +161,15 @@ impl Store {
         }
         let watermark = row.as_ref().and_then(|r| r.5).unwrap_or(0);
         let token = uuid::Uuid::new_v4().to_string();
+        // New input gives the job its retries back (a forced run is one manual attempt).
         tx.execute(
-            "INSERT INTO jobs (kind, job_key, status, worker_id, ownership_token, started_at, lease_until, retry_remaining, input_watermark)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, 0)
+            "INSERT INTO jobs (kind, job_key, status, worker_id, ownership_token, started_at, lease_until, retry_remaining, input_watermark, attempt_watermark)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, 0, 0)
              ON CONFLICT(kind, job_key) DO UPDATE SET status = 'running', worker_id = excluded.worker_id,
-               ownership_token = excluded.ownership_token, started_at = excluded.started_at, lease_until = excluded.lease_until",
-            params![JOB_KIND_PHASE2, PHASE2_JOB_KEY, worker_id, token, now, now + lease_secs, DEFAULT_RETRIES],
+               ownership_token = excluded.ownership_token, started_at = excluded.started_at, lease_until = excluded.lease_until,
+               retry_remaining = CASE WHEN ?8 THEN excluded.retry_remaining ELSE jobs.retry_remaining END,
+               attempt_watermark = COALESCE(jobs.input_watermark, 0)",
+            params![JOB_KIND_PHASE2, PHASE2_JOB_KEY, worker_id, token, now, now + lease_secs, DEFAULT_RETRIES, new_input],
         )
         .map_err(db_err)?;
         tx.commit().map_err(db_err)?;
@@ -303,4 +340,68 @@ pub fn record_usage_in_home(home: &Path, ids: &[String]) -> Result<usize> {
     let store = Store::open_in_home(home)?;
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     store.record_output_citations(&refs)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ManualClock;
+
+    const NOW: i64 = 1_750_000_000;
+
+    #[test]
+    fn failed_retries_stop_until_new_input_or_force() {
+        let clock = Arc::new(ManualClock::new(NOW));
+        let s = Store::open_in_memory(clock.clone()).unwrap();
+        {
+            let mut c = s.conn();
+            let tx = c.transaction().unwrap();
+            crate::stage1::enqueue_phase2(&tx, 10).unwrap();
+            tx.commit().unwrap();
+        }
+        // Six backoff expiries: only DEFAULT_RETRIES attempts are claimed (each is paid).
+        let mut attempts = 0;
+        for _ in 0..6 {
+            match s.claim_phase2("w", 3600, false).unwrap() {
+                Claim::Claimed { token, .. } => {
+                    attempts += 1;
+                    assert!(s.fail_phase2(&token, "provider said 400").unwrap());
+                }
+                Claim::Exhausted {
+                    attempts: n,
+                    last_error,
+                } => {
+                    assert_eq!(n, DEFAULT_RETRIES);
+                    assert_eq!(last_error.as_deref(), Some("provider said 400"));
+                }
+                other => panic!("{other:?}"),
+            }
+            clock.advance(RETRY_MAX_SECS + 1);
+        }
+        assert_eq!(attempts, DEFAULT_RETRIES);
+        // Force still runs, once, and does not give the unchanged input its retries back
+        // for the scheduler.
+        let Claim::Claimed { token, .. } = s.claim_phase2("w", 3600, true).unwrap() else {
+            panic!()
+        };
+        assert!(s.fail_phase2(&token, "again").unwrap());
+        clock.advance(RETRY_MAX_SECS + 1);
+        assert!(matches!(
+            s.claim_phase2("w", 3600, false).unwrap(),
+            Claim::Exhausted { .. }
+        ));
+        // New input from phase 1: the job is claimable again.
+        {
+            let mut c = s.conn();
+            let tx = c.transaction().unwrap();
+            crate::stage1::enqueue_phase2(&tx, 11).unwrap();
+            tx.commit().unwrap();
+        }
+        assert!(matches!(
+            s.claim_phase2("w", 3600, false).unwrap(),
+            Claim::Claimed { .. }
+        ));
+    }
 }

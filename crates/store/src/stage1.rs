@@ -57,6 +57,10 @@ pub struct ThreadUpsert {
     pub is_subagent: bool,
     /// An ephemeral session (never extracted).
     pub is_ephemeral: bool,
+    /// Fingerprint of the transcript's content (`<bytes>:<sha256 hex>`), when known. An
+    /// upsert whose fingerprint equals the stored one keeps the stored `updated_at`: the
+    /// mtime moved but nothing new was written, so there is nothing to extract again.
+    pub content_hash: Option<String>,
 }
 
 /// A row of `threads`.
@@ -219,7 +223,7 @@ const OUTPUT_COLS: &str = "thread_id, source_updated_at, raw_memory, rollout_sum
 
 /// Advance the phase-2 job's input watermark (create it as `pending` if absent; a running
 /// one stays running). Phase 2 compares watermarks to know there is new input.
-fn enqueue_phase2(tx: &Transaction<'_>, watermark: i64) -> rusqlite::Result<()> {
+pub(crate) fn enqueue_phase2(tx: &Transaction<'_>, watermark: i64) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO jobs (kind, job_key, status, retry_remaining, input_watermark)
          VALUES (?1, ?2, 'pending', ?3, ?4)
@@ -247,13 +251,16 @@ impl Store {
         {
             let mut st = tx
                 .prepare_cached(
-                    "INSERT INTO threads (id, source, path, cwd, title, created_at, updated_at, is_subagent, is_ephemeral, memory_mode, first_seen_at, last_seen_at)
-                     VALUES (:id, :source, :path, :cwd, :title, :created_at, :updated_at, :sub, :eph, :mode, :now, :now)
+                    "INSERT INTO threads (id, source, path, cwd, title, created_at, updated_at, is_subagent, is_ephemeral, memory_mode, first_seen_at, last_seen_at, content_hash)
+                     VALUES (:id, :source, :path, :cwd, :title, :created_at, :updated_at, :sub, :eph, :mode, :now, :now, :hash)
                      ON CONFLICT(id) DO UPDATE SET
                        source = excluded.source, path = excluded.path,
                        cwd = COALESCE(excluded.cwd, threads.cwd), title = COALESCE(excluded.title, threads.title),
                        created_at = COALESCE(threads.created_at, excluded.created_at),
-                       updated_at = excluded.updated_at, is_subagent = excluded.is_subagent,
+                       updated_at = CASE WHEN excluded.content_hash IS NOT NULL AND excluded.content_hash = threads.content_hash
+                                         THEN threads.updated_at ELSE excluded.updated_at END,
+                       content_hash = COALESCE(excluded.content_hash, threads.content_hash),
+                       is_subagent = excluded.is_subagent,
                        is_ephemeral = excluded.is_ephemeral, last_seen_at = excluded.last_seen_at",
                 )
                 .map_err(db_err)?;
@@ -264,6 +271,7 @@ impl Store {
                         ":created_at": t.created_at, ":updated_at": t.updated_at,
                         ":sub": t.is_subagent as i64, ":eph": t.is_ephemeral as i64,
                         ":mode": if enable_new { "enabled" } else { "disabled" }, ":now": now,
+                        ":hash": t.content_hash,
                     })
                     .map_err(db_err)?;
             }
@@ -797,6 +805,7 @@ mod tests {
             updated_at,
             is_subagent: false,
             is_ephemeral: false,
+            content_hash: None,
         }
     }
 

@@ -207,6 +207,18 @@ pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
                 until: Some(until),
             });
         }
+        Claim::Exhausted {
+            attempts,
+            last_error,
+        } => {
+            return Ok(Outcome::Skipped {
+                reason: format!(
+                    "stopped after {attempts} failed attempts until new input arrives (last error: {}); `memories force` retries now",
+                    last_error.as_deref().unwrap_or("unknown")
+                ),
+                until: None,
+            });
+        }
     };
     let mut run_id: Option<String> = None;
     let mut agent_report: Option<AgentReport> = None;
