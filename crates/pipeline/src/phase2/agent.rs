@@ -136,6 +136,66 @@ pub trait ConsolidationModel: Send + Sync {
     fn model_id(&self) -> String;
     /// Send one request. Errors: [`Error::Provider`] (HTTP, bad answer, unavailable model).
     fn complete<'a>(&'a self, req: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelReply>>;
+    /// The model's context window in tokens, when known (from the price table or
+    /// `memories.providers.*.context_window`); bounds every request of the run.
+    fn context_window(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Share of the context window one request's input may fill (the rest is left for the
+/// tool definitions, the answer and the counting error of a foreign tokenizer).
+pub const INPUT_SHARE_OF_WINDOW: f64 = 0.7;
+
+/// Most input tokens of one request for a model with `window` tokens of context.
+pub fn max_input_tokens(window: u64) -> usize {
+    (window as f64 * INPUT_SHARE_OF_WINDOW) as usize
+}
+
+/// Tokens of a conversation as sent (contents and tool-call arguments).
+pub fn conversation_tokens(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .map(|m| {
+            codex_free_core::tokens::count(&m.content)
+                + m.tool_calls
+                    .iter()
+                    .map(|c| codex_free_core::tokens::count(&c.arguments) + 8)
+                    .sum::<usize>()
+                + 4
+        })
+        .sum()
+}
+
+/// The text an elided tool result is replaced with.
+pub const ELIDED: &str = "[earlier tool output elided to keep the request within the model's context window; call the tool again if you still need it]";
+
+/// Fit `messages` within `max` tokens by eliding the oldest tool results (never the ones
+/// answering the latest assistant turn). `Err` with the figures when it still does not fit:
+/// the request is then never sent (a provider would reject it and the retry would repeat it).
+pub fn fit_conversation(messages: &mut [Message], max: usize) -> Result<()> {
+    let last_assistant = messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .unwrap_or(messages.len());
+    let mut total = conversation_tokens(messages);
+    for i in 0..last_assistant {
+        if total <= max {
+            break;
+        }
+        let m = &mut messages[i];
+        if m.role == Role::Tool && m.content != ELIDED {
+            let before = codex_free_core::tokens::count(&m.content);
+            m.content = ELIDED.to_string();
+            total = total + codex_free_core::tokens::count(ELIDED) - before.min(total);
+        }
+    }
+    if total > max {
+        return Err(Error::Budget(format!(
+            "the consolidation request would carry about {total} tokens, over the {max} tokens the model's context window allows; nothing was sent (raise memories.providers.*.context_window only if the model really has more)"
+        )));
+    }
+    Ok(())
 }
 
 /// The accounting of one model request.
@@ -293,6 +353,9 @@ async fn tool_loop(
                 opts.max_requests
             )));
         }
+        if let Some(w) = model.context_window() {
+            fit_conversation(messages, max_input_tokens(w))?;
+        }
         report.requests += 1;
         let started = Instant::now();
         let req = ModelRequest {
@@ -372,6 +435,7 @@ pub(crate) mod tests {
     pub(crate) struct Scripted {
         pub replies: Mutex<VecDeque<ModelReply>>,
         pub seen: Mutex<Vec<Vec<Message>>>,
+        pub window: Option<u64>,
     }
 
     impl Scripted {
@@ -379,6 +443,7 @@ pub(crate) mod tests {
             Self {
                 replies: Mutex::new(replies.into()),
                 seen: Mutex::new(Vec::new()),
+                window: None,
             }
         }
     }
@@ -407,6 +472,9 @@ pub(crate) mod tests {
     impl ConsolidationModel for Scripted {
         fn model_id(&self) -> String {
             "test/scripted".into()
+        }
+        fn context_window(&self) -> Option<u64> {
+            self.window
         }
         fn complete<'a>(&'a self, req: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
             self.seen.lock().unwrap().push(req.messages.to_vec());

@@ -53,6 +53,11 @@ pub const JOB_KEY: &str = "global";
 pub const LEASE_SECS: i64 = 3600;
 /// Heartbeat period while the agent runs, seconds (Codex: 90 s).
 pub const HEARTBEAT_SECS: u64 = 90;
+/// Share of the consolidation model's context window the selected inputs (raw memories and
+/// rollout summaries) may fill together; the agent must be able to read them all.
+pub const INPUTS_SHARE_OF_WINDOW: f64 = 0.4;
+/// Share of the context window the diff in the first request may fill.
+pub const DIFF_SHARE_OF_WINDOW: f64 = 0.3;
 pub use codex_free_store::phase2::{
     COOLDOWN_SECS, Claim, RETRY_BASE_SECS, RETRY_MAX_SECS, retry_delay,
 };
@@ -288,9 +293,32 @@ async fn claimed(
         cfg.max_unused_days,
         cfg.max_raw_memories_for_consolidation,
     );
+    // The model's window bounds what one run can take in: inputs beyond it wait for a later
+    // run (lowest rank first), and the diff shown in the task is cut to fit.
+    let window = deps.model.and_then(|m| m.context_window());
+    let sel = match window {
+        Some(w) => {
+            let (kept, dropped) =
+                select::fit_tokens(sel, (w as f64 * INPUTS_SHARE_OF_WINDOW) as usize);
+            if dropped > 0 {
+                tracing::info!(
+                    kept = kept.len(),
+                    dropped,
+                    window = w,
+                    "phase 2: inputs trimmed by rank to fit the model's context window"
+                );
+            }
+            kept
+        }
+        None => sel,
+    };
     let ids: Vec<String> = sel.iter().map(|m| m.thread_id.clone()).collect();
     let sync = select::sync(folder.root(), deps.home, &sel, now, cfg.max_unused_days)?;
-    let diff = folder.workspace_diff(prompt::MAX_DIFF_BYTES)?;
+    let diff_cap = window.map_or(prompt::MAX_DIFF_BYTES, |w| {
+        // ~3 bytes per token is the conservative end for prose and markdown.
+        ((w as f64 * DIFF_SHARE_OF_WINDOW) as usize * 3).min(prompt::MAX_DIFF_BYTES)
+    });
+    let diff = folder.workspace_diff(diff_cap)?;
     let violations = gate::check_folder(&folder, &budget);
     if !diff.has_changes() && violations.is_empty() {
         deps.store.succeed_global(token, watermark, &ids)?;
@@ -1250,6 +1278,54 @@ mod tests {
         assert!(!root.join(folder::MEMORY_MD).exists());
         let f = MemoryFolder::open(home.path()).unwrap().unwrap();
         assert!(f.head().unwrap().is_none(), "nothing was committed");
+    }
+
+    #[tokio::test]
+    async fn large_inputs_are_trimmed_by_rank_to_the_context_window() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        // 42 raw memories of ~15 KB each: ~160k tokens in all, over a 128k window.
+        let store = store_with(42);
+        for (i, m) in store.outputs.lock().unwrap().iter_mut().enumerate() {
+            m.raw_memory = (0..300)
+                .map(|j| format!("- fact {j} of session {i}: the build uses pnpm workspaces\n"))
+                .collect();
+            m.usage_count = 42 - i as i64;
+        }
+        let mut replies = good_agent();
+        // The agent reads the big inputs file: its tool result must be elided or fit.
+        replies.insert(
+            1,
+            reply(vec![call(
+                "r2",
+                "read_file",
+                serde_json::json!({"path": "raw_memories.md"}),
+            )]),
+        );
+        let mut model = Scripted::new(replies);
+        model.window = Some(128_000);
+        let out = run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        assert!(matches!(out, Outcome::Consolidated { .. }), "{out:?}");
+        let max = agent::max_input_tokens(128_000);
+        for (i, req) in model.seen.lock().unwrap().iter().enumerate() {
+            let t = agent::conversation_tokens(req);
+            assert!(t <= max, "request {i} carried {t} tokens, over {max}");
+        }
+        // The best-ranked input is in, the lowest-ranked waits.
+        let raw =
+            std::fs::read_to_string(folder::folder_path(home.path()).join(folder::RAW_MEMORIES_MD))
+                .unwrap();
+        assert!(raw.contains("session 0:"));
+        assert!(!raw.contains("session 41:"));
+        // A conversation that cannot fit is refused before anything is sent.
+        let mut big = vec![agent::Message::text(
+            agent::Role::User,
+            "x ".repeat(200_000),
+        )];
+        let e = agent::fit_conversation(&mut big, max).unwrap_err();
+        assert!(e.to_string().contains("nothing was sent"), "{e}");
     }
 
     #[tokio::test]

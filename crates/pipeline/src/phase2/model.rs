@@ -30,6 +30,8 @@ pub struct ProviderModel {
     pub reasoning: bool,
     /// Output cap per request, tokens.
     pub max_output_tokens: Option<u32>,
+    /// Context window, tokens, when known.
+    pub context_window: Option<u64>,
     /// Cancels requests in flight.
     pub cancel: CancellationToken,
 }
@@ -37,6 +39,10 @@ pub struct ProviderModel {
 impl ConsolidationModel for ProviderModel {
     fn model_id(&self) -> String {
         self.client.model().to_string()
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
     }
 
     fn complete<'a>(&'a self, req: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
@@ -157,6 +163,7 @@ pub async fn run_with_store(
                 client: r.client.clone(),
                 reasoning: r.reasoning,
                 max_output_tokens: None,
+                context_window: r.context_window,
                 cancel: cancel.clone(),
             }),
             r.price,

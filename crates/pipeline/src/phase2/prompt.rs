@@ -69,7 +69,7 @@ pub fn task(mode: Mode, inputs: usize, diff: &WorkspaceDiff) -> String {
         "{head}\n\nSelected raw memories: {inputs}.\n\nChanged since the last consolidation (A added, M modified, D deleted):\n{}\nDiff against the last consolidation{}:\n```diff\n{}```\n",
         change_lines(&files),
         if diff.truncated {
-            format!(" (cut at {MAX_DIFF_BYTES} bytes; read the files for the rest)")
+            " (cut to fit the model's context window; read the files for the rest)".to_string()
         } else {
             String::new()
         },
@@ -96,6 +96,6 @@ mod tests {
             },
         );
         assert!(t.starts_with("INIT"));
-        assert!(t.contains("cut at 4194304 bytes"));
+        assert!(t.contains("cut to fit the model's context window"));
     }
 }

@@ -289,6 +289,28 @@ pub fn sync(
     Ok(rep)
 }
 
+/// Keep the best-ranked memories of `sel` (already in rank order) whose raw memories and
+/// rollout summaries fit `max_tokens` together, at least one; returns them and how many
+/// were left for a later consolidation. The agent has to read them within the model's
+/// context window, so an input too large is trimmed by rank instead of sent to fail.
+pub fn fit_tokens(sel: Vec<RawMemory>, max_tokens: usize) -> (Vec<RawMemory>, usize) {
+    let mut used = 0usize;
+    let mut keep = Vec::with_capacity(sel.len());
+    let total = sel.len();
+    for m in sel {
+        let t = codex_free_core::tokens::count(&m.raw_memory)
+            + codex_free_core::tokens::count(&m.rollout_summary)
+            + 32;
+        if !keep.is_empty() && used + t > max_tokens {
+            break;
+        }
+        used += t;
+        keep.push(m);
+    }
+    let dropped = total - keep.len();
+    (keep, dropped)
+}
+
 /// File name of a new note at `now` (unix seconds, with sub-second `nanos` for uniqueness):
 /// `YYYY-MM-DDTHH-MM-SS-<4 base62>.md`.
 pub fn note_file_name(now: chrono::DateTime<chrono::Utc>) -> String {
