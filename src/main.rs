@@ -51,9 +51,12 @@ enum MemoriesTop {
     /// Run phase 2 (consolidation) now: respects the 6 h cooldown unless --force; makes no
     /// model call when inputs are unchanged and the artifacts are valid.
     Consolidate {
-        /// Run despite the cooldown.
+        /// Run despite the cooldown, the retry backoff and exhausted retries.
         #[arg(long)]
         force: bool,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
     },
     #[command(flatten)]
     History(codex_free_pipeline::phase2::folder::MemoryHistoryCmd),
@@ -168,7 +171,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::Serve(args) => serve(args, home, config_path),
-        Cmd::Memories { cmd } => memories(cmd, home),
+        Cmd::Memories { cmd } => memories(cmd, home, config_path),
     }
 }
 
@@ -178,7 +181,7 @@ fn secrets() -> codex_free_secrets::keyring::Opened {
     codex_free_secrets::keyring::open()
 }
 
-fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
+fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -194,13 +197,13 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
                     &home,
                     &cmd,
                     &codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(
-                        &Config::load(&home.join(CONFIG_FILE))?.config.memories
+                        &Config::load(&config_path)?.config.memories
                     ),
                 )?
             );
         }
-        MemoriesTop::Consolidate { force } => {
-            let config = Config::load(&home.join(CONFIG_FILE))?.config;
+        MemoriesTop::Consolidate { force, json } => {
+            let config = Config::load(&config_path)?.config;
             let keys = secrets();
             let outcome = rt.block_on(codex_free_pipeline::phase2::model::run_in_home(
                 &home,
@@ -211,10 +214,18 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
                 force,
                 tokio_util::sync::CancellationToken::new(),
             ))?;
-            println!("{}", serde_json::to_string_pretty(&outcome)?);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&outcome)?);
+            } else {
+                println!("{}", outcome.describe());
+            }
+            if outcome.is_failure() {
+                std::process::exit(1);
+            }
         }
         MemoriesTop::Control(cmd) => {
-            let env = codex_free_pipeline::control::ControlEnv::new(home, secrets().store);
+            let env = codex_free_pipeline::control::ControlEnv::new(home, secrets().store)
+                .with_config_path(config_path);
             let cancel = env.cancel.clone();
             let out = rt.block_on(async move {
                 tokio::select! {

@@ -946,3 +946,48 @@ async fn tool_calls_round_trip_through_chat_completions() {
             .any(|m| m["role"] == "assistant" && m["tool_calls"][0]["id"] == "call_1")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_provider_is_said_in_plain_words_and_the_run_is_failed() {
+    let d = tempfile::tempdir().unwrap();
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let text = json!({"memories": {
+        "extract_model": "openai/gpt-5-mini",
+        "sources": ["codex"],
+        "providers": {"openai": {"base_url": format!("http://127.0.0.1:{port}/v1/")}},
+    }})
+    .to_string();
+    Config::parse(&text)
+        .unwrap()
+        .0
+        .save(&d.path().join(CONFIG_FILE))
+        .unwrap();
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("u", 2),
+        Duration::from_secs(7 * 3600),
+    );
+    let env = env_for(d.path());
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(
+        out.contains(&format!("could not reach http://127.0.0.1:{port}/"))
+            && out.contains("connection refused"),
+        "{out}"
+    );
+    assert!(!out.to_lowercase().contains("reqwest error"), "{out}");
+    let st = status(&env).unwrap();
+    let run = &st.recent_runs[0];
+    assert_eq!(
+        run.summary.outcome, "failed",
+        "every request failed: {run:?}"
+    );
+    assert!(
+        st.render().contains("phase 2 (consolidation): not run yet"),
+        "{}",
+        st.render()
+    );
+}

@@ -105,6 +105,9 @@ pub struct ControlEnv {
     pub retry: RetryPolicy,
     /// Cancels a `run`/`force` in flight (Ctrl-C).
     pub cancel: CancellationToken,
+    /// The config file every command reads and the switches write (default
+    /// `<home>/codex.config.json`; the CLI's `--config` replaces it).
+    pub config_path: PathBuf,
 }
 
 impl ControlEnv {
@@ -118,7 +121,14 @@ impl ControlEnv {
             clock: Arc::new(SystemClock),
             retry: RetryPolicy::default(),
             cancel: CancellationToken::new(),
+            config_path: home.join(CONFIG_FILE),
         }
+    }
+
+    /// The same, reading and writing `path` instead of `<home>/codex.config.json`.
+    pub fn with_config_path(mut self, path: PathBuf) -> Self {
+        self.config_path = path;
+        self
     }
 
     fn store(&self) -> Result<Store> {
@@ -129,7 +139,7 @@ impl ControlEnv {
     }
 
     fn config(&self) -> Result<Config> {
-        Ok(Config::load(&self.home.join(CONFIG_FILE))?.config)
+        Ok(Config::load(&self.config_path)?.config)
     }
 
     /// Scheduler dependencies with the same wiring.
@@ -141,6 +151,7 @@ impl ControlEnv {
             retry: self.retry,
             rescan_every: scheduler::RESCAN_INTERVAL,
             watch: Some(crate::discover::SourceRoots::from_env(&self.home)),
+            config_path: self.config_path.clone(),
         }
     }
 }
@@ -216,6 +227,8 @@ pub struct Status {
     /// The process running the scheduler of this state home (from `scheduler.lock`), or
     /// `None` when no process runs it.
     pub scheduler: Option<String>,
+    /// The phase-2 (consolidation) job, `None` before its first run.
+    pub consolidation: Option<codex_free_store::phase2::Phase2JobRow>,
 }
 
 fn describe_model(
@@ -319,7 +332,42 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
             .unwrap_or_default(),
         log: log_path(&env.home).display().to_string(),
         scheduler: crate::scheduler::lock_holder(&env.home),
+        consolidation: store.phase2_job()?,
     })
+}
+
+impl Status {
+    /// One line on the consolidation job: state, when, what comes next, the last error.
+    pub fn consolidation_line(&self) -> String {
+        let Some(j) = &self.consolidation else {
+            return "not run yet (it runs after phase 1 has stored memories)".into();
+        };
+        let at = |t: Option<i64>| t.map(iso).unwrap_or_else(|| "?".into());
+        match j.status.as_str() {
+            "running" => format!(
+                "running in {} (lease until {})",
+                j.worker_id.as_deref().unwrap_or("?"),
+                at(j.lease_until)
+            ),
+            "error" if j.retries_left <= 0 => format!(
+                "STOPPED after {} failed attempts until new input arrives (or `memories consolidate --force`); last error: {}",
+                codex_free_store::stage1::DEFAULT_RETRIES - j.retries_left,
+                j.last_error.as_deref().unwrap_or("?")
+            ),
+            "error" => format!(
+                "failed at {}, retry after {} ({} attempt(s) left); error: {}",
+                at(j.finished_at),
+                at(j.retry_at),
+                j.retries_left,
+                j.last_error.as_deref().unwrap_or("?")
+            ),
+            "pending" => "new input waiting for the next consolidation".into(),
+            _ => format!(
+                "done at {}; next one when new input arrives, at most every 6 h",
+                at(j.finished_at)
+            ),
+        }
+    }
 }
 
 fn on(b: bool) -> &'static str {
@@ -365,7 +413,8 @@ impl Status {
         };
         match self.monthly_cap_usd {
             Some(cap) => s.push_str(&format!(
-                "spend this month: {spend} of ${cap:.2} cap{}\n",
+                "spend this month: {spend} of {} cap{}\n",
+                format_cost(Some(cap)),
                 if self.cap_reached {
                     "  — CAP REACHED: no model calls until next month or a higher cap"
                 } else {
@@ -378,7 +427,7 @@ impl Status {
         }
         s.push_str("sources:\n");
         if self.sources.is_empty() {
-            s.push_str("  (no sessions seen yet)\n");
+            s.push_str("  (none recorded yet: sessions are recorded by the next run; `memories readiness` counts what is on disk)\n");
         }
         for c in &self.sources {
             s.push_str(&format!(
@@ -388,8 +437,12 @@ impl Status {
         }
         let j = &self.jobs;
         s.push_str(&format!(
-            "jobs: {} running, {} stale lease, {} pending, {} done, {} retrying, {} out of retries; {} eligible now\n",
+            "phase 1 (extraction) jobs: {} running, {} stale lease, {} pending, {} done, {} retrying, {} out of retries; {} eligible now\n",
             j.running, j.stale, j.pending, j.done, j.retrying, j.exhausted, self.eligible_now
+        ));
+        s.push_str(&format!(
+            "phase 2 (consolidation): {}\n",
+            self.consolidation_line()
         ));
         s.push_str("last runs:\n");
         if self.recent_runs.is_empty() {
@@ -402,6 +455,21 @@ impl Status {
                 (Some(c), n) => format!("{} + {n} unpriced", format_cost(Some(c))),
                 (None, _) => "price unknown".into(),
             };
+            if r.phase == "phase2" {
+                s.push_str(&format!(
+                    "  {} {} consolidation {}: {} requests, {} in ({} cached) / {} out tokens, {}{}\n",
+                    iso(r.started_at),
+                    r.trigger,
+                    r.summary.outcome,
+                    r.requests,
+                    r.input_tokens,
+                    r.cached_input_tokens,
+                    r.output_tokens,
+                    cost,
+                    r.summary.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
+                ));
+                continue;
+            }
             s.push_str(&format!(
                 "  {} {} {}: {} claimed, {} with output, {} no output, {} failed, {} released; {} requests, {} in ({} cached) / {} out tokens, {}{}\n",
                 iso(r.started_at),
@@ -554,10 +622,10 @@ impl Readiness {
 }
 
 fn edit_config(env: &ControlEnv, f: impl FnOnce(&mut Config)) -> Result<()> {
-    let path = env.home.join(CONFIG_FILE);
-    let mut cfg = Config::load(&path)?.config;
+    let path = &env.config_path;
+    let mut cfg = Config::load(path)?.config;
     f(&mut cfg);
-    cfg.save(&path)
+    cfg.save(path)
 }
 
 fn remove_generated_memory_dir(home: &Path) -> Result<bool> {

@@ -318,6 +318,8 @@ struct Shared {
     /// Worst-case cost (USD) of the requests in flight, held against the spend cap until
     /// each one's real usage is recorded, so concurrent requests cannot overshoot it.
     reserved_usd: std::sync::Mutex<f64>,
+    /// The first job failure's reason (shown with a `partial` or `failed` outcome).
+    first_failure: std::sync::Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -431,6 +433,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         stop: AtomicBool::new(false),
         stop_reason: std::sync::Mutex::new(None),
         reserved_usd: std::sync::Mutex::new(0.0),
+        first_failure: std::sync::Mutex::new(None),
     });
     let sem = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
     let mut set = tokio::task::JoinSet::new();
@@ -471,6 +474,24 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
     (summary.outcome, summary.error) = match (&stop, &first_err) {
         (Some((o, why)), _) => (o.clone(), Some(why.clone())),
         (None, Some(e)) => ("failed".into(), Some(e.to_string())),
+        // Outcomes follow the requests: all jobs failed = failed, some = partial.
+        (None, None) if summary.failed > 0 => {
+            let why = shared
+                .first_failure
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .unwrap_or_else(|| "see the jobs' last errors".into());
+            let done = summary.with_output + summary.no_output;
+            let outcome = if done == 0 { "failed" } else { "partial" };
+            (
+                outcome.into(),
+                Some(format!(
+                    "{} of {} job(s) failed; first: {why}",
+                    summary.failed, summary.claimed
+                )),
+            )
+        }
         (None, None) => ("ok".into(), None),
     };
     // 5. Close the run and log it.
@@ -502,7 +523,10 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         unpriced: row.unpriced_requests,
         model: model_name,
         run_id: run_id.clone(),
-        stopped: summary.error.clone().filter(|_| summary.outcome != "ok"),
+        stopped: summary
+            .error
+            .clone()
+            .filter(|_| !matches!(summary.outcome.as_str(), "ok" | "partial")),
     };
     let line = {
         let home = ctx.home.clone();
@@ -636,6 +660,10 @@ async fn release(sh: &Shared, claim: Stage1Claim, why: String) -> Result<JobEnd>
 
 async fn fail(sh: &Shared, claim: Stage1Claim, why: String) -> Result<JobEnd> {
     tracing::warn!(thread = %claim.thread.id, reason = %why, "phase 1 job failed");
+    sh.first_failure
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert_with(|| why.clone());
     let store = sh.ctx.store.clone();
     blocking(move || store.mark_stage1_failed(&claim, &why, RETRY_DELAY_SECONDS)).await?;
     Ok(JobEnd::Failed)

@@ -23,7 +23,7 @@ use crate::phase1::{self, Phase1Ctx, Redactor, RolloutInput, RunReport, Trigger}
 use crate::providers::{PriceTable, RetryPolicy, resolve_extract_model};
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_core::config::Config;
 use codex_free_secrets::SecretStore;
 use codex_free_store::Store;
 
@@ -88,6 +88,8 @@ pub struct SchedulerDeps {
     pub rescan_every: Duration,
     /// Transcript folders to watch for changes (`None`: periodic rescans only).
     pub watch: Option<SourceRoots>,
+    /// The config file re-read before every run (the one the process was started with).
+    pub config_path: std::path::PathBuf,
 }
 
 /// A running scheduler.
@@ -209,7 +211,7 @@ async fn run_loop(
         };
         // Coalesce whatever queued up meanwhile.
         while rx.try_recv().is_ok() {}
-        match Config::load(&home.join(CONFIG_FILE)) {
+        match Config::load(&deps.config_path) {
             Ok(l) => config = l.config,
             Err(e) => tracing::warn!(error = %e, "config unreadable; keeping the previous one"),
         }

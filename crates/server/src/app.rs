@@ -397,7 +397,9 @@ impl PipelineHost {
         let config = Config::load(&self.config_path)
             .map(|l| l.config)
             .unwrap_or_default();
-        let deps = ControlEnv::new(self.home.clone(), self.secrets.clone()).scheduler_deps();
+        let deps = ControlEnv::new(self.home.clone(), self.secrets.clone())
+            .with_config_path(self.config_path.clone())
+            .scheduler_deps();
         let cancel = inner.cancel.clone().unwrap_or_default().child_token();
         let _guard = self.rt.enter();
         let s = Scheduler::start(self.home.clone(), config, deps, cancel)?;

@@ -273,7 +273,7 @@ impl Store {
     pub fn phase2_job(&self) -> Result<Option<Phase2JobRow>> {
         let c = self.conn();
         c.query_row(
-            "SELECT status, finished_at, retry_at, last_error, lease_until FROM jobs WHERE kind = ?1 AND job_key = ?2",
+            "SELECT status, finished_at, retry_at, last_error, lease_until, retry_remaining, worker_id FROM jobs WHERE kind = ?1 AND job_key = ?2",
             params![JOB_KIND_PHASE2, PHASE2_JOB_KEY],
             |r| {
                 Ok(Phase2JobRow {
@@ -282,6 +282,8 @@ impl Store {
                     retry_at: r.get(2)?,
                     last_error: r.get(3)?,
                     lease_until: r.get(4)?,
+                    retries_left: r.get::<_, Option<i64>>(5)?.unwrap_or(DEFAULT_RETRIES).max(0),
+                    worker_id: r.get(6)?,
                 })
             },
         )
@@ -329,6 +331,10 @@ pub struct Phase2JobRow {
     pub last_error: Option<String>,
     /// End of the current lease, unix seconds.
     pub lease_until: Option<i64>,
+    /// Failed attempts still allowed on the current input (0 = stopped until new input).
+    pub retries_left: i64,
+    /// The worker that claimed it last (`pid@host`).
+    pub worker_id: Option<String>,
 }
 
 /// Raise the usage counts of `ids` in `<home>/state.sqlite`; a no-op (0) when the database

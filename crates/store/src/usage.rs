@@ -59,8 +59,8 @@ pub struct RunSummary {
     pub failed: i64,
     /// Given back unfinished (cap reached, cancelled, run-level error).
     pub released: i64,
-    /// `running`, `ok`, `failed`, `cancelled`, `spend_cap`, `skipped`, or `interrupted`
-    /// (its process exited mid-run).
+    /// `running`, `ok`, `partial` (some jobs failed), `failed`, `cancelled`, `spend_cap`,
+    /// `skipped`, or `interrupted` (its process exited mid-run).
     pub outcome: String,
     /// Run-level error, if any.
     pub error: Option<String>,

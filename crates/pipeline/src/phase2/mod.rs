@@ -143,6 +143,73 @@ pub enum Outcome {
     },
 }
 
+impl Outcome {
+    /// True for [`Outcome::Failed`] (the CLI exits non-zero).
+    pub fn is_failure(&self) -> bool {
+        matches!(self, Outcome::Failed { .. })
+    }
+
+    /// Plain-words text for the CLI: what happened, with times in UTC and what comes next.
+    pub fn describe(&self) -> String {
+        let at = |t: i64| crate::usage::iso(t);
+        match self {
+            Outcome::Skipped { reason, until } => match (reason.as_str(), until) {
+                ("cooldown", Some(t)) => format!(
+                    "consolidation skipped: the last one succeeded recently; the next is allowed after {} (`--force` runs it now)",
+                    at(*t)
+                ),
+                ("backoff", Some(t)) => format!(
+                    "consolidation skipped: the last one failed; it is retried after {} (`--force` retries now)",
+                    at(*t)
+                ),
+                ("running", _) => {
+                    "consolidation skipped: another process is consolidating right now".into()
+                }
+                ("disabled", _) => {
+                    "consolidation skipped: the memory pipeline is off (`memories on`)".into()
+                }
+                (r, _) => format!("consolidation skipped: {r}"),
+            },
+            Outcome::NoChanges { inputs } => format!(
+                "nothing to consolidate: {inputs} raw memories unchanged since the last consolidation and the memory is valid (no model call)"
+            ),
+            Outcome::Synced { commit } => match commit {
+                Some(c) => format!(
+                    "inputs synced into the memory folder as commit {}",
+                    &c[..c.len().min(10)]
+                ),
+                None => "nothing to consolidate yet: no raw memories".into(),
+            },
+            Outcome::Consolidated {
+                commit,
+                inputs,
+                changes,
+                report,
+                ..
+            } => format!(
+                "consolidated {inputs} raw memories as commit {}: {} file(s) changed, {} model requests, {} in / {} out tokens{}",
+                &commit[..commit.len().min(10)],
+                changes.len(),
+                report.requests,
+                report.usage.input_tokens,
+                report.usage.output_tokens,
+                if report.repaired {
+                    " (one repair turn)"
+                } else {
+                    ""
+                }
+            ),
+            Outcome::Failed { reason, report } => format!(
+                "consolidation FAILED: {reason}{}; the previous memory stays in place",
+                report
+                    .as_ref()
+                    .map(|r| format!(" (after {} model requests)", r.requests))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
 /// Everything a run needs.
 pub struct Phase2Deps<'a> {
     /// State home (the folder is `<home>/memories`).

@@ -160,7 +160,7 @@ fn classify(e: &genai::Error) -> Failure {
     match e {
         genai::Error::WebModelCall { webc_error, .. }
         | genai::Error::WebAdapterCall { webc_error, .. } => {
-            let text = e.to_string();
+            let text = transport_words(e);
             let kind = match webc_error {
                 genai::webc::Error::ResponseFailedNotJson { .. }
                 | genai::webc::Error::ResponseFailedInvalidJson { .. } => FailureKind::Malformed,
@@ -206,6 +206,48 @@ fn classify(e: &genai::Error) -> Failure {
             retry_after: None,
             retryable: false,
         },
+    }
+}
+
+/// A transport failure in plain words: "could not reach <url>: connection refused" rather
+/// than the HTTP client's "Reqwest error", from the error's source chain.
+fn transport_words(e: &genai::Error) -> String {
+    let mut url = None;
+    let mut kind = None;
+    let mut innermost = e.to_string();
+    let webc_reqwest = match e {
+        genai::Error::WebModelCall { webc_error, .. }
+        | genai::Error::WebAdapterCall { webc_error, .. } => match webc_error {
+            genai::webc::Error::Reqwest(r) => Some(r as &(dyn std::error::Error + 'static)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = webc_reqwest.or(Some(e));
+    while let Some(err) = cur {
+        if let Some(r) = err.downcast_ref::<reqwest::Error>() {
+            url = url.or_else(|| r.url().map(|u| u.to_string()));
+            if r.is_connect() {
+                kind = Some("could not reach");
+            } else if r.is_timeout() {
+                kind = Some("timed out waiting for");
+            }
+        }
+        innermost = err.to_string();
+        cur = err.source();
+    }
+    let innermost = innermost
+        .split(" (os error")
+        .next()
+        .unwrap_or(&innermost)
+        .to_ascii_lowercase();
+    match (kind, url) {
+        (Some(k), Some(u)) => format!("{k} {u}: {innermost}"),
+        (Some(k), None) => format!("{k} the provider: {innermost}"),
+        (None, _) if innermost != e.to_string().to_ascii_lowercase() => {
+            format!("{e}: {innermost}")
+        }
+        _ => e.to_string(),
     }
 }
 
