@@ -126,8 +126,8 @@ async fn fixtures_of_all_three_clis_end_to_end() {
         "the stated preference reaches the extractor"
     );
     assert!(
-        bodies.iter().all(|b| !b.contains("<environment_context>")),
-        "injected context filtered"
+        bodies.iter().any(|b| b.contains("<environment_context>")),
+        "environment context kept, as upstream keeps it"
     );
     assert!(bodies.iter().all(|b| !b.contains("<skills_instructions>")));
 

@@ -37,6 +37,11 @@ fn keyish(s: &str) -> bool {
     s.bytes().any(|b| b.is_ascii_digit()) && s.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
+/// A bearer token outside an `Authorization` header: key-like, or a long letters-only run.
+fn bearer_token(s: &str) -> bool {
+    keyish(s) || (s.len() >= 24 && s.bytes().all(|b| b.is_ascii_alphabetic()))
+}
+
 /// Values of `password=`-style pairs: not a placeholder or a plain short word.
 fn pair_value(v: &str) -> bool {
     let lower = v.to_ascii_lowercase();
@@ -101,8 +106,20 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         r(r"\bxox[abposre]-[A-Za-z0-9-]{10,}", false, keyish),
         // AWS access key ids.
         r(r"\b(?:AKIA|ASIA|AIDA|AROA)[0-9A-Z]{16}\b", false, any),
-        // Bearer tokens (keep the scheme word).
-        r(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/-]{12,}=*)", true, keyish),
+        // An `Authorization: Bearer` header value, however short (`abc123`, `devtoken`):
+        // the header names it a credential. Placeholders (`$TOKEN`, `<token>`) do not match.
+        r(
+            r"(?i)(\bauthorization\s*:\s*bearer\s+)([A-Za-z0-9._~+/-]+=*)",
+            true,
+            any,
+        ),
+        // Other bearer tokens (keep the scheme word): long, and mixing letters and digits,
+        // or 24+ characters of letters only (base64 of words has no digit).
+        r(
+            r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/-]{12,}=*)",
+            true,
+            bearer_token,
+        ),
         // URL credentials: keep `scheme://user:`, redact the password.
         r(
             r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^@\s/]{3,})@",

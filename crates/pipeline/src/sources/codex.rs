@@ -225,16 +225,19 @@ fn message(p: &Map<String, Value>, ctx: &mut ParseCtx) {
 }
 
 /// Codex tags each user message's parts with `content_item_kinds`; `user.*` kinds are typed
-/// by the human, anything else (e.g. `environments.environment_context`) is harness context.
+/// by the human, anything else is harness text. Harness text is dropped except the kinds
+/// upstream's memories keep as context: environment context and sub-agent notifications
+/// (their text markers are kept by [`is_injected_context`] for the same reason).
 fn metadata_marks_context(p: &Map<String, Value>) -> bool {
     let kinds = p
         .get("internal_chat_message_metadata_passthrough")
         .and_then(|m| m.get("content_item_kinds"))
         .and_then(Value::as_array);
+    let kept = |s: &str| {
+        s.starts_with("user.") || s.contains("environment_context") || s.contains("subagent")
+    };
     match kinds {
-        Some(k) if !k.is_empty() => k
-            .iter()
-            .all(|k| k.as_str().is_some_and(|s| !s.starts_with("user."))),
+        Some(k) if !k.is_empty() => k.iter().all(|k| k.as_str().is_some_and(|s| !kept(s))),
         _ => false,
     }
 }
