@@ -991,3 +991,41 @@ async fn unreachable_provider_is_said_in_plain_words_and_the_run_is_failed() {
         st.render()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn citations_in_a_later_session_raise_usage_once_in_both_forms() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    configure(d.path(), &mock, "openai", "gpt-5-mini", json!({}));
+    let first = ids("m", 3);
+    write_rollouts(d.path(), "codex", &first, Duration::from_secs(8 * 3600));
+    let env = env_for(d.path());
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("3 claimed, 3 with output"), "{out}");
+    // A later session cites m000 (current form) and m001 (legacy form), plus an id that
+    // names no memory and some markup that is not an id.
+    let later = d.path().join("rollouts/codex/later.txt");
+    let cite = "user: fix it\nassistant: done.\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:1-2|note=[pnpm]\n</citation_entries>\n<rollout_ids>\nm000\nno-such-rollout\n</rollout_ids>\n</oai-mem-citation>\nassistant: also\n<memory_citation>\n<thread_ids>m001, <b>x</b></thread_ids>\n</memory_citation>\n";
+    std::fs::write(&later, cite).unwrap();
+    let set_age = |secs: u64| {
+        let f = std::fs::File::options().write(true).open(&later).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(secs))
+            .unwrap();
+    };
+    set_age(7 * 3600);
+    execute(MemoriesCmd::Run, &env).await.unwrap();
+    let usage = |id: &str| {
+        store(d.path())
+            .stage1_output(id)
+            .unwrap()
+            .unwrap()
+            .usage_count
+    };
+    assert_eq!((usage("m000"), usage("m001"), usage("m002")), (1, 1, 0));
+    // The session grows and is read again: its citations are not counted twice.
+    std::fs::write(&later, format!("{cite}user: thanks\n")).unwrap();
+    set_age(6 * 3600 + 600);
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("1 claimed"), "re-extracted: {out}");
+    assert_eq!((usage("m000"), usage("m001")), (1, 1));
+}

@@ -706,6 +706,15 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
         Ok(r) => r,
         Err(e) => return fail(sh, claim, format!("rendering the rollout failed: {e}")).await,
     };
+    // Citations of earlier memories in this session raise their usage once per rollout,
+    // whatever happens to this session's own extraction.
+    let cited = crate::phase2::readpath::cited_rollout_ids(&rendered);
+    if !cited.is_empty() {
+        let (store, id) = (ctx.store.clone(), claim.thread.id.clone());
+        if let Err(e) = blocking(move || store.record_citations_once(&id, &cited)).await {
+            tracing::warn!(error = %e, "could not record citations");
+        }
+    }
     let req = build_request(ctx, &claim.thread, &rendered);
     let reserved = match reserve(sh, &req).await? {
         Ok(r) => r,

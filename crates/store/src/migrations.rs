@@ -126,10 +126,17 @@ ALTER TABLE runs ADD COLUMN pid INTEGER;
 /// v4: the input watermark of the phase-2 job's last attempt, so a job that failed its
 /// retries stays stopped until its input changes instead of retrying (and billing) forever;
 /// and each thread's content fingerprint, so a transcript whose mtime moved without new
-/// content (a `touch`, a copy) is not extracted and billed again.
+/// content (a `touch`, a copy) is not extracted and billed again; and which rollout cited
+/// which memory, so a citation raises a usage count once however often its session is read.
 const V4: &str = r#"
 ALTER TABLE jobs ADD COLUMN attempt_watermark INTEGER;
 ALTER TABLE threads ADD COLUMN content_hash TEXT;
+CREATE TABLE citations (
+    citing      TEXT NOT NULL,
+    cited       TEXT NOT NULL,
+    cited_at    INTEGER NOT NULL,
+    PRIMARY KEY (citing, cited)
+);
 "#;
 
 /// Every migration, in order. Append only.

@@ -654,6 +654,45 @@ impl Store {
         Ok(n)
     }
 
+    /// Citations found in rollout `citing`: each distinct cited id that names a stored
+    /// output raises its usage count once for this `citing` rollout, ever (a session read
+    /// again after it grew does not count its citations twice); ids that name no output
+    /// (invalid, or forgotten) are ignored. Returns the outputs credited now.
+    pub fn record_citations_once(&self, citing: &str, cited: &[String]) -> Result<usize> {
+        let now = self.now();
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(db_err)?;
+        let mut n = 0;
+        for id in cited.iter().filter(|id| id.as_str() != citing) {
+            let known: i64 = tx
+                .query_row(
+                    "SELECT COUNT(*) FROM stage1_outputs WHERE thread_id = ?1",
+                    [id],
+                    |r| r.get(0),
+                )
+                .map_err(db_err)?;
+            if known == 0 {
+                continue;
+            }
+            let new = tx
+                .execute(
+                    "INSERT OR IGNORE INTO citations (citing, cited, cited_at) VALUES (?1, ?2, ?3)",
+                    params![citing, id, now],
+                )
+                .map_err(db_err)?;
+            if new == 1 {
+                n += tx
+                    .execute(
+                        "UPDATE stage1_outputs SET usage_count = usage_count + 1, last_usage = ?1 WHERE thread_id = ?2",
+                        params![now, id],
+                    )
+                    .map_err(db_err)?;
+            }
+        }
+        tx.commit().map_err(db_err)?;
+        Ok(n)
+    }
+
     /// Phase-1 jobs by state (see [`JobCounts`]).
     pub fn job_counts(&self) -> Result<JobCounts> {
         let now = self.now();

@@ -487,15 +487,36 @@ fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
 /// `<citation_entries>` list, one `path:START-END|note=[...]` per line, and a
 /// `<rollout_ids>` list, one id per line). Unclosed blocks are ignored.
 pub fn parse_citations(text: &str) -> Vec<Citation> {
-    const OPEN: &str = "<oai-mem-citation>";
-    const CLOSE: &str = "</oai-mem-citation>";
+    let mut out = Vec::new();
+    for (open, close) in CITATION_TAGS {
+        out.extend(parse_citation_blocks(text, open, close));
+    }
+    out
+}
+
+/// Citation block tags: the current form, then the legacy `<memory_citation>` one (whose
+/// ids come as `<thread_ids>`), both still written by models trained on either.
+const CITATION_TAGS: [(&str, &str); 2] = [
+    ("<oai-mem-citation>", "</oai-mem-citation>"),
+    ("<memory_citation>", "</memory_citation>"),
+];
+
+/// A plausible rollout id: 1-128 characters of letters, digits, `-`, `_`, `.` or `:`.
+/// Anything else in an id list (prose, markup) is ignored rather than credited.
+fn plausible_id(s: &str) -> bool {
+    (1..=128).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+fn parse_citation_blocks(text: &str, open: &str, close: &str) -> Vec<Citation> {
     let mut out = Vec::new();
     let mut rest = text;
-    while let Some(i) = rest.find(OPEN) {
-        let after = &rest[i + OPEN.len()..];
-        let Some(j) = after.find(CLOSE) else { break };
+    while let Some(i) = rest.find(open) {
+        let after = &rest[i + open.len()..];
+        let Some(j) = after.find(close) else { break };
         let block = &after[..j];
-        rest = &after[j + CLOSE.len()..];
+        rest = &after[j + close.len()..];
         let mut c = Citation::default();
         if let Some(list) = between(block, "<citation_entries>", "</citation_entries>") {
             for line in list.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -526,12 +547,17 @@ pub fn parse_citations(text: &str) -> Vec<Citation> {
                 c.entries.push(CitationEntry { path, lines, note });
             }
         }
-        if let Some(list) = between(block, "<rollout_ids>", "</rollout_ids>") {
-            for id in list
-                .split(|ch: char| ch.is_whitespace() || ch == ',')
-                .filter(|s| !s.is_empty())
-            {
-                c.rollout_ids.push(id.to_string());
+        for (a, b) in [
+            ("<rollout_ids>", "</rollout_ids>"),
+            ("<thread_ids>", "</thread_ids>"),
+        ] {
+            if let Some(list) = between(block, a, b) {
+                for id in list
+                    .split(|ch: char| ch.is_whitespace() || ch == ',')
+                    .filter(|s| plausible_id(s))
+                {
+                    c.rollout_ids.push(id.to_string());
+                }
             }
         }
         out.push(c);
