@@ -908,3 +908,26 @@ fn bench_compaction_reports_savings_on_the_fixtures() {
     };
     assert_eq!(bench::run(&only_pi).unwrap().sessions.len(), 4);
 }
+
+#[test]
+fn render_pair_equals_two_renders_on_every_fixture() {
+    for c in discover(&roots(), &Source::ALL) {
+        let r = parse_file(&c.path, c.source).unwrap();
+        for (budget, window) in [(200, None), (50, Some(2_000)), (0, None)] {
+            let (a, b) = codex_free_pipeline::render::render_pair(&r, budget, window);
+            let want = (render(&r, 0, window), render(&r, budget, window));
+            assert_eq!(
+                (
+                    serde_json::to_value(&a).unwrap(),
+                    serde_json::to_value(&b).unwrap()
+                ),
+                (
+                    serde_json::to_value(&want.0).unwrap(),
+                    serde_json::to_value(&want.1).unwrap()
+                ),
+                "{}",
+                c.path.display()
+            );
+        }
+    }
+}

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::compact::DEFAULT_TOOL_RESULT_TOKEN_BUDGET;
 use super::discover::{SourceRoots, discover};
-use super::render::{input_token_limit, render};
+use super::render::{input_token_limit, render_pair};
 use super::rollout::Source;
 use super::sources::parse_file;
 use codex_free_core::Result;
@@ -185,8 +185,7 @@ pub fn run(opts: &BenchOptions) -> Result<Report> {
         if rollout.is_subagent {
             continue;
         }
-        let raw = render(&rollout, 0, opts.context_window);
-        let comp = render(&rollout, opts.budget, opts.context_window);
+        let (raw, comp) = render_pair(&rollout, opts.budget, opts.context_window);
         sessions.push(SessionReport {
             source: c.source,
             id: rollout.id.clone(),

@@ -80,6 +80,45 @@ pub fn render(
     tool_result_token_budget: usize,
     context_window: Option<usize>,
 ) -> Rendered {
+    render_with(
+        rollout,
+        tool_result_token_budget,
+        context_window,
+        &mut vec![None; rollout.items.len()],
+    )
+}
+
+/// [`render`] without and with compaction (`tool_result_token_budget`), redacting and
+/// counting each item once for both: the same two results as two [`render`] calls, at
+/// about half the cost (what `memories bench-compaction` measures).
+pub fn render_pair(
+    rollout: &Rollout,
+    tool_result_token_budget: usize,
+    context_window: Option<usize>,
+) -> (Rendered, Rendered) {
+    let mut memo = vec![None; rollout.items.len()];
+    let raw = render_with(rollout, 0, context_window, &mut memo);
+    let comp = render_with(rollout, tool_result_token_budget, context_window, &mut memo);
+    (raw, comp)
+}
+
+/// Per item: its redacted body and that body's token count, filled on first use.
+type Memo = Vec<Option<(String, usize)>>;
+
+fn redacted_counted<'m>(memo: &'m mut Memo, i: usize, raw: &str) -> &'m (String, usize) {
+    memo[i].get_or_insert_with(|| {
+        let b = redact(raw).into_owned();
+        let n = tokens::count(&b);
+        (b, n)
+    })
+}
+
+fn render_with(
+    rollout: &Rollout,
+    tool_result_token_budget: usize,
+    context_window: Option<usize>,
+    memo: &mut Memo,
+) -> Rendered {
     let mut compactor = Compactor::new(tool_result_token_budget);
     let mut numbers: HashMap<&str, usize> = HashMap::new();
     let mut next = 0usize;
@@ -89,7 +128,7 @@ pub fn render(
     let (mut before, mut after, mut tool_before, mut tool_after) = (0, 0, 0, 0);
     let (mut results, mut changed) = (0, 0);
 
-    for item in &rollout.items {
+    for (i, item) in rollout.items.iter().enumerate() {
         match item {
             Item::User { text: t } | Item::Assistant { text: t } => {
                 let header = if matches!(item, Item::User { .. }) {
@@ -97,11 +136,11 @@ pub fn render(
                 } else {
                     "[assistant]"
                 };
-                let body = redact(t);
-                let n = tokens::count(header) + tokens::count(&body) + 1;
+                let (body, bn) = redacted_counted(memo, i, t);
+                let n = tokens::count(header) + bn + 1;
                 before += n;
                 after += n;
-                push(&mut text, header, &body);
+                push(&mut text, header, body);
             }
             Item::ToolCall {
                 call_id,
@@ -111,11 +150,11 @@ pub fn render(
                 let n = number_for(&mut numbers, &mut next, call_id);
                 call_names.insert(call_id.as_str(), name.as_str());
                 let header = format!("[tool call {name} #{n}]");
-                let body = redact(args);
-                let c = tokens::count(&header) + tokens::count(&body) + 1;
+                let (body, bn) = redacted_counted(memo, i, args);
+                let c = tokens::count(&header) + bn + 1;
                 before += c;
                 after += c;
-                push(&mut text, &header, &body);
+                push(&mut text, &header, body);
             }
             Item::ToolResult {
                 call_id,
@@ -129,10 +168,10 @@ pub fn render(
                     .or_else(|| call_names.get(call_id.as_str()).copied())
                     .unwrap_or("tool");
                 let header = compact::label(name, n, *is_error);
-                let redacted = redact(t);
-                let compacted = compactor.result(n, &redacted, *is_error);
+                let (redacted, tb) = redacted_counted(memo, i, t);
+                let (redacted, tb) = (redacted.as_str(), *tb);
+                let compacted = compactor.result(n, redacted, *is_error);
                 let head = tokens::count(&header) + 1;
-                let tb = tokens::count(&redacted);
                 let ta = if compacted == redacted {
                     tb
                 } else {

@@ -248,7 +248,14 @@ mod tests {
         assert_eq!(user_version(&c).unwrap(), LATEST);
         assert_eq!(
             tables(&c),
-            ["citations", "jobs", "runs", "stage1_outputs", "threads", "usage"]
+            [
+                "citations",
+                "jobs",
+                "runs",
+                "stage1_outputs",
+                "threads",
+                "usage"
+            ]
         );
         assert!(!backup_path(&p, 0).exists(), "a fresh file needs no backup");
         // Idempotent.
