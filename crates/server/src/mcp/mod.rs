@@ -9,7 +9,9 @@
 //! current saved state.
 
 pub mod auth;
+pub mod clients;
 pub mod http;
+mod instructions;
 mod memories_tools;
 mod memory_tools;
 pub mod server;

@@ -17,7 +17,8 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 
@@ -208,8 +209,11 @@ impl Shared {
 pub struct CodexFree {
     pub(crate) shared: Arc<Shared>,
     tool_router: ToolRouter<Self>,
-    /// Names this handler's transcript when the client sends no `openai/session`.
+    /// Names this handler's transcript when the client sends no `openai/session`; also the
+    /// conversation key of its calls then (one MCP session over HTTP, the process over stdio).
     instance: String,
+    /// `clientInfo.name` sent at `initialize` (one handler per MCP session).
+    client: Arc<std::sync::OnceLock<String>>,
 }
 
 /// One finished tool call as the audit trail sees it (see [`CodexFree::audit`]).
@@ -271,12 +275,21 @@ impl CodexFree {
             shared,
             tool_router,
             instance: format!("mcp-{}", uuid::Uuid::now_v7().simple()),
+            client: Default::default(),
         }
+    }
+
+    /// The profile of the client that initialized this session, when it is a known one.
+    pub fn client_profile(&self) -> Option<&'static crate::mcp::clients::ClientProfile> {
+        self.client
+            .get()
+            .and_then(|n| crate::mcp::clients::profile_for(n))
     }
 
     /// Append one tool call to this session's transcript under `<home>/transcripts/`
     /// (input of the memory pipeline's `mcp` source; redacted and bounded by the writer).
-    /// Only when the pipeline is on, generating, and counts `mcp` as a source. The
+    /// Only when task memory is on (`memory.enabled: false` means nothing is kept), the
+    /// pipeline is on, generating, and counts `mcp` as a source. The
     /// transcript is named by a SHA-256-derived key of `openai/session` when the client
     /// sends one (the raw value is never written), else by this handler's instance id.
     /// Failures are logged, never raised: a transcript is not worth failing a call for.
@@ -289,7 +302,11 @@ impl CodexFree {
     ) {
         let cfg = self.shared.config.get();
         let m = &cfg.memories;
-        if !(m.enabled && m.generate_memories && m.sources.iter().any(|s| s == "mcp")) {
+        if !(cfg.memory.enabled
+            && m.enabled
+            && m.generate_memories
+            && m.sources.iter().any(|s| s == "mcp"))
+        {
             return;
         }
         let key = match &conversation.0 {
@@ -420,7 +437,13 @@ impl CodexFree {
     /// bound project's (multi mode, re-checked against the protected set on every call),
     /// and a fresh config snapshot.
     pub(crate) fn ctx(&self, conversation: &ConversationId) -> Result<ToolCtx> {
-        let config = self.shared.config.get();
+        let mut config = self.shared.config.get();
+        if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes) {
+            let o = &mut config.output;
+            o.max_tool_output_tokens = o
+                .max_tool_output_tokens
+                .min(max / codex_free_core::tokens::BYTES_PER_TOKEN);
+        }
         match &self.shared.mode {
             Mode::Single { .. } => Ok(ToolCtx::new(
                 self.shared.jail.clone(),
@@ -491,7 +514,18 @@ impl ServerHandler for CodexFree {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("codex-free", env!("CARGO_PKG_VERSION")))
-            .with_instructions(self.instructions())
+            .with_instructions(self.instructions_for(self.client_profile()))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<InitializeResult, rmcp::ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        // Set before the instructions are built (`get_info`), which depend on it.
+        let _ = self.client.set(request.client_info.name.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn call_tool(
