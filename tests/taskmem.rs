@@ -288,11 +288,9 @@ async fn multi_project_binding_restore_and_fail_closed() {
         "project-neutral: {i}"
     );
 
+    // Without `openai/session` the connection is the conversation: unbound at first.
     let (t, err) = call(&c, "get_agent_brief", json!({})).await;
-    assert!(
-        err && t.starts_with("error[binding]") && t.contains("_meta[\"openai/session\"]"),
-        "{t}"
-    );
+    assert!(!err && t.contains("set_project_root(path)` before"), "{t}");
     let (t, err) = call_meta(&c, "get_agent_brief", json!({}), Some(session)).await;
     assert!(
         !err && t.contains("set_project_root(path)` before")

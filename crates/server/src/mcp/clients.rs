@@ -84,7 +84,10 @@ mod tests {
         assert_eq!(profile_for("codex-mcp-client").unwrap().id, "codex");
         assert_eq!(profile_for(" Codex-MCP-Client ").unwrap().id, "codex");
         assert!(profile_for("mcp-inspector").is_none());
-        assert!(profile_for("claude-code-evil").is_none(), "exact names only");
+        assert!(
+            profile_for("claude-code-evil").is_none(),
+            "exact names only"
+        );
         assert_eq!(js_len("é😀"), 3);
     }
 }

@@ -53,7 +53,7 @@ impl CodexFree {
     /// The first line and the sections of the prioritised layout, in order of value.
     fn sections(&self, p: &ClientProfile) -> (String, Vec<Section>) {
         let shared = &self.shared;
-        let config = shared.config.get();
+        let config = self.client_config();
         let mut sections = Vec::new();
         if let Some(w) = self.sandbox_status().warning {
             sections.push(Section {
@@ -119,7 +119,7 @@ impl CodexFree {
                     }),
                     (None, _) => {}
                 }
-                "# Codex Free\n\nTools over one project. Call `recall` for this project's saved plan and notes and the memory summary, whole.\n".to_string()
+                "# Codex Free\n\nTools over one project. `recall` returns this project's saved plan and notes and the memory summary in full.\n".to_string()
             }
             Mode::Multi { .. } => {
                 sections.push(Section {
@@ -141,7 +141,6 @@ impl CodexFree {
         };
         (head, sections)
     }
-
 }
 
 /// Join `head` and `sections`; when `p` keeps only N characters and the whole does not fit,
@@ -158,7 +157,10 @@ fn layout(head: &str, sections: &[Section], p: &ClientProfile) -> String {
         return whole;
     }
     // Room for the longest possible last line: every section left out.
-    let all: Vec<String> = sections.iter().map(|s| format!("the rest of {}", s.what)).collect();
+    let all: Vec<String> = sections
+        .iter()
+        .map(|s| format!("the rest of {}", s.what))
+        .collect();
     let refs: Vec<&Section> = sections.iter().collect();
     let reserve = js_len(&left_out_line(p, limit, &all, &refs)) + 2;
     let room = limit.saturating_sub(reserve);
@@ -267,12 +269,29 @@ mod tests {
     fn cut_layout_keeps_whole_notes_and_names_what_is_missing() {
         let p = profile_for("claude-code").unwrap();
         let notes: String = (0..40)
-            .map(|i| format!("- `note-{i}`: value {i} {}\n  more of note {i}\n", "x".repeat(20)))
+            .map(|i| {
+                format!(
+                    "- `note-{i}`: value {i} {}\n  more of note {i}\n",
+                    "x".repeat(20)
+                )
+            })
             .collect();
         let sections = vec![
-            sec("the saved state", format!("## Saved state\n\n{notes}"), "recall"),
-            sec("the memory summary", "## Memory\n\nstuff\n".into(), "recall"),
-            sec("the environment", "## Environment\n\nos\n".into(), "get_environment"),
+            sec(
+                "the saved state",
+                format!("## Saved state\n\n{notes}"),
+                "recall",
+            ),
+            sec(
+                "the memory summary",
+                "## Memory\n\nstuff\n".into(),
+                "recall",
+            ),
+            sec(
+                "the environment",
+                "## Environment\n\nos\n".into(),
+                "get_environment",
+            ),
         ];
         let out = layout("# Head\n", &sections, p);
         assert!(js_len(&out) <= 2048, "{}", js_len(&out));
@@ -287,8 +306,15 @@ mod tests {
         assert_eq!(out.matches("  more of note").count(), shown);
         assert!(shown > 5, "{shown}");
         // Everything fits: no cut line.
-        let small = vec![sec("the saved state", "## Saved state\n\n- `a`: b\n".into(), "recall")];
-        assert_eq!(layout("# Head\n", &small, p), "# Head\n\n## Saved state\n\n- `a`: b\n");
+        let small = vec![sec(
+            "the saved state",
+            "## Saved state\n\n- `a`: b\n".into(),
+            "recall",
+        )];
+        assert_eq!(
+            layout("# Head\n", &small, p),
+            "# Head\n\n## Saved state\n\n- `a`: b\n"
+        );
     }
 
     #[test]

@@ -226,7 +226,8 @@ struct AuditCall<'a> {
     out: &'a std::result::Result<CallToolResponse, rmcp::ErrorData>,
 }
 
-/// The `_meta["openai/session"]` value of the current tool call, if any; it
+/// The `_meta["openai/session"]` value of the current tool call, if any, else (in
+/// multi-project mode) `mcp-connection/<handler id>` for the connection; it
 /// keys the conversation's project binding. Stored in
 /// the request extensions by [`CodexFree::call_tool`]; never written to disk raw.
 #[derive(Debug, Clone)]
@@ -277,6 +278,19 @@ impl CodexFree {
             instance: format!("mcp-{}", uuid::Uuid::now_v7().simple()),
             client: Default::default(),
         }
+    }
+
+    /// The live config as it applies to this session's client: the tool-output ceiling
+    /// lowered to what the client passes to the model whole ([`crate::mcp::clients`]).
+    pub(crate) fn client_config(&self) -> Config {
+        let mut config = self.shared.config.get();
+        if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes) {
+            let o = &mut config.output;
+            o.max_tool_output_tokens = o
+                .max_tool_output_tokens
+                .min(max / codex_free_core::tokens::BYTES_PER_TOKEN);
+        }
+        config
     }
 
     /// The profile of the client that initialized this session, when it is a known one.
@@ -437,13 +451,7 @@ impl CodexFree {
     /// bound project's (multi mode, re-checked against the protected set on every call),
     /// and a fresh config snapshot.
     pub(crate) fn ctx(&self, conversation: &ConversationId) -> Result<ToolCtx> {
-        let mut config = self.shared.config.get();
-        if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes) {
-            let o = &mut config.output;
-            o.max_tool_output_tokens = o
-                .max_tool_output_tokens
-                .min(max / codex_free_core::tokens::BYTES_PER_TOKEN);
-        }
+        let config = self.client_config();
         match &self.shared.mode {
             Mode::Single { .. } => Ok(ToolCtx::new(
                 self.shared.jail.clone(),
@@ -554,6 +562,13 @@ impl ServerHandler for CodexFree {
             },
         };
         self.shared.touch_client(&client_key);
+        // Without `openai/session` the conversation is this connection: one MCP session over
+        // HTTP (a handler per session), the whole process over stdio. Multi-project bindings
+        // then last as long as the connection (a new one starts unbound).
+        let session = session.or_else(|| match self.shared.mode {
+            Mode::Multi { .. } => Some(format!("mcp-connection/{}", self.instance)),
+            Mode::Single { .. } => None,
+        });
         let conversation = ConversationId(session);
         context.extensions.insert(conversation.clone());
         let tool = request.name.to_string();
