@@ -427,3 +427,89 @@ async fn memory_disabled_writes_no_transcripts() {
     let left = files_under(env.home());
     assert_eq!(left, [PathBuf::from("codex.config.json")]);
 }
+
+/// Resources (saved state, skills), prompts (`resume`, `remember-this`, `review-memory`) and
+/// `logging/setLevel` over stdio; an unknown URI is an error, not an empty read.
+#[tokio::test]
+#[allow(deprecated)] // logging/setLevel is deprecated in new protocol drafts, still offered
+async fn resources_and_prompts_serve_the_saved_state() {
+    use rmcp::model::{
+        GetPromptRequestParams, LoggingLevel, ReadResourceRequestParams, ResourceContents,
+        SetLevelRequestParams,
+    };
+    let (env, user) = project_with_state(100).await;
+    let c = single(&env, user.path(), "claude-code").await;
+    let list = c.list_resources(None).await.unwrap();
+    let uris: Vec<&str> = list.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert!(uris.contains(&"codex-free://saved-state"), "{uris:?}");
+    assert!(uris.contains(&"codex-free://skills/release"), "{uris:?}");
+    assert!(!uris.iter().any(|u| u.contains("imagegen")), "{uris:?}");
+    let read = |uri: &str| {
+        let c = &c;
+        let uri = uri.to_string();
+        async move {
+            let r = c
+                .read_resource(ReadResourceRequestParams::new(uri))
+                .await
+                .unwrap();
+            match &r.contents[0] {
+                ResourceContents::TextResourceContents { text, .. } => text.clone(),
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let saved = read("codex-free://saved-state").await;
+    let (recall, _) = call(&c, "recall", json!({})).await;
+    assert!(
+        saved.contains("PLANSTEP4") && saved.contains("SEEDNOTE5"),
+        "{saved}"
+    );
+    assert!(recall.starts_with(saved.trim_end()), "same text as recall");
+    assert!(
+        read("codex-free://skills/release")
+            .await
+            .contains("Cut a release.")
+    );
+    assert!(
+        c.read_resource(ReadResourceRequestParams::new("codex-free://nope"))
+            .await
+            .is_err()
+    );
+    let prompts = c.list_prompts(None).await.unwrap();
+    let names: Vec<&str> = prompts.prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["resume", "remember-this", "review-memory"]);
+    let r = c
+        .get_prompt(GetPromptRequestParams::new("resume"))
+        .await
+        .unwrap();
+    let text = serde_json::to_string(&r.messages).unwrap();
+    assert!(
+        text.contains("PLANSTEP1") && text.contains("SEEDNOTE0"),
+        "{text}"
+    );
+    let r = c
+        .get_prompt(
+            GetPromptRequestParams::new("remember-this").with_arguments(
+                json!({"what": "the build uses cargo nextest"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(
+        serde_json::to_string(&r.messages)
+            .unwrap()
+            .contains("cargo nextest")
+    );
+    assert!(
+        c.get_prompt(GetPromptRequestParams::new("nope"))
+            .await
+            .is_err()
+    );
+    c.set_level(SetLevelRequestParams::new(LoggingLevel::Info))
+        .await
+        .unwrap();
+    c.cancel().await.unwrap();
+}

@@ -14,6 +14,7 @@ pub mod http;
 mod instructions;
 mod memories_tools;
 mod memory_tools;
+mod resources;
 pub mod server;
 pub mod stdio;
 mod tools_exec;

@@ -16,9 +16,10 @@ use rmcp::ServerHandler;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 
@@ -293,6 +294,28 @@ impl CodexFree {
         config
     }
 
+    /// The conversation of a request whose `_meta["openai/session"]` is `session`. Without
+    /// one the conversation is this connection: one MCP session over HTTP (a handler per
+    /// session), the whole process over stdio; multi-project bindings then last as long as
+    /// the connection (a new one starts unbound).
+    pub(crate) fn conversation_for(&self, session: Option<String>) -> ConversationId {
+        ConversationId(session.or_else(|| match self.shared.mode {
+            Mode::Multi { .. } => Some(format!("mcp-connection/{}", self.instance)),
+            Mode::Single { .. } => None,
+        }))
+    }
+
+    /// The conversation of a request from its `_meta`.
+    fn conversation_of(&self, meta: &rmcp::model::RequestMetaObject) -> ConversationId {
+        self.conversation_for(
+            meta.0
+                .0
+                .get("openai/session")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+        )
+    }
+
     /// The profile of the client that initialized this session, when it is a known one.
     pub fn client_profile(&self) -> Option<&'static crate::mcp::clients::ClientProfile> {
         self.client
@@ -519,10 +542,20 @@ pub(crate) fn conversation(ext: &rmcp::model::Extensions) -> ConversationId {
 }
 
 impl ServerHandler for CodexFree {
+    // `logging` is deprecated in newer protocol drafts but still asked for by clients and
+    // the conformance suite; it is advertised and `logging/setLevel` accepted.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("codex-free", env!("CARGO_PKG_VERSION")))
-            .with_instructions(self.instructions_for(self.client_profile()))
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("codex-free", env!("CARGO_PKG_VERSION")))
+        .with_instructions(self.instructions_for(self.client_profile()))
     }
 
     async fn initialize(
@@ -562,14 +595,7 @@ impl ServerHandler for CodexFree {
             },
         };
         self.shared.touch_client(&client_key);
-        // Without `openai/session` the conversation is this connection: one MCP session over
-        // HTTP (a handler per session), the whole process over stdio. Multi-project bindings
-        // then last as long as the connection (a new one starts unbound).
-        let session = session.or_else(|| match self.shared.mode {
-            Mode::Multi { .. } => Some(format!("mcp-connection/{}", self.instance)),
-            Mode::Single { .. } => None,
-        });
-        let conversation = ConversationId(session);
+        let conversation = self.conversation_for(session);
         context.extensions.insert(conversation.clone());
         let tool = request.name.to_string();
         let args = request
@@ -609,6 +635,78 @@ impl ServerHandler for CodexFree {
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, rmcp::ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourcesResult, rmcp::ErrorData> {
+        let conv = self.conversation_of(&context.meta);
+        let this = self.clone();
+        let items = tokio::task::spawn_blocking(move || this.list_resources_for(&conv))
+            .await
+            .unwrap_or_default();
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ReadResourceResponse, rmcp::ErrorData> {
+        let conv = self.conversation_of(&context.meta);
+        let this = self.clone();
+        let uri = request.uri.clone();
+        let r = tokio::task::spawn_blocking(move || this.read_resource_for(&conv, &uri))
+            .await
+            .unwrap_or_else(|e| Err(Error::Cancelled(format!("resource task failed: {e}"))));
+        match r {
+            Ok(r) => Ok(r.into()),
+            Err(e @ Error::InvalidArgument(_)) => Err(rmcp::ErrorData::resource_not_found(
+                e.mcp_text(),
+                Some(serde_json::json!({"uri": request.uri})),
+            )),
+            Err(e) => Err(rmcp::ErrorData::internal_error(e.mcp_text(), None)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListPromptsResult, rmcp::ErrorData> {
+        Ok(ListPromptsResult::with_all_items(
+            crate::mcp::resources::prompts(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<GetPromptResponse, rmcp::ErrorData> {
+        let conv = self.conversation_of(&context.meta);
+        let this = self.clone();
+        let name = request.name.clone();
+        let args = request.arguments.clone();
+        let r =
+            tokio::task::spawn_blocking(move || this.get_prompt_for(&conv, &name, args.as_ref()))
+                .await
+                .unwrap_or_else(|e| Err(Error::Cancelled(format!("prompt task failed: {e}"))));
+        r.map(Into::into)
+            .map_err(|e| rmcp::ErrorData::invalid_params(e.mcp_text(), None))
+    }
+
+    /// Accepted so clients may set it; this server logs to stderr (`CODEX_FREE_LOG`) and
+    /// sends no log notifications.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), rmcp::ErrorData> {
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {

@@ -409,10 +409,10 @@ impl ExecSessions {
 
     /// Page through a command's spooled output: the bytes from `a.offset`, at most the
     /// budget, ending at a line end unless one line fills the page (the footer then says
-    /// so), never splitting a UTF-8 character (invalid bytes show as U+FFFD). A page never
-    /// runs into a tail an earlier reply already showed: paging the omitted bytes of a cut
-    /// reply stops where its tail began, with a last line saying the omitted bytes are
-    /// complete. Otherwise, unless the page reaches the end of a finished output, its last
+    /// so), never splitting a UTF-8 character (invalid bytes show as U+FFFD). Paging the
+    /// omitted bytes of a cut reply (from an offset inside them) never runs into the tail
+    /// that reply showed: it stops where the tail began, with a last line saying the
+    /// omitted bytes are complete. From any other offset (0, to read everything) it runs on. Otherwise, unless the page reaches the end of a finished output, its last
     /// line (after one separator `\n`) is
     /// `(showing bytes A-B of N — call read_command_output with output_id=ID offset=B for the rest)`;
     /// head + every page followed + tail is the output, each byte once.
@@ -471,7 +471,10 @@ impl ExecSessions {
             )));
         }
         // Stop where a tail already shown begins: the omitted bytes end there.
-        let gap = known.as_ref().and_then(|o| o.next_shown_tail(offset));
+        let gap = known
+            .as_ref()
+            .and_then(|o| o.gap_at(offset))
+            .map(|g| (g.tail_start, g.tail_end));
         let stop = gap.map_or(spooled, |(b, _)| b.min(spooled));
         let bytes = output::read_at(&path, offset, budget, stop)?;
         let page_end = offset + bytes.len() as u64;

@@ -103,9 +103,18 @@ struct State {
     window: HeadTail,
     /// A response or page of this stream was ever cut (so the spool is needed).
     cut: bool,
-    /// Byte ranges `start..end` shown as the tail of a cut reply, in stream order: paging
-    /// the omitted bytes before one stops at its start, so the tail is never sent twice.
-    shown_tails: Vec<(u64, u64)>,
+    /// The omitted ranges of cut replies, in stream order.
+    gaps: Vec<Gap>,
+}
+
+/// The bytes a cut reply omitted (`start..tail_start`) and the tail it showed after them
+/// (`tail_start..tail_end`): paging that starts inside the omitted bytes stops at the tail,
+/// so it is never sent twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gap {
+    pub start: u64,
+    pub tail_start: u64,
+    pub tail_end: u64,
 }
 
 /// One command's output: spool file plus window. Shared by the reader thread and tool calls.
@@ -156,7 +165,7 @@ impl Output {
                 cursor: 0,
                 window: HeadTail::new(window_cap),
                 cut: false,
-                shown_tails: Vec::new(),
+                gaps: Vec::new(),
             }),
             closed_tx,
         }))
@@ -251,10 +260,14 @@ impl Output {
         self.state.lock().expect("output lock").spool_stop.clone()
     }
 
-    /// The first shown tail that starts after `offset`: `(start, end)`.
-    pub(crate) fn next_shown_tail(&self, offset: u64) -> Option<(u64, u64)> {
+    /// The omitted range `offset` lies in, if any (a read from elsewhere, e.g. from 0 to
+    /// re-read everything, is not stopped at a tail).
+    pub(crate) fn gap_at(&self, offset: u64) -> Option<Gap> {
         let st = self.state.lock().expect("output lock");
-        st.shown_tails.iter().copied().find(|&(b, _)| b > offset)
+        st.gaps
+            .iter()
+            .copied()
+            .find(|g| g.start <= offset && offset < g.tail_start)
     }
 
     pub(crate) fn was_cut(&self) -> bool {
@@ -270,12 +283,16 @@ impl Output {
     /// Render `window` within `budget` bytes of text; see [`render_window`].
     pub(crate) fn render(&self, w: &Window, budget: usize) -> String {
         let p = self.progress();
-        let (text, tail_start) =
+        let (text, gap) =
             render_window(w, budget, &self.id, p.spooled, self.spool_stop().as_deref());
-        if let Some(b) = tail_start {
+        if let Some((a, b)) = gap {
             let mut st = self.state.lock().expect("output lock");
             st.cut = true;
-            st.shown_tails.push((b, w.to));
+            st.gaps.push(Gap {
+                start: a,
+                tail_start: b,
+                tail_end: w.to,
+            });
         }
         text
     }
@@ -305,8 +322,8 @@ pub(crate) fn read_at(path: &Path, offset: u64, len: usize, limit: u64) -> Resul
     Ok(buf)
 }
 
-/// Text of a window within `budget` bytes, and where its shown tail starts when it was cut
-/// (`None`: shown whole). Uncut: the window's bytes as (lossy) UTF-8. Cut: the head, a
+/// Text of a window within `budget` bytes, and when it was cut the omitted range
+/// `(head end, tail start)` (`None`: shown whole). Uncut: the window's bytes as (lossy) UTF-8. Cut: the head, a
 /// one-line marker ([`codex_free_core::paging::command_omitted_marker`], one `\n` before
 /// and after it), the tail, one separator `\n` and as **last line** either the exact
 /// `read_command_output` call that returns the omitted bytes or, when they were not spooled,
@@ -318,7 +335,7 @@ pub(crate) fn render_window(
     id: &str,
     spooled: u64,
     spool_stop: Option<&str>,
-) -> (String, Option<u64>) {
+) -> (String, Option<(u64, u64)>) {
     let n = w.to - w.from;
     let contiguous = (w.head.len() + w.tail.len()) as u64 == n;
     if contiguous {
@@ -328,11 +345,11 @@ pub(crate) fn render_window(
         if used == all.len() {
             return (text, None);
         }
-        let (text, b) = cut_text(w, &all, &all, budget, id, spooled, spool_stop);
-        return (text, Some(b));
+        let (text, gap) = cut_text(w, &all, &all, budget, id, spooled, spool_stop);
+        return (text, Some(gap));
     }
-    let (text, b) = cut_text(w, &w.head, &w.tail, budget, id, spooled, spool_stop);
-    (text, Some(b))
+    let (text, gap) = cut_text(w, &w.head, &w.tail, budget, id, spooled, spool_stop);
+    (text, Some(gap))
 }
 
 /// Cut `bytes` back to just after its last `\n` when it has one (the text re-rendered);
@@ -359,7 +376,7 @@ fn cut_text(
     id: &str,
     spooled: u64,
     spool_stop: Option<&str>,
-) -> (String, u64) {
+) -> (String, (u64, u64)) {
     use codex_free_core::paging::{command_omitted_marker, command_window_footer};
     let (head_text, head_used) = lossy_prefix(head, budget / 2, false);
     let (head_text, head_used, head_split) = back_to_line_end(head, head_text, head_used);
@@ -405,7 +422,7 @@ fn cut_text(
     // One separator `\n` before the footer, always, as on every `read_command_output` page.
     s.push('\n');
     s.push_str(&line);
-    (s, b)
+    (s, (a, b))
 }
 
 /// Longest prefix of `bytes` whose lossy UTF-8 rendering fits in `max` bytes: the text and
@@ -554,7 +571,7 @@ mod tests {
             head: data.clone(),
             tail: vec![],
         };
-        let (text, tail_start) = render_window(&w, 102, "abc", data.len() as u64, None);
+        let (text, gap) = render_window(&w, 102, "abc", data.len() as u64, None);
         let (head, rest) = text.split_once("\n[… bytes ").unwrap();
         assert_eq!(
             head,
@@ -566,7 +583,7 @@ mod tests {
             tail.starts_with("187\n") && tail.ends_with("199\n"),
             "{tail}"
         );
-        assert_eq!(tail_start, Some(187 * 4));
+        assert_eq!(gap, Some((12 * 4, 187 * 4)));
     }
 
     #[test]
@@ -595,8 +612,8 @@ mod tests {
             head,
             tail,
         };
-        let (text, tail_start) = render_window(&w, 100, "abc", 1000, None);
-        assert_eq!(tail_start, Some(950));
+        let (text, gap) = render_window(&w, 100, "abc", 1000, None);
+        assert_eq!(gap, Some((50, 950)));
         let last = text.lines().last().unwrap();
         assert_eq!(
             last,
