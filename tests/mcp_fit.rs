@@ -513,3 +513,41 @@ async fn resources_and_prompts_serve_the_saved_state() {
         .unwrap();
     c.cancel().await.unwrap();
 }
+
+/// `tools/list` lists project selection only in multi-project mode; prints both sizes.
+#[tokio::test]
+async fn tools_list_offers_project_selection_only_with_an_access_root() {
+    let env = Env::new(&[("alpha/.git/HEAD", "ref: x\n")]);
+    let user = tempfile::tempdir().unwrap();
+    let size = |tools: &Vec<rmcp::model::Tool>| serde_json::to_string(tools).unwrap().len();
+    let c = single(&env, user.path(), "claude-code").await;
+    let one = c.list_all_tools().await.unwrap();
+    c.cancel().await.unwrap();
+    let access = env.project().to_str().unwrap().to_string();
+    let c = connect(
+        &env,
+        user.path(),
+        "claude-code",
+        &["--access-root", &access],
+    )
+    .await;
+    let multi = c.list_all_tools().await.unwrap();
+    c.cancel().await.unwrap();
+    let names =
+        |t: &Vec<rmcp::model::Tool>| t.iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
+    assert!(
+        !names(&one)
+            .iter()
+            .any(|n| n == "list_projects" || n == "set_project_root")
+    );
+    assert!(names(&multi).iter().any(|n| n == "list_projects"));
+    assert_eq!(multi.len(), one.len() + 2);
+    eprintln!(
+        "tools/list: {} tools, {} bytes (single project); {} tools, {} bytes (multi-project)",
+        one.len(),
+        size(&one),
+        multi.len(),
+        size(&multi)
+    );
+    assert!(size(&one) < size(&multi));
+}

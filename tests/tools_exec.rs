@@ -164,6 +164,7 @@ async fn output_of_200_mb_is_bounded_and_pages_back_byte_for_byte() {
     let next = pages::parse_footer(last).expect("the last line names the next call");
     let id = next.arg("output_id").unwrap().to_string();
     let mut offset: u64 = next.offset().unwrap();
+    let next_end: Option<u64> = next.arg("end").map(|e| e.parse().unwrap());
     let (content, _) = pages::split_page(body(&reply));
     let tail_start = want_len - {
         let t = content.split_once("…]\n").unwrap().1;
@@ -190,6 +191,7 @@ async fn output_of_200_mb_is_bounded_and_pages_back_byte_for_byte() {
                     output_id: id.clone(),
                     offset,
                     max_output_tokens: None,
+                    end: next_end,
                 },
             )
             .await
@@ -207,6 +209,7 @@ async fn output_of_200_mb_is_bounded_and_pages_back_byte_for_byte() {
             None => break,
         }
     }
+    assert_eq!(next_end, Some(tail_start));
     assert_eq!(got, tail_start, "paging stops where the shown tail starts");
     h.update(tail.as_bytes());
     got += tail.len() as u64;
@@ -221,6 +224,7 @@ async fn output_of_200_mb_is_bounded_and_pages_back_byte_for_byte() {
                 output_id: id,
                 offset: want_len,
                 max_output_tokens: None,
+                end: None,
             },
         )
         .await
@@ -250,6 +254,7 @@ async fn following_a_cut_reply_returns_each_byte_once_in_line_pages() {
                     output_id: c.arg("output_id").unwrap().to_string(),
                     offset: c.offset().unwrap(),
                     max_output_tokens: None,
+                    end: c.arg("end").map(|e| e.parse().unwrap()),
                 },
             ))
         })
@@ -323,6 +328,7 @@ async fn bytes_past_the_spool_cap_are_reported_dropped() {
                     output_id: id.clone(),
                     offset,
                     max_output_tokens: None,
+                    end: None,
                 },
             )
             .await

@@ -23,7 +23,8 @@
 //! - command output: `(showing bytes 0-40000 of 1288895 — call read_command_output with
 //!   output_id=<id> offset=40000 for the rest)` ([`command_output_footer`] and kin). A cut
 //!   reply shows a head and a tail around [`command_omitted_marker`]; its continuation pages
-//!   only the omitted bytes ([`command_gap_footer`]) and the last of those pages ends with
+//!   only the omitted bytes (its `end=` argument stops at the tail: [`command_gap_footer`])
+//!   and the last of those pages ends with
 //!   [`command_gap_done_footer`]: head + pages + tail is the output. Command pages are byte
 //!   pages (one separator `\n` before the footer on every page, the reply's first included)
 //!   but end at a line end whenever a line fits.
@@ -50,6 +51,16 @@ pub fn page_budget(cap_bytes: usize, max_output_bytes: usize) -> usize {
     cap_bytes
         .min(max_output_bytes.saturating_sub(FOOTER_RESERVE))
         .max(1)
+}
+
+/// The offsets a paged tool accepts for `total` items, inclusive, for error messages:
+/// `valid offsets 0..=4819` (never the exclusive `0..4820`, which reads as if 4820 were
+/// valid), or `there is nothing to page` when `total` is 0.
+pub fn valid_offsets(total: u64) -> String {
+    match total {
+        0 => "there is nothing to page".into(),
+        n => format!("valid offsets 0..={}", n - 1),
+    }
 }
 
 /// Which call continues a page: the same tool again, or another tool by name.
@@ -185,8 +196,8 @@ pub fn command_output_running_footer(offset: u64, next: u64, spooled: u64, id: &
 
 /// The footer of a `read_command_output` page inside the bytes a reply omitted, when more
 /// of them follow: bytes `offset..next` of `total` shown, the omitted part ends at `gap_end`
-/// (where the tail shown by that reply begins); `split` says the page ends inside a line
-/// longer than a page.
+/// (where the tail shown by that reply begins, passed on as `end=`); `split` says the page
+/// ends inside a line longer than a page.
 pub fn command_gap_footer(
     offset: u64,
     next: u64,
@@ -201,17 +212,17 @@ pub fn command_gap_footer(
         ""
     };
     format!(
-        "(showing bytes {offset}-{next} of {total}; the omitted part ends at {gap_end}{split} — call read_command_output with output_id={id} offset={next} for the rest)"
+        "(showing bytes {offset}-{next} of {total}; the omitted part ends at {gap_end}{split} — call read_command_output with output_id={id} offset={next} end={gap_end} for the rest)"
     )
 }
 
-/// The last line of the `read_command_output` page that reaches the end of the bytes a
-/// reply omitted: bytes `offset..gap_end` shown; bytes `gap_end..tail_end` are the tail
+/// The last line of the `read_command_output` page that reaches `end`, the end of the bytes
+/// a reply omitted: bytes `offset..gap_end` shown; the bytes from `gap_end` on are the tail
 /// that reply already showed, so nothing is left to read for it. Recognised by
 /// [`final_line_start`].
-pub fn command_gap_done_footer(offset: u64, gap_end: u64, tail_end: u64, total: u64) -> String {
+pub fn command_gap_done_footer(offset: u64, gap_end: u64, total: u64) -> String {
     format!(
-        "(showing bytes {offset}-{gap_end} of {total}; {GAP_DONE} {gap_end}-{tail_end} were shown as the tail of the reply that named this output)"
+        "(showing bytes {offset}-{gap_end} of {total}; {GAP_DONE} from {gap_end} on were shown as the tail of the reply that named end={gap_end})"
     )
 }
 
@@ -267,10 +278,11 @@ pub fn final_line_start(page: &str) -> Option<usize> {
 /// The footer of a command reply whose output window was cut in the middle: `shown` says
 /// which bytes are shown (e.g. `showing bytes 0-50 and 950-1000 of 1000`), `lost` any
 /// part that was not spooled (`""` or `; bytes 10-20 were not spooled (why)`), and
-/// `read_command_output` from `offset` reads the omitted part.
-pub fn command_window_footer(shown: &str, lost: &str, id: &str, offset: u64) -> String {
+/// `read_command_output` from `offset` up to `end` (where the shown tail starts) reads the
+/// omitted part.
+pub fn command_window_footer(shown: &str, lost: &str, id: &str, offset: u64, end: u64) -> String {
     format!(
-        "(output cut: {shown}{lost} — call read_command_output with output_id={id} offset={offset} for the rest)"
+        "(output cut: {shown}{lost} — call read_command_output with output_id={id} offset={offset} end={end} for the rest)"
     )
 }
 
@@ -614,6 +626,13 @@ mod tests {
     }
 
     #[test]
+    fn valid_offsets_are_inclusive() {
+        assert_eq!(valid_offsets(4820), "valid offsets 0..=4819");
+        assert_eq!(valid_offsets(1), "valid offsets 0..=0");
+        assert_eq!(valid_offsets(0), "there is nothing to page");
+    }
+
+    #[test]
     fn footer_separator_only_when_needed() {
         let mut a = String::from("x\n");
         append_footer(&mut a, "(f)");
@@ -685,9 +704,13 @@ mod tests {
             "",
             "ff",
             5,
+            90,
         ))
         .unwrap();
-        assert_eq!((c.arg("output_id"), c.offset()), (Some("ff"), Some(5)));
+        assert_eq!(
+            (c.arg("output_id"), c.offset(), c.arg("end")),
+            (Some("ff"), Some(5), Some("90"))
+        );
         let c = parse_footer(&doc_cut_footer(
             "AGENTS.md",
             7,

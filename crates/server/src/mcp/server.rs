@@ -273,6 +273,12 @@ impl CodexFree {
         if m.enabled && m.use_memories && m.dedicated_tools {
             tool_router += Self::memories_router();
         }
+        // Project selection exists only in multi-project mode: a single-project server does
+        // not spend every client's context on two tools that can only refuse.
+        if matches!(shared.mode, Mode::Single { .. }) {
+            tool_router.remove_route("list_projects");
+            tool_router.remove_route("set_project_root");
+        }
         Self {
             shared,
             tool_router,

@@ -152,6 +152,10 @@ pub struct ReadOutputArgs {
     /// Page size in tokens (1 token = 4 bytes). Default and ceiling: output.maxToolOutputTokens.
     #[serde(default)]
     pub max_output_tokens: Option<usize>,
+    /// Stop before this byte offset: where the tail a cut reply already showed begins (as its
+    /// last line names it), so the tail is not read twice. Default: the end of the output.
+    #[serde(default)]
+    pub end: Option<u64>,
 }
 
 /// How a process ended.
@@ -409,10 +413,10 @@ impl ExecSessions {
 
     /// Page through a command's spooled output: the bytes from `a.offset`, at most the
     /// budget, ending at a line end unless one line fills the page (the footer then says
-    /// so), never splitting a UTF-8 character (invalid bytes show as U+FFFD). Paging the
-    /// omitted bytes of a cut reply (from an offset inside them) never runs into the tail
-    /// that reply showed: it stops where the tail began, with a last line saying the
-    /// omitted bytes are complete. From any other offset (0, to read everything) it runs on. Otherwise, unless the page reaches the end of a finished output, its last
+    /// so), never splitting a UTF-8 character (invalid bytes show as U+FFFD). With `end`
+    /// (named by a cut reply: where its shown tail begins) paging stops there, with a last
+    /// line saying the omitted bytes are complete, so the tail is never sent twice; without
+    /// it, paging runs to the end of the output. Otherwise, unless the page reaches the end of a finished output, its last
     /// line (after one separator `\n`) is
     /// `(showing bytes A-B of N — call read_command_output with output_id=ID offset=B for the rest)`;
     /// head + every page followed + tail is the output, each byte once.
@@ -471,14 +475,18 @@ impl ExecSessions {
             )));
         }
         // Stop where a tail already shown begins: the omitted bytes end there.
-        let gap = known
-            .as_ref()
-            .and_then(|o| o.gap_at(offset))
-            .map(|g| (g.tail_start, g.tail_end));
-        let stop = gap.map_or(spooled, |(b, _)| b.min(spooled));
+        let end = a.end;
+        if let Some(e) = end
+            && e <= offset
+        {
+            return Err(Error::InvalidArgument(format!(
+                "end={e} must be greater than offset={offset} (end is where the shown tail of the reply starts, as its last line names it)"
+            )));
+        }
+        let stop = end.map_or(spooled, |e| e.min(spooled));
         let bytes = output::read_at(&path, offset, budget, stop)?;
         let page_end = offset + bytes.len() as u64;
-        let stream_end = page_end == stop && (gap.is_some() || closed);
+        let stream_end = page_end == stop && (end.is_some() || closed);
         let (mut text, mut used) = lossy_prefix(&bytes, budget, stream_end);
         if used == 0 && !bytes.is_empty() {
             (text, used) = lossy_prefix(&bytes, budget, true);
@@ -490,13 +498,11 @@ impl ExecSessions {
         }
         let next = offset + used as u64;
         use codex_free_core::paging as pg;
-        let line = match gap {
-            Some((b, _)) if next < b.min(spooled) => {
-                Some(pg::command_gap_footer(offset, next, total, b, id, split))
+        let line = match end {
+            Some(e) if next < e.min(spooled) => {
+                Some(pg::command_gap_footer(offset, next, total, e, id, split))
             }
-            Some((b, tail_end)) if b <= spooled => {
-                Some(pg::command_gap_done_footer(offset, b, tail_end, total))
-            }
+            Some(e) if e <= spooled => Some(pg::command_gap_done_footer(offset, e, total)),
             _ if next < spooled => Some(pg::command_output_footer(
                 offset, next, spooled, id, !closed, split,
             )),
@@ -1061,6 +1067,7 @@ mod tests {
                 output_id: "x".into(),
                 offset: 0,
                 max_output_tokens: None,
+                end: None,
             },
         ));
     }

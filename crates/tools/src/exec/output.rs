@@ -103,18 +103,6 @@ struct State {
     window: HeadTail,
     /// A response or page of this stream was ever cut (so the spool is needed).
     cut: bool,
-    /// The omitted ranges of cut replies, in stream order.
-    gaps: Vec<Gap>,
-}
-
-/// The bytes a cut reply omitted (`start..tail_start`) and the tail it showed after them
-/// (`tail_start..tail_end`): paging that starts inside the omitted bytes stops at the tail,
-/// so it is never sent twice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Gap {
-    pub start: u64,
-    pub tail_start: u64,
-    pub tail_end: u64,
 }
 
 /// One command's output: spool file plus window. Shared by the reader thread and tool calls.
@@ -165,7 +153,6 @@ impl Output {
                 cursor: 0,
                 window: HeadTail::new(window_cap),
                 cut: false,
-                gaps: Vec::new(),
             }),
             closed_tx,
         }))
@@ -260,16 +247,6 @@ impl Output {
         self.state.lock().expect("output lock").spool_stop.clone()
     }
 
-    /// The omitted range `offset` lies in, if any (a read from elsewhere, e.g. from 0 to
-    /// re-read everything, is not stopped at a tail).
-    pub(crate) fn gap_at(&self, offset: u64) -> Option<Gap> {
-        let st = self.state.lock().expect("output lock");
-        st.gaps
-            .iter()
-            .copied()
-            .find(|g| g.start <= offset && offset < g.tail_start)
-    }
-
     pub(crate) fn was_cut(&self) -> bool {
         self.state.lock().expect("output lock").cut
     }
@@ -285,14 +262,8 @@ impl Output {
         let p = self.progress();
         let (text, gap) =
             render_window(w, budget, &self.id, p.spooled, self.spool_stop().as_deref());
-        if let Some((a, b)) = gap {
-            let mut st = self.state.lock().expect("output lock");
-            st.cut = true;
-            st.gaps.push(Gap {
-                start: a,
-                tail_start: b,
-                tail_end: w.to,
-            });
+        if gap.is_some() {
+            self.state.lock().expect("output lock").cut = true;
         }
         text
     }
@@ -412,7 +383,7 @@ fn cut_text(
         } else {
             format!("; the omitted bytes are {a}-{b}")
         };
-        command_window_footer(&shown, &lost, id, a)
+        command_window_footer(&shown, &lost, id, a, b)
     } else {
         format!(
             "(output cut: {shown}; bytes {a}-{b} are lost: {} — rerun the command with less output, e.g. through head, tail or grep)",
@@ -617,7 +588,7 @@ mod tests {
         let last = text.lines().last().unwrap();
         assert_eq!(
             last,
-            "(output cut: showing bytes 0-50 and 950-1000 of 1000; the omitted bytes are 50-950 — call read_command_output with output_id=abc offset=50 for the rest)"
+            "(output cut: showing bytes 0-50 and 950-1000 of 1000; the omitted bytes are 50-950 — call read_command_output with output_id=abc offset=50 end=950 for the rest)"
         );
         assert!(text.starts_with(std::str::from_utf8(&data[..50]).unwrap()));
         assert!(
