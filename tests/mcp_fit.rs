@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientInfo, Implementation};
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::RunningService;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::support::{self, Env};
 use codex_free_testkit::pages;
 
-type Named = RunningService<RoleClient, ClientInfo>;
+type Named = RunningService<RoleClient, ClientConfig>;
 
 /// `serve --stdio` with `args`, an isolated `HOME`, as the client `name`.
 async fn connect(env: &Env, user_home: &Path, name: &str, args: &[&str]) -> Named {
@@ -31,7 +31,7 @@ async fn connect(env: &Env, user_home: &Path, name: &str, args: &[&str]) -> Name
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    ClientInfo::new(
+    ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new(name, "1.0.0"),
     )
