@@ -231,6 +231,7 @@ impl CodexFree {
                 offset: None,
                 limit: None,
                 max_tokens: Some(config.output.max_tool_output_tokens.saturating_sub(200)),
+                byte_offset: None,
             },
         )
     }
