@@ -251,6 +251,10 @@ async fn codex_pages_stay_under_its_cut_and_still_cover_the_file() {
         envtext.contains("tool output ceiling: 2000 tokens"),
         "{envtext}"
     );
+    assert!(
+        envtext.ends_with("client: Codex CLI (pages for it stay within 8000 bytes, the most it passes to the model uncut)"),
+        "{envtext}"
+    );
     let mut pages_seen = 0;
     let mut got = String::new();
     let mut offset = 0u64;

@@ -322,6 +322,19 @@ impl CodexFree {
         )
     }
 
+    /// One line naming this session's known client and why its page budget differs, for
+    /// `get_environment`; `None` for clients without a profile.
+    pub(crate) fn client_line(&self) -> Option<String> {
+        let p = self.client_profile()?;
+        Some(match p.result_max_bytes {
+            Some(max) => format!(
+                "client: {} (pages for it stay within {max} bytes, the most it passes to the model uncut)",
+                p.label
+            ),
+            None => format!("client: {}", p.label),
+        })
+    }
+
     /// The profile of the client that initialized this session, when it is a known one.
     pub fn client_profile(&self) -> Option<&'static crate::mcp::clients::ClientProfile> {
         self.client
