@@ -555,3 +555,70 @@ async fn tools_list_offers_project_selection_only_with_an_access_root() {
     );
     assert!(size(&one) < size(&multi));
 }
+
+/// Counts `notifications/resources/list_changed`.
+#[derive(Clone)]
+struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl rmcp::ClientHandler for Counting {
+    async fn on_resource_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Binding a project changes the resource list (its saved state and skills appear), and
+/// the client is told so.
+#[tokio::test]
+async fn binding_a_project_announces_the_new_resources() {
+    let env = Env::new(&[
+        ("alpha/.git/HEAD", "ref: x\n"),
+        (
+            "alpha/.agents/skills/ship/SKILL.md",
+            "---\nname: ship\ndescription: Ship it.\n---\n",
+        ),
+    ]);
+    let user = tempfile::tempdir().unwrap();
+    let access = env.project().to_str().unwrap().to_string();
+    let cmd = env.command().configure(|c| {
+        c.arg("serve")
+            .arg("--stdio")
+            .arg("--access-root")
+            .arg(&access)
+            .env("HOME", user.path())
+            .env_remove("CODEX_HOME");
+    });
+    let (t, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = Counting(n.clone()).serve(t).await.unwrap();
+    let before = c.list_resources(None).await.unwrap();
+    assert!(
+        !before
+            .resources
+            .iter()
+            .any(|r| r.uri == "codex-free://saved-state")
+    );
+    let p = CallToolRequestParams::new("set_project_root")
+        .with_arguments(json!({"path": "alpha"}).as_object().cloned().unwrap());
+    let r = c.call_tool(p).await.unwrap();
+    assert_ne!(r.is_error, Some(true));
+    for _ in 0..50 {
+        if n.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(n.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let after = c.list_resources(None).await.unwrap();
+    let uris: Vec<&str> = after.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert!(
+        uris.contains(&"codex-free://saved-state") && uris.contains(&"codex-free://skills/ship"),
+        "{uris:?}"
+    );
+    c.cancel().await.unwrap();
+}

@@ -569,6 +569,7 @@ impl ServerHandler for CodexFree {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_list_changed()
                 .enable_prompts()
                 .enable_logging()
                 .build(),
@@ -624,8 +625,16 @@ impl ServerHandler for CodexFree {
             .unwrap_or_default();
         let started = (std::time::Instant::now(), chrono::Utc::now());
         let shapes = codex_free_core::audit::shapes(request.arguments.as_ref());
+        let peer = context.peer.clone();
         let tcc = ToolCallContext::new(self, request, context);
         let out = self.tool_router.call(tcc).await;
+        // A newly bound project brings its own saved state and skills as resources.
+        if tool == "set_project_root"
+            && matches!(&out, Ok(CallToolResponse::Complete(r)) if r.is_error != Some(true))
+            && let Err(e) = peer.notify_resource_list_changed().await
+        {
+            tracing::debug!("resources/list_changed not sent: {e}");
+        }
         let audit_key = match &conversation.0 {
             Some(raw) => format!(
                 "conv-{}",
