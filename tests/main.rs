@@ -4,6 +4,7 @@ mod support;
 
 mod lifecycle;
 mod mcp_clients;
+mod mcp_fit;
 mod mcp_transport;
 mod pipeline_phase1;
 mod pipeline_phase1_fixtures;

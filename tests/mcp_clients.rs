@@ -30,6 +30,65 @@ fn python_client(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("client prints JSON")
 }
 
+/// The Python SDK sends no `_meta`: in multi-project mode its process is the conversation.
+#[test]
+fn python_sdk_without_meta_uses_multi_project_mode() {
+    let env = Env::new(&[
+        ("alpha/.git/HEAD", "ref: x\n"),
+        ("alpha/notes.txt", "ALPHA\n"),
+        ("beta/.git/HEAD", "ref: x\n"),
+    ]);
+    let home = env.home().to_str().unwrap().to_string();
+    let wrapper = env.home().join("server.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nCODEX_FREE_HOME={home} CODEX_FREE_LOG=warn exec {} \"$@\"\n",
+            crate::support::bin().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = env.project().to_str().unwrap();
+    let v = python_client(&[
+        "multi",
+        wrapper.to_str().unwrap(),
+        root,
+        "alpha",
+        "notes.txt",
+    ]);
+    assert_eq!(v["list_projects"]["error"], false, "{v}");
+    assert!(
+        v["list_projects"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("- beta  ("),
+        "{v}"
+    );
+    assert_eq!(v["unbound_read"]["error"], true, "{v}");
+    assert!(
+        v["unbound_read"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("set_project_root")
+    );
+    assert_eq!(v["bind"]["error"], false, "{v}");
+    assert_eq!(v["read"]["text"], "ALPHA\n", "{v}");
+    assert!(
+        v["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u == "codex-free://saved-state"),
+        "{v}"
+    );
+    assert_eq!(
+        v["prompts"],
+        serde_json::json!(["remember-this", "resume", "review-memory"])
+    );
+}
+
 #[test]
 fn python_sdk_over_stdio_pages_through_a_file() {
     let body = numbered(2500);

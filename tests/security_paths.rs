@@ -432,11 +432,9 @@ async fn project_that_is_the_home_keeps_the_state_home_out() {
         let project = m.user.to_str().unwrap().to_string();
         let p = m.connect(transport, &["--project", &project]).await;
         attack_project_containing_state(&p, &m, ".codex-free").await;
-        // Single-project mode has no set_project_root to escape with.
-        let (t, err) = p
-            .call("set_project_root", json!({ "path": ".codex-free" }))
-            .await;
-        assert!(err, "{t}");
+        // Single-project mode has no set_project_root to escape with: not even listed.
+        let tools = p.client.list_all_tools().await.unwrap();
+        assert!(!tools.iter().any(|t| t.name == "set_project_root"));
         p.close().await;
         m.assert_untouched();
     }

@@ -157,15 +157,21 @@ async fn output_of_200_mb_is_bounded_and_pages_back_byte_for_byte() {
     let last = reply.lines().last().unwrap();
     assert!(
         last.starts_with("(output cut: showing bytes 0-")
-            && last.contains(&format!(
-                " of {want_len} — call read_command_output with output_id="
-            )),
+            && last.contains(&format!(" of {want_len}; the omitted bytes are "))
+            && last.contains(" — call read_command_output with output_id="),
         "{last}"
     );
     let next = pages::parse_footer(last).expect("the last line names the next call");
     let id = next.arg("output_id").unwrap().to_string();
     let mut offset: u64 = next.offset().unwrap();
-    let head = body(&reply).split("\n[… ").next().unwrap();
+    let next_end: Option<u64> = next.arg("end").map(|e| e.parse().unwrap());
+    let (content, _) = pages::split_page(body(&reply));
+    let tail_start = want_len - {
+        let t = content.split_once("…]\n").unwrap().1;
+        t.len() as u64
+    };
+    let (head, tail) =
+        codex_free_core::paging::split_head_tail(content, offset, tail_start).unwrap();
     assert_eq!(
         head.len() as u64,
         offset,
@@ -185,6 +191,7 @@ async fn output_of_200_mb_is_bounded_and_pages_back_byte_for_byte() {
                     output_id: id.clone(),
                     offset,
                     max_output_tokens: None,
+                    end: next_end,
                 },
             )
             .await
@@ -202,6 +209,10 @@ async fn output_of_200_mb_is_bounded_and_pages_back_byte_for_byte() {
             None => break,
         }
     }
+    assert_eq!(next_end, Some(tail_start));
+    assert_eq!(got, tail_start, "paging stops where the shown tail starts");
+    h.update(tail.as_bytes());
+    got += tail.len() as u64;
     assert!(pages > 400, "{pages} pages");
     assert_eq!(got, want_len);
     assert_eq!(h.finish(), want_sha);
@@ -213,11 +224,85 @@ async fn output_of_200_mb_is_bounded_and_pages_back_byte_for_byte() {
                 output_id: id,
                 offset: want_len,
                 max_output_tokens: None,
+                end: None,
             },
         )
         .await
         .unwrap_err();
     assert!(err.to_string().contains("nothing more to read"), "{err}");
+}
+
+/// `seq 1 300000` (1,988,895 bytes): the reply shows a head and a tail; following its
+/// continuation returns exactly the omitted middle, page by page, each page ending at a line
+/// end, and head + pages + tail is the output byte for byte, every line once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn following_a_cut_reply_returns_each_byte_once_in_line_pages() {
+    let e = env_with(|_| {});
+    let want: String = (1..=300_000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(want.len(), 1_988_895);
+    let ex = ExecSessions::new();
+    let mut a = args("seq 1 300000");
+    a.yield_time_ms = Some(30_000);
+    let reply = run_to_end(&ex, &e.ctx, a).await;
+    assert!(reply.len() <= e.ctx.max_output_bytes(), "{}", reply.len());
+    let handle = tokio::runtime::Handle::current();
+    let (got, pages) = pages::follow_exec(&reply, 10_000, |c| {
+        let page = tokio::task::block_in_place(|| {
+            handle.block_on(ex.read_command_output(
+                &e.ctx,
+                ReadOutputArgs {
+                    output_id: c.arg("output_id").unwrap().to_string(),
+                    offset: c.offset().unwrap(),
+                    max_output_tokens: None,
+                    end: c.arg("end").map(|e| e.parse().unwrap()),
+                },
+            ))
+        })
+        .unwrap();
+        assert!(page.len() <= e.ctx.max_output_bytes(), "{}", page.len());
+        page
+    });
+    assert_eq!(got.len(), want.len(), "each byte once");
+    assert!(got == want, "byte for byte");
+    assert!(pages.len() > 40, "{} pages", pages.len());
+    // Every page's content ends at a line end; the footer follows one separator `\n`.
+    let body = pages::exec_body(&reply);
+    let (first, _) = pages::split_page(body);
+    let (head, tail) = first.split_once("\n[… bytes ").unwrap();
+    assert!(
+        head.ends_with('\n') && tail.ends_with("300000\n"),
+        "{tail:.80}"
+    );
+    assert!(
+        tail.split_once("…]\n")
+            .unwrap()
+            .1
+            .starts_with(|c: char| c.is_ascii_digit())
+    );
+    for p in &pages {
+        let (content, _) = pages::split_page(p);
+        assert!(
+            content.ends_with('\n'),
+            "page ends mid-line: {:?}",
+            &content[content.len() - 20..]
+        );
+        assert!(
+            p[content.len()..].starts_with("\n(showing bytes "),
+            "{}",
+            &p[content.len()..]
+        );
+    }
+    let last = pages.last().unwrap();
+    assert!(
+        last.lines()
+            .last()
+            .unwrap()
+            .contains("the omitted bytes are complete"),
+        "{}",
+        last.lines().last().unwrap()
+    );
+    // Same separator on the reply: content, one `\n`, then the footer.
+    assert!(body[first.len()..].starts_with("\n(output cut: showing bytes 0-"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,6 +328,7 @@ async fn bytes_past_the_spool_cap_are_reported_dropped() {
                     output_id: id.clone(),
                     offset,
                     max_output_tokens: None,
+                    end: None,
                 },
             )
             .await

@@ -3,8 +3,13 @@ integration tests. It connects over stdio or streamable HTTP, lists the tools, a
 file is named, reads it through `read_file` by following the continuation lines until the
 whole file has been seen. Prints one JSON object on stdout.
 
+With `multi`, it starts the server in multi-project mode and, sending no `_meta` at all
+(as this SDK does), lists the projects, tries FILE unbound, binds PROJECT, reads FILE, and
+lists resources and prompts.
+
 usage: python_sdk_client.py stdio BIN PROJECT [FILE]
        python_sdk_client.py http URL TOKEN [FILE]
+       python_sdk_client.py multi BIN ACCESS_ROOT PROJECT FILE
 """
 import asyncio
 import json
@@ -48,10 +53,36 @@ async def exercise(session, file):
     return out
 
 
+def text_of(r):
+    return "".join(c.text for c in r.content if c.type == "text")
+
+
+async def multi(session, project, file):
+    await session.initialize()
+    out = {}
+    r = await session.call_tool("list_projects", {})
+    out["list_projects"] = {"error": bool(r.is_error), "text": text_of(r)}
+    r = await session.call_tool("read_file", {"path": file})
+    out["unbound_read"] = {"error": bool(r.is_error), "text": text_of(r)}
+    r = await session.call_tool("set_project_root", {"path": project})
+    out["bind"] = {"error": bool(r.is_error), "text": text_of(r)}
+    r = await session.call_tool("read_file", {"path": file})
+    out["read"] = {"error": bool(r.is_error), "text": text_of(r)}
+    out["resources"] = sorted(str(x.uri) for x in (await session.list_resources()).resources)
+    out["prompts"] = sorted(p.name for p in (await session.list_prompts()).prompts)
+    return out
+
+
 async def main():
     mode = sys.argv[1]
     file = None
-    if mode == "stdio":
+    if mode == "multi":
+        _, _, binary, root, project, file = sys.argv
+        params = StdioServerParameters(command=binary, args=["serve", "--stdio", "--access-root", root])
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w) as s:
+                out = await multi(s, project, file)
+    elif mode == "stdio":
         _, _, binary, project, *rest = sys.argv
         file = rest[0] if rest else None
         params = StdioServerParameters(command=binary, args=["serve", "--stdio", "--project", project])

@@ -21,7 +21,13 @@
 //!   with the noun `entries`, `nodes`, `matches`, `commits`, `skills` or `projects`, and
 //!   `call again` or `call <tool>` ([`Call`]);
 //! - command output: `(showing bytes 0-40000 of 1288895 — call read_command_output with
-//!   output_id=<id> offset=40000 for the rest)` ([`command_output_footer`] and kin).
+//!   output_id=<id> offset=40000 for the rest)` ([`command_output_footer`] and kin). A cut
+//!   reply shows a head and a tail around [`command_omitted_marker`]; its continuation pages
+//!   only the omitted bytes (its `end=` argument stops at the tail: [`command_gap_footer`])
+//!   and the last of those pages ends with
+//!   [`command_gap_done_footer`]: head + pages + tail is the output. Command pages are byte
+//!   pages (one separator `\n` before the footer on every page, the reply's first included)
+//!   but end at a line end whenever a line fits.
 //!
 //! A caller (or a test) follows a footer with [`parse_footer`]: the next call's tool and
 //! arguments, and where the page's content ends.
@@ -45,6 +51,16 @@ pub fn page_budget(cap_bytes: usize, max_output_bytes: usize) -> usize {
     cap_bytes
         .min(max_output_bytes.saturating_sub(FOOTER_RESERVE))
         .max(1)
+}
+
+/// The offsets a paged tool accepts for `total` items, inclusive, for error messages:
+/// `valid offsets 0..=4819` (never the exclusive `0..4820`, which reads as if 4820 were
+/// valid), or `there is nothing to page` when `total` is 0.
+pub fn valid_offsets(total: u64) -> String {
+    match total {
+        0 => "there is nothing to page".into(),
+        n => format!("valid offsets 0..={}", n - 1),
+    }
 }
 
 /// Which call continues a page: the same tool again, or another tool by name.
@@ -133,17 +149,24 @@ pub fn long_line_note(index: usize, len: usize, shown: usize, call: Call<'_>) ->
 }
 
 /// The footer of a `read_command_output` page that has more spooled bytes after it:
-/// bytes `offset..next` of `spooled` shown (`so far` while the command runs).
+/// bytes `offset..next` of `spooled` shown (`so far` while the command runs); `split` says
+/// the page ends inside a line longer than a page (pages otherwise end at a line end).
 pub fn command_output_footer(
     offset: u64,
     next: u64,
     spooled: u64,
     id: &str,
     running: bool,
+    split: bool,
 ) -> String {
     let so_far = if running { " so far" } else { "" };
+    let split = if split {
+        "; the page ends inside a line longer than a page"
+    } else {
+        ""
+    };
     format!(
-        "(showing bytes {offset}-{next} of {spooled}{so_far} — call read_command_output with output_id={id} offset={next} for the rest)"
+        "(showing bytes {offset}-{next} of {spooled}{so_far}{split} — call read_command_output with output_id={id} offset={next} for the rest)"
     )
 }
 
@@ -171,13 +194,95 @@ pub fn command_output_running_footer(offset: u64, next: u64, spooled: u64, id: &
     )
 }
 
+/// The footer of a `read_command_output` page inside the bytes a reply omitted, when more
+/// of them follow: bytes `offset..next` of `total` shown, the omitted part ends at `gap_end`
+/// (where the tail shown by that reply begins, passed on as `end=`); `split` says the page
+/// ends inside a line longer than a page.
+pub fn command_gap_footer(
+    offset: u64,
+    next: u64,
+    total: u64,
+    gap_end: u64,
+    id: &str,
+    split: bool,
+) -> String {
+    let split = if split {
+        "; the page ends inside a line longer than a page"
+    } else {
+        ""
+    };
+    format!(
+        "(showing bytes {offset}-{next} of {total}; the omitted part ends at {gap_end}{split} — call read_command_output with output_id={id} offset={next} end={gap_end} for the rest)"
+    )
+}
+
+/// The last line of the `read_command_output` page that reaches `end`, the end of the bytes
+/// a reply omitted: bytes `offset..gap_end` shown; the bytes from `gap_end` on are the tail
+/// that reply already showed, so nothing is left to read for it. Recognised by
+/// [`final_line_start`].
+pub fn command_gap_done_footer(offset: u64, gap_end: u64, total: u64) -> String {
+    format!(
+        "(showing bytes {offset}-{gap_end} of {total}; {GAP_DONE} from {gap_end} on were shown as the tail of the reply that named end={gap_end})"
+    )
+}
+
+/// Words that mark [`command_gap_done_footer`].
+const GAP_DONE: &str = "the omitted bytes are complete: bytes";
+
+/// The marker line between the head and the tail of a cut command reply: bytes
+/// `head_end..tail_start` are omitted; `head_split` / `tail_split` say the head ends or the
+/// tail starts inside a line (only when a line is longer than the half of a page). The
+/// marker always has one `\n` before and after it (see [`split_head_tail`]).
+pub fn command_omitted_marker(
+    head_end: u64,
+    tail_start: u64,
+    head_split: bool,
+    tail_split: bool,
+) -> String {
+    let mut notes = String::new();
+    if head_split {
+        notes.push_str("; the head ends inside a line");
+    }
+    if tail_split {
+        notes.push_str("; the tail starts inside a line");
+    }
+    format!("[… bytes {head_end}-{tail_start} omitted{notes}; read_command_output returns them …]")
+}
+
+/// Split the content of a cut command reply (its body after `Output:`, footer removed by
+/// [`parse_footer`]) into the head and the tail around its omitted-bytes marker, using the
+/// range its footer names (`showing bytes F-A and B-T`): `(head, tail)`, each byte for byte.
+/// `None` when the content has no such marker.
+pub fn split_head_tail(content: &str, head_end: u64, tail_start: u64) -> Option<(&str, &str)> {
+    let probe = format!("\n[… bytes {head_end}-{tail_start} omitted");
+    let at = content.rfind(&probe)?;
+    let rest = &content[at + 1..];
+    let nl = rest.find("…]\n")? + "…]\n".len();
+    Some((&content[..at], &rest[nl..]))
+}
+
+/// Where the last line of a byte page starts when that line is a final line that names no
+/// next call but is not content either (the end of a command's omitted bytes, or bytes that
+/// were not spooled): the content is `page[..start - 1]` (one separator `\n`). `None` for any
+/// other last line.
+pub fn final_line_start(page: &str) -> Option<usize> {
+    let body = page.strip_suffix('\n').unwrap_or(page);
+    let start = body.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let last = &body[start..];
+    let known = last.starts_with("(showing bytes ")
+        && last.ends_with(')')
+        && (last.contains(GAP_DONE) || last.contains(" were not spooled: "));
+    known.then_some(start)
+}
+
 /// The footer of a command reply whose output window was cut in the middle: `shown` says
 /// which bytes are shown (e.g. `showing bytes 0-50 and 950-1000 of 1000`), `lost` any
 /// part that was not spooled (`""` or `; bytes 10-20 were not spooled (why)`), and
-/// `read_command_output` from `offset` reads the omitted part.
-pub fn command_window_footer(shown: &str, lost: &str, id: &str, offset: u64) -> String {
+/// `read_command_output` from `offset` up to `end` (where the shown tail starts) reads the
+/// omitted part.
+pub fn command_window_footer(shown: &str, lost: &str, id: &str, offset: u64, end: u64) -> String {
     format!(
-        "(output cut: {shown}{lost} — call read_command_output with output_id={id} offset={offset} for the rest)"
+        "(output cut: {shown}{lost} — call read_command_output with output_id={id} offset={offset} end={end} for the rest)"
     )
 }
 
@@ -521,6 +626,13 @@ mod tests {
     }
 
     #[test]
+    fn valid_offsets_are_inclusive() {
+        assert_eq!(valid_offsets(4820), "valid offsets 0..=4819");
+        assert_eq!(valid_offsets(1), "valid offsets 0..=0");
+        assert_eq!(valid_offsets(0), "there is nothing to page");
+    }
+
+    #[test]
     fn footer_separator_only_when_needed() {
         let mut a = String::from("x\n");
         append_footer(&mut a, "(f)");
@@ -582,7 +694,7 @@ mod tests {
             "abc",
             "byte pages drop the separator"
         );
-        let c = parse_footer(&command_output_footer(5, 9, 20, "ab12", true)).unwrap();
+        let c = parse_footer(&command_output_footer(5, 9, 20, "ab12", true, false)).unwrap();
         assert_eq!(c.tool.as_deref(), Some("read_command_output"));
         assert_eq!((c.arg("output_id"), c.offset()), (Some("ab12"), Some(9)));
         let c = parse_footer(&command_output_running_footer(5, 9, 9, "ab12")).unwrap();
@@ -592,9 +704,13 @@ mod tests {
             "",
             "ff",
             5,
+            90,
         ))
         .unwrap();
-        assert_eq!((c.arg("output_id"), c.offset()), (Some("ff"), Some(5)));
+        assert_eq!(
+            (c.arg("output_id"), c.offset(), c.arg("end")),
+            (Some("ff"), Some(5), Some("90"))
+        );
         let c = parse_footer(&doc_cut_footer(
             "AGENTS.md",
             7,

@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::{Captures, Regex, RegexSet};
 
 /// The replacement for every secret.
 pub const REDACTED: &str = "[REDACTED_SECRET]";
@@ -135,12 +135,24 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     ]
 });
 
+/// Every rule's pattern in one set: one pass over a text says which rules can match, so a
+/// text without secrets (nearly every tool result) is scanned once instead of once per rule.
+static ANY_RULE: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(RULES.iter().map(|r| r.re.as_str())).expect("redaction regex set compiles")
+});
+
 /// `text` with every recognised secret replaced by [`REDACTED`]; borrowed when nothing
 /// matched. Cost: one pass per rule (about a dozen regexes, literal-prefiltered).
 pub fn redact(text: &str) -> Cow<'_, str> {
     let mut out: Cow<'_, str> = Cow::Borrowed(text);
-    for rule in RULES.iter() {
-        if !rule.re.is_match(&out) {
+    // Replacing a secret never makes another rule match, so rules that cannot match the
+    // original text are skipped.
+    let hits = ANY_RULE.matches(text);
+    if !hits.matched_any() {
+        return out;
+    }
+    for (i, rule) in RULES.iter().enumerate() {
+        if !hits.matched(i) || !rule.re.is_match(&out) {
             continue;
         }
         let replaced = rule.re.replace_all(&out, |c: &Captures<'_>| {

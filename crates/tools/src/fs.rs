@@ -313,7 +313,8 @@ pub fn read_file(ctx: &ToolCtx, a: &ReadFileArgs) -> Result<String> {
             skipped
         };
         return Err(Error::InvalidArgument(format!(
-            "offset={offset} is past the end of {shown}, which has {total} lines (valid offsets 0..{total})"
+            "offset={offset} is past the end of {shown}, which has {total} lines ({})",
+            codex_free_core::paging::valid_offsets(total)
         )));
     }
 
@@ -541,7 +542,8 @@ fn page_items<T>(
     }
     if offset >= total {
         return Err(Error::InvalidArgument(format!(
-            "offset={offset} is past the end: there are {total} {noun} (valid offsets 0..{total})"
+            "offset={offset} is past the end: there are {total} {noun} ({})",
+            codex_free_core::paging::valid_offsets(total as u64)
         )));
     }
     let budget = page_budget(usize::MAX, ctx.max_output_bytes());

@@ -285,7 +285,8 @@ pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
     }
     if offset >= total {
         return Err(Error::InvalidArgument(format!(
-            "offset={offset} is past the end: there are {total} matches (valid offsets 0..{total})"
+            "offset={offset} is past the end: there are {total} matches ({})",
+            codex_free_core::paging::valid_offsets(total as u64)
         )));
     }
     let max_matches = ctx.config.output.max_entries as u64;

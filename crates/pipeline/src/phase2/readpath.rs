@@ -191,6 +191,10 @@ pub struct MemoriesReadArgs {
     /// Most tokens to return. Default and maximum 20000.
     #[serde(default)]
     pub max_tokens: Option<usize>,
+    /// Byte inside line `offset` to continue from, for a line longer than a page (as named
+    /// by the previous page's last line). Default 0.
+    #[serde(default)]
+    pub byte_offset: Option<u64>,
 }
 
 /// Arguments of `memories_add_ad_hoc_note`.
@@ -349,10 +353,52 @@ pub fn read_with_rollouts(
         .clamp(1, READ_MAX_TOKENS);
     let offset = a.offset.unwrap_or(0);
     let limit = a.limit.unwrap_or(usize::MAX).max(1);
-    let page = page_lines(&text, offset, limit, usize::MAX, Some(max_tokens));
+    let byte_offset = a.byte_offset.unwrap_or(0) as usize;
+    let (body, first, last) = if byte_offset > 0 {
+        (
+            page_inside_line(&text, offset, byte_offset, max_tokens)?,
+            offset + 1,
+            offset + 1,
+        )
+    } else {
+        let cut = codex_free_core::paging::page_lines(
+            &text,
+            offset,
+            codex_free_core::paging::LineLimits {
+                max_lines: limit,
+                max_bytes: usize::MAX,
+                max_tokens: Some(max_tokens),
+            },
+        )
+        .cut_line
+        .map(|(head, _)| head.len());
+        match cut {
+            // A line longer than the page: its head, then the byte continuation inside it.
+            Some(shown) => {
+                let line = text.split_inclusive('\n').nth(offset).unwrap_or("");
+                let bare = line.strip_suffix('\n').unwrap_or(line);
+                let mut t = bare[..shown].to_string();
+                codex_free_core::paging::append_byte_footer(
+                    &mut t,
+                    &codex_free_core::paging::bytes_footer(
+                        0,
+                        shown as u64,
+                        bare.len() as u64,
+                        offset as u64,
+                    ),
+                );
+                t.push('\n');
+                (t, offset + 1, offset + 1)
+            }
+            None => {
+                let page = page_lines(&text, offset, limit, usize::MAX, Some(max_tokens));
+                (page.text, page.first, page.last)
+            }
+        }
+    };
     let path = Jail::components(&a.path)?.join("/");
     let mut ids = Vec::new();
-    if page.last > 0 {
+    if last > 0 {
         if path.starts_with(&format!("{ROLLOUT_SUMMARIES_DIR}/")) {
             if let Some(id) = text.lines().find_map(|l| l.strip_prefix(ROLLOUT_ID_KEY)) {
                 ids.push(id.trim().to_string());
@@ -365,20 +411,83 @@ pub fn read_with_rollouts(
                     current = Some(id.trim().to_string());
                 }
                 let n = i + 1;
-                if n >= page.first
-                    && n <= page.last
+                if n >= first
+                    && n <= last
                     && let Some(id) = &current
                     && !ids.contains(id)
                 {
                     ids.push(id.clone());
                 }
-                if n > page.last {
+                if n > last {
                     break;
                 }
             }
         }
     }
-    Ok((page.text, ids))
+    Ok((body, ids))
+}
+
+/// The rest of line `offset` (0-based) of `text` from byte `byte_offset`, at most about
+/// half the token budget's bytes (as the first page of a long line), never splitting a
+/// character: cut again with the byte continuation, or finished with the line's newline
+/// and, when lines follow, the lines footer naming `offset + 1`.
+///
+/// Errors: [`Error::InvalidArgument`] for a line past the end, or a `byte_offset` that is
+/// not inside the line or not on a character boundary.
+fn page_inside_line(
+    text: &str,
+    offset: usize,
+    byte_offset: usize,
+    max_tokens: usize,
+) -> Result<String> {
+    use codex_free_core::paging;
+    let total = text.split_inclusive('\n').count();
+    let Some(line) = text.split_inclusive('\n').nth(offset) else {
+        return Err(Error::InvalidArgument(format!(
+            "offset={offset} is past the end: the file has {total} lines ({})",
+            paging::valid_offsets(total as u64)
+        )));
+    };
+    let bare = line.strip_suffix('\n').unwrap_or(line);
+    if byte_offset >= bare.len() || !bare.is_char_boundary(byte_offset) {
+        return Err(Error::InvalidArgument(format!(
+            "byte_offset={byte_offset} is not inside line {} ({} bytes) on a character boundary; use the value the previous page's last line names",
+            offset + 1,
+            bare.len()
+        )));
+    }
+    let room = (codex_free_core::tokens::bytes_for(max_tokens) / 2).max(4);
+    let mut end = paging::floor_char_boundary(bare, byte_offset + room);
+    if end <= byte_offset {
+        end = (byte_offset + 1..=bare.len())
+            .find(|&i| bare.is_char_boundary(i))
+            .unwrap_or(bare.len());
+    }
+    let mut out = bare[byte_offset..end].to_string();
+    if end < bare.len() {
+        paging::append_byte_footer(
+            &mut out,
+            &paging::bytes_footer(
+                byte_offset as u64,
+                end as u64,
+                bare.len() as u64,
+                offset as u64,
+            ),
+        );
+        out.push('\n');
+    } else {
+        out.push_str(&line[bare.len()..]);
+        if offset + 1 < total {
+            out.push_str(&paging::lines_footer(
+                offset as u64 + 1,
+                offset as u64 + 1,
+                total as u64,
+                offset as u64 + 1,
+            ));
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }
 
 /// `memories_read`: lines `offset+1 ..` of a file, at most `limit` lines and `max_tokens`
@@ -684,6 +793,58 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code(), "path_outside_root");
+    }
+
+    /// A line longer than a page continues by `byte_offset`: following every footer
+    /// returns the file byte for byte, the long line included.
+    #[test]
+    fn read_continues_inside_a_long_line() {
+        let long: String = (0..30_000).map(|i| ["a", "é", "b", "😀"][i % 4]).collect();
+        let text = format!("first\n{long}\nlast\n");
+        let h = home_with(&[("MEMORY.md", &text)]);
+        let cfg = Config::default();
+        let (mut offset, mut byte_offset, mut got, mut pages) = (0usize, 0u64, String::new(), 0);
+        loop {
+            let page = memories_read(
+                h.path(),
+                &cfg,
+                &MemoriesReadArgs {
+                    path: "MEMORY.md".into(),
+                    offset: Some(offset),
+                    max_tokens: Some(2000),
+                    byte_offset: Some(byte_offset),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            pages += 1;
+            assert!(pages < 100, "paging does not end");
+            match codex_free_core::paging::parse_footer(&page) {
+                Some(c) => {
+                    got.push_str(&page[..c.content_end]);
+                    offset = c.offset().unwrap() as usize;
+                    byte_offset = c.byte_offset().unwrap_or(0);
+                }
+                None => {
+                    got.push_str(&page);
+                    break;
+                }
+            }
+        }
+        assert!(pages > 5, "{pages}");
+        assert_eq!(got, text);
+        let e = memories_read(
+            h.path(),
+            &cfg,
+            &MemoriesReadArgs {
+                path: "MEMORY.md".into(),
+                offset: Some(1),
+                byte_offset: Some(2),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("character boundary"), "{e}");
     }
 
     #[test]

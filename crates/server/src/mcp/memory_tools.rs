@@ -35,9 +35,14 @@ pub(crate) fn project_texts(project: &Jail, config: &Config, home: &Path) -> Own
     }
 }
 
-/// Build the [`Service`] for one call and run `f` with it.
-fn with_service<T>(shared: &Shared, session: Option<&str>, f: impl FnOnce(&Service<'_>) -> T) -> T {
-    let config = shared.config.get();
+/// Build the [`Service`] for one call with `config` (the session's client config) and run
+/// `f` with it.
+pub(crate) fn with_service<T>(
+    shared: &Shared,
+    config: &Config,
+    session: Option<&str>,
+    f: impl FnOnce(&Service<'_>) -> T,
+) -> T {
     let scope = match &shared.mode {
         Mode::Single { .. } => Scope::Single {
             project: &shared.jail,
@@ -47,10 +52,10 @@ fn with_service<T>(shared: &Shared, session: Option<&str>, f: impl FnOnce(&Servi
             session,
         },
     };
-    let texts = |project: &Jail| project_texts(project, &config, &shared.home);
+    let texts = |project: &Jail| project_texts(project, config, &shared.home);
     let svc = Service {
         home: &shared.home,
-        config: &config,
+        config,
         scope,
         texts: &texts,
     };
@@ -60,7 +65,7 @@ fn with_service<T>(shared: &Shared, session: Option<&str>, f: impl FnOnce(&Servi
 /// The MCP `instructions` for a new session, rebuilt each time so they show the current
 /// saved state (single project) or the project-neutral brief (multi-project).
 pub(crate) fn instructions(shared: &Shared) -> String {
-    with_service(shared, None, |s| s.instructions())
+    with_service(shared, &shared.config.get(), None, |s| s.instructions())
 }
 
 impl CodexFree {
@@ -72,9 +77,12 @@ impl CodexFree {
     ) -> CallToolResult {
         let shared: Arc<Shared> = self.shared.clone();
         let session = conversation(ext).0;
-        let r = tokio::task::spawn_blocking(move || with_service(&shared, session.as_deref(), f))
-            .await
-            .unwrap_or_else(|e| Err(Error::Cancelled(format!("memory task failed: {e}"))));
+        let config = self.client_config();
+        let r = tokio::task::spawn_blocking(move || {
+            with_service(&shared, &config, session.as_deref(), f)
+        })
+        .await
+        .unwrap_or_else(|e| Err(Error::Cancelled(format!("memory task failed: {e}"))));
         reply(r)
     }
 }
@@ -109,7 +117,7 @@ impl CodexFree {
         ext: Extensions,
     ) -> CallToolResult {
         let home = self.shared.home.clone();
-        let config = self.shared.config.get();
+        let config = self.client_config();
         let ceiling = codex_free_core::tokens::bytes_for(config.output.max_tool_output_tokens);
         self.memory_call(&ext, move |s| {
             let text = s.recall(&a)?;

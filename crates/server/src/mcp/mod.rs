@@ -9,9 +9,12 @@
 //! current saved state.
 
 pub mod auth;
+pub mod clients;
 pub mod http;
+mod instructions;
 mod memories_tools;
 mod memory_tools;
+mod resources;
 pub mod server;
 pub mod stdio;
 mod tools_exec;

@@ -16,8 +16,10 @@ use rmcp::ServerHandler;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 
@@ -208,8 +210,11 @@ impl Shared {
 pub struct CodexFree {
     pub(crate) shared: Arc<Shared>,
     tool_router: ToolRouter<Self>,
-    /// Names this handler's transcript when the client sends no `openai/session`.
+    /// Names this handler's transcript when the client sends no `openai/session`; also the
+    /// conversation key of its calls then (one MCP session over HTTP, the process over stdio).
     instance: String,
+    /// `clientInfo.name` sent at `initialize` (one handler per MCP session).
+    client: Arc<std::sync::OnceLock<String>>,
 }
 
 /// One finished tool call as the audit trail sees it (see [`CodexFree::audit`]).
@@ -222,7 +227,8 @@ struct AuditCall<'a> {
     out: &'a std::result::Result<CallToolResponse, rmcp::ErrorData>,
 }
 
-/// The `_meta["openai/session"]` value of the current tool call, if any; it
+/// The `_meta["openai/session"]` value of the current tool call, if any, else (in
+/// multi-project mode) `mcp-connection/<handler id>` for the connection; it
 /// keys the conversation's project binding. Stored in
 /// the request extensions by [`CodexFree::call_tool`]; never written to disk raw.
 #[derive(Debug, Clone)]
@@ -267,16 +273,79 @@ impl CodexFree {
         if m.enabled && m.use_memories && m.dedicated_tools {
             tool_router += Self::memories_router();
         }
+        // Project selection exists only in multi-project mode: a single-project server does
+        // not spend every client's context on two tools that can only refuse.
+        if matches!(shared.mode, Mode::Single { .. }) {
+            tool_router.remove_route("list_projects");
+            tool_router.remove_route("set_project_root");
+        }
         Self {
             shared,
             tool_router,
             instance: format!("mcp-{}", uuid::Uuid::now_v7().simple()),
+            client: Default::default(),
         }
+    }
+
+    /// The live config as it applies to this session's client: the tool-output ceiling
+    /// lowered to what the client passes to the model whole ([`crate::mcp::clients`]).
+    pub(crate) fn client_config(&self) -> Config {
+        let mut config = self.shared.config.get();
+        if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes) {
+            let o = &mut config.output;
+            o.max_tool_output_tokens = o
+                .max_tool_output_tokens
+                .min(max / codex_free_core::tokens::BYTES_PER_TOKEN);
+        }
+        config
+    }
+
+    /// The conversation of a request whose `_meta["openai/session"]` is `session`. Without
+    /// one the conversation is this connection: one MCP session over HTTP (a handler per
+    /// session), the whole process over stdio; multi-project bindings then last as long as
+    /// the connection (a new one starts unbound).
+    pub(crate) fn conversation_for(&self, session: Option<String>) -> ConversationId {
+        ConversationId(session.or_else(|| match self.shared.mode {
+            Mode::Multi { .. } => Some(format!("mcp-connection/{}", self.instance)),
+            Mode::Single { .. } => None,
+        }))
+    }
+
+    /// The conversation of a request from its `_meta`.
+    fn conversation_of(&self, meta: &rmcp::model::RequestMetaObject) -> ConversationId {
+        self.conversation_for(
+            meta.0
+                .0
+                .get("openai/session")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+        )
+    }
+
+    /// One line naming this session's known client and why its page budget differs, for
+    /// `get_environment`; `None` for clients without a profile.
+    pub(crate) fn client_line(&self) -> Option<String> {
+        let p = self.client_profile()?;
+        Some(match p.result_max_bytes {
+            Some(max) => format!(
+                "client: {} (pages for it stay within {max} bytes, the most it passes to the model uncut)",
+                p.label
+            ),
+            None => format!("client: {}", p.label),
+        })
+    }
+
+    /// The profile of the client that initialized this session, when it is a known one.
+    pub fn client_profile(&self) -> Option<&'static crate::mcp::clients::ClientProfile> {
+        self.client
+            .get()
+            .and_then(|n| crate::mcp::clients::profile_for(n))
     }
 
     /// Append one tool call to this session's transcript under `<home>/transcripts/`
     /// (input of the memory pipeline's `mcp` source; redacted and bounded by the writer).
-    /// Only when the pipeline is on, generating, and counts `mcp` as a source. The
+    /// Only when task memory is on (`memory.enabled: false` means nothing is kept), the
+    /// pipeline is on, generating, and counts `mcp` as a source. The
     /// transcript is named by a SHA-256-derived key of `openai/session` when the client
     /// sends one (the raw value is never written), else by this handler's instance id.
     /// Failures are logged, never raised: a transcript is not worth failing a call for.
@@ -289,7 +358,11 @@ impl CodexFree {
     ) {
         let cfg = self.shared.config.get();
         let m = &cfg.memories;
-        if !(m.enabled && m.generate_memories && m.sources.iter().any(|s| s == "mcp")) {
+        if !(cfg.memory.enabled
+            && m.enabled
+            && m.generate_memories
+            && m.sources.iter().any(|s| s == "mcp"))
+        {
             return;
         }
         let key = match &conversation.0 {
@@ -420,7 +493,7 @@ impl CodexFree {
     /// bound project's (multi mode, re-checked against the protected set on every call),
     /// and a fresh config snapshot.
     pub(crate) fn ctx(&self, conversation: &ConversationId) -> Result<ToolCtx> {
-        let config = self.shared.config.get();
+        let config = self.client_config();
         match &self.shared.mode {
             Mode::Single { .. } => Ok(ToolCtx::new(
                 self.shared.jail.clone(),
@@ -488,10 +561,32 @@ pub(crate) fn conversation(ext: &rmcp::model::Extensions) -> ConversationId {
 }
 
 impl ServerHandler for CodexFree {
+    // `logging` is deprecated in newer protocol drafts but still asked for by clients and
+    // the conformance suite; it is advertised and `logging/setLevel` accepted.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("codex-free", env!("CARGO_PKG_VERSION")))
-            .with_instructions(self.instructions())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_prompts()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("codex-free", env!("CARGO_PKG_VERSION")))
+        .with_instructions(self.instructions_for(self.client_profile()))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<InitializeResult, rmcp::ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        // Set before the instructions are built (`get_info`), which depend on it.
+        let _ = self.client.set(request.client_info.name.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn call_tool(
@@ -520,7 +615,7 @@ impl ServerHandler for CodexFree {
             },
         };
         self.shared.touch_client(&client_key);
-        let conversation = ConversationId(session);
+        let conversation = self.conversation_for(session);
         context.extensions.insert(conversation.clone());
         let tool = request.name.to_string();
         let args = request
@@ -530,8 +625,16 @@ impl ServerHandler for CodexFree {
             .unwrap_or_default();
         let started = (std::time::Instant::now(), chrono::Utc::now());
         let shapes = codex_free_core::audit::shapes(request.arguments.as_ref());
+        let peer = context.peer.clone();
         let tcc = ToolCallContext::new(self, request, context);
         let out = self.tool_router.call(tcc).await;
+        // A newly bound project brings its own saved state and skills as resources.
+        if tool == "set_project_root"
+            && matches!(&out, Ok(CallToolResponse::Complete(r)) if r.is_error != Some(true))
+            && let Err(e) = peer.notify_resource_list_changed().await
+        {
+            tracing::debug!("resources/list_changed not sent: {e}");
+        }
         let audit_key = match &conversation.0 {
             Some(raw) => format!(
                 "conv-{}",
@@ -560,6 +663,78 @@ impl ServerHandler for CodexFree {
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, rmcp::ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourcesResult, rmcp::ErrorData> {
+        let conv = self.conversation_of(&context.meta);
+        let this = self.clone();
+        let items = tokio::task::spawn_blocking(move || this.list_resources_for(&conv))
+            .await
+            .unwrap_or_default();
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ReadResourceResponse, rmcp::ErrorData> {
+        let conv = self.conversation_of(&context.meta);
+        let this = self.clone();
+        let uri = request.uri.clone();
+        let r = tokio::task::spawn_blocking(move || this.read_resource_for(&conv, &uri))
+            .await
+            .unwrap_or_else(|e| Err(Error::Cancelled(format!("resource task failed: {e}"))));
+        match r {
+            Ok(r) => Ok(r.into()),
+            Err(e @ Error::InvalidArgument(_)) => Err(rmcp::ErrorData::resource_not_found(
+                e.mcp_text(),
+                Some(serde_json::json!({"uri": request.uri})),
+            )),
+            Err(e) => Err(rmcp::ErrorData::internal_error(e.mcp_text(), None)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListPromptsResult, rmcp::ErrorData> {
+        Ok(ListPromptsResult::with_all_items(
+            crate::mcp::resources::prompts(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<GetPromptResponse, rmcp::ErrorData> {
+        let conv = self.conversation_of(&context.meta);
+        let this = self.clone();
+        let name = request.name.clone();
+        let args = request.arguments.clone();
+        let r =
+            tokio::task::spawn_blocking(move || this.get_prompt_for(&conv, &name, args.as_ref()))
+                .await
+                .unwrap_or_else(|e| Err(Error::Cancelled(format!("prompt task failed: {e}"))));
+        r.map(Into::into)
+            .map_err(|e| rmcp::ErrorData::invalid_params(e.mcp_text(), None))
+    }
+
+    /// Accepted so clients may set it; this server logs to stderr (`CODEX_FREE_LOG`) and
+    /// sends no log notifications.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), rmcp::ErrorData> {
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {

@@ -153,12 +153,18 @@ impl CodexFree {
             .await
     }
 
-    /// Facts about the environment: project root, OS, shell, git branch, date, output caps.
+    /// Facts about the environment: project root, OS, shell, git branch, date, output caps
+    /// (the page budget in force for this client).
     #[tool(annotations(title = "Environment", read_only_hint = true, open_world_hint = false))]
     async fn get_environment(&self, ext: Extensions) -> CallToolResult {
-        reply(
-            self.ctx(&conversation(&ext))
-                .map(|c| doc::get_environment(&c)),
-        )
+        let client = self.client_line();
+        reply(self.ctx(&conversation(&ext)).map(|c| {
+            let mut t = doc::get_environment(&c);
+            if let Some(line) = client {
+                t.push('\n');
+                t.push_str(&line);
+            }
+            t
+        }))
     }
 }

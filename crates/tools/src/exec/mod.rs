@@ -21,8 +21,10 @@
 //!   `<home>/spool/<output_id>.out` (mode 0600) capped at `exec.maxSpoolBytes`; memory holds
 //!   only a head and a tail of the bytes not yet returned. A reply longer than its budget
 //!   (`max_output_tokens`, default and ceiling `output.maxToolOutputTokens`, tokens =
-//!   bytes / 4) keeps its head and tail and ends with the exact `read_command_output` call
-//!   that pages through the omitted bytes. Bytes past the spool cap are reported as
+//!   bytes / 4) keeps its head and tail (cut at line ends) and ends with the exact
+//!   `read_command_output` call that pages through the omitted bytes only: those pages stop
+//!   where the shown tail begins, so following them and placing the tail last gives the
+//!   output byte for byte, each byte once. Bytes past the spool cap are reported as
 //!   dropped, never silently.
 //! - Live sessions are capped by `exec.maxSessions`. At the cap, sessions whose process
 //!   already ended (output not yet collected) are pruned oldest first; if all are still
@@ -150,6 +152,10 @@ pub struct ReadOutputArgs {
     /// Page size in tokens (1 token = 4 bytes). Default and ceiling: output.maxToolOutputTokens.
     #[serde(default)]
     pub max_output_tokens: Option<usize>,
+    /// Stop before this byte offset: where the tail a cut reply already showed begins (as its
+    /// last line names it), so the tail is not read twice. Default: the end of the output.
+    #[serde(default)]
+    pub end: Option<u64>,
 }
 
 /// How a process ended.
@@ -406,10 +412,14 @@ impl ExecSessions {
     }
 
     /// Page through a command's spooled output: the bytes from `a.offset`, at most the
-    /// budget, never splitting a UTF-8 character (invalid bytes show as U+FFFD). Unless the
-    /// page reaches the end of a finished output, its last line is
+    /// budget, ending at a line end unless one line fills the page (the footer then says
+    /// so), never splitting a UTF-8 character (invalid bytes show as U+FFFD). With `end`
+    /// (named by a cut reply: where its shown tail begins) paging stops there, with a last
+    /// line saying the omitted bytes are complete, so the tail is never sent twice; without
+    /// it, paging runs to the end of the output. Otherwise, unless the page reaches the end of a finished output, its last
+    /// line (after one separator `\n`) is
     /// `(showing bytes A-B of N — call read_command_output with output_id=ID offset=B for the rest)`;
-    /// following those offsets returns every spooled byte exactly once.
+    /// head + every page followed + tail is the output, each byte once.
     ///
     /// Errors: [`Error::InvalidArgument`] for a malformed id or an offset past the end;
     /// [`Error::NotFound`] when the spool is gone (expired or pruned).
@@ -442,7 +452,7 @@ impl ExecSessions {
                 SPOOL_TTL.as_secs() / 3600
             ))
         };
-        let (path, total, spooled, closed, stop) = match &known {
+        let (path, total, spooled, closed, stop_why) = match &known {
             Some(o) => {
                 let p = o.progress();
                 (o.path.clone(), p.total, p.spooled, p.closed, o.spool_stop())
@@ -464,28 +474,49 @@ impl ExecSessions {
                 if closed { "" } else { " so far" }
             )));
         }
-        let bytes = output::read_at(&path, offset, budget, spooled)?;
+        // Stop where a tail already shown begins: the omitted bytes end there.
+        let end = a.end;
+        if let Some(e) = end
+            && e <= offset
+        {
+            return Err(Error::InvalidArgument(format!(
+                "end={e} must be greater than offset={offset} (end is where the shown tail of the reply starts, as its last line names it)"
+            )));
+        }
+        let stop = end.map_or(spooled, |e| e.min(spooled));
+        let bytes = output::read_at(&path, offset, budget, stop)?;
         let page_end = offset + bytes.len() as u64;
-        let stream_end = closed && page_end == spooled;
+        let stream_end = page_end == stop && (end.is_some() || closed);
         let (mut text, mut used) = lossy_prefix(&bytes, budget, stream_end);
         if used == 0 && !bytes.is_empty() {
             (text, used) = lossy_prefix(&bytes, budget, true);
         }
+        // End the page at a line end unless it reaches the stop or one line fills it.
+        let mut split = false;
+        if offset + (used as u64) < stop {
+            (text, used, split) = output::back_to_line_end(&bytes, text, used);
+        }
         let next = offset + used as u64;
-        let line = if next < spooled {
-            Some(codex_free_core::paging::command_output_footer(
-                offset, next, spooled, id, !closed,
-            ))
-        } else if let Some(why) = &stop {
-            Some(codex_free_core::paging::command_output_unspooled_footer(
-                offset, next, total, spooled, why, !closed,
-            ))
-        } else if !closed {
-            Some(codex_free_core::paging::command_output_running_footer(
-                offset, next, spooled, id,
-            ))
-        } else {
-            None
+        use codex_free_core::paging as pg;
+        let line = match end {
+            Some(e) if next < e.min(spooled) => {
+                Some(pg::command_gap_footer(offset, next, total, e, id, split))
+            }
+            Some(e) if e <= spooled => Some(pg::command_gap_done_footer(offset, e, total)),
+            _ if next < spooled => Some(pg::command_output_footer(
+                offset, next, spooled, id, !closed, split,
+            )),
+            _ => {
+                if let Some(why) = &stop_why {
+                    Some(pg::command_output_unspooled_footer(
+                        offset, next, total, spooled, why, !closed,
+                    ))
+                } else if !closed {
+                    Some(pg::command_output_running_footer(offset, next, spooled, id))
+                } else {
+                    None
+                }
+            }
         };
         if let Some(line) = line {
             text.push('\n');
@@ -527,28 +558,23 @@ impl ExecSessions {
             "Original token count: {}",
             (window.to - window.from).div_ceil(codex_free_core::tokens::BYTES_PER_TOKEN as u64)
         ));
-        head.push("Output:".into());
-        let mut reply = head.join("\n");
-        reply.push('\n');
         let failed = exit.is_some_and(|e| e.code != Some(0));
         let hint_room = if failed && s.sandbox.is_some() {
             HINT_RESERVE
         } else {
             0
         };
-        let budget = body_budget(ctx, max_output_tokens, reply.len() + hint_room);
+        let head_len: usize = head.iter().map(|l| l.len() + 1).sum::<usize>() + "Output:\n".len();
+        let budget = body_budget(ctx, max_output_tokens, head_len + hint_room);
         let body = s.output.render(&window, budget);
-        let hint = match (&s.sandbox, failed) {
-            (Some(run), true) => sandbox::denial_hint(&body, &run.cwd, run.network),
-            _ => None,
-        };
-        reply.push_str(&body);
-        if let Some(h) = hint {
-            if !reply.ends_with('\n') {
-                reply.push('\n');
-            }
-            reply.push_str(&h);
+        // The sandbox hint goes above the output, so a continuation stays the last line.
+        if let (Some(run), true) = (&s.sandbox, failed) {
+            head.extend(sandbox::denial_hint(&body, &run.cwd, run.network));
         }
+        head.push("Output:".into());
+        let mut reply = head.join("\n");
+        reply.push('\n');
+        reply.push_str(&body);
         if exit.is_some() {
             let removed = self
                 .store
@@ -1041,6 +1067,7 @@ mod tests {
                 output_id: "x".into(),
                 offset: 0,
                 max_output_tokens: None,
+                end: None,
             },
         ));
     }

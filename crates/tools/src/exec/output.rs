@@ -247,10 +247,6 @@ impl Output {
         self.state.lock().expect("output lock").spool_stop.clone()
     }
 
-    pub(crate) fn mark_cut(&self) {
-        self.state.lock().expect("output lock").cut = true;
-    }
-
     pub(crate) fn was_cut(&self) -> bool {
         self.state.lock().expect("output lock").cut
     }
@@ -264,10 +260,10 @@ impl Output {
     /// Render `window` within `budget` bytes of text; see [`render_window`].
     pub(crate) fn render(&self, w: &Window, budget: usize) -> String {
         let p = self.progress();
-        let (text, cut) =
+        let (text, gap) =
             render_window(w, budget, &self.id, p.spooled, self.spool_stop().as_deref());
-        if cut {
-            self.mark_cut();
+        if gap.is_some() {
+            self.state.lock().expect("output lock").cut = true;
         }
         text
     }
@@ -297,17 +293,20 @@ pub(crate) fn read_at(path: &Path, offset: u64, len: usize, limit: u64) -> Resul
     Ok(buf)
 }
 
-/// Text of a window within `budget` bytes, and whether it was cut. Uncut: the window's
-/// bytes as (lossy) UTF-8. Cut: the head, a one-line marker, the tail, and as **last line**
-/// either the exact `read_command_output` call that returns the omitted bytes or, when
-/// they were not spooled, which bytes were dropped and why.
+/// Text of a window within `budget` bytes, and when it was cut the omitted range
+/// `(head end, tail start)` (`None`: shown whole). Uncut: the window's bytes as (lossy) UTF-8. Cut: the head, a
+/// one-line marker ([`codex_free_core::paging::command_omitted_marker`], one `\n` before
+/// and after it), the tail, one separator `\n` and as **last line** either the exact
+/// `read_command_output` call that returns the omitted bytes or, when they were not spooled,
+/// which bytes were dropped and why. The head ends and the tail starts at a line boundary
+/// unless a line is longer than half the budget (the marker then says so).
 pub(crate) fn render_window(
     w: &Window,
     budget: usize,
     id: &str,
     spooled: u64,
     spool_stop: Option<&str>,
-) -> (String, bool) {
+) -> (String, Option<(u64, u64)>) {
     let n = w.to - w.from;
     let contiguous = (w.head.len() + w.tail.len()) as u64 == n;
     if contiguous {
@@ -315,17 +314,29 @@ pub(crate) fn render_window(
         all.extend_from_slice(&w.tail);
         let (text, used) = lossy_prefix(&all, budget, true);
         if used == all.len() {
-            return (text, false);
+            return (text, None);
         }
-        return (
-            cut_text(w, &all, &all, budget, id, spooled, spool_stop),
-            true,
-        );
+        let (text, gap) = cut_text(w, &all, &all, budget, id, spooled, spool_stop);
+        return (text, Some(gap));
     }
-    (
-        cut_text(w, &w.head, &w.tail, budget, id, spooled, spool_stop),
-        true,
-    )
+    let (text, gap) = cut_text(w, &w.head, &w.tail, budget, id, spooled, spool_stop);
+    (text, Some(gap))
+}
+
+/// Cut `bytes` back to just after its last `\n` when it has one (the text re-rendered);
+/// `split` is true when there is none, so the cut stays inside a line.
+pub(crate) fn back_to_line_end(bytes: &[u8], text: String, used: usize) -> (String, usize, bool) {
+    if used == 0 || bytes[used - 1] == b'\n' {
+        return (text, used, false);
+    }
+    match bytes[..used].iter().rposition(|&c| c == b'\n') {
+        Some(i) => (
+            String::from_utf8_lossy(&bytes[..=i]).into_owned(),
+            i + 1,
+            false,
+        ),
+        None => (text, used, true),
+    }
 }
 
 fn cut_text(
@@ -336,18 +347,32 @@ fn cut_text(
     id: &str,
     spooled: u64,
     spool_stop: Option<&str>,
-) -> String {
+) -> (String, (u64, u64)) {
+    use codex_free_core::paging::{command_omitted_marker, command_window_footer};
     let (head_text, head_used) = lossy_prefix(head, budget / 2, false);
-    let (tail_text, tail_used) = lossy_suffix(tail, budget.saturating_sub(head_text.len()));
+    let (head_text, head_used, head_split) = back_to_line_end(head, head_text, head_used);
+    let (mut tail_text, mut tail_used) = lossy_suffix(tail, budget.saturating_sub(head_text.len()));
+    // Start the tail at a line start: after a `\n` just before it, or after its first one.
+    let before_is_nl = tail_used < tail.len() && tail[tail.len() - tail_used - 1] == b'\n';
+    let mut tail_split = false;
+    if !before_is_nl && tail_used < tail.len() {
+        let shown = &tail[tail.len() - tail_used..];
+        match shown.iter().position(|&c| c == b'\n') {
+            Some(i) if i + 1 < shown.len() => {
+                tail_used -= i + 1;
+                tail_text = String::from_utf8_lossy(&tail[tail.len() - tail_used..]).into_owned();
+            }
+            _ => tail_split = true,
+        }
+    }
     let a = w.from + head_used as u64;
     let b = w.to - tail_used as u64;
     let mut s = String::with_capacity(budget + 400);
     s.push_str(&head_text);
-    s.push_str(&format!("\n[… {} bytes omitted …]\n", b - a));
+    s.push('\n');
+    s.push_str(&command_omitted_marker(a, b, head_split, tail_split));
+    s.push('\n');
     s.push_str(&tail_text);
-    if !s.ends_with('\n') {
-        s.push('\n');
-    }
     let shown = format!("showing bytes {}-{a} and {b}-{} of {}", w.from, w.to, w.to);
     let line = if a < spooled.min(b) {
         let lost = if spooled < b {
@@ -356,17 +381,19 @@ fn cut_text(
                 spool_stop.unwrap_or("spool stopped")
             )
         } else {
-            String::new()
+            format!("; the omitted bytes are {a}-{b}")
         };
-        codex_free_core::paging::command_window_footer(&shown, &lost, id, a)
+        command_window_footer(&shown, &lost, id, a, b)
     } else {
         format!(
             "(output cut: {shown}; bytes {a}-{b} are lost: {} — rerun the command with less output, e.g. through head, tail or grep)",
             spool_stop.unwrap_or("they were not spooled")
         )
     };
+    // One separator `\n` before the footer, always, as on every `read_command_output` page.
+    s.push('\n');
     s.push_str(&line);
-    s
+    (s, (a, b))
 }
 
 /// Longest prefix of `bytes` whose lossy UTF-8 rendering fits in `max` bytes: the text and
@@ -503,6 +530,33 @@ mod tests {
         );
     }
 
+    /// Head and tail are cut at line ends when lines are short.
+    #[test]
+    fn render_cuts_at_line_ends() {
+        let data: Vec<u8> = (0..200)
+            .flat_map(|i| format!("{i:03}\n").into_bytes())
+            .collect();
+        let w = Window {
+            from: 0,
+            to: data.len() as u64,
+            head: data.clone(),
+            tail: vec![],
+        };
+        let (text, gap) = render_window(&w, 102, "abc", data.len() as u64, None);
+        let (head, rest) = text.split_once("\n[… bytes ").unwrap();
+        assert_eq!(
+            head,
+            "000\n001\n002\n003\n004\n005\n006\n007\n008\n009\n010\n011\n"
+        );
+        let tail = rest.split_once("…]\n").unwrap().1;
+        let tail = tail.rsplit_once("\n(output cut").unwrap().0;
+        assert!(
+            tail.starts_with("187\n") && tail.ends_with("199\n"),
+            "{tail}"
+        );
+        assert_eq!(gap, Some((12 * 4, 187 * 4)));
+    }
+
     #[test]
     fn render_small_window_is_whole() {
         let w = Window {
@@ -513,7 +567,7 @@ mod tests {
         };
         assert_eq!(
             render_window(&w, 100, "ab", 5, None),
-            ("hello".into(), false)
+            ("hello".into(), None)
         );
     }
 
@@ -529,14 +583,18 @@ mod tests {
             head,
             tail,
         };
-        let (text, cut) = render_window(&w, 100, "abc", 1000, None);
-        assert!(cut);
+        let (text, gap) = render_window(&w, 100, "abc", 1000, None);
+        assert_eq!(gap, Some((50, 950)));
         let last = text.lines().last().unwrap();
         assert_eq!(
             last,
-            "(output cut: showing bytes 0-50 and 950-1000 of 1000 — call read_command_output with output_id=abc offset=50 for the rest)"
+            "(output cut: showing bytes 0-50 and 950-1000 of 1000; the omitted bytes are 50-950 — call read_command_output with output_id=abc offset=50 end=950 for the rest)"
         );
         assert!(text.starts_with(std::str::from_utf8(&data[..50]).unwrap()));
+        assert!(
+            text.contains("\n[… bytes 50-950 omitted; the head ends inside a line; the tail starts inside a line; read_command_output returns them …]\n"),
+            "{text}"
+        );
         // Nothing spooled past the head: the line says the bytes are lost, never silently.
         let (text, _) = render_window(
             &w,

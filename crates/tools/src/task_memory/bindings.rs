@@ -1,7 +1,10 @@
 //! Conversation → project bindings for multi-project mode (`serve --access-root DIR`):
 //! one small file per conversation, so a reconnecting client gets its project back.
 //!
-//! A conversation is identified by the `openai/session` value in a tool call's `_meta`.
+//! A conversation is identified by the `openai/session` value in a tool call's `_meta`;
+//! for a client that sends none, the MCP layer passes a key of the connection instead
+//! (`mcp-connection/<id>`: one MCP session over HTTP, the process over stdio), so such a
+//! binding lasts as long as the connection.
 //! Only a SHA-256-derived key of it is used, as a file name:
 //! `<state home>/conversation-projects/<sha256(canonical access root)>/<key>.json`, holding
 //! `{"version":1,"accessRoot":..,"projectRoot":..,"boundAt":..}`. Deleting

@@ -211,9 +211,13 @@ impl Service<'_> {
         self.config.output.max_entries.min(DEFAULT_PROJECTS_PAGE)
     }
 
-    /// `list_projects` (multi-project mode).
+    /// `list_projects` (multi-project mode). Needs no conversation: the candidates are the
+    /// same for every one.
     pub fn list_projects(&self, a: &ListProjectsArgs) -> Result<String> {
-        let (b, _) = self.bindings()?;
+        let b = match self.scope {
+            Scope::Multi { access, .. } => Bindings::new(self.home, access),
+            Scope::Single { .. } => self.bindings()?.0,
+        };
         let text = b.list_projects_text(a.offset.unwrap_or(0), self.projects_page());
         // The page size already bounds it; the byte cap is a backstop for long paths.
         self.page(&text, None, Call::Tool("list_projects"))

@@ -13,7 +13,8 @@
 //!
 //! Folder names checked against Codex's skills documentation (developers.openai.com
 //! /codex/skills) and Claude Code's (`.claude/skills`, `~/.claude/skills`). Codex's admin
-//! scope (`/etc/codex/skills`) and bundled system skills are deliberately not searched.
+//! scope (`/etc/codex/skills`) and its bundled system skills (`$CODEX_HOME/skills/.system`,
+//! like every hidden folder) are deliberately not searched.
 //!
 //! Protected directories: the user and Codex Free folders lie inside protected directories
 //! (`~/.codex`, `~/.claude`, the state home), which no other tool may read. Skills may read
@@ -455,8 +456,9 @@ fn scan(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) {
         .filter(|e| {
             let n = e.file_name();
             let n = n.to_string_lossy();
-            // Hidden folders are skipped, except Codex's `.system` folder of bundled skills.
-            !n.starts_with('.') || n == ".system"
+            // Hidden folders are skipped, Codex's `.system` folder of its bundled skills
+            // too: the client lists those itself, and they are not the user's.
+            !n.starts_with('.')
         })
         .map(|e| e.path())
         .filter(|p| p.is_dir())
@@ -629,7 +631,7 @@ mod tests {
         let u = e.user.path().join(".claude/skills/leak");
         std::fs::create_dir_all(&u).unwrap();
         std::os::unix::fs::symlink(&token, u.join("SKILL.md")).unwrap();
-        let builtin = e.user.path().join(".codex/skills/.system/builtin");
+        let builtin = e.user.path().join(".codex/skills/builtin");
         std::os::unix::fs::symlink(
             e.user.path().join(".claude/.credentials.json"),
             builtin.join("creds"),
@@ -687,9 +689,15 @@ mod tests {
             "---\nname: deploy\ndescription: shadowed by the project one\n---\n",
         );
         write_skill(
-            &e.user.path().join(".codex/skills/.system"),
+            &e.user.path().join(".codex/skills"),
             "builtin",
             "---\nname: builtin\ndescription: bundled\n---\n",
+        );
+        // Codex's own bundled skills: never listed (they are Codex's, not the user's).
+        write_skill(
+            &e.user.path().join(".codex/skills/.system"),
+            "imagegen",
+            "---\nname: imagegen\ndescription: Codex system skill\n---\n",
         );
         write_skill(
             &e.state.path().join("skills"),
