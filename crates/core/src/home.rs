@@ -96,6 +96,43 @@ impl AgentHomes {
             pi: var("PI_CODING_AGENT_DIR", &[".pi", "agent"]),
         }
     }
+
+    /// Every place the agents keep their configuration, with a description: the homes of
+    /// [`Self::from_env`], the default homes too when a variable points elsewhere (an agent
+    /// started without the variable still reads them), and Claude Code's `~/.claude.json`
+    /// (its MCP server list, commands it starts unconfined). The one list both the tools'
+    /// path jail and the command sandbox protect.
+    pub fn protected() -> Vec<(PathBuf, &'static str)> {
+        let env = Self::from_env();
+        let mut out: Vec<(PathBuf, &'static str)> = Vec::new();
+        let named = [
+            (env.codex, "Codex's home ($CODEX_HOME, default ~/.codex)"),
+            (
+                env.claude,
+                "Claude Code's home ($CLAUDE_CONFIG_DIR, default ~/.claude)",
+            ),
+            (
+                env.pi,
+                "the pi agent's home ($PI_CODING_AGENT_DIR, default ~/.pi/agent)",
+            ),
+        ];
+        out.extend(named.into_iter().filter_map(|(p, w)| p.map(|p| (p, w))));
+        if let Some(h) = std::env::home_dir() {
+            out.push((h.join(".codex"), "Codex's default home (~/.codex)"));
+            out.push((h.join(".claude"), "Claude Code's default home (~/.claude)"));
+            out.push((
+                h.join(".pi").join("agent"),
+                "the pi agent's default home (~/.pi/agent)",
+            ));
+            out.push((
+                h.join(".claude.json"),
+                "Claude Code's settings file (~/.claude.json)",
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|(p, _)| seen.insert(p.clone()));
+        out
+    }
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

@@ -120,31 +120,8 @@ impl Protected {
         {
             p.add(dir, what);
         }
-        let agents = crate::home::AgentHomes::from_env();
-        let others = [
-            (agents.codex, "Codex's home ($CODEX_HOME, default ~/.codex)"),
-            (
-                agents.claude,
-                "Claude Code's home ($CLAUDE_CONFIG_DIR, default ~/.claude)",
-            ),
-            (
-                agents.pi,
-                "the pi agent's home ($PI_CODING_AGENT_DIR, default ~/.pi/agent)",
-            ),
-        ];
-        for (dir, what) in others {
-            if let Some(d) = dir {
-                p.add(&d, what);
-            }
-        }
-        // Claude Code keeps its MCP server definitions (commands it starts unconfined) in
-        // this file beside the home, not inside ~/.claude; the command sandbox protects it
-        // too.
-        if let Some(h) = std::env::home_dir() {
-            p.add(
-                &h.join(".claude.json"),
-                "Claude Code's settings file (~/.claude.json)",
-            );
+        for (dir, what) in crate::home::AgentHomes::protected() {
+            p.add(&dir, what);
         }
         p
     }

@@ -119,16 +119,11 @@ pub fn sandbox_status(exec: &ExecConfig) -> SandboxStatus {
 pub fn protected_paths(home: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = vec![home.to_path_buf()];
     out.extend(extra.iter().cloned());
-    for var in ["CODEX_HOME", "CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR"] {
-        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            out.push(PathBuf::from(v));
-        }
-    }
-    if let Some(h) = user_home() {
-        for d in [".codex", ".claude", ".claude.json", ".pi/agent"] {
-            out.push(h.join(d));
-        }
-    }
+    out.extend(
+        codex_free_core::home::AgentHomes::protected()
+            .into_iter()
+            .map(|(p, _)| p),
+    );
     let mut out: Vec<PathBuf> = out
         .iter()
         .filter(|p| p.is_absolute())
