@@ -680,7 +680,7 @@ mod tests {
     fn duplicates_secrets_drift_and_budget() {
         let mem = src(
             MEMORY_MD,
-            "- Always run cargo fmt before committing code.\n- always run cargo fmt before committing code!\n- Always run cargo fmt before you commit any code.\n- api_key=sk-abcdefghijklmnopqrstuvwx1234\n",
+            "- Always run cargo fmt before committing code.\n- always run cargo fmt before committing code!\n- Always run cargo fmt before committing the code.\n- api_key=sk-abcdefghijklmnopqrstuvwx1234\n",
         );
         let sum = src(SUMMARY_MD, "v1\n## User preferences\n- The user loves Haskell and writes everything in Nix flakes.\n- Always run cargo fmt before committing code.\n");
         let r = lint(&[mem, sum], &[], &ArtifactBudget::default(), Checks { all: true });

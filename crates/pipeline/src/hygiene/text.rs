@@ -340,6 +340,13 @@ pub fn is_progress(line: &str) -> bool {
     P.is_match(line)
 }
 
+/// A log entry: a list item that opens with a date (`2025-03-04:`) or a checkbox.
+pub fn is_log_entry(line: &str) -> bool {
+    static L: LazyLock<Regex> =
+        LazyLock::new(|| re(r"^\s*(?:[-*+]\s+)?(?:\[[ xX]\]\s|\d{4}-\d{2}-\d{2}\b|\d{4}年\d{1,2}月\d{1,2}日)"));
+    L.is_match(line)
+}
+
 /// Evidence lines: incident, release and debugging detail, command output, snapshots.
 pub fn is_evidence(line: &str) -> bool {
     static E: LazyLock<Regex> = LazyLock::new(|| {

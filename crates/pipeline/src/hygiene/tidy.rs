@@ -345,7 +345,11 @@ fn classify(
             .last()
             .and_then(|s| s.heading.as_deref())
             .is_some_and(|h| h.trim() == VERIFY_HEADING);
-        let (dest, reason) = if let Some(s) = text::stale(&l) {
+        let (dest, reason) = if text::is_log_entry(&l) && !text::is_rule(&l) {
+            // A dated or ticked log entry is history, not a live fact: it goes to its day.
+            let date = date_of(&l).or(section_date.clone()).unwrap_or_else(|| today.to_string());
+            (Dest::Daily { date }, "progress log entry".to_string())
+        } else if let Some(s) = text::stale(&l) {
             (Dest::Archive { check: Some(s.topic) }, format!("stale: {}", s.evidence))
         } else if in_verify || text::is_verify(&l) {
             (Dest::Stay, "check to run live".to_string())
@@ -990,4 +994,194 @@ fn write_and_verify(plan: &Plan, opts: &TidyOptions, backup: &mut Backup) -> Res
         }
     };
     Ok((commit, read_back))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hygiene::bench::replay_set;
+    use crate::hygiene::synth::RULES;
+
+    fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                if e.file_name() == ".git" {
+                    continue;
+                }
+                let md = std::fs::symlink_metadata(e.path()).unwrap();
+                if md.is_dir() {
+                    stack.push(e.path());
+                } else {
+                    out.insert(e.path(), std::fs::read(e.path()).unwrap_or_default());
+                }
+            }
+        }
+        out
+    }
+
+    fn opts(dir: &Path, home: &Path) -> TidyOptions {
+        TidyOptions {
+            dir: dir.to_path_buf(),
+            home: home.to_path_buf(),
+            today: NaiveDate::from_ymd_opt(2026, 12, 1).unwrap(),
+            budget: ArtifactBudget::default(),
+            fail_after_writes: None,
+        }
+    }
+
+    fn git_clean(dir: &Path) -> bool {
+        let repo = git2::Repository::open(dir).unwrap();
+        let mut so = git2::StatusOptions::new();
+        so.include_untracked(true).recurse_untracked_dirs(true);
+        repo.statuses(Some(&mut so)).unwrap().is_empty()
+    }
+
+    /// The bloated memory in all three layouts: plan changes no byte; apply leaves
+    /// MEMORY.md within 150 lines / 15 KiB with every rule, every other line somewhere,
+    /// a backup, and (for git folders) a clean status.
+    #[test]
+    fn bloated_memory_tidies_in_every_layout() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let cases = replay_set(tmp.path()).unwrap();
+        // The Claude copy is also put under git, so both backup kinds run on foreign layouts.
+        let claude = &cases[2].1;
+        let (f, _) = (MemoryFolder::at(claude), ());
+        git2::Repository::init(claude).unwrap();
+        f.commit_all("claude memory").unwrap();
+        for (name, dir) in &cases {
+            let before = snapshot(dir);
+            let originals: BTreeMap<String, String> = [MEMORY_MD, SUMMARY_MD]
+                .iter()
+                .filter_map(|f| std::fs::read_to_string(dir.join(f)).ok().map(|t| (f.to_string(), t)))
+                .collect();
+            let p = plan(&opts(dir, &home)).unwrap();
+            assert!(p.over_budget.is_empty(), "{name}: {:?}", p.over_budget);
+            assert!(p.render().contains("Plan only: nothing was changed."));
+            assert_eq!(snapshot(dir), before, "{name}: --plan changed bytes");
+            let is_git = own_repo(&std::fs::canonicalize(dir).unwrap()).is_some();
+            let head_before = is_git.then(|| MemoryFolder::at(dir).head().unwrap().unwrap());
+            let applied = apply(&opts(dir, &home)).unwrap();
+            let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+            assert!(mem.lines().count() <= 150 && mem.len() <= 15 * 1024, "{name}: {} lines {} bytes", mem.lines().count(), mem.len());
+            let lines: HashSet<&str> = mem.lines().collect();
+            for r in RULES {
+                assert!(lines.contains(r), "{name}: rule left MEMORY.md: {r}");
+            }
+            assert!(mem.contains(VERIFY_HEADING) && mem.contains(Topic::Commit.check()) && mem.contains(Topic::Deploy.check()), "{name}");
+            assert!(!mem.contains("当前线上版本") && !mem.contains("is currently down"), "{name}: stale values stayed");
+            assert_eq!(missing_lines(dir, &originals).unwrap(), Vec::<String>::new(), "{name}");
+            assert!(dir.join(ARCHIVE_DIR).is_dir() && dir.join(DAILY_DIR).is_dir());
+            assert!(applied.render().ends_with("Tidy applied and verified.\n"));
+            if is_git {
+                assert!(git_clean(dir), "{name}: git status not clean");
+                let repo = git2::Repository::open(dir).unwrap();
+                let head = repo.head().unwrap().peel_to_commit().unwrap();
+                assert_eq!(head.parent_id(0).unwrap(), head_before.unwrap(), "{name}: the backup is the parent commit");
+                assert!(applied.read_back.iter().any(|r| r.contains("git status --short: clean")));
+                assert!(applied.read_back.iter().any(|r| r.starts_with("git diff --stat")));
+            } else {
+                let backups: Vec<_> = std::fs::read_dir(home.join("backups")).unwrap().flatten().collect();
+                let b = backups.last().unwrap().path();
+                assert_eq!(std::fs::read_to_string(b.join(MEMORY_MD)).unwrap(), originals[MEMORY_MD], "{name}: backup copy");
+                assert!(std::fs::read_to_string(b.join("MANIFEST.txt")).unwrap().contains("created by the tidy: archive/"));
+            }
+            // A second tidy has nothing left to move out and still loses nothing.
+            let again = plan(&opts(dir, &home)).unwrap();
+            assert!(again.moves.iter().all(|m| m.dest == Dest::Stay || matches!(m.dest, Dest::Duplicate { .. })), "{name}: {}", again.render());
+        }
+    }
+
+    #[test]
+    fn a_failed_write_restores_everything() {
+        for git in [false, true] {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("mem");
+            std::fs::create_dir(&dir).unwrap();
+            let b = crate::hygiene::synth::bloated(7);
+            std::fs::write(dir.join(MEMORY_MD), &b.memory).unwrap();
+            std::fs::create_dir(dir.join(ARCHIVE_DIR)).unwrap();
+            std::fs::write(dir.join(ARCHIVE_DIR).join("old.md"), "# old evidence\n").unwrap();
+            if git {
+                git2::Repository::init(&dir).unwrap();
+                MemoryFolder::at(&dir).commit_all("start").unwrap();
+            }
+            let before = snapshot(&dir);
+            for after in [0, 3, 50] {
+                let mut o = opts(&dir, &tmp.path().join("home"));
+                o.fail_after_writes = Some(after);
+                let e = apply(&o).unwrap_err().to_string();
+                if after < plan(&o).unwrap().outputs.len() {
+                    assert!(e.contains("tidy failed and was undone") && e.contains("simulated failure"), "{e}");
+                    assert_eq!(snapshot(&dir), before, "git={git} after={after}: not restored");
+                    if git {
+                        assert!(git_clean(&dir));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_input_is_refused_naming_the_file_and_nothing_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let dir = tmp.path().join("mem");
+        std::fs::create_dir(&dir).unwrap();
+        let check = |dir: &Path, want: &str| {
+            let before = snapshot(dir);
+            let e = apply(&opts(dir, &home)).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+            assert_eq!(snapshot(dir), before);
+            e
+        };
+        // Not UTF-8.
+        std::fs::write(dir.join(MEMORY_MD), b"- ok\n- \xff\xfe broken\n").unwrap();
+        let e = check(&dir, "not UTF-8");
+        assert!(e.contains("MEMORY.md"), "{e}");
+        // Huge.
+        std::fs::write(dir.join(MEMORY_MD), vec![b'x'; (crate::hygiene::MAX_FILE_BYTES + 1) as usize]).unwrap();
+        check(&dir, "a memory file may be at most");
+        // A link to a file outside the folder.
+        let outside = tmp.path().join("outside.md");
+        std::fs::write(&outside, "- Never do X.\n- 2025-01-01: done\n").unwrap();
+        std::fs::remove_file(dir.join(MEMORY_MD)).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(MEMORY_MD)).unwrap();
+        let e = check(&dir, "outside the memory folder");
+        assert!(e.contains("MEMORY.md"), "{e}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "- Never do X.\n- 2025-01-01: done\n");
+        // A destination folder linked outside.
+        std::fs::remove_file(dir.join(MEMORY_MD)).unwrap();
+        std::fs::write(dir.join(MEMORY_MD), "- Never do X.\n- 2025-01-01: done with the release\n").unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join(ARCHIVE_DIR)).unwrap();
+        check(&dir, "archive");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        std::fs::remove_file(dir.join(ARCHIVE_DIR)).unwrap();
+        // A git repository in the middle of a merge.
+        let repo = git2::Repository::init(&dir).unwrap();
+        MemoryFolder::at(&dir).commit_all("start").unwrap();
+        let head = repo.head().unwrap().target().unwrap();
+        std::fs::write(repo.path().join("MERGE_HEAD"), format!("{head}\n")).unwrap();
+        check(&dir, "middle of an operation");
+        std::fs::remove_file(repo.path().join("MERGE_HEAD")).unwrap();
+        // A destination that cannot be written (a file where the folder must go): the
+        // writes stop and the backup is restored.
+        std::fs::write(dir.join(DAILY_DIR), "not a folder\n").unwrap();
+        MemoryFolder::at(&dir).commit_all("daily is a file").unwrap();
+        check(&dir, "undone");
+        // A folder this user cannot write (root writes anyway, so only checked as a user).
+        std::fs::remove_file(dir.join(DAILY_DIR)).unwrap();
+        MemoryFolder::at(&dir).commit_all("clean").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            check(&dir, "not writable");
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
 }
