@@ -284,6 +284,33 @@ pub fn lint(files: &[Source], context: &[Source], budget: &ArtifactBudget, check
     rep
 }
 
+/// Most lint findings handed to the consolidation's repair turn (the message stays short;
+/// the agent fixes the worst and the rest are reported).
+pub const CONSOLIDATION_MAX_FINDINGS: usize = 30;
+
+/// The `stale_fact` and `conflict` findings of a consolidated folder (`MEMORY.md` and
+/// `memory_summary.md` under `root`), one line each (`file:line: kind: message`), for the
+/// consolidation's repair turn. A file that cannot be read yields one line saying so.
+pub fn consolidation_findings(root: &Path, budget: &ArtifactBudget) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut out = Vec::new();
+    for f in [MEMORY_MD, SUMMARY_MD] {
+        let p = root.join(f);
+        if std::fs::symlink_metadata(&p).is_err() {
+            continue;
+        }
+        match super::read_memory_file(Some(root), &p) {
+            Ok(text) => files.push(Source { name: f.to_string(), path: p, text }),
+            Err(e) => out.push(format!("{f}: cannot lint: {e}")),
+        }
+    }
+    let rep = lint(&files, &[], budget, Checks { all: false });
+    out.extend(rep.findings.iter().take(CONSOLIDATION_MAX_FINDINGS).map(|f| {
+        format!("{}:{}: {}: {} ({})", f.file, f.line, f.kind.name(), f.message, f.suggestion)
+    }));
+    out
+}
+
 /// Content lines of a file: (1-based number, text), skipping headings, structure and
 /// fenced code blocks.
 pub(crate) fn content_lines(text: &str) -> Vec<(usize, &str)> {

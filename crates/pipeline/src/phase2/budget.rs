@@ -215,7 +215,7 @@ pub fn repair_request_text(problems: &[String], budget: &ArtifactBudget) -> Stri
         s.push_str(&format!("- {p}\n"));
     }
     s.push_str(&format!(
-        "\nLimits: MEMORY.md at most {} lines and {} bytes; memory_summary.md at most {} lines and {} bytes, starting with `{SUMMARY_VERSION_LINE}` and then the sections {} in that order. To get under a budget, remove the weakest lines: keep stable preferences, hard boundaries and decision principles; drop progress logs, one-off incident detail and facts that can be checked live (versions, commits, deploy state). Do not add new content.\n",
+        "\nLimits: MEMORY.md at most {} lines and {} bytes; memory_summary.md at most {} lines and {} bytes, starting with `{SUMMARY_VERSION_LINE}` and then the sections {} in that order. To get under a budget, remove the weakest lines: keep stable preferences, hard boundaries and decision principles; drop progress logs, one-off incident detail and facts that can be checked live (versions, commits, deploy state). Do not add new content. For a stale_fact finding, move the value out of the loaded files and keep a \"verify at task start\" line naming the check instead; for a conflict, keep the one rule that holds.\n",
         budget.memory_max_lines,
         budget.memory_max_bytes,
         budget.summary_max_lines,

@@ -88,7 +88,7 @@ pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
     }
     let mut policy = POLICY.to_string();
     if cfg.memories.dedicated_tools {
-        policy.push_str("\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/).\n");
+        policy.push_str("\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/, daily/ for progress, archive/ for evidence).\n");
     } else {
         policy.push_str(
             "\nMore detail is in MEMORY.md and rollout_summaries/ of the memory folder.\n",
