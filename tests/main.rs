@@ -5,6 +5,7 @@ mod support;
 mod lifecycle;
 mod mcp_clients;
 mod mcp_transport;
+mod memory_hygiene;
 mod pipeline_phase1;
 mod pipeline_phase1_fixtures;
 mod pipeline_phase2;
