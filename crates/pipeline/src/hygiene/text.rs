@@ -107,7 +107,7 @@ static DATE: LazyLock<Regex> = LazyLock::new(|| {
 
 // Relative time and live state: enough on their own.
 static STRONG_EN: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:currently|current(?:\s+(?:version|release|commit|head|branch|state|status|sprint|owner))|right\s+now|at\s+the\s+moment|as\s+of|today|tonight|yesterday|this\s+(?:week|sprint|month|quarter|morning|afternoon|evening|year)|(?:last|next)\s+(?:week|month|night|sprint|quarter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|since\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|last)|just\s+(?:joined|left|moved|merged|released|deployed|shipped|upgraded|landed|switched|bumped)|(?:is|are|was)\s+now|now\s+(?:is|are|on|uses?|hosted|points?|runs?|at|live|in)|still\s+(?:open|broken|failing|red|blocked|pending|waiting|down|flaky|running|in\s+review|on))\b")
+    re(r"(?ix)\b(?:currently|current(?:\s+(?:version|release|commit|head|branch|state|status|sprint|owner))|right\s+now|at\s+the\s+moment|as\s+of|today|tonight|yesterday|this\s+(?:week|sprint|month|quarter|morning|afternoon|evening|year)|(?:last|next)\s+(?:week|month|night|sprint|quarter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|since\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|last)|just\s+(?:joined|left|moved|merged|released|deployed|shipped|upgraded|landed|switched|bumped)|(?:is|are|was)\s+now|now\s+(?:is|are|on|uses?|hosted|points?|runs?|at|live|in)|still\s+(?:open|broken|failing|red|blocked|pending|waiting|down|flaky|running|in\s+review|on)|until\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|next)|commits?\s+(?:ahead|behind))\b")
 });
 static STRONG_ZH: LazyLock<Regex> = LazyLock::new(|| {
     re(r"当前|目前|现在|本周|这周|上周|下周|本月|这个月|上个月|今天|今日|昨天|昨日|刚刚|刚才|截至|截止到|线上状态|正在|值班")
@@ -119,13 +119,13 @@ static ENV_STATE: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?ix)\b(?:staging|prod|production|preprod|dev\s+box|cluster|server|site|service|database|db|env|environment)\b(?:\s+\S+){0,3}?\s+(?:is|are|was|has\s+been)\s+(?:down|up|degraded|broken|unavailable|offline|healthy|restored|migrated|deployed|hosted|pointing|on\s+v?\d)")
 });
 static DEPLOYED_ZH: LazyLock<Regex> =
-    LazyLock::new(|| re(r"已(?:经)?(?:部署|上线|发布|合并|通过|回滚|升级)|部署(?:已)?通过|灰度|降级中|不可用"));
+    LazyLock::new(|| re(r"已(?:经)?(?:部署|上线|发布|合并|通过|回滚|升级|迁移|切换)|部署(?:已)?通过|灰度|降级中|不可用"));
 static PEOPLE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:on\s+(?:vacation|holiday|leave|parental\s+leave|sick\s+leave)|out\s+of\s+(?:office|the\s+office)|ooo|off\s+sick|travell?ing|away\s+until|back\s+on|is\s+in\s+(?:the\s+)?[A-Z]\w+\s+office)\b|休假|请假|出差|不在公司")
+    re(r"(?ix)\b(?:on\s+(?:vacation|holiday|leave|parental\s+leave|sick\s+leave)|out\s+of\s+(?:office|the\s+office)|ooo|off\s+sick|travell?ing|away\s+until|back\s+on|is\s+in\s+(?:the\s+)?[A-Z]\w+\s+office|(?:covers|is)\s+on-?call\s+until)\b|休假|请假|出差|不在公司")
 });
 // Weaker words: stale unless the line is a rule.
 static WEAK_EN: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:latest|newest|recently|lately|for\s+now|temporary|temporarily|workaround|last\s+year|this\s+year|so\s+far|pending|waiting\s+for|blocked\s+on|in\s+progress|wip)\b|\bPR\s*\#\d+|\bbuild\s+\#?\d{3,}")
+    re(r"(?ix)\b(?:latest|newest|recently|lately|for\s+now|temporary|temporarily|workaround|last\s+year|this\s+year|so\s+far|pending|waiting\s+(?:for|on)|blocked\s+on|in\s+progress|wip)\b|\bPR\s*\#\d+|\bbuild\s+\#?\d{3,}")
 });
 static WEAK_ZH: LazyLock<Regex> =
     LazyLock::new(|| re(r"最新|临时|暂时|去年|今年|最近|提交号|版本号?(?:是|为)|回读|进行中|待验收"));
@@ -143,7 +143,7 @@ static RULE_ZH: LazyLock<Regex> =
 
 // A check to run live instead of a remembered value.
 static VERIFY_EN: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)(?:^|[;:,.]\s*|\b(?:always|must|should|then|to|please|first)\s+)(?:verify|re-?check|check|confirm|look\s+up|query|read\s+it\s+from)\b|\b(?:at\s+task\s+start|at\s+the\s+start\s+of|live\s+checks?|check(?:ed)?\s+live|verif(?:y|ied)\s+live|from\s+the\s+live|not\s+from\s+memory|instead\s+of\s+this\s+memory)\b")
+    re(r"(?ix)(?:^|[;:,.]\s*|\b(?:always|must|should|then|to|please|first)\s+)(?:verify|re-?check|check|confirm|look\s+up|query|read\s+it\s+from)\b|\b(?:at\s+task\s+start|at\s+the\s+start\s+of|live\s+checks?|check(?:ed)?\s+live|verif(?:y|ied)\s+live|from\s+the\s+live|(?:not|never)\s+from\s+(?:memory|notes)|instead\s+of\s+(?:this\s+memory|trusting))\b")
 });
 static VERIFY_ZH: LazyLock<Regex> =
     LazyLock::new(|| re(r"核验|核对|现场|任务开始|实时查询|重新确认|先确认|请确认|以现场"));
@@ -206,7 +206,18 @@ pub fn stale(line: &str) -> Option<Stale> {
             });
         }
     }
-    for r in [&*STRONG_EN, &*STRONG_ZH, &*CI_STATE, &*ENV_STATE, &*DEPLOYED_ZH] {
+    for (r, state) in [
+        (&*STRONG_EN, false),
+        (&*STRONG_ZH, false),
+        (&*CI_STATE, true),
+        (&*ENV_STATE, true),
+        (&*DEPLOYED_ZH, true),
+    ] {
+        // "the current version", "the latest tag" inside a rule name a concept, not a
+        // value: a rule is stale only when it also states a value or a live state.
+        if !state && rule && !has_value(&s) {
+            continue;
+        }
         if let Some(ev) = hit(r) {
             return Some(Stale {
                 topic: topic(&s),
@@ -219,8 +230,7 @@ pub fn stale(line: &str) -> Option<Stale> {
     let dated = DATE.find(&s).map(|m| m.as_str().to_string());
     let dated_status = dated.is_some() && STATUS_VERB.is_match(&s);
     if rule {
-        // A rule with a date or a weak word ("never install the latest major") stays a rule;
-        // a rule that also states a version as the present state does not.
+        // A rule with a date or a weak word ("never install the latest major") stays a rule.
         return None;
     }
     let ev = weak
