@@ -205,9 +205,13 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
         MemoriesTop::Lint(args) => {
             use codex_free_pipeline::hygiene::{self, lint};
             let config = Config::load(&home.join(CONFIG_FILE))?.config;
-            let budget = codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories);
+            let budget =
+                codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories);
             if args.files.is_empty() && !hygiene::default_folder(&home).is_dir() {
-                println!("No memory folder yet at {}.", hygiene::default_folder(&home).display());
+                println!(
+                    "No memory folder yet at {}.",
+                    hygiene::default_folder(&home).display()
+                );
                 return Ok(());
             }
             let files = lint::sources_for(&home, &args.files)?;
@@ -232,7 +236,9 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
             use codex_free_pipeline::hygiene::{self, tidy};
             let config = Config::load(&home.join(CONFIG_FILE))?.config;
             let opts = tidy::TidyOptions::new(
-                args.dir.clone().unwrap_or_else(|| hygiene::default_folder(&home)),
+                args.dir
+                    .clone()
+                    .unwrap_or_else(|| hygiene::default_folder(&home)),
                 home.clone(),
                 codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories),
             );
@@ -250,7 +256,8 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
                 return Ok(());
             }
             let config = Config::load(&home.join(CONFIG_FILE))?.config;
-            let budget = codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories);
+            let budget =
+                codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories);
             let cases = bench::run(&args, &budget)?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&cases)?);

@@ -75,7 +75,8 @@ fn measure(dir: &Path, b: &ArtifactBudget) -> Result<Figures> {
     let mem = super::read_memory_file(Some(dir), &dir.join(MEMORY_MD))?;
     let sum = super::read_memory_file(Some(dir), &dir.join(SUMMARY_MD)).unwrap_or_default();
     Ok(Figures {
-        default_load_tokens: codex_free_core::tokens::count(&mem) + codex_free_core::tokens::count(&sum),
+        default_load_tokens: codex_free_core::tokens::count(&mem)
+            + codex_free_core::tokens::count(&sum),
         stale_facts: rep.count(Kind::StaleFact),
         duplicates: rep.count(Kind::Duplicate),
         headroom_lines: b.memory_max_lines as i64 - mem.lines().count() as i64,
@@ -96,24 +97,41 @@ pub fn replay_set(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     let own = root.join("codex-free-home/memories");
     write(&own.join(MEMORY_MD), &b.memory)?;
     write(&own.join(SUMMARY_MD), &b.summary)?;
-    write(&own.join("raw_memories.md"), "# Raw memories\n\n## rollout_id: r-001\n- user prefers pnpm\n")?;
-    write(&own.join("rollout_summaries/r-001.md"), "rollout_id: r-001\n\nSet up pnpm.\n")?;
+    write(
+        &own.join("raw_memories.md"),
+        "# Raw memories\n\n## rollout_id: r-001\n- user prefers pnpm\n",
+    )?;
+    write(
+        &own.join("rollout_summaries/r-001.md"),
+        "rollout_id: r-001\n\nSet up pnpm.\n",
+    )?;
     let (f, _) = MemoryFolder::open_or_init(&root.join("codex-free-home"))?;
     f.commit_all("Initial memory")?;
 
     let codex = root.join("codex/memories");
     write(&codex.join(MEMORY_MD), &b.memory)?;
     write(&codex.join(SUMMARY_MD), &b.summary)?;
-    write(&codex.join("raw_memories.md"), "# Raw memories\n\n- thread 1: pnpm setup\n")?;
+    write(
+        &codex.join("raw_memories.md"),
+        "# Raw memories\n\n- thread 1: pnpm setup\n",
+    )?;
     for i in 0..5 {
-        write(&codex.join(format!("rollout_summaries/2025-03-0{}-task-{i}.md", i + 1)), &format!("# Task {i}\n\nEvidence of task {i}.\n"))?;
+        write(
+            &codex.join(format!("rollout_summaries/2025-03-0{}-task-{i}.md", i + 1)),
+            &format!("# Task {i}\n\nEvidence of task {i}.\n"),
+        )?;
     }
 
     let claude = root.join("claude/projects/-work-app/memory");
-    let mut cm = String::from("# Memory index\n\n- [Debugging notes](debugging.md) — how the team debugs the scheduler\n\n");
+    let mut cm = String::from(
+        "# Memory index\n\n- [Debugging notes](debugging.md) — how the team debugs the scheduler\n\n",
+    );
     cm.push_str(&b.memory);
     write(&claude.join(MEMORY_MD), &cm)?;
-    write(&claude.join("debugging.md"), "# Debugging\n\nUse CODEX_FREE_LOG=debug.\n")?;
+    write(
+        &claude.join("debugging.md"),
+        "# Debugging\n\nUse CODEX_FREE_LOG=debug.\n",
+    )?;
     Ok(vec![
         ("codex-free state home (git)".into(), own),
         ("Codex ~/.codex/memories".into(), codex),
@@ -123,8 +141,12 @@ pub fn replay_set(root: &Path) -> Result<Vec<(String, PathBuf)>> {
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).ctx(|| format!("creating {}", to.display()))?;
-    for e in std::fs::read_dir(from).ctx(|| format!("listing {}", from.display()))?.flatten() {
-        let md = std::fs::symlink_metadata(e.path()).ctx(|| format!("reading {}", e.path().display()))?;
+    for e in std::fs::read_dir(from)
+        .ctx(|| format!("listing {}", from.display()))?
+        .flatten()
+    {
+        let md = std::fs::symlink_metadata(e.path())
+            .ctx(|| format!("reading {}", e.path().display()))?;
         let dst = to.join(e.file_name());
         if md.is_dir() {
             copy_dir(&e.path(), &dst)?;
@@ -174,14 +196,23 @@ pub fn run(args: &BenchHygieneArgs, budget: &ArtifactBudget) -> Result<Vec<Case>
         let before = measure(&dir, budget)?;
         tidy::apply(&TidyOptions::new(dir.clone(), home.clone(), *budget))?;
         let after = measure(&dir, budget)?;
-        out.push(Case { name, before, after, files_after: count_md(&dir) });
+        out.push(Case {
+            name,
+            before,
+            after,
+            files_after: count_md(&dir),
+        });
     }
     Ok(out)
 }
 
 /// Write `cases` as a table to `w`.
 pub fn print(cases: &[Case], w: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(w, "{:<40} {:>22} {:>14} {:>12} {:>24}", "folder", "default-load tokens", "stale facts", "duplicates", "headroom lines / bytes")?;
+    writeln!(
+        w,
+        "{:<40} {:>22} {:>14} {:>12} {:>24}",
+        "folder", "default-load tokens", "stale facts", "duplicates", "headroom lines / bytes"
+    )?;
     for c in cases {
         for (label, f) in [("before", c.before), ("after", c.after)] {
             writeln!(
@@ -194,14 +225,24 @@ pub fn print(cases: &[Case], w: &mut dyn Write) -> std::io::Result<()> {
                 format!("{} / {}", f.headroom_lines, f.headroom_bytes)
             )?;
         }
-        let saved = 100.0 * (1.0 - c.after.default_load_tokens as f64 / c.before.default_load_tokens.max(1) as f64);
-        writeln!(w, "{:<40} {:>21.1}% fewer tokens per session; {} Markdown files after (nothing deleted)", "", saved, c.files_after)?;
+        let saved = 100.0
+            * (1.0
+                - c.after.default_load_tokens as f64 / c.before.default_load_tokens.max(1) as f64);
+        writeln!(
+            w,
+            "{:<40} {:>21.1}% fewer tokens per session; {} Markdown files after (nothing deleted)",
+            "", saved, c.files_after
+        )?;
     }
     Ok(())
 }
 
 fn short(s: &str) -> String {
-    if s.chars().count() <= 30 { s.to_string() } else { format!("{}…", s.chars().take(29).collect::<String>()) }
+    if s.chars().count() <= 30 {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(29).collect::<String>())
+    }
 }
 
 /// `--write-fixture DIR`: write the shipped bloated memory into `dir`.

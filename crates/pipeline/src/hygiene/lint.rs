@@ -132,7 +132,11 @@ impl Report {
                 f.file,
                 f.line,
                 f.kind.name(),
-                if f.severity == Severity::Error { " (error)" } else { "" },
+                if f.severity == Severity::Error {
+                    " (error)"
+                } else {
+                    ""
+                },
                 f.message,
                 f.suggestion
             ));
@@ -141,7 +145,11 @@ impl Report {
         for f in &self.findings {
             *by.entry(f.kind.name()).or_default() += 1;
         }
-        let errors = self.findings.iter().filter(|f| f.severity == Severity::Error).count();
+        let errors = self
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count();
         s.push_str(&format!(
             "{} file(s), {} finding(s), {} error(s){}\n",
             self.files.len(),
@@ -152,7 +160,10 @@ impl Report {
             } else {
                 format!(
                     ": {}",
-                    by.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
+                    by.iter()
+                        .map(|(k, n)| format!("{k} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             }
         ));
@@ -217,7 +228,10 @@ pub fn sources_for(home: &Path, files: &[PathBuf]) -> Result<Vec<Source>> {
                 return Err(codex_free_core::Error::NotFound(t.join(MEMORY_MD)));
             }
         } else {
-            let parent = t.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf);
+            let parent = t
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(Path::to_path_buf);
             out.push(Source {
                 name: t.display().to_string(),
                 text: super::read_memory_file(parent.as_deref(), &t)?,
@@ -258,7 +272,12 @@ pub struct Checks {
 
 /// Lint `files` (with `context` files such as `AGENTS.md` counted only as the other side of
 /// a conflict).
-pub fn lint(files: &[Source], context: &[Source], budget: &ArtifactBudget, checks: Checks) -> Report {
+pub fn lint(
+    files: &[Source],
+    context: &[Source],
+    budget: &ArtifactBudget,
+    checks: Checks,
+) -> Report {
     let mut rep = Report {
         files: files.iter().map(|f| f.name.clone()).collect(),
         findings: Vec::new(),
@@ -276,10 +295,17 @@ pub fn lint(files: &[Source], context: &[Source], budget: &ArtifactBudget, check
         drift_findings(files, &mut rep.findings);
     }
     conflict_findings(files, context, &mut rep.findings);
-    let order: HashMap<&str, usize> =
-        files.iter().enumerate().map(|(i, f)| (f.name.as_str(), i)).collect();
+    let order: HashMap<&str, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.as_str(), i))
+        .collect();
     rep.findings.sort_by(|a, b| {
-        (order.get(a.file.as_str()), a.line, a.kind).cmp(&(order.get(b.file.as_str()), b.line, b.kind))
+        (order.get(a.file.as_str()), a.line, a.kind).cmp(&(
+            order.get(b.file.as_str()),
+            b.line,
+            b.kind,
+        ))
     });
     rep
 }
@@ -300,14 +326,30 @@ pub fn consolidation_findings(root: &Path, budget: &ArtifactBudget) -> Vec<Strin
             continue;
         }
         match super::read_memory_file(Some(root), &p) {
-            Ok(text) => files.push(Source { name: f.to_string(), path: p, text }),
+            Ok(text) => files.push(Source {
+                name: f.to_string(),
+                path: p,
+                text,
+            }),
             Err(e) => out.push(format!("{f}: cannot lint: {e}")),
         }
     }
     let rep = lint(&files, &[], budget, Checks { all: false });
-    out.extend(rep.findings.iter().take(CONSOLIDATION_MAX_FINDINGS).map(|f| {
-        format!("{}:{}: {}: {} ({})", f.file, f.line, f.kind.name(), f.message, f.suggestion)
-    }));
+    out.extend(
+        rep.findings
+            .iter()
+            .take(CONSOLIDATION_MAX_FINDINGS)
+            .map(|f| {
+                format!(
+                    "{}:{}: {}: {} ({})",
+                    f.file,
+                    f.line,
+                    f.kind.name(),
+                    f.message,
+                    f.suggestion
+                )
+            }),
+    );
     out
 }
 
@@ -330,7 +372,14 @@ pub(crate) fn content_lines(text: &str) -> Vec<(usize, &str)> {
     out
 }
 
-fn push(out: &mut Vec<Finding>, file: &str, line: usize, kind: Kind, message: String, suggestion: String) {
+fn push(
+    out: &mut Vec<Finding>,
+    file: &str,
+    line: usize,
+    kind: Kind,
+    message: String,
+    suggestion: String,
+) {
     out.push(Finding {
         file: file.to_string(),
         line,
@@ -349,7 +398,10 @@ fn stale_findings(f: &Source, out: &mut Vec<Finding>) {
                 &f.name,
                 n,
                 Kind::StaleFact,
-                format!("dynamic fact stored as a value ({}): it may no longer hold", s.evidence),
+                format!(
+                    "dynamic fact stored as a value ({}): it may no longer hold",
+                    s.evidence
+                ),
                 format!(
                     "move the line to daily/ or archive/ and keep the check instead: {}",
                     s.topic.check().trim_start_matches("- ")
@@ -389,7 +441,8 @@ fn budget_findings(f: &Source, b: &ArtifactBudget, out: &mut Vec<Finding>) {
             line,
             Kind::Budget,
             p.message,
-            "run `codex-free memories tidy --plan` to see what can move to daily/ and archive/".into(),
+            "run `codex-free memories tidy --plan` to see what can move to daily/ and archive/"
+                .into(),
         );
     }
 }
@@ -397,7 +450,10 @@ fn budget_findings(f: &Source, b: &ArtifactBudget, out: &mut Vec<Finding>) {
 static LINK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\]\(([^)\s]+)\)").expect("regex"));
 static TICK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`\s]+)`").expect("regex"));
 static BARE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s(])((?:rollout_summaries|archive|daily|skills|ad_hoc_notes)/[\w./-]+\.md)\b").expect("regex")
+    Regex::new(
+        r"(?:^|[\s(])((?:rollout_summaries|archive|daily|skills|ad_hoc_notes)/[\w./-]+\.md)\b",
+    )
+    .expect("regex")
 });
 
 /// Paths a line points at: Markdown link targets, backticked file names ending in a memory
@@ -409,9 +465,15 @@ fn references(line: &str) -> Vec<String> {
     }
     for c in TICK.captures_iter(line) {
         let t = &c[1];
-        let layer = ["rollout_summaries/", "archive/", "daily/", "skills/", "ad_hoc_notes/"]
-            .iter()
-            .any(|p| t.starts_with(p));
+        let layer = [
+            "rollout_summaries/",
+            "archive/",
+            "daily/",
+            "skills/",
+            "ad_hoc_notes/",
+        ]
+        .iter()
+        .any(|p| t.starts_with(p));
         if layer || (t.ends_with(".md") && !t.contains('*')) {
             out.push(t.to_string());
         }
@@ -480,7 +542,11 @@ fn duplicate_findings(files: &[Source], out: &mut Vec<Finding>) {
                 continue;
             }
             // The summary restates MEMORY.md by design: it is compared with itself only.
-            let key = if is_summary(f) { format!("{SUMMARY_MD}\u{0}{key}") } else { key };
+            let key = if is_summary(f) {
+                format!("{SUMMARY_MD}\u{0}{key}")
+            } else {
+                key
+            };
             if let Some((pf, pn)) = first.get(&key) {
                 push(
                     out,
@@ -498,10 +564,9 @@ fn duplicate_findings(files: &[Source], out: &mut Vec<Finding>) {
                 continue;
             }
             let summary = is_summary(f);
-            if let Some((pf, pn, _)) = near
-                .iter()
-                .find(|(pf, _, s)| (!summary || pf == &f.name) && text::jaccard(s, &sh) >= NEAR_DUPLICATE)
-            {
+            if let Some((pf, pn, _)) = near.iter().find(|(pf, _, s)| {
+                (!summary || pf == &f.name) && text::jaccard(s, &sh) >= NEAR_DUPLICATE
+            }) {
                 push(
                     out,
                     &f.name,
@@ -564,8 +629,14 @@ fn drift_findings(files: &[Source], out: &mut Vec<Finding>) {
 
 /// Tools of one kind: choosing two of them in one memory is a conflict.
 const GROUPS: &[(&str, &[&str])] = &[
-    ("JavaScript package manager", &["npm", "pnpm", "yarn", "bun"]),
-    ("Python environment tool", &["pip", "poetry", "uv", "pipenv", "conda"]),
+    (
+        "JavaScript package manager",
+        &["npm", "pnpm", "yarn", "bun"],
+    ),
+    (
+        "Python environment tool",
+        &["pip", "poetry", "uv", "pipenv", "conda"],
+    ),
     ("indentation", &["tabs", "spaces"]),
     ("merge strategy", &["rebase", "squash", "merge commits"]),
     ("JavaScript test runner", &["jest", "vitest", "mocha"]),
@@ -591,7 +662,10 @@ fn stances(line: &str) -> Vec<(usize, &'static str, bool)> {
             .map(|(_, terms)| {
                 terms
                     .iter()
-                    .map(|t| Regex::new(&format!(r"(?:^|[^\w-]){}(?:$|[^\w-])", regex::escape(t))).expect("regex"))
+                    .map(|t| {
+                        Regex::new(&format!(r"(?:^|[^\w-]){}(?:$|[^\w-])", regex::escape(t)))
+                            .expect("regex")
+                    })
                     .collect()
             })
             .collect()
@@ -599,7 +673,8 @@ fn stances(line: &str) -> Vec<(usize, &'static str, bool)> {
     for (gi, (_, terms)) in GROUPS.iter().enumerate() {
         for (t, r) in terms.iter().zip(&TERMS[gi]) {
             for m in r.find_iter(&lower) {
-                let before = &lower[..m.start() + usize::from(m.as_str().starts_with(|c: char| !c.is_alphanumeric()))];
+                let before = &lower[..m.start()
+                    + usize::from(m.as_str().starts_with(|c: char| !c.is_alphanumeric()))];
                 if NEG.is_match(before) {
                     out.push((gi, *t, false));
                 } else if POS.is_match(before) {
@@ -624,13 +699,25 @@ fn conflict_findings(files: &[Source], context: &[Source], out: &mut Vec<Finding
         lintable: bool,
     }
     let mut claims: Vec<Claim<'_>> = Vec::new();
-    for (src, lintable) in files.iter().map(|f| (f, true)).chain(context.iter().map(|f| (f, false))) {
+    for (src, lintable) in files
+        .iter()
+        .map(|f| (f, true))
+        .chain(context.iter().map(|f| (f, false)))
+    {
         for (n, l) in content_lines(&src.text) {
             if text::is_verify(l) {
                 continue;
             }
             for (group, term, positive) in stances(l) {
-                claims.push(Claim { file: &src.name, line: n, text: l, group, term, positive, lintable });
+                claims.push(Claim {
+                    file: &src.name,
+                    line: n,
+                    text: l,
+                    group,
+                    term,
+                    positive,
+                    lintable,
+                });
             }
         }
     }
@@ -646,7 +733,13 @@ fn conflict_findings(files: &[Source], context: &[Source], out: &mut Vec<Finding
                 continue;
             }
             // Report on a memory line; a pair of context lines is the project's own business.
-            let (here, there) = if b.lintable { (b, a) } else if a.lintable { (a, b) } else { continue };
+            let (here, there) = if b.lintable {
+                (b, a)
+            } else if a.lintable {
+                (a, b)
+            } else {
+                continue;
+            };
             if !seen.insert((here.file, here.line, there.file, there.line)) {
                 continue;
             }
@@ -661,18 +754,32 @@ fn conflict_findings(files: &[Source], context: &[Source], out: &mut Vec<Finding
                 Kind::Conflict,
                 format!(
                     "{what}: this line {} `{}` but {}:{} {} `{}` ({:?})",
-                    if here.positive { "chooses" } else { "rules out" },
+                    if here.positive {
+                        "chooses"
+                    } else {
+                        "rules out"
+                    },
                     here.term,
                     there.file,
                     there.line,
-                    if there.positive { "chooses" } else { "rules out" },
+                    if there.positive {
+                        "chooses"
+                    } else {
+                        "rules out"
+                    },
                     there.term,
                     strip_bullet(there.text)
                 ),
                 if there.lintable {
                     "keep the one rule that holds and delete the other".into()
                 } else {
-                    format!("the project's {} wins: change or delete this line", Path::new(there.file).file_name().and_then(|n| n.to_str()).unwrap_or("instructions"))
+                    format!(
+                        "the project's {} wins: change or delete this line",
+                        Path::new(there.file)
+                            .file_name()
+                            .and_then(|n| n.to_str())
+                            .unwrap_or("instructions")
+                    )
                 },
             );
         }
@@ -684,22 +791,51 @@ mod tests {
     use super::*;
 
     fn src(name: &str, text: &str) -> Source {
-        Source { name: name.into(), path: PathBuf::from(format!("/nonexistent/{name}")), text: text.into() }
+        Source {
+            name: name.into(),
+            path: PathBuf::from(format!("/nonexistent/{name}")),
+            text: text.into(),
+        }
     }
 
     #[test]
     fn conflicts_within_and_across_files() {
-        let mem = src(MEMORY_MD, "# M\n- Always use pnpm for installs.\n- Prefer tabs for Go code.\n");
+        let mem = src(
+            MEMORY_MD,
+            "# M\n- Always use pnpm for installs.\n- Prefer tabs for Go code.\n",
+        );
         let agents = src("AGENTS.md", "Use npm for every script.\n");
-        let r = lint(&[mem.clone()], &[agents], &ArtifactBudget::default(), Checks { all: false });
+        let r = lint(
+            std::slice::from_ref(&mem),
+            &[agents],
+            &ArtifactBudget::default(),
+            Checks { all: false },
+        );
         assert_eq!(r.count(Kind::Conflict), 1, "{}", r.render());
-        assert!(r.findings[0].message.contains("AGENTS.md:1"), "{}", r.render());
+        assert!(
+            r.findings[0].message.contains("AGENTS.md:1"),
+            "{}",
+            r.render()
+        );
         assert!(r.has_errors());
-        let one = src(MEMORY_MD, "- Prefer pnpm over npm.\n- 优先使用 pnpm，不要用 npm。\n");
-        let r = lint(&[one], &[], &ArtifactBudget::default(), Checks { all: false });
+        let one = src(
+            MEMORY_MD,
+            "- Prefer pnpm over npm.\n- 优先使用 pnpm，不要用 npm。\n",
+        );
+        let r = lint(
+            &[one],
+            &[],
+            &ArtifactBudget::default(),
+            Checks { all: false },
+        );
         assert_eq!(r.count(Kind::Conflict), 0, "agreeing lines: {}", r.render());
         let bad = src(MEMORY_MD, "- Prefer pnpm over npm.\n- use npm to install\n");
-        let r = lint(&[bad], &[], &ArtifactBudget::default(), Checks { all: false });
+        let r = lint(
+            &[bad],
+            &[],
+            &ArtifactBudget::default(),
+            Checks { all: false },
+        );
         assert_eq!(r.count(Kind::Conflict), 1, "{}", r.render());
     }
 
@@ -709,15 +845,32 @@ mod tests {
             MEMORY_MD,
             "- Always run cargo fmt before committing code.\n- always run cargo fmt before committing code!\n- Always run cargo fmt before committing the code.\n- api_key=sk-abcdefghijklmnopqrstuvwx1234\n",
         );
-        let sum = src(SUMMARY_MD, "v1\n## User preferences\n- The user loves Haskell and writes everything in Nix flakes.\n- Always run cargo fmt before committing code.\n");
-        let r = lint(&[mem, sum], &[], &ArtifactBudget::default(), Checks { all: true });
+        let sum = src(
+            SUMMARY_MD,
+            "v1\n## User preferences\n- The user loves Haskell and writes everything in Nix flakes.\n- Always run cargo fmt before committing code.\n",
+        );
+        let r = lint(
+            &[mem, sum],
+            &[],
+            &ArtifactBudget::default(),
+            Checks { all: true },
+        );
         assert_eq!(r.count(Kind::Secret), 1, "{}", r.render());
         assert!(r.count(Kind::Duplicate) >= 2, "{}", r.render());
         assert_eq!(r.count(Kind::SummaryDrift), 1, "{}", r.render());
         assert!(!r.render().contains("sk-abc"), "secrets are never echoed");
         let big = src(MEMORY_MD, &"- x\n".repeat(151));
-        let r = lint(&[big], &[], &ArtifactBudget::default(), Checks { all: true });
-        let b: Vec<_> = r.findings.iter().filter(|f| f.kind == Kind::Budget).collect();
+        let r = lint(
+            &[big],
+            &[],
+            &ArtifactBudget::default(),
+            Checks { all: true },
+        );
+        let b: Vec<_> = r
+            .findings
+            .iter()
+            .filter(|f| f.kind == Kind::Budget)
+            .collect();
         assert_eq!((b.len(), b[0].line), (1, 151), "{}", r.render());
     }
 
@@ -730,18 +883,36 @@ mod tests {
         let text = "- See [debugging](debugging.md) and [api](api-notes.md).\n- Evidence: rollout_summaries/a.md, rollout_summaries/gone.md\n- Code in `src/main.rs`; docs at https://x.y/z.md\n";
         let p = d.path().join(MEMORY_MD);
         std::fs::write(&p, text).unwrap();
-        let f = Source { name: "MEMORY.md".into(), path: p, text: text.into() };
+        let f = Source {
+            name: "MEMORY.md".into(),
+            path: p,
+            text: text.into(),
+        };
         let r = lint(&[f], &[], &ArtifactBudget::default(), Checks { all: true });
-        let dl: Vec<_> = r.findings.iter().filter(|f| f.kind == Kind::DanglingReference).map(|f| f.message.clone()).collect();
+        let dl: Vec<_> = r
+            .findings
+            .iter()
+            .filter(|f| f.kind == Kind::DanglingReference)
+            .map(|f| f.message.clone())
+            .collect();
         assert_eq!(dl.len(), 2, "{dl:?}");
-        assert!(dl[0].contains("api-notes.md") && dl[1].contains("gone.md"), "{dl:?}");
+        assert!(
+            dl[0].contains("api-notes.md") && dl[1].contains("gone.md"),
+            "{dl:?}"
+        );
     }
 
     /// The labelled corpus in `tests/data/hygiene/stale_corpus.tsv` (English and Chinese,
     /// written before the rule): the rule must reach precision >= 0.9 and recall >= 0.8.
     #[test]
     fn stale_fact_precision_and_recall_on_the_corpus() {
-        score(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/hygiene/stale_corpus.tsv")), "corpus");
+        score(
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/data/hygiene/stale_corpus.tsv"
+            )),
+            "corpus",
+        );
     }
 
     /// Lines written after the first version of the rule (`stale_heldout.tsv`). Measured
@@ -751,28 +922,54 @@ mod tests {
     /// no longer held out.
     #[test]
     fn stale_fact_precision_and_recall_held_out() {
-        score(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/hygiene/stale_heldout.tsv")), "held-out");
+        score(
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/data/hygiene/stale_heldout.tsv"
+            )),
+            "held-out",
+        );
     }
 
     fn score(corpus: &str, label_: &str) {
         let (mut tp, mut fp, mut fn_, mut tn) = (0usize, 0usize, 0usize, 0usize);
         let mut wrong = Vec::new();
-        for l in corpus.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        for l in corpus
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        {
             let mut cols = l.splitn(3, '\t');
-            let (label, _lang, line) = (cols.next().unwrap(), cols.next().unwrap(), cols.next().unwrap());
+            let (label, _lang, line) = (
+                cols.next().unwrap(),
+                cols.next().unwrap(),
+                cols.next().unwrap(),
+            );
             let f = src(MEMORY_MD, &format!("{line}\n"));
-            let flagged = lint(&[f], &[], &ArtifactBudget::default(), Checks { all: false }).count(Kind::StaleFact) == 1;
+            let flagged = lint(&[f], &[], &ArtifactBudget::default(), Checks { all: false })
+                .count(Kind::StaleFact)
+                == 1;
             match (label == "stale", flagged) {
                 (true, true) => tp += 1,
-                (false, true) => { fp += 1; wrong.push(format!("false positive: {line}")) }
-                (true, false) => { fn_ += 1; wrong.push(format!("missed: {line}")) }
+                (false, true) => {
+                    fp += 1;
+                    wrong.push(format!("false positive: {line}"))
+                }
+                (true, false) => {
+                    fn_ += 1;
+                    wrong.push(format!("missed: {line}"))
+                }
                 (false, false) => tn += 1,
             }
         }
         let precision = tp as f64 / (tp + fp).max(1) as f64;
         let recall = tp as f64 / (tp + fn_).max(1) as f64;
-        println!("stale_fact on the {label_} set, {} lines: precision {precision:.3}, recall {recall:.3} (tp {tp}, fp {fp}, fn {fn_}, tn {tn})", tp + fp + fn_ + tn);
-        for w in &wrong { println!("  {w}"); }
+        println!(
+            "stale_fact on the {label_} set, {} lines: precision {precision:.3}, recall {recall:.3} (tp {tp}, fp {fp}, fn {fn_}, tn {tn})",
+            tp + fp + fn_ + tn
+        );
+        for w in &wrong {
+            println!("  {w}");
+        }
         assert!(tp + fp + fn_ + tn >= 60);
         assert!(precision >= 0.9, "precision {precision:.3}");
         assert!(recall >= 0.8, "recall {recall:.3}");

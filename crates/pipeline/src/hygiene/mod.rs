@@ -20,8 +20,8 @@
 pub mod bench;
 pub mod lint;
 pub mod synth;
-pub mod tidy;
 pub(crate) mod text;
+pub mod tidy;
 
 use std::path::{Path, PathBuf};
 
@@ -81,8 +81,7 @@ pub fn check_inside(root: Option<&Path>, path: &Path) -> Result<()> {
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(());
     }
-    let real_root =
-        std::fs::canonicalize(root).ctx(|| format!("resolving {}", root.display()))?;
+    let real_root = std::fs::canonicalize(root).ctx(|| format!("resolving {}", root.display()))?;
     let real = std::fs::canonicalize(path).ctx(|| format!("resolving {}", path.display()))?;
     if !real.starts_with(&real_root) {
         return Err(Error::PathOutsideRoot(format!(

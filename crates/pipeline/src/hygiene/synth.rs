@@ -84,10 +84,26 @@ pub const RULES: &[&str] = &[
 ];
 
 const TOPICS: &[&str] = &[
-    "font loader", "billing refactor", "login flow", "search index", "release pipeline",
-    "memory budgets", "HTTP transport", "sandbox profile", "config migration", "tray menu",
-    "grep tool", "patch tool", "usage log", "price table", "scheduler lock",
-    "transcript parser", "keyring fallback", "UI settings page", "OAuth login", "FTS index",
+    "font loader",
+    "billing refactor",
+    "login flow",
+    "search index",
+    "release pipeline",
+    "memory budgets",
+    "HTTP transport",
+    "sandbox profile",
+    "config migration",
+    "tray menu",
+    "grep tool",
+    "patch tool",
+    "usage log",
+    "price table",
+    "scheduler lock",
+    "transcript parser",
+    "keyring fallback",
+    "UI settings page",
+    "OAuth login",
+    "FTS index",
 ];
 const PEOPLE: &[&str] = &["Alice", "Bob", "Carol", "Dave", "小王", "小李"];
 const ENVS: &[&str] = &["staging", "prod", "preprod", "the dev box"];
@@ -97,7 +113,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
     fn below(&mut self, n: usize) -> usize {
@@ -107,10 +126,19 @@ impl Lcg {
         xs[self.below(xs.len())]
     }
     fn hash(&mut self) -> String {
-        format!("{:07x}{:05x}", self.next() & 0xfff_ffff, self.next() & 0xfffff)
+        format!(
+            "{:07x}{:05x}",
+            self.next() & 0xfff_ffff,
+            self.next() & 0xfffff
+        )
     }
     fn version(&mut self) -> String {
-        format!("{}.{}.{}", 1 + self.below(4), self.below(20), self.below(30))
+        format!(
+            "{}.{}.{}",
+            1 + self.below(4),
+            self.below(20),
+            self.below(30)
+        )
     }
 }
 
@@ -138,42 +166,125 @@ pub fn bloated(seed: u64) -> Bloated {
             let h = r.hash();
             let n = 10 + r.below(400);
             let line = match r.below(6) {
-                0 => format!("- {d}: finished the {topic} change in {} files; ran the unit tests ({n} passed) and pushed branch feature/{}-{k}.", 3 + r.below(20), topic.replace(' ', "-")),
-                1 => format!("- {d}: started on {topic}; investigated why the second run re-reads every file, wrote notes in the PR description."),
-                2 => format!("- {d}: 完成了{topic}的第 {k} 步，补了 {n} 行测试，明天继续处理边界情况和错误信息。"),
-                3 => format!("- {d}: merged the {topic} PR after review by {}; follow-up ticket filed for the docs.", r.pick(PEOPLE)),
-                4 => format!("- {d}: refactored the {topic} module, moved helpers into their own file, and re-ran clippy (clean)."),
-                _ => format!("- [x] {topic}: step {k} of the plan, including the migration notes and the rollback instructions ({d})."),
+                0 => format!(
+                    "- {d}: finished the {topic} change in {} files; ran the unit tests ({n} passed) and pushed branch feature/{}-{k}.",
+                    3 + r.below(20),
+                    topic.replace(' ', "-")
+                ),
+                1 => format!(
+                    "- {d}: started on {topic}; investigated why the second run re-reads every file, wrote notes in the PR description."
+                ),
+                2 => format!(
+                    "- {d}: 完成了{topic}的第 {k} 步，补了 {n} 行测试，明天继续处理边界情况和错误信息。"
+                ),
+                3 => format!(
+                    "- {d}: merged the {topic} PR after review by {}; follow-up ticket filed for the docs.",
+                    r.pick(PEOPLE)
+                ),
+                4 => format!(
+                    "- {d}: refactored the {topic} module, moved helpers into their own file, and re-ran clippy (clean)."
+                ),
+                _ => format!(
+                    "- [x] {topic}: step {k} of the plan, including the migration notes and the rollback instructions ({d})."
+                ),
             };
-            let _ = writeln!(m, "{line} Notes for next time: {topic} edge cases, error texts and docs still to review.");
+            let _ = writeln!(
+                m,
+                "{line} Notes for next time: {topic} edge cases, error texts and docs still to review."
+            );
             if k % 3 == 0 {
-                let _ = writeln!(m, "- Commit {h} carries the {topic} work of {d}; the follow-up is on the same branch.");
+                let _ = writeln!(
+                    m,
+                    "- Commit {h} carries the {topic} work of {d}; the follow-up is on the same branch."
+                );
             }
         }
-        let _ = writeln!(m, "- Incident on {d0}: the {topic} job hung for {} minutes; root cause was a lock held across an await; timeline and logs are in the rollout summary.", 5 + r.below(50));
-        let _ = writeln!(m, "- Root cause analysis of the {topic} incident: the retry loop did not back off, so the provider returned 429 for {} requests in a row; we measured p95 latency at {} ms.", 20 + r.below(200), 100 + r.below(900));
-        let _ = writeln!(m, "- 事故复盘：{topic} 在 {d0} 超时，排障过程见归档，报错信息为 connection reset by peer，影响约 {} 个请求。", 10 + r.below(500));
+        let _ = writeln!(
+            m,
+            "- Incident on {d0}: the {topic} job hung for {} minutes; root cause was a lock held across an await; timeline and logs are in the rollout summary.",
+            5 + r.below(50)
+        );
+        let _ = writeln!(
+            m,
+            "- Root cause analysis of the {topic} incident: the retry loop did not back off, so the provider returned 429 for {} requests in a row; we measured p95 latency at {} ms.",
+            20 + r.below(200),
+            100 + r.below(900)
+        );
+        let _ = writeln!(
+            m,
+            "- 事故复盘：{topic} 在 {d0} 超时，排障过程见归档，报错信息为 connection reset by peer，影响约 {} 个请求。",
+            10 + r.below(500)
+        );
         for _ in 0..3 {
             let v = r.version();
             let h = r.hash();
-            let _ = writeln!(m, "- Release read-back: v{v} tagged at {h}, {} tests passed, {} skipped, artifacts uploaded, checksums verified by the release script on {d0}.", 500 + r.below(900), r.below(12));
+            let _ = writeln!(
+                m,
+                "- Release read-back: v{v} tagged at {h}, {} tests passed, {} skipped, artifacts uploaded, checksums verified by the release script on {d0}.",
+                500 + r.below(900),
+                r.below(12)
+            );
         }
-        let _ = writeln!(m, "- Current version of the {topic} service on {} is {}.", r.pick(ENVS), r.version());
-        let _ = writeln!(m, "- {} is on vacation this week; ask {} about the {topic} review.", r.pick(PEOPLE), r.pick(PEOPLE));
+        let _ = writeln!(
+            m,
+            "- Current version of the {topic} service on {} is {}.",
+            r.pick(ENVS),
+            r.version()
+        );
+        let _ = writeln!(
+            m,
+            "- {} is on vacation this week; ask {} about the {topic} review.",
+            r.pick(PEOPLE),
+            r.pick(PEOPLE)
+        );
         let _ = writeln!(m, "- CI on main is green as of {d0} after the {topic} fix.");
-        let _ = writeln!(m, "- 当前线上版本是 v{}，提交号 {}。", r.version(), r.hash());
-        let _ = writeln!(m, "- {} is currently down for the {topic} migration; use the mock until it is back.", r.pick(ENVS));
-        let _ = writeln!(m, "- 本周重点：把 {topic} 的剩余问题收尾，临时方案是先关闭缓存。");
-        let _ = writeln!(m, "- The {topic} code lives in crates/{}/src and has {} modules; the tests are next to the code.", topic.split(' ').next().unwrap_or("x"), 3 + r.below(9));
-        let _ = writeln!(m, "- Benchmark for {topic}: {} ms cold, {} ms warm on the laptop, measured with hyperfine over 20 runs.", 200 + r.below(800), 20 + r.below(200));
-        let _ = writeln!(m, "- Snapshot of the {topic} config before the change: timeout 30 s, retries 3, cache on, batch size {}.", 8 + r.below(56));
+        let _ = writeln!(
+            m,
+            "- 当前线上版本是 v{}，提交号 {}。",
+            r.version(),
+            r.hash()
+        );
+        let _ = writeln!(
+            m,
+            "- {} is currently down for the {topic} migration; use the mock until it is back.",
+            r.pick(ENVS)
+        );
+        let _ = writeln!(
+            m,
+            "- 本周重点：把 {topic} 的剩余问题收尾，临时方案是先关闭缓存。"
+        );
+        let _ = writeln!(
+            m,
+            "- The {topic} code lives in crates/{}/src and has {} modules; the tests are next to the code.",
+            topic.split(' ').next().unwrap_or("x"),
+            3 + r.below(9)
+        );
+        let _ = writeln!(
+            m,
+            "- Benchmark for {topic}: {} ms cold, {} ms warm on the laptop, measured with hyperfine over 20 runs.",
+            200 + r.below(800),
+            20 + r.below(200)
+        );
+        let _ = writeln!(
+            m,
+            "- Snapshot of the {topic} config before the change: timeout 30 s, retries 3, cache on, batch size {}.",
+            8 + r.below(56)
+        );
         // Restated rules: the agent kept writing them again.
         for _ in 0..2 {
             let _ = writeln!(m, "{}", RULES[r.below(RULES.len())]);
         }
-        let _ = writeln!(m, "\n```text\n$ cargo test -p {}\nrunning {} tests\ntest result: ok. {} passed; 0 failed\n```", topic.replace(' ', "-"), 40 + r.below(200), 40 + r.below(200));
+        let _ = writeln!(
+            m,
+            "\n```text\n$ cargo test -p {}\nrunning {} tests\ntest result: ok. {} passed; 0 failed\n```",
+            topic.replace(' ', "-"),
+            40 + r.below(200),
+            40 + r.below(200)
+        );
     }
-    let mut s = String::from("v1\n## User Profile\n- A developer who works with several AI coding agents on one Rust workspace.\n## User preferences\n");
+    let mut s = String::from(
+        "v1\n## User Profile\n- A developer who works with several AI coding agents on one Rust workspace.\n## User preferences\n",
+    );
     for rule in RULES.iter().take(12) {
         s.push_str(rule);
         s.push('\n');
@@ -181,10 +292,19 @@ pub fn bloated(seed: u64) -> Bloated {
     s.push_str("## General Tips\n");
     for g in 0..30 {
         let topic = TOPICS[g % TOPICS.len()];
-        let _ = writeln!(s, "- The {topic} work was finished on {} and released as v{}.", date(g, 3), r.version());
+        let _ = writeln!(
+            s,
+            "- The {topic} work was finished on {} and released as v{}.",
+            date(g, 3),
+            r.version()
+        );
     }
     s.push_str("## What's in Memory\n- MEMORY.md: rules, then forty task groups.\n");
-    Bloated { memory: m, summary: s, rules: RULES.iter().map(|x| x.to_string()).collect() }
+    Bloated {
+        memory: m,
+        summary: s,
+        rules: RULES.iter().map(|x| x.to_string()).collect(),
+    }
 }
 
 #[cfg(test)]
@@ -198,7 +318,13 @@ mod tests {
         assert!(lines >= 1800, "{lines} lines");
         assert!(b.memory.len() >= 200_000, "{} bytes", b.memory.len());
         assert_eq!(b.memory, bloated(2).memory);
-        let shipped = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/hygiene/bloated/MEMORY.md"));
-        assert!(shipped == b.memory, "tests/data/hygiene/bloated/MEMORY.md is out of date: regenerate it with `codex-free memories bench-hygiene --write-fixture tests/data/hygiene/bloated`");
+        let shipped = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/hygiene/bloated/MEMORY.md"
+        ));
+        assert!(
+            shipped == b.memory,
+            "tests/data/hygiene/bloated/MEMORY.md is out of date: regenerate it with `codex-free memories bench-hygiene --write-fixture tests/data/hygiene/bloated`"
+        );
     }
 }

@@ -42,7 +42,8 @@ pub fn is_structural(line: &str) -> bool {
         || t.starts_with("~~~")
         || t == "v1"
         || (t.starts_with("<!--") && t.ends_with("-->"))
-        || t.chars().all(|c| matches!(c, '-' | '*' | '_' | '|' | ':' | ' '))
+        || t.chars()
+            .all(|c| matches!(c, '-' | '*' | '_' | '|' | ':' | ' '))
 }
 
 /// Text with the evidence citations `(rollouts: …)` and UUIDs removed: rollout ids are
@@ -78,12 +79,24 @@ impl Topic {
     /// The check that replaces remembered values of this topic (a check, never a value).
     pub fn check(self) -> &'static str {
         match self {
-            Topic::Commit => "- Verify the current commit and branch live (`git log -1`, `git status`) before relying on one; never reuse a remembered hash.",
-            Topic::Version => "- Verify versions live (lockfile, registry, `--version`) before relying on one; never reuse a remembered version.",
-            Topic::Deploy => "- Verify deploy and environment state live (the deploy tool or the service itself) at task start.",
-            Topic::Ci => "- Verify CI and build status on the live checks at task start, not from memory.",
-            Topic::People => "- Verify who is available and who owns what with the team, not from memory.",
-            Topic::Status => "- Verify any dated status (\"as of\", \"this week\", \"currently\") against the live project at task start.",
+            Topic::Commit => {
+                "- Verify the current commit and branch live (`git log -1`, `git status`) before relying on one; never reuse a remembered hash."
+            }
+            Topic::Version => {
+                "- Verify versions live (lockfile, registry, `--version`) before relying on one; never reuse a remembered version."
+            }
+            Topic::Deploy => {
+                "- Verify deploy and environment state live (the deploy tool or the service itself) at task start."
+            }
+            Topic::Ci => {
+                "- Verify CI and build status on the live checks at task start, not from memory."
+            }
+            Topic::People => {
+                "- Verify who is available and who owns what with the team, not from memory."
+            }
+            Topic::Status => {
+                "- Verify any dated status (\"as of\", \"this week\", \"currently\") against the live project at task start."
+            }
         }
     }
 }
@@ -102,48 +115,75 @@ static HASH: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:[0-9a-f]{7,40}|sha256:
 static VERSION: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)(?:^|[^\w.])v?\d+\.\d+(?:\.\d+)*(?:-[\w.]+)?\b"));
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b|\d{4}\s*年|\d{1,2}\s*月\s*\d{1,2}\s*日")
+    re(
+        r"(?i)\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b|\d{4}\s*年|\d{1,2}\s*月\s*\d{1,2}\s*日",
+    )
 });
 
 // Relative time and live state: enough on their own.
 static STRONG_EN: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:currently|current(?:\s+(?:version|release|commit|head|branch|state|status|sprint|owner))|right\s+now|at\s+the\s+moment|as\s+of|today|tonight|yesterday|this\s+(?:week|sprint|month|quarter|morning|afternoon|evening|year)|(?:last|next)\s+(?:week|month|night|sprint|quarter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|since\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|last)|just\s+(?:joined|left|moved|merged|released|deployed|shipped|upgraded|landed|switched|bumped)|(?:is|are|was)\s+now|now\s+(?:is|are|on|uses?|hosted|points?|runs?|at|live|in)|still\s+(?:open|broken|failing|red|blocked|pending|waiting|down|flaky|running|in\s+review|on)|until\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|next)|commits?\s+(?:ahead|behind))\b")
+    re(
+        r"(?ix)\b(?:currently|current(?:\s+(?:version|release|commit|head|branch|state|status|sprint|owner))|right\s+now|at\s+the\s+moment|as\s+of|today|tonight|yesterday|this\s+(?:week|sprint|month|quarter|morning|afternoon|evening|year)|(?:last|next)\s+(?:week|month|night|sprint|quarter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|since\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|last)|just\s+(?:joined|left|moved|merged|released|deployed|shipped|upgraded|landed|switched|bumped)|(?:is|are|was)\s+now|now\s+(?:is|are|on|uses?|hosted|points?|runs?|at|live|in)|still\s+(?:open|broken|failing|red|blocked|pending|waiting|down|flaky|running|in\s+review|on)|until\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|next)|commits?\s+(?:ahead|behind))\b",
+    )
 });
 static STRONG_ZH: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"当前|目前|现在|本周|这周|上周|下周|本月|这个月|上个月|今天|今日|昨天|昨日|刚刚|刚才|截至|截止到|线上状态|正在|值班")
+    re(
+        r"当前|目前|现在|本周|这周|上周|下周|本月|这个月|上个月|今天|今日|昨天|昨日|刚刚|刚才|截至|截止到|线上状态|正在|值班",
+    )
 });
 static CI_STATE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:ci|build|builds|pipeline|nightly|e2e|tests?|suite|checks?|jenkins|actions|runner)\b[^.;]{0,40}?\b(?:green|red|passing|passes|passed|failing|fails|failed|broken|flaky)\b")
+    re(
+        r"(?ix)\b(?:ci|build|builds|pipeline|nightly|e2e|tests?|suite|checks?|jenkins|actions|runner)\b[^.;]{0,40}?\b(?:green|red|passing|passes|passed|failing|fails|failed|broken|flaky)\b",
+    )
 });
 static ENV_STATE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:staging|prod|production|preprod|dev\s+box|cluster|server|site|service|database|db|env|environment)\b(?:\s+\S+){0,3}?\s+(?:is|are|was|has\s+been)\s+(?:down|up|degraded|broken|unavailable|offline|healthy|restored|migrated|deployed|hosted|pointing|on\s+v?\d)")
+    re(
+        r"(?ix)\b(?:staging|prod|production|preprod|dev\s+box|cluster|server|site|service|database|db|env|environment)\b(?:\s+\S+){0,3}?\s+(?:is|are|was|has\s+been)\s+(?:down|up|degraded|broken|unavailable|offline|healthy|restored|migrated|deployed|hosted|pointing|on\s+v?\d)",
+    )
 });
-static DEPLOYED_ZH: LazyLock<Regex> =
-    LazyLock::new(|| re(r"已(?:经)?(?:部署|上线|发布|合并|通过|回滚|升级|迁移|切换)|部署(?:已)?通过|灰度|降级中|不可用"));
+static DEPLOYED_ZH: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"已(?:经)?(?:部署|上线|发布|合并|通过|回滚|升级|迁移|切换)|部署(?:已)?通过|灰度|降级中|不可用",
+    )
+});
 static PEOPLE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:on\s+(?:vacation|holiday|leave|parental\s+leave|sick\s+leave)|out\s+of\s+(?:office|the\s+office)|ooo|off\s+sick|travell?ing|away\s+until|back\s+on|is\s+in\s+(?:the\s+)?[A-Z]\w+\s+office|(?:covers|is)\s+on-?call\s+until)\b|休假|请假|出差|不在公司")
+    re(
+        r"(?ix)\b(?:on\s+(?:vacation|holiday|leave|parental\s+leave|sick\s+leave)|out\s+of\s+(?:office|the\s+office)|ooo|off\s+sick|travell?ing|away\s+until|back\s+on|is\s+in\s+(?:the\s+)?[A-Z]\w+\s+office|(?:covers|is)\s+on-?call\s+until)\b|休假|请假|出差|不在公司",
+    )
 });
 // Weaker words: stale unless the line is a rule.
 static WEAK_EN: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:latest|newest|recently|lately|for\s+now|temporary|temporarily|workaround|last\s+year|this\s+year|so\s+far|pending|waiting\s+(?:for|on)|blocked\s+on|in\s+progress|wip)\b|\bPR\s*\#\d+|\bbuild\s+\#?\d{3,}")
+    re(
+        r"(?ix)\b(?:latest|newest|recently|lately|for\s+now|temporary|temporarily|workaround|last\s+year|this\s+year|so\s+far|pending|waiting\s+(?:for|on)|blocked\s+on|in\s+progress|wip)\b|\bPR\s*\#\d+|\bbuild\s+\#?\d{3,}",
+    )
 });
-static WEAK_ZH: LazyLock<Regex> =
-    LazyLock::new(|| re(r"最新|临时|暂时|去年|今年|最近|提交号|版本号?(?:是|为)|回读|进行中|待验收"));
+static WEAK_ZH: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"最新|临时|暂时|去年|今年|最近|提交号|版本号?(?:是|为)|回读|进行中|待验收")
+});
 // Status verbs that make a dated line a dated status.
 static STATUS_VERB: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:finished|fixed|passed|failed|deployed|released|shipped|merged|resolved|upgraded|restored|completed|done|landed|migrated|rolled\s+(?:out|back)|went\s+live|is|are|was|were|runs?|running)\b|上线|通过|完成|修复|部署|发布|升级|迁移|回滚")
+    re(
+        r"(?ix)\b(?:finished|fixed|passed|failed|deployed|released|shipped|merged|resolved|upgraded|restored|completed|done|landed|migrated|rolled\s+(?:out|back)|went\s+live|is|are|was|were|runs?|running)\b|上线|通过|完成|修复|部署|发布|升级|迁移|回滚",
+    )
 });
 
 // A rule: preference, boundary or principle.
 static RULE_EN: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)\b(?:never|always|must|must\s+not|do\s+not|don't|dont|avoid|prefer|prefers|preferred|ask\s+before|not\s+allowed|forbidden|required|requires|only\s+through|instead\s+of\s+(?:this\s+)?memory|wins|takes\s+precedence|decision\s+principle|rule|boundary)\b")
+    re(
+        r"(?ix)\b(?:never|always|must|must\s+not|do\s+not|don't|dont|avoid|prefer|prefers|preferred|ask\s+before|not\s+allowed|forbidden|required|requires|only\s+through|instead\s+of\s+(?:this\s+)?memory|wins|takes\s+precedence|decision\s+principle|rule|boundary)\b",
+    )
 });
-static RULE_ZH: LazyLock<Regex> =
-    LazyLock::new(|| re(r"禁止|必须|不要|不得|一律|始终|优先|永远|切勿|务必|不允许|为准|原则|许可证边界|硬边界|之前先|前先"));
+static RULE_ZH: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"禁止|必须|不要|不得|一律|始终|优先|永远|切勿|务必|不允许|为准|原则|许可证边界|硬边界|之前先|前先",
+    )
+});
 
 // A check to run live instead of a remembered value.
 static VERIFY_EN: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?ix)(?:^|[;:,.]\s*|\b(?:always|must|should|then|to|please|first)\s+)(?:verify|re-?check|check|confirm|look\s+up|query|read\s+it\s+from)\b|\b(?:at\s+task\s+start|at\s+the\s+start\s+of|live\s+checks?|check(?:ed)?\s+live|verif(?:y|ied)\s+live|from\s+the\s+live|(?:not|never)\s+from\s+(?:memory|notes)|instead\s+of\s+(?:this\s+memory|trusting))\b")
+    re(
+        r"(?ix)(?:^|[;:,.]\s*|\b(?:always|must|should|then|to|please|first)\s+)(?:verify|re-?check|check|confirm|look\s+up|query|read\s+it\s+from)\b|\b(?:at\s+task\s+start|at\s+the\s+start\s+of|live\s+checks?|check(?:ed)?\s+live|verif(?:y|ied)\s+live|from\s+the\s+live|(?:not|never)\s+from\s+(?:memory|notes)|instead\s+of\s+(?:this\s+memory|trusting))\b",
+    )
 });
 static VERIFY_ZH: LazyLock<Regex> =
     LazyLock::new(|| re(r"核验|核对|现场|任务开始|实时查询|重新确认|先确认|请确认|以现场"));
@@ -235,7 +275,11 @@ pub fn stale(line: &str) -> Option<Stale> {
     }
     let ev = weak
         .or(version.map(|v| format!("version {v}")))
-        .or(if dated_status { dated.map(|d| format!("dated status ({d})")) } else { None })?;
+        .or(if dated_status {
+            dated.map(|d| format!("dated status ({d})"))
+        } else {
+            None
+        })?;
     Some(Stale {
         topic: topic(&s),
         evidence: ev,
@@ -246,14 +290,19 @@ fn topic_of(s: &str) -> Topic {
     static COMMIT: LazyLock<Regex> =
         LazyLock::new(|| re(r"(?i)\b(?:commit|head|sha|hash|branch|tag)\b|提交"));
     static CI: LazyLock<Regex> = LazyLock::new(|| {
-        re(r"(?i)\b(?:ci|build|pipeline|nightly|e2e|tests?|suite|coverage|jenkins|runner)\b|构建|测试")
+        re(
+            r"(?i)\b(?:ci|build|pipeline|nightly|e2e|tests?|suite|coverage|jenkins|runner)\b|构建|测试",
+        )
     });
     static DEPLOY: LazyLock<Regex> = LazyLock::new(|| {
-        re(r"(?i)\b(?:deploy\w*|prod|production|staging|cluster|server|env|environment|hosted|outage|flag|database|db|service)\b|部署|上线|线上|环境|服务|灰度")
+        re(
+            r"(?i)\b(?:deploy\w*|prod|production|staging|cluster|server|env|environment|hosted|outage|flag|database|db|service)\b|部署|上线|线上|环境|服务|灰度",
+        )
     });
     static VER: LazyLock<Regex> =
         LazyLock::new(|| re(r"(?i)\b(?:version|release|v\d|upgraded?|bump\w*)\b|版本|发布|升级"));
-    static PPL: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(?:owns|owner|on\s+call|joined|reviews?)\b|值班|负责"));
+    static PPL: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?i)\b(?:owns|owner|on\s+call|joined|reviews?)\b|值班|负责"));
     if CI.is_match(s) && !DEPLOY.is_match(s) {
         Topic::Ci
     } else if DEPLOY.is_match(s) {
@@ -345,22 +394,27 @@ pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
 /// Progress-log lines: a leading date, a checkbox, or words of done/ongoing work.
 pub fn is_progress(line: &str) -> bool {
     static P: LazyLock<Regex> = LazyLock::new(|| {
-        re(r"(?ix)^\s*(?:[-*+]\s+)?(?:\[[\ xX]\]|\d{4}-\d{2}-\d{2}|(?:done|todo|wip|progress|next|status|update|today)\s*:)|\b(?:finished|completed|implemented|started|merged|refactored|wrote|added|fixed|ran|re-?ran|bumped|moved|renamed|investigated|paired)\b|完成|进度|已修复|待办|今日|开始做|做完")
+        re(
+            r"(?ix)^\s*(?:[-*+]\s+)?(?:\[[\ xX]\]|\d{4}-\d{2}-\d{2}|(?:done|todo|wip|progress|next|status|update|today)\s*:)|\b(?:finished|completed|implemented|started|merged|refactored|wrote|added|fixed|ran|re-?ran|bumped|moved|renamed|investigated|paired)\b|完成|进度|已修复|待办|今日|开始做|做完",
+        )
     });
     P.is_match(line)
 }
 
 /// A log entry: a list item that opens with a date (`2025-03-04:`) or a checkbox.
 pub fn is_log_entry(line: &str) -> bool {
-    static L: LazyLock<Regex> =
-        LazyLock::new(|| re(r"^\s*(?:[-*+]\s+)?(?:\[[ xX]\]\s|\d{4}-\d{2}-\d{2}\b|\d{4}年\d{1,2}月\d{1,2}日)"));
+    static L: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"^\s*(?:[-*+]\s+)?(?:\[[ xX]\]\s|\d{4}-\d{2}-\d{2}\b|\d{4}年\d{1,2}月\d{1,2}日)")
+    });
     L.is_match(line)
 }
 
 /// Evidence lines: incident, release and debugging detail, command output, snapshots.
 pub fn is_evidence(line: &str) -> bool {
     static E: LazyLock<Regex> = LazyLock::new(|| {
-        re(r"(?ix)\b(?:incident|outage|postmortem|post-mortem|root\s+cause|timeline|read-?back|release|rollout|snapshot|stack\s*trace|traceback|panic|error|exit\s+code|output|logs?|repro|benchmark|measured|p\d\d|latency|sign-?off|changelog)\b|^\s*(?:[-*+]\s+)?\$\s|事故|故障|排障|复盘|回读|发布|日志|报错|验收")
+        re(
+            r"(?ix)\b(?:incident|outage|postmortem|post-mortem|root\s+cause|timeline|read-?back|release|rollout|snapshot|stack\s*trace|traceback|panic|error|exit\s+code|output|logs?|repro|benchmark|measured|p\d\d|latency|sign-?off|changelog)\b|^\s*(?:[-*+]\s+)?\$\s|事故|故障|排障|复盘|回读|发布|日志|报错|验收",
+        )
     });
     E.is_match(line) || line.chars().count() > 300
 }
@@ -374,12 +428,17 @@ mod tests {
         assert_eq!(strip_bullet("  - [x] done"), "done");
         assert_eq!(strip_bullet("12. item"), "item");
         assert!(is_heading("## Tools") && !is_heading("#hashtag"));
-        assert!(is_structural("| --- | --- |") && is_structural("```rust") && !is_structural("- a"));
+        assert!(
+            is_structural("| --- | --- |") && is_structural("```rust") && !is_structural("- a")
+        );
     }
 
     #[test]
     fn rollout_ids_are_not_commit_hashes() {
-        assert!(stale("- Use pnpm, never npm (rollouts: 019a3f2e-8c1d-7e4b-9a2f-0c1d2e3f4a5b)").is_none());
+        assert!(
+            stale("- Use pnpm, never npm (rollouts: 019a3f2e-8c1d-7e4b-9a2f-0c1d2e3f4a5b)")
+                .is_none()
+        );
         assert_eq!(stale("- HEAD is 1a2b3c4d").unwrap().topic, Topic::Commit);
     }
 

@@ -147,16 +147,33 @@ impl Plan {
                 Dest::Daily { date } => format!("-> {DAILY_DIR}/{date}.md"),
                 Dest::Archive { check: None } => format!(
                     "-> {}",
-                    if m.file == MEMORY_MD { today.clone() } else { self.archive_name(SUMMARY_MD) }
+                    if m.file == MEMORY_MD {
+                        today.clone()
+                    } else {
+                        self.archive_name(SUMMARY_MD)
+                    }
                 ),
                 Dest::Archive { check: Some(t) } => format!(
                     "-> {} + verify at task start: {}",
-                    if m.file == MEMORY_MD { today.clone() } else { self.archive_name(SUMMARY_MD) },
+                    if m.file == MEMORY_MD {
+                        today.clone()
+                    } else {
+                        self.archive_name(SUMMARY_MD)
+                    },
                     t.check().trim_start_matches("- ")
                 ),
-                Dest::Duplicate { kept_at } => format!("dropped: identical to line {kept_at}, which is kept"),
+                Dest::Duplicate { kept_at } => {
+                    format!("dropped: identical to line {kept_at}, which is kept")
+                }
             };
-            let _ = writeln!(s, "{}:{}: {to}  [{}]  {}", m.file, m.line, m.reason, clip(&m.text, 100));
+            let _ = writeln!(
+                s,
+                "{}:{}: {to}  [{}]  {}",
+                m.file,
+                m.line,
+                m.reason,
+                clip(&m.text, 100)
+            );
         }
         let count = |f: &dyn Fn(&Dest) -> bool| self.moves.iter().filter(|m| f(&m.dest)).count();
         let _ = writeln!(
@@ -172,7 +189,11 @@ impl Plan {
             let _ = writeln!(s, "Adds to {MEMORY_MD} under `{VERIFY_HEADING}`: {c}");
         }
         for (k, v) in &self.outputs {
-            let verb = if self.existing.contains(k) { "rewrites" } else { "creates" };
+            let verb = if self.existing.contains(k) {
+                "rewrites"
+            } else {
+                "creates"
+            };
             let _ = writeln!(s, "Would write: {verb} {k} ({} lines)", v.lines().count());
         }
         let _ = writeln!(
@@ -190,7 +211,10 @@ impl Plan {
             self.after.memory_bytes,
         );
         for p in &self.over_budget {
-            let _ = writeln!(s, "Over budget after the move, so --apply would refuse: {p}");
+            let _ = writeln!(
+                s,
+                "Over budget after the move, so --apply would refuse: {p}"
+            );
         }
         s.push_str("Plan only: nothing was changed.\n");
         s
@@ -302,7 +326,10 @@ fn classify(
     today: &str,
     kept_shingles: &mut Vec<Vec<u64>>,
 ) -> Vec<Section> {
-    let mut sections = vec![Section { heading: None, lines: Vec::new() }];
+    let mut sections = vec![Section {
+        heading: None,
+        lines: Vec::new(),
+    }];
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut fence = false;
     let mut section_date: Option<String> = None;
@@ -312,23 +339,44 @@ fn classify(
         let t = l.trim();
         if t.starts_with("```") || t.starts_with("~~~") {
             fence = !fence;
-            push_line(&mut sections, n, l, Dest::Archive { check: None }, "code block: evidence");
+            push_line(
+                &mut sections,
+                n,
+                l,
+                Dest::Archive { check: None },
+                "code block: evidence",
+            );
             continue;
         }
         if fence {
-            push_line(&mut sections, n, l, Dest::Archive { check: None }, "code block: evidence");
+            push_line(
+                &mut sections,
+                n,
+                l,
+                Dest::Archive { check: None },
+                "code block: evidence",
+            );
             continue;
         }
         if !fence && is_heading(&l) {
             section_date = date_of(&l);
-            sections.push(Section { heading: Some(l), lines: Vec::new() });
+            sections.push(Section {
+                heading: Some(l),
+                lines: Vec::new(),
+            });
             continue;
         }
         if t.is_empty() {
             continue;
         }
         if is_structural(&l) && t != "v1" {
-            push_line(&mut sections, n, l, Dest::Archive { check: None }, "formatting");
+            push_line(
+                &mut sections,
+                n,
+                l,
+                Dest::Archive { check: None },
+                "formatting",
+            );
             continue;
         }
         if t == "v1" {
@@ -337,7 +385,13 @@ fn classify(
         }
         if let Some(first) = seen.get(t) {
             let kept_at = *first;
-            push_line(&mut sections, n, l, Dest::Duplicate { kept_at }, "exact duplicate");
+            push_line(
+                &mut sections,
+                n,
+                l,
+                Dest::Duplicate { kept_at },
+                "exact duplicate",
+            );
             continue;
         }
         seen.insert(t.to_string(), n);
@@ -347,29 +401,54 @@ fn classify(
             .is_some_and(|h| h.trim() == VERIFY_HEADING);
         let (dest, reason) = if text::is_log_entry(&l) && !text::is_rule(&l) {
             // A dated or ticked log entry is history, not a live fact: it goes to its day.
-            let date = date_of(&l).or(section_date.clone()).unwrap_or_else(|| today.to_string());
+            let date = date_of(&l)
+                .or(section_date.clone())
+                .unwrap_or_else(|| today.to_string());
             (Dest::Daily { date }, "progress log entry".to_string())
         } else if let Some(s) = text::stale(&l) {
-            (Dest::Archive { check: Some(s.topic) }, format!("stale: {}", s.evidence))
+            (
+                Dest::Archive {
+                    check: Some(s.topic),
+                },
+                format!("stale: {}", s.evidence),
+            )
         } else if in_verify || text::is_verify(&l) {
             (Dest::Stay, "check to run live".to_string())
         } else if text::is_rule(&l) || is_preference(&l) || links_existing_file(dir, &l) {
             let sh = text::shingles(&l);
-            if kept_shingles.iter().any(|k| text::jaccard(k, &sh) >= super::lint::NEAR_DUPLICATE) {
-                (Dest::Archive { check: None }, "near duplicate of a kept rule".to_string())
+            if kept_shingles
+                .iter()
+                .any(|k| text::jaccard(k, &sh) >= super::lint::NEAR_DUPLICATE)
+            {
+                (
+                    Dest::Archive { check: None },
+                    "near duplicate of a kept rule".to_string(),
+                )
             } else {
                 kept_shingles.push(sh);
-                (Dest::Stay, if links_existing_file(dir, &l) { "index link".into() } else { "rule or preference".into() })
+                (
+                    Dest::Stay,
+                    if links_existing_file(dir, &l) {
+                        "index link".into()
+                    } else {
+                        "rule or preference".into()
+                    },
+                )
             }
         } else if text::is_progress(&l) {
-            let date = date_of(&l).or(section_date.clone()).unwrap_or_else(|| today.to_string());
+            let date = date_of(&l)
+                .or(section_date.clone())
+                .unwrap_or_else(|| today.to_string());
             (Dest::Daily { date }, "progress".to_string())
         } else if text::is_evidence(&l) {
             (Dest::Archive { check: None }, "evidence".to_string())
         } else if lenient {
             (Dest::Stay, "summary line".to_string())
         } else {
-            (Dest::Archive { check: None }, "fails the keep test".to_string())
+            (
+                Dest::Archive { check: None },
+                "fails the keep test".to_string(),
+            )
         };
         push_line(&mut sections, n, l, dest, &reason);
     }
@@ -386,7 +465,12 @@ fn push_line(sections: &mut [Section], n: usize, l: String, d: Dest, reason: &st
 fn render_part(sections: &[Section], pick: &dyn Fn(&Dest) -> bool) -> String {
     let mut out = String::new();
     for s in sections {
-        let lines: Vec<&String> = s.lines.iter().filter(|x| pick(&x.2)).map(|x| &x.1).collect();
+        let lines: Vec<&String> = s
+            .lines
+            .iter()
+            .filter(|x| pick(&x.2))
+            .map(|x| &x.1)
+            .collect();
         if lines.is_empty() {
             continue;
         }
@@ -409,7 +493,10 @@ fn render_part(sections: &[Section], pick: &dyn Fn(&Dest) -> bool) -> String {
 fn resolve_dir(dir: &Path) -> Result<PathBuf> {
     let md = std::fs::metadata(dir).map_err(|_| Error::NotFound(dir.to_path_buf()))?;
     if !md.is_dir() {
-        return Err(Error::InvalidArgument(format!("{} is not a directory", dir.display())));
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
     }
     std::fs::canonicalize(dir).ctx(|| format!("resolving {}", dir.display()))
 }
@@ -446,14 +533,23 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
 
     let mut moves = Vec::new();
     let mut topics: BTreeSet<Topic> = BTreeSet::new();
-    for (file, secs) in [(MEMORY_MD, Some(&mem_sections)), (SUMMARY_MD, sum_sections.as_ref())] {
+    for (file, secs) in [
+        (MEMORY_MD, Some(&mem_sections)),
+        (SUMMARY_MD, sum_sections.as_ref()),
+    ] {
         let Some(secs) = secs else { continue };
         for s in secs {
             for (n, l, d, why) in &s.lines {
                 if let Dest::Archive { check: Some(t) } = d {
                     topics.insert(*t);
                 }
-                moves.push(Move { file: file.into(), line: *n, text: l.clone(), dest: d.clone(), reason: why.clone() });
+                moves.push(Move {
+                    file: file.into(),
+                    line: *n,
+                    text: l.clone(),
+                    dest: d.clone(),
+                    reason: why.clone(),
+                });
             }
         }
     }
@@ -464,7 +560,13 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
     let (verify_secs, other_secs): (Vec<&Section>, Vec<&Section>) = mem_sections
         .iter()
         .partition(|s| s.heading.as_deref().map(str::trim) == Some(VERIFY_HEADING));
-    let mut new_memory = render_part(&other_secs.into_iter().map(clone_section).collect::<Vec<_>>(), &stay);
+    let mut new_memory = render_part(
+        &other_secs
+            .into_iter()
+            .map(clone_section)
+            .collect::<Vec<_>>(),
+        &stay,
+    );
     let mut verify_lines: Vec<String> = verify_secs
         .iter()
         .flat_map(|s| s.lines.iter().filter(|x| stay(&x.2)).map(|x| x.1.clone()))
@@ -492,15 +594,23 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
     }
 
     let mut outputs: BTreeMap<String, String> = BTreeMap::new();
-    let note = format!("<!-- moved here by codex-free memories tidy on {today}; searchable with memories_search, never loaded by default -->");
-    let add_part = |rel: String, title: String, part: String, outputs: &mut BTreeMap<String, String>| -> Result<()> {
+    let note = format!(
+        "<!-- moved here by codex-free memories tidy on {today}; searchable with memories_search, never loaded by default -->"
+    );
+    let add_part = |rel: String,
+                    title: String,
+                    part: String,
+                    outputs: &mut BTreeMap<String, String>|
+     -> Result<()> {
         if part.is_empty() {
             return Ok(());
         }
         let path = dir.join(&rel);
         let base = match outputs.get(&rel) {
             Some(t) => t.clone(),
-            None if std::fs::symlink_metadata(&path).is_ok() => read_memory_file(Some(&dir), &path)?,
+            None if std::fs::symlink_metadata(&path).is_ok() => {
+                read_memory_file(Some(&dir), &path)?
+            }
             None => format!("{title}\n"),
         };
         let mut t = base.trim_end().to_string();
@@ -512,7 +622,10 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         outputs.insert(rel, t);
         Ok(())
     };
-    for (file, secs) in [(MEMORY_MD, Some(&mem_sections)), (SUMMARY_MD, sum_sections.as_ref())] {
+    for (file, secs) in [
+        (MEMORY_MD, Some(&mem_sections)),
+        (SUMMARY_MD, sum_sections.as_ref()),
+    ] {
         let Some(secs) = secs else { continue };
         let stem = file.trim_end_matches(".md");
         let archived = render_part(secs, &|d| matches!(d, Dest::Archive { .. }));
@@ -531,8 +644,16 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
             })
             .collect();
         for date in dates {
-            let part = render_part(secs, &|d| matches!(d, Dest::Daily { date: x } if *x == date));
-            add_part(format!("{DAILY_DIR}/{date}.md"), format!("# {date}"), part, &mut outputs)?;
+            let part = render_part(
+                secs,
+                &|d| matches!(d, Dest::Daily { date: x } if *x == date),
+            );
+            add_part(
+                format!("{DAILY_DIR}/{date}.md"),
+                format!("# {date}"),
+                part,
+                &mut outputs,
+            )?;
         }
     }
     // Headings whose lines all went elsewhere (or that had none) are kept in the archive so
@@ -545,7 +666,10 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
     if let Some(s) = &new_summary {
         placed.extend(s.lines().map(|l| l.trim().to_string()));
     }
-    for (file, secs) in [(MEMORY_MD, Some(&mem_sections)), (SUMMARY_MD, sum_sections.as_ref())] {
+    for (file, secs) in [
+        (MEMORY_MD, Some(&mem_sections)),
+        (SUMMARY_MD, sum_sections.as_ref()),
+    ] {
         let Some(secs) = secs else { continue };
         let orphans: Vec<String> = secs
             .iter()
@@ -560,14 +684,24 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
                 part.push_str(&h);
                 part.push('\n');
             }
-            add_part(format!("{ARCHIVE_DIR}/{stem}-{today}.md"), format!("# Archived from {file} on {today}"), part, &mut outputs)?;
+            add_part(
+                format!("{ARCHIVE_DIR}/{stem}-{today}.md"),
+                format!("# Archived from {file} on {today}"),
+                part,
+                &mut outputs,
+            )?;
         }
     }
     if let Some(s) = new_summary.as_mut()
         && s.trim().is_empty()
     {
         // Never leave an empty summary where there was one: keep its first line.
-        *s = summary.as_deref().and_then(|x| x.lines().next()).unwrap_or("v1").to_string() + "\n";
+        *s = summary
+            .as_deref()
+            .and_then(|x| x.lines().next())
+            .unwrap_or("v1")
+            .to_string()
+            + "\n";
     }
     outputs.insert(MEMORY_MD.to_string(), new_memory.clone());
     if let Some(s) = &new_summary {
@@ -581,24 +715,45 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         .filter(|k| std::fs::symlink_metadata(dir.join(k)).is_ok())
         .cloned()
         .collect();
-    let mut over_budget: Vec<String> = budget::size_problems(&new_memory, opts.budget.memory_max_lines, opts.budget.memory_max_bytes)
-        .into_iter()
-        .map(|p| format!("{MEMORY_MD}: {}", p.message))
-        .collect();
+    let mut over_budget: Vec<String> = budget::size_problems(
+        &new_memory,
+        opts.budget.memory_max_lines,
+        opts.budget.memory_max_bytes,
+    )
+    .into_iter()
+    .map(|p| format!("{MEMORY_MD}: {}", p.message))
+    .collect();
     if let Some(s) = &new_summary {
         over_budget.extend(
-            budget::size_problems(s, opts.budget.summary_max_lines, opts.budget.summary_max_bytes)
-                .into_iter()
-                .map(|p| format!("{SUMMARY_MD}: {}", p.message)),
+            budget::size_problems(
+                s,
+                opts.budget.summary_max_lines,
+                opts.budget.summary_max_bytes,
+            )
+            .into_iter()
+            .map(|p| format!("{SUMMARY_MD}: {}", p.message)),
         );
     }
     let before = LoadSize::of(&memory, summary.as_deref());
     let after = LoadSize::of(&new_memory, new_summary.as_deref());
-    Ok(Plan { dir, moves, checks_added, outputs, existing, before, after, over_budget, originals })
+    Ok(Plan {
+        dir,
+        moves,
+        checks_added,
+        outputs,
+        existing,
+        before,
+        after,
+        over_budget,
+        originals,
+    })
 }
 
 fn clone_section(s: &Section) -> Section {
-    Section { heading: s.heading.clone(), lines: s.lines.clone() }
+    Section {
+        heading: s.heading.clone(),
+        lines: s.lines.clone(),
+    }
 }
 
 /// Distinct lines of `originals` (trimmed, non-blank) missing from every Markdown file
@@ -607,12 +762,16 @@ pub fn missing_lines(dir: &Path, originals: &BTreeMap<String, String>) -> Result
     let mut have: HashSet<String> = HashSet::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).ctx(|| format!("listing {}", d.display()))?.flatten() {
+        for e in std::fs::read_dir(&d)
+            .ctx(|| format!("listing {}", d.display()))?
+            .flatten()
+        {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') {
                 continue;
             }
-            let md = std::fs::symlink_metadata(e.path()).ctx(|| format!("reading {}", e.path().display()))?;
+            let md = std::fs::symlink_metadata(e.path())
+                .ctx(|| format!("reading {}", e.path().display()))?;
             if md.is_dir() {
                 stack.push(e.path());
             } else if md.is_file() && name.ends_with(".md") {
@@ -680,8 +839,16 @@ impl Applied {
 }
 
 enum Backup {
-    Git { folder: MemoryFolder, head: git2::Oid },
-    Copy { root: PathBuf, saved: Vec<String>, created: Vec<String>, created_dirs: Vec<PathBuf> },
+    Git {
+        folder: MemoryFolder,
+        head: git2::Oid,
+    },
+    Copy {
+        root: PathBuf,
+        saved: Vec<String>,
+        created: Vec<String>,
+        created_dirs: Vec<PathBuf>,
+    },
 }
 
 fn git_err(what: &'static str) -> impl Fn(git2::Error) -> Error {
@@ -700,7 +867,12 @@ fn preflight(dir: &Path) -> Result<()> {
     let probe = tempfile::Builder::new()
         .prefix(".codex-free-tidy-probe")
         .tempfile_in(dir)
-        .map_err(|e| Error::Refused(format!("the memory folder {} is not writable ({e}); nothing was changed", dir.display())))?;
+        .map_err(|e| {
+            Error::Refused(format!(
+                "the memory folder {} is not writable ({e}); nothing was changed",
+                dir.display()
+            ))
+        })?;
     drop(probe);
     for d in [DAILY_DIR, ARCHIVE_DIR] {
         let p = dir.join(d);
@@ -708,7 +880,12 @@ fn preflight(dir: &Path) -> Result<()> {
             let probe = tempfile::Builder::new()
                 .prefix(".codex-free-tidy-probe")
                 .tempfile_in(&p)
-                .map_err(|e| Error::Refused(format!("{} is not writable ({e}); nothing was changed", p.display())))?;
+                .map_err(|e| {
+                    Error::Refused(format!(
+                        "{} is not writable ({e}); nothing was changed",
+                        p.display()
+                    ))
+                })?;
             drop(probe);
         }
     }
@@ -735,7 +912,8 @@ fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
         return Ok(Backup::Git { folder, head });
     }
     let root = home.join("backups").join(format!("tidy-{stamp}"));
-    std::fs::create_dir_all(&root).ctx(|| format!("creating the backup folder {}", root.display()))?;
+    std::fs::create_dir_all(&root)
+        .ctx(|| format!("creating the backup folder {}", root.display()))?;
     let mut saved = Vec::new();
     let mut manifest = format!("codex-free memories tidy backup of {}\n", dir.display());
     for rel in &plan.existing {
@@ -743,30 +921,50 @@ fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
         codex_free_core::home::write_atomic_unlocked(&root.join(rel), text.as_bytes())?;
         // Read back the copy before trusting it.
         if read_memory_file(None, &root.join(rel))? != text {
-            return Err(Error::Store(format!("backup copy of {rel} does not match the original")));
+            return Err(Error::Store(format!(
+                "backup copy of {rel} does not match the original"
+            )));
         }
         saved.push(rel.clone());
         let _ = writeln!(manifest, "saved: {rel}");
     }
-    let created: Vec<String> = plan.outputs.keys().filter(|k| !plan.existing.contains(*k)).cloned().collect();
+    let created: Vec<String> = plan
+        .outputs
+        .keys()
+        .filter(|k| !plan.existing.contains(*k))
+        .cloned()
+        .collect();
     for c in &created {
         let _ = writeln!(manifest, "created by the tidy: {c}");
     }
     codex_free_core::home::write_atomic_unlocked(&root.join("MANIFEST.txt"), manifest.as_bytes())?;
-    Ok(Backup::Copy { root, saved, created, created_dirs: Vec::new() })
+    Ok(Backup::Copy {
+        root,
+        saved,
+        created,
+        created_dirs: Vec::new(),
+    })
 }
 
 fn restore(b: &Backup, dir: &Path) -> Result<()> {
     match b {
         Backup::Git { folder, head } => {
             let repo = git2::Repository::open(dir).map_err(git_err("open"))?;
-            let obj = repo.find_object(*head, None).map_err(git_err("find backup"))?;
+            let obj = repo
+                .find_object(*head, None)
+                .map_err(git_err("find backup"))?;
             let mut co = git2::build::CheckoutBuilder::new();
             co.force().remove_untracked(true);
-            repo.reset(&obj, git2::ResetType::Hard, Some(&mut co)).map_err(git_err("reset --hard"))?;
+            repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
+                .map_err(git_err("reset --hard"))?;
             folder.restore_head()
         }
-        Backup::Copy { root, saved, created, created_dirs } => {
+        Backup::Copy {
+            root,
+            saved,
+            created,
+            created_dirs,
+        } => {
             for rel in saved {
                 let text = read_memory_file(None, &root.join(rel))?;
                 codex_free_core::home::write_atomic_unlocked(&dir.join(rel), text.as_bytes())?;
@@ -812,8 +1010,14 @@ pub fn apply(opts: &TidyOptions) -> Result<Applied> {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
     let mut backup = make_backup(&plan, &opts.home, &stamp)?;
     let backup_text = match &backup {
-        Backup::Git { head, .. } => format!("commit {head} (undo with `git -C {} reset --hard {head}`)", plan.dir.display()),
-        Backup::Copy { root, .. } => format!("{} (copies of the files the tidy rewrote; MANIFEST.txt lists them)", root.display()),
+        Backup::Git { head, .. } => format!(
+            "commit {head} (undo with `git -C {} reset --hard {head}`)",
+            plan.dir.display()
+        ),
+        Backup::Copy { root, .. } => format!(
+            "{} (copies of the files the tidy rewrote; MANIFEST.txt lists them)",
+            root.display()
+        ),
     };
     match write_and_verify(&plan, opts, &mut backup) {
         Ok((commit, read_back)) => {
@@ -829,13 +1033,25 @@ pub fn apply(opts: &TidyOptions) -> Result<Applied> {
                     };
                     (
                         k.clone(),
-                        if plan.existing.contains(k) { "rewritten" } else { "created" }.to_string(),
+                        if plan.existing.contains(k) {
+                            "rewritten"
+                        } else {
+                            "created"
+                        }
+                        .to_string(),
                         before,
                         v.lines().count(),
                     )
                 })
                 .collect();
-            Ok(Applied { files, backup: backup_text, commit, read_back, before: plan.before, after: plan.after })
+            Ok(Applied {
+                files,
+                backup: backup_text,
+                commit,
+                read_back,
+                before: plan.before,
+                after: plan.after,
+            })
         }
         Err(e) => match restore(&backup, &plan.dir) {
             Ok(()) => Err(Error::Store(format!(
@@ -852,7 +1068,11 @@ fn read_before_lines(plan: &Plan, rel: &str) -> usize {
     plan.originals
         .get(rel)
         .map(|t| t.lines().count())
-        .or_else(|| std::fs::read_to_string(plan.dir.join(rel)).ok().map(|t| t.lines().count()))
+        .or_else(|| {
+            std::fs::read_to_string(plan.dir.join(rel))
+                .ok()
+                .map(|t| t.lines().count())
+        })
         .unwrap_or(0)
 }
 
@@ -874,16 +1094,26 @@ fn planned_losses(plan: &Plan) -> Vec<String> {
     lost
 }
 
-fn write_and_verify(plan: &Plan, opts: &TidyOptions, backup: &mut Backup) -> Result<(Option<String>, Vec<String>)> {
+fn write_and_verify(
+    plan: &Plan,
+    opts: &TidyOptions,
+    backup: &mut Backup,
+) -> Result<(Option<String>, Vec<String>)> {
     let dir = &plan.dir;
     // Destinations first, the loaded files last: a crash midway leaves lines in two places,
     // never in none.
-    let mut order: Vec<&String> = plan.outputs.keys().filter(|k| *k != MEMORY_MD && *k != SUMMARY_MD).collect();
+    let mut order: Vec<&String> = plan
+        .outputs
+        .keys()
+        .filter(|k| *k != MEMORY_MD && *k != SUMMARY_MD)
+        .collect();
     order.extend(plan.outputs.keys().filter(|k| *k == SUMMARY_MD));
     order.extend(plan.outputs.keys().filter(|k| *k == MEMORY_MD));
     for (i, rel) in order.iter().enumerate() {
         if opts.fail_after_writes == Some(i) {
-            return Err(Error::Store(format!("simulated failure before writing {rel}")));
+            return Err(Error::Store(format!(
+                "simulated failure before writing {rel}"
+            )));
         }
         let path = dir.join(rel);
         if let Some(parent) = path.parent()
@@ -903,29 +1133,49 @@ fn write_and_verify(plan: &Plan, opts: &TidyOptions, backup: &mut Backup) -> Res
     for (rel, want) in &plan.outputs {
         let got = read_memory_file(Some(dir), &dir.join(rel))?;
         if &got != want {
-            return Err(Error::Store(format!("read-back of {rel} differs from what was written")));
+            return Err(Error::Store(format!(
+                "read-back of {rel} differs from what was written"
+            )));
         }
     }
     let missing = missing_lines(dir, &plan.originals)?;
     if !missing.is_empty() {
-        return Err(Error::Store(format!("{} line(s) are in no file after the move (first: {:?})", missing.len(), missing[0])));
+        return Err(Error::Store(format!(
+            "{} line(s) are in no file after the move (first: {:?})",
+            missing.len(),
+            missing[0]
+        )));
     }
-    read_back.push(format!("every distinct line before is in some file after ({} files checked)", plan.outputs.len()));
+    read_back.push(format!(
+        "every distinct line before is in some file after ({} files checked)",
+        plan.outputs.len()
+    ));
     let mem = read_memory_file(Some(dir), &dir.join(MEMORY_MD))?;
-    let mut budget_problems: Vec<String> = budget::size_problems(&mem, opts.budget.memory_max_lines, opts.budget.memory_max_bytes)
-        .into_iter()
-        .map(|p| format!("{MEMORY_MD}: {}", p.message))
-        .collect();
+    let mut budget_problems: Vec<String> = budget::size_problems(
+        &mem,
+        opts.budget.memory_max_lines,
+        opts.budget.memory_max_bytes,
+    )
+    .into_iter()
+    .map(|p| format!("{MEMORY_MD}: {}", p.message))
+    .collect();
     let sum = plan.outputs.get(SUMMARY_MD);
     if let Some(s) = sum {
         budget_problems.extend(
-            budget::size_problems(s, opts.budget.summary_max_lines, opts.budget.summary_max_bytes)
-                .into_iter()
-                .map(|p| format!("{SUMMARY_MD}: {}", p.message)),
+            budget::size_problems(
+                s,
+                opts.budget.summary_max_lines,
+                opts.budget.summary_max_bytes,
+            )
+            .into_iter()
+            .map(|p| format!("{SUMMARY_MD}: {}", p.message)),
         );
     }
     if !budget_problems.is_empty() {
-        return Err(Error::Budget(format!("budget check failed: {}", budget_problems.join("; "))));
+        return Err(Error::Budget(format!(
+            "budget check failed: {}",
+            budget_problems.join("; ")
+        )));
     }
     read_back.push(format!(
         "budget: {MEMORY_MD} {}/{} lines, {}/{} bytes{}",
@@ -952,17 +1202,35 @@ fn write_and_verify(plan: &Plan, opts: &TidyOptions, backup: &mut Backup) -> Res
             folder.verify_committed()?;
             let repo = git2::Repository::open(dir).map_err(git_err("open"))?;
             let status = repo
-                .statuses(Some(git2::StatusOptions::new().include_untracked(true).recurse_untracked_dirs(true)))
+                .statuses(Some(
+                    git2::StatusOptions::new()
+                        .include_untracked(true)
+                        .recurse_untracked_dirs(true),
+                ))
                 .map_err(git_err("status"))?;
-            let short: Vec<String> = status.iter().filter_map(|e| e.path().ok().map(|p| format!("?? {p}"))).collect();
+            let short: Vec<String> = status
+                .iter()
+                .filter_map(|e| e.path().ok().map(|p| format!("?? {p}")))
+                .collect();
             if !short.is_empty() {
-                return Err(Error::Store(format!("git status --short is not clean: {}", short.join(", "))));
+                return Err(Error::Store(format!(
+                    "git status --short is not clean: {}",
+                    short.join(", ")
+                )));
             }
             read_back.push("git status --short: clean".into());
-            let old = repo.find_commit(*head).and_then(|c| c.tree()).map_err(git_err("backup tree"))?;
+            let old = repo
+                .find_commit(*head)
+                .and_then(|c| c.tree())
+                .map_err(git_err("backup tree"))?;
             let new_id = repo.head().ok().and_then(|h| h.target()).unwrap_or(*head);
-            let new = repo.find_commit(new_id).and_then(|c| c.tree()).map_err(git_err("head tree"))?;
-            let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None).map_err(git_err("diff"))?;
+            let new = repo
+                .find_commit(new_id)
+                .and_then(|c| c.tree())
+                .map_err(git_err("head tree"))?;
+            let diff = repo
+                .diff_tree_to_tree(Some(&old), Some(&new), None)
+                .map_err(git_err("diff"))?;
             let st = diff.stats().map_err(git_err("diff --stat"))?;
             read_back.push(format!(
                 "git diff --stat {}..HEAD: {} files changed, {} insertions(+), {} deletions(-)",
@@ -987,7 +1255,10 @@ fn write_and_verify(plan: &Plan, opts: &TidyOptions, backup: &mut Backup) -> Res
                 })
                 .collect();
             if !ws.is_empty() {
-                return Err(Error::Store(format!("trailing whitespace in {}", ws.join(", "))));
+                return Err(Error::Store(format!(
+                    "trailing whitespace in {}",
+                    ws.join(", ")
+                )));
             }
             read_back.push("whitespace: no trailing whitespace in the written files".into());
             None
@@ -1055,7 +1326,11 @@ mod tests {
             let before = snapshot(dir);
             let originals: BTreeMap<String, String> = [MEMORY_MD, SUMMARY_MD]
                 .iter()
-                .filter_map(|f| std::fs::read_to_string(dir.join(f)).ok().map(|t| (f.to_string(), t)))
+                .filter_map(|f| {
+                    std::fs::read_to_string(dir.join(f))
+                        .ok()
+                        .map(|t| (f.to_string(), t))
+                })
                 .collect();
             let p = plan(&opts(dir, &home)).unwrap();
             assert!(p.over_budget.is_empty(), "{name}: {:?}", p.over_budget);
@@ -1065,32 +1340,81 @@ mod tests {
             let head_before = is_git.then(|| MemoryFolder::at(dir).head().unwrap().unwrap());
             let applied = apply(&opts(dir, &home)).unwrap();
             let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
-            assert!(mem.lines().count() <= 150 && mem.len() <= 15 * 1024, "{name}: {} lines {} bytes", mem.lines().count(), mem.len());
+            assert!(
+                mem.lines().count() <= 150 && mem.len() <= 15 * 1024,
+                "{name}: {} lines {} bytes",
+                mem.lines().count(),
+                mem.len()
+            );
             let lines: HashSet<&str> = mem.lines().collect();
             for r in RULES {
                 assert!(lines.contains(r), "{name}: rule left MEMORY.md: {r}");
             }
-            assert!(mem.contains(VERIFY_HEADING) && mem.contains(Topic::Commit.check()) && mem.contains(Topic::Deploy.check()), "{name}");
-            assert!(!mem.contains("当前线上版本") && !mem.contains("is currently down"), "{name}: stale values stayed");
-            assert_eq!(missing_lines(dir, &originals).unwrap(), Vec::<String>::new(), "{name}");
+            assert!(
+                mem.contains(VERIFY_HEADING)
+                    && mem.contains(Topic::Commit.check())
+                    && mem.contains(Topic::Deploy.check()),
+                "{name}"
+            );
+            assert!(
+                !mem.contains("当前线上版本") && !mem.contains("is currently down"),
+                "{name}: stale values stayed"
+            );
+            assert_eq!(
+                missing_lines(dir, &originals).unwrap(),
+                Vec::<String>::new(),
+                "{name}"
+            );
             assert!(dir.join(ARCHIVE_DIR).is_dir() && dir.join(DAILY_DIR).is_dir());
             assert!(applied.render().ends_with("Tidy applied and verified.\n"));
             if is_git {
                 assert!(git_clean(dir), "{name}: git status not clean");
                 let repo = git2::Repository::open(dir).unwrap();
                 let head = repo.head().unwrap().peel_to_commit().unwrap();
-                assert_eq!(head.parent_id(0).unwrap(), head_before.unwrap(), "{name}: the backup is the parent commit");
-                assert!(applied.read_back.iter().any(|r| r.contains("git status --short: clean")));
-                assert!(applied.read_back.iter().any(|r| r.starts_with("git diff --stat")));
+                assert_eq!(
+                    head.parent_id(0).unwrap(),
+                    head_before.unwrap(),
+                    "{name}: the backup is the parent commit"
+                );
+                assert!(
+                    applied
+                        .read_back
+                        .iter()
+                        .any(|r| r.contains("git status --short: clean"))
+                );
+                assert!(
+                    applied
+                        .read_back
+                        .iter()
+                        .any(|r| r.starts_with("git diff --stat"))
+                );
             } else {
-                let backups: Vec<_> = std::fs::read_dir(home.join("backups")).unwrap().flatten().collect();
+                let backups: Vec<_> = std::fs::read_dir(home.join("backups"))
+                    .unwrap()
+                    .flatten()
+                    .collect();
                 let b = backups.last().unwrap().path();
-                assert_eq!(std::fs::read_to_string(b.join(MEMORY_MD)).unwrap(), originals[MEMORY_MD], "{name}: backup copy");
-                assert!(std::fs::read_to_string(b.join("MANIFEST.txt")).unwrap().contains("created by the tidy: archive/"));
+                assert_eq!(
+                    std::fs::read_to_string(b.join(MEMORY_MD)).unwrap(),
+                    originals[MEMORY_MD],
+                    "{name}: backup copy"
+                );
+                assert!(
+                    std::fs::read_to_string(b.join("MANIFEST.txt"))
+                        .unwrap()
+                        .contains("created by the tidy: archive/")
+                );
             }
             // A second tidy has nothing left to move out and still loses nothing.
             let again = plan(&opts(dir, &home)).unwrap();
-            assert!(again.moves.iter().all(|m| m.dest == Dest::Stay || matches!(m.dest, Dest::Duplicate { .. })), "{name}: {}", again.render());
+            assert!(
+                again
+                    .moves
+                    .iter()
+                    .all(|m| m.dest == Dest::Stay || matches!(m.dest, Dest::Duplicate { .. })),
+                "{name}: {}",
+                again.render()
+            );
         }
     }
 
@@ -1114,8 +1438,15 @@ mod tests {
                 o.fail_after_writes = Some(after);
                 let e = apply(&o).unwrap_err().to_string();
                 if after < plan(&o).unwrap().outputs.len() {
-                    assert!(e.contains("tidy failed and was undone") && e.contains("simulated failure"), "{e}");
-                    assert_eq!(snapshot(&dir), before, "git={git} after={after}: not restored");
+                    assert!(
+                        e.contains("tidy failed and was undone") && e.contains("simulated failure"),
+                        "{e}"
+                    );
+                    assert_eq!(
+                        snapshot(&dir),
+                        before,
+                        "git={git} after={after}: not restored"
+                    );
                     if git {
                         assert!(git_clean(&dir));
                     }
@@ -1142,7 +1473,11 @@ mod tests {
         let e = check(&dir, "not UTF-8");
         assert!(e.contains("MEMORY.md"), "{e}");
         // Huge.
-        std::fs::write(dir.join(MEMORY_MD), vec![b'x'; (crate::hygiene::MAX_FILE_BYTES + 1) as usize]).unwrap();
+        std::fs::write(
+            dir.join(MEMORY_MD),
+            vec![b'x'; (crate::hygiene::MAX_FILE_BYTES + 1) as usize],
+        )
+        .unwrap();
         check(&dir, "a memory file may be at most");
         // A link to a file outside the folder.
         let outside = tmp.path().join("outside.md");
@@ -1151,10 +1486,17 @@ mod tests {
         std::os::unix::fs::symlink(&outside, dir.join(MEMORY_MD)).unwrap();
         let e = check(&dir, "outside the memory folder");
         assert!(e.contains("MEMORY.md"), "{e}");
-        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "- Never do X.\n- 2025-01-01: done\n");
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "- Never do X.\n- 2025-01-01: done\n"
+        );
         // A destination folder linked outside.
         std::fs::remove_file(dir.join(MEMORY_MD)).unwrap();
-        std::fs::write(dir.join(MEMORY_MD), "- Never do X.\n- 2025-01-01: done with the release\n").unwrap();
+        std::fs::write(
+            dir.join(MEMORY_MD),
+            "- Never do X.\n- 2025-01-01: done with the release\n",
+        )
+        .unwrap();
         let elsewhere = tmp.path().join("elsewhere");
         std::fs::create_dir(&elsewhere).unwrap();
         std::os::unix::fs::symlink(&elsewhere, dir.join(ARCHIVE_DIR)).unwrap();
@@ -1171,7 +1513,9 @@ mod tests {
         // A destination that cannot be written (a file where the folder must go): the
         // writes stop and the backup is restored.
         std::fs::write(dir.join(DAILY_DIR), "not a folder\n").unwrap();
-        MemoryFolder::at(&dir).commit_all("daily is a file").unwrap();
+        MemoryFolder::at(&dir)
+            .commit_all("daily is a file")
+            .unwrap();
         check(&dir, "undone");
         // A folder this user cannot write (root writes anyway, so only checked as a user).
         std::fs::remove_file(dir.join(DAILY_DIR)).unwrap();

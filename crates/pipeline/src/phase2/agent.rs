@@ -511,9 +511,17 @@ pub(crate) mod tests {
             max_requests: 3,
             ..Default::default()
         };
-        let f = run(&model, &jail, "s", "t", &opts, &NoLog, &|| vec![], &Vec::new, &|_| {
-            String::new()
-        })
+        let f = run(
+            &model,
+            &jail,
+            "s",
+            "t",
+            &opts,
+            &NoLog,
+            &|| vec![],
+            &Vec::new,
+            &|_| String::new(),
+        )
         .await
         .unwrap_err();
         assert_eq!(f.error.code(), "cancelled");

@@ -908,22 +908,54 @@ mod tests {
             let good = "# Memory\n\n- Use pnpm, never npm (rollouts: thread-0)\n\n## Verify at task start\n\n- Verify the deployed version with the deploy tool before relying on it.\n";
             let model = Scripted::new(vec![
                 reply(vec![
-                    call("1", "write_file", serde_json::json!({"path": "MEMORY.md", "content": stale})),
-                    call("2", "write_file", serde_json::json!({"path": "memory_summary.md", "content": summary_text()})),
-                    call("3", "write_file", serde_json::json!({"path": "archive/releases.md", "content": "# Releases\n\n- 2.14.3 deployed to prod.\n"})),
+                    call(
+                        "1",
+                        "write_file",
+                        serde_json::json!({"path": "MEMORY.md", "content": stale}),
+                    ),
+                    call(
+                        "2",
+                        "write_file",
+                        serde_json::json!({"path": "memory_summary.md", "content": summary_text()}),
+                    ),
+                    call(
+                        "3",
+                        "write_file",
+                        serde_json::json!({"path": "archive/releases.md", "content": "# Releases\n\n- 2.14.3 deployed to prod.\n"}),
+                    ),
                 ]),
                 reply(vec![]),
-                reply(vec![call("4", "write_file", serde_json::json!({"path": "MEMORY.md", "content": if fixed { good } else { stale }}))]),
+                reply(vec![call(
+                    "4",
+                    "write_file",
+                    serde_json::json!({"path": "MEMORY.md", "content": if fixed { good } else { stale }}),
+                )]),
                 reply(vec![]),
             ]);
-            let out = run(&deps(home.path(), &cfg, &store, &model), false).await.unwrap();
-            let Outcome::Consolidated { report, .. } = &out else { panic!("{out:?}") };
+            let out = run(&deps(home.path(), &cfg, &store, &model), false)
+                .await
+                .unwrap();
+            let Outcome::Consolidated { report, .. } = &out else {
+                panic!("{out:?}")
+            };
             assert!(report.repaired);
-            let repair = model.seen.lock().unwrap()[2].last().unwrap().content.clone();
+            let repair = model.seen.lock().unwrap()[2]
+                .last()
+                .unwrap()
+                .content
+                .clone();
             assert!(repair.contains("MEMORY.md:4: stale_fact"), "{repair}");
-            assert_eq!(report.lint_remaining.is_empty(), fixed, "{:?}", report.lint_remaining);
+            assert_eq!(
+                report.lint_remaining.is_empty(),
+                fixed,
+                "{:?}",
+                report.lint_remaining
+            );
             let f = MemoryFolder::open(home.path()).unwrap().unwrap();
-            assert!(f.root().join("archive/releases.md").is_file(), "the agent may write the archive layer");
+            assert!(
+                f.root().join("archive/releases.md").is_file(),
+                "the agent may write the archive layer"
+            );
         }
     }
 
