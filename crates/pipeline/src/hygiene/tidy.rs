@@ -13,7 +13,8 @@
 //!
 //! `--apply` works in this order and stops at the first failure: checks (every file
 //! readable UTF-8 under [`super::MAX_FILE_BYTES`], no link out of the folder, the folder
-//! writable, a git repository not mid-merge, the result within the budgets, every line
+//! writable, a git repository not mid-merge, no consolidation running on the state home's
+//! folder, the result within the budgets, every line
 //! placed) → backup (a git commit when the folder is a repository's work tree, else a copy
 //! under `<home>/backups/`) → writes (destinations first, `MEMORY.md` last, each atomic) →
 //! commit → read-back (`git status --short` clean, `git diff --stat`, `git diff --check`,
@@ -901,6 +902,21 @@ fn preflight(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The state home's own folder is also written by phase 2: refuse while a consolidation
+/// holds a live lease (as `memories rollback` does). Other folders are not ours to lock.
+fn refuse_while_consolidating(dir: &Path, home: &Path) -> Result<()> {
+    let own = std::fs::canonicalize(super::default_folder(home)).ok();
+    if own.as_deref() != Some(dir) || !home.join(codex_free_store::DB_FILE).is_file() {
+        return Ok(());
+    }
+    if codex_free_store::Store::open_in_home(home)?.phase2_running()? {
+        return Err(Error::Busy(
+            "a phase-2 consolidation is running on this memory folder; retry when it has finished; nothing was changed".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
     let dir = &plan.dir;
     if own_repo(dir).is_some() {
@@ -1007,6 +1023,7 @@ pub fn apply(opts: &TidyOptions) -> Result<Applied> {
         )));
     }
     preflight(&plan.dir)?;
+    refuse_while_consolidating(&plan.dir, &opts.home)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
     let mut backup = make_backup(&plan, &opts.home, &stamp)?;
     let backup_text = match &backup {
@@ -1416,6 +1433,20 @@ mod tests {
                 again.render()
             );
         }
+    }
+
+    #[test]
+    fn refuses_while_phase_2_runs_on_the_state_home_folder() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = crate::hygiene::default_folder(home.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(MEMORY_MD), "- Never do X.\n- 2025-01-01: done the thing\n").unwrap();
+        let store = codex_free_store::Store::open_in_home(home.path()).unwrap();
+        assert!(matches!(store.claim_phase2("w", 3600, true).unwrap(), crate::phase2::Claim::Claimed { .. }));
+        let before = snapshot(&dir);
+        let e = apply(&opts(&dir, home.path())).unwrap_err().to_string();
+        assert!(e.contains("phase-2 consolidation is running"), "{e}");
+        assert_eq!(snapshot(&dir), before);
     }
 
     #[test]
