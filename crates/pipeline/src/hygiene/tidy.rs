@@ -39,6 +39,9 @@ use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::error::IoContext;
 
+/// The pointer `MEMORY.md` gains when a tidy moves lines out of it.
+pub const LAYERS_LINE: &str = "- History is not loaded: progress is in daily/YYYY-MM-DD.md, evidence (incidents, releases, old snapshots) in archive/; find it with memories_search.";
+
 /// Where one line goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "to", rename_all = "snake_case")]
@@ -413,6 +416,8 @@ fn classify(
                 },
                 format!("stale: {}", s.evidence),
             )
+        } else if t == LAYERS_LINE {
+            (Dest::Stay, "pointer to the layers".to_string())
         } else if in_verify || text::is_verify(&l) {
             (Dest::Stay, "check to run live".to_string())
         } else if text::is_rule(&l) || is_preference(&l) || links_existing_file(dir, &l) {
@@ -580,6 +585,30 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
             checks_added.push(c.clone());
             verify_lines.push(c);
         }
+    }
+    // The file's title (a first-line `# …` heading) stays on top, followed by where the
+    // moved history now is, so a session knows to search instead of guessing.
+    let moves_out = mem_sections
+        .iter()
+        .flat_map(|s| s.lines.iter())
+        .any(|x| matches!(x.2, Dest::Daily { .. } | Dest::Archive { .. }));
+    let mut head = String::new();
+    if let Some(first) = memory.lines().next().filter(|l| l.starts_with("# ")) {
+        let first = first.trim_end();
+        if let Some(rest) = new_memory.strip_prefix(&format!("{first}\n")) {
+            new_memory = rest.trim_start_matches('\n').to_string();
+        }
+        if !new_memory.lines().any(|l| l == first) {
+            head.push_str(first);
+            head.push_str("\n\n");
+        }
+    }
+    if moves_out && !present.contains(LAYERS_LINE) && !new_memory.contains(LAYERS_LINE) {
+        head.push_str(LAYERS_LINE);
+        head.push_str("\n\n");
+    }
+    if !head.is_empty() {
+        new_memory = head + &new_memory;
     }
     let had_verify_heading = !verify_secs.is_empty();
     if !verify_lines.is_empty() || had_verify_heading {
@@ -1368,6 +1397,15 @@ mod tests {
                 assert!(lines.contains(r), "{name}: rule left MEMORY.md: {r}");
             }
             assert!(
+                mem.contains(LAYERS_LINE),
+                "{name}: MEMORY.md says where history went"
+            );
+            let title = originals[MEMORY_MD].lines().next().unwrap();
+            assert!(
+                mem.starts_with(&format!("{title}\n")),
+                "{name}: the title stays on top"
+            );
+            assert!(
                 mem.contains(VERIFY_HEADING)
                     && mem.contains(Topic::Commit.check())
                     && mem.contains(Topic::Deploy.check()),
@@ -1440,9 +1478,16 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let dir = crate::hygiene::default_folder(home.path());
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(MEMORY_MD), "- Never do X.\n- 2025-01-01: done the thing\n").unwrap();
+        std::fs::write(
+            dir.join(MEMORY_MD),
+            "- Never do X.\n- 2025-01-01: done the thing\n",
+        )
+        .unwrap();
         let store = codex_free_store::Store::open_in_home(home.path()).unwrap();
-        assert!(matches!(store.claim_phase2("w", 3600, true).unwrap(), crate::phase2::Claim::Claimed { .. }));
+        assert!(matches!(
+            store.claim_phase2("w", 3600, true).unwrap(),
+            crate::phase2::Claim::Claimed { .. }
+        ));
         let before = snapshot(&dir);
         let e = apply(&opts(&dir, home.path())).unwrap_err().to_string();
         assert!(e.contains("phase-2 consolidation is running"), "{e}");
