@@ -60,6 +60,15 @@ enum MemoriesTop {
     },
     #[command(flatten)]
     History(codex_free_pipeline::phase2::folder::MemoryHistoryCmd),
+    /// Find stale facts, duplicates, conflicts, summary drift, dangling references, secrets
+    /// and budget overruns in memory files (no model call); exits 1 on an error finding.
+    Lint(codex_free_pipeline::hygiene::lint::LintArgs),
+    /// Move what does not belong in the loaded memory to daily/ and archive/ (--plan shows,
+    /// --apply backs up, moves, commits and verifies).
+    Tidy(codex_free_pipeline::hygiene::tidy::TidyArgs),
+    /// Measure a tidy on copies of the shipped replay set: tokens, stale facts, duplicates,
+    /// budget headroom, before and after.
+    BenchHygiene(codex_free_pipeline::hygiene::bench::BenchHygieneArgs),
 }
 
 #[derive(Args)]
@@ -201,6 +210,69 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                     ),
                 )?
             );
+        }
+        MemoriesTop::Lint(args) => {
+            use codex_free_pipeline::hygiene::{self, lint};
+            let config = Config::load(&config_path)?.config;
+            let budget =
+                codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories);
+            if args.files.is_empty() && !hygiene::default_folder(&home).is_dir() {
+                println!(
+                    "No memory folder yet at {}.",
+                    hygiene::default_folder(&home).display()
+                );
+                return Ok(());
+            }
+            let files = lint::sources_for(&home, &args.files)?;
+            let project = match &args.project {
+                Some(p) => p.clone(),
+                None => std::env::current_dir()?,
+            };
+            let context = lint::project_files(&project);
+            let report = lint::lint(&files, &context, &budget, lint::Checks { all: true });
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.render());
+            }
+            if report.has_errors() {
+                use std::io::Write;
+                std::io::stdout().flush().ok();
+                std::process::exit(1);
+            }
+        }
+        MemoriesTop::Tidy(args) => {
+            use codex_free_pipeline::hygiene::{self, tidy};
+            let config = Config::load(&config_path)?.config;
+            let opts = tidy::TidyOptions::new(
+                args.dir
+                    .clone()
+                    .unwrap_or_else(|| hygiene::default_folder(&home)),
+                home.clone(),
+                codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories),
+            );
+            if args.plan {
+                print!("{}", tidy::plan(&opts)?.render());
+            } else {
+                print!("{}", tidy::apply(&opts)?.render());
+            }
+        }
+        MemoriesTop::BenchHygiene(args) => {
+            use codex_free_pipeline::hygiene::bench;
+            if let Some(d) = &args.write_fixture {
+                bench::write_fixture(d)?;
+                println!("Wrote the bloated memory fixture to {}.", d.display());
+                return Ok(());
+            }
+            let config = Config::load(&config_path)?.config;
+            let budget =
+                codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories);
+            let cases = bench::run(&args, &budget)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&cases)?);
+            } else {
+                bench::print(&cases, &mut std::io::stdout().lock())?;
+            }
         }
         MemoriesTop::Consolidate { force, json } => {
             let config = Config::load(&config_path)?.config;

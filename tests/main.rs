@@ -6,6 +6,7 @@ mod lifecycle;
 mod mcp_clients;
 mod mcp_fit;
 mod mcp_transport;
+mod memory_hygiene;
 mod pipeline_phase1;
 mod pipeline_phase1_fixtures;
 mod pipeline_phase2;

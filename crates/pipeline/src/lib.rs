@@ -5,7 +5,8 @@
 //! [`phase2`] consolidates the extracted memories into the memory folder (a jailed agent,
 //! size budgets, one git commit per success) and serves the read path. [`scheduler`] runs
 //! phase 1 then phase 2 in the background, [`control`] drives them from the CLI, and
-//! [`usage`] writes `memories.log`. [`providers`] reaches the models.
+//! [`usage`] writes `memories.log`. [`hygiene`] lints and tidies memory folders
+//! (layers, stale facts, duplicates, conflicts) without a model. [`providers`] reaches the models.
 //!
 //! Invariant: nothing here modifies an agent's transcript, and no transcript text leaves
 //! [`render`] unredacted.
@@ -14,6 +15,7 @@ pub mod bench;
 pub mod compact;
 pub mod control;
 pub mod discover;
+pub mod hygiene;
 pub mod input;
 pub mod phase1;
 pub mod phase2;

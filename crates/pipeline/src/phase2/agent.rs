@@ -265,6 +265,9 @@ pub struct AgentReport {
     pub usage: TurnUsage,
     /// True when the repair turn was needed.
     pub repaired: bool,
+    /// Lint findings (stale facts, conflicts) still present after the repair turn; they
+    /// do not fail the run, they are reported.
+    pub lint_remaining: Vec<String>,
     /// The model's last text.
     pub final_text: String,
 }
@@ -279,8 +282,10 @@ pub struct AgentFailure {
 }
 
 /// Run the agent to completion: `system` + `task` messages, tool loop until the model
-/// stops, validate with `validate` (empty = valid), one repair turn built by `repair`,
-/// validate again.
+/// stops, validate with `validate` (empty = valid) and `advise` (lint findings), one repair
+/// turn built by `repair` from both lists when either is non-empty, validate again. Only
+/// `validate` problems fail the run after the repair; `advise` leftovers are recorded in
+/// [`AgentReport::lint_remaining`] (a rule-based lint may be wrong; a budget is not).
 ///
 /// Errors ([`AgentFailure::error`]): [`Error::Budget`] when the artifacts are still invalid
 /// after the repair (message lists the problems); [`Error::Provider`] from the model;
@@ -294,6 +299,7 @@ pub async fn run(
     opts: &AgentOptions,
     log: &dyn TurnLog,
     validate: &(dyn Fn() -> Vec<String> + Send + Sync),
+    advise: &(dyn Fn() -> Vec<String> + Send + Sync),
     repair: &(dyn Fn(&[String]) -> String + Send + Sync),
 ) -> std::result::Result<AgentReport, AgentFailure> {
     let tools = Jail::agent_tools();
@@ -306,21 +312,32 @@ pub async fn run(
     {
         return Err(AgentFailure { error, report });
     }
-    let problems = validate();
-    if problems.is_empty() {
+    let mut problems = validate();
+    let advice = advise();
+    if problems.is_empty() && advice.is_empty() {
         return Ok(report);
     }
     tracing::info!(
         problems = problems.len(),
-        "memory artifacts invalid; asking the agent for one repair"
+        lint = advice.len(),
+        "memory artifacts invalid or linted; asking the agent for one repair"
     );
     report.repaired = true;
+    problems.extend(advice);
     messages.push(Message::text(Role::User, repair(&problems)));
     if let Err(error) = tool_loop(model, jail, &tools, &mut messages, opts, log, &mut report).await
     {
         return Err(AgentFailure { error, report });
     }
     let problems = validate();
+    report.lint_remaining = advise();
+    if !report.lint_remaining.is_empty() {
+        tracing::warn!(
+            findings = report.lint_remaining.len(),
+            "lint findings remain after the repair turn: {}",
+            report.lint_remaining.join("; ")
+        );
+    }
     if problems.is_empty() {
         Ok(report)
     } else {
@@ -531,6 +548,7 @@ pub(crate) mod tests {
             &AgentOptions::default(),
             &log,
             &validate,
+            &Vec::new,
             &repair,
         )
         .await
@@ -561,9 +579,17 @@ pub(crate) mod tests {
             max_requests: 3,
             ..Default::default()
         };
-        let f = run(&model, &jail, "s", "t", &opts, &NoLog, &|| vec![], &|_| {
-            String::new()
-        })
+        let f = run(
+            &model,
+            &jail,
+            "s",
+            "t",
+            &opts,
+            &NoLog,
+            &|| vec![],
+            &Vec::new,
+            &|_| String::new(),
+        )
         .await
         .unwrap_err();
         assert_eq!(f.error.code(), "cancelled");

@@ -120,19 +120,14 @@ pub fn check(root: &Path, budget: &ArtifactBudget) -> Vec<Violation> {
             });
             continue;
         }
-        let lines = text.lines().count();
-        if lines > max_lines {
-            out.push(Violation {
-                file,
-                problem: format!("{lines} lines, over the budget of {max_lines} lines"),
-            });
-        }
-        if text.len() > max_bytes {
-            out.push(Violation {
-                file,
-                problem: format!("{} bytes, over the budget of {max_bytes} bytes", text.len()),
-            });
-        }
+        out.extend(
+            size_problems(&text, max_lines, max_bytes)
+                .into_iter()
+                .map(|p| Violation {
+                    file,
+                    problem: p.message,
+                }),
+        );
         if file == SUMMARY_MD {
             out.extend(
                 summary_structure(&text)
@@ -140,6 +135,35 @@ pub fn check(root: &Path, budget: &ArtifactBudget) -> Vec<Violation> {
                     .map(|problem| Violation { file, problem }),
             );
         }
+    }
+    out
+}
+
+/// One size problem of a file's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeProblem {
+    /// The measured figure and the limit, e.g. `400 lines, over the budget of 150 lines`.
+    pub message: String,
+    /// True for the line limit, false for the byte limit.
+    pub lines_over: bool,
+}
+
+/// `text` against a line and a byte limit (lines as `str::lines` counts them, bytes of the
+/// UTF-8 text). Empty result = within both.
+pub fn size_problems(text: &str, max_lines: usize, max_bytes: usize) -> Vec<SizeProblem> {
+    let mut out = Vec::new();
+    let lines = text.lines().count();
+    if lines > max_lines {
+        out.push(SizeProblem {
+            message: format!("{lines} lines, over the budget of {max_lines} lines"),
+            lines_over: true,
+        });
+    }
+    if text.len() > max_bytes {
+        out.push(SizeProblem {
+            message: format!("{} bytes, over the budget of {max_bytes} bytes", text.len()),
+            lines_over: false,
+        });
     }
     out
 }
@@ -191,7 +215,7 @@ pub fn repair_request_text(problems: &[String], budget: &ArtifactBudget) -> Stri
         s.push_str(&format!("- {p}\n"));
     }
     s.push_str(&format!(
-        "\nLimits: MEMORY.md at most {} lines and {} bytes; memory_summary.md at most {} lines and {} bytes, starting with `{SUMMARY_VERSION_LINE}` and then the sections {} in that order. To get under a budget, remove the weakest lines: keep stable preferences, hard boundaries and decision principles; drop progress logs, one-off incident detail and facts that can be checked live (versions, commits, deploy state). Do not add new content.\n",
+        "\nLimits: MEMORY.md at most {} lines and {} bytes; memory_summary.md at most {} lines and {} bytes, starting with `{SUMMARY_VERSION_LINE}` and then the sections {} in that order. To get under a budget, remove the weakest lines: keep stable preferences, hard boundaries and decision principles; drop progress logs, one-off incident detail and facts that can be checked live (versions, commits, deploy state). Do not add new content. For a stale_fact finding, move the value out of the loaded files and keep a \"verify at task start\" line naming the check instead; for a conflict, keep the one rule that holds.\n",
         budget.memory_max_lines,
         budget.memory_max_bytes,
         budget.summary_max_lines,

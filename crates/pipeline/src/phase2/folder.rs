@@ -196,6 +196,15 @@ impl MemoryFolder {
         Ok(Some(Self::open_or_init(home)?.0))
     }
 
+    /// A handle on an existing git work tree at `root` (any memory folder kept in git, e.g.
+    /// one `memories tidy` was pointed at). Opens and writes nothing; later calls fail with
+    /// a git error when `root` is not a repository's work tree.
+    pub fn at(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+        }
+    }
+
     /// The folder path.
     pub fn root(&self) -> &Path {
         &self.root

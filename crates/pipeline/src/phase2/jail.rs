@@ -7,7 +7,7 @@
 //! backslash or NUL, and no existing component may be a symbolic link (checked with
 //! `symlink_metadata` on every prefix, so a planted link anywhere on the way is refused).
 //! Writes go only to the consolidation's own outputs (`MEMORY.md`, `memory_summary.md`,
-//! `skills/**`): the other files are inputs synced from the database on every run, so an
+//! `skills/**`, and the `daily/**` and `archive/**` layers): the other files are inputs synced from the database on every run, so an
 //! agent's edits to them would be lost anyway. One write is at most [`MAX_WRITE_BYTES`].
 //!
 //! Known limit: checks and the write are separate system calls, so a local process racing
@@ -45,7 +45,8 @@ pub const AGENT_LIST_MAX: usize = 2000;
 pub enum WritePolicy {
     /// Nothing may be written (read-path tools).
     ReadOnly,
-    /// `MEMORY.md`, `memory_summary.md` and anything under `skills/` (the consolidation agent).
+    /// `MEMORY.md`, `memory_summary.md` and anything under `skills/`, `daily/` or `archive/`
+    /// (the consolidation agent).
     ConsolidationOutputs,
 }
 
@@ -172,7 +173,11 @@ impl Jail {
             WritePolicy::ReadOnly => false,
             WritePolicy::ConsolidationOutputs => match comps {
                 [f] => f == super::folder::MEMORY_MD || f == super::folder::SUMMARY_MD,
-                [d, _, ..] => d == super::folder::SKILLS_DIR,
+                [d, _, ..] => {
+                    d == super::folder::SKILLS_DIR
+                        || d == crate::hygiene::DAILY_DIR
+                        || d == crate::hygiene::ARCHIVE_DIR
+                }
                 _ => false,
             },
         }
@@ -212,7 +217,7 @@ impl Jail {
             return Err(Error::Refused(match self.policy {
                 WritePolicy::ReadOnly => format!("path {rel:?} is read-only here"),
                 WritePolicy::ConsolidationOutputs => format!(
-                    "path {rel:?} is not writable: only MEMORY.md, memory_summary.md and files under skills/ may be written (the other files are inputs synced from the database)"
+                    "path {rel:?} is not writable: only MEMORY.md, memory_summary.md and files under skills/, daily/ and archive/ may be written (the other files are inputs synced from the database)"
                 ),
             }));
         }

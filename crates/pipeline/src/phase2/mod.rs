@@ -9,7 +9,8 @@
 //! sync inputs ([`select`]) → workspace diff ([`folder`]) → **no change and valid
 //! artifacts: succeed without a model call** → otherwise run the agent ([`agent`]) with the
 //! diff (INIT or incremental, [`prompt`]) → validate (budgets, summary structure,
-//! whitespace) with one repair turn → commit → read back (`git status` clean, no whitespace
+//! whitespace) and lint (stale facts, conflicts: [`crate::hygiene::lint`]) with one repair
+//! turn (only validation problems fail the run afterwards) → commit → read back (`git status` clean, no whitespace
 //! errors) → mark the job succeeded. Any failure restores the previous commit exactly
 //! (`reset --hard` + clean) and marks the job failed with the reason.
 //!
@@ -435,9 +436,11 @@ async fn claimed(
     };
     let vfolder = folder.clone();
     let validate = move || gate::check_folder(&vfolder, &budget);
+    let lint_root = folder.root().to_path_buf();
+    let advise = move || crate::hygiene::lint::consolidation_findings(&lint_root, &budget);
     let repair = move |p: &[String]| budget::repair_request_text(p, &budget);
     let agent_fut = agent::run(
-        model, &jail, &system, &task, &opts, &log, &validate, &repair,
+        model, &jail, &system, &task, &opts, &log, &validate, &advise, &repair,
     );
     let heartbeat = heartbeat_loop(deps.store, token, opts.cancel.clone());
     tokio::pin!(agent_fut);
@@ -1087,6 +1090,70 @@ mod tests {
         assert_eq!(job.0, "error");
         assert!(job.6.unwrap().contains("over the budget"));
         assert_eq!(job.4, NOW + RETRY_BASE_SECS, "retry backoff");
+    }
+
+    /// A consolidation that stores a stale value gets one repair turn naming the lint
+    /// finding; the fixed result is committed. A finding left after the repair is reported,
+    /// not fatal.
+    #[tokio::test]
+    async fn stale_facts_get_one_repair_turn() {
+        for fixed in [true, false] {
+            let home = tempfile::tempdir().unwrap();
+            let cfg = MemoriesConfig::default();
+            let store = store_with(1);
+            let stale = "# Memory\n\n- Use pnpm, never npm (rollouts: thread-0)\n- The deployed version on prod is 2.14.3.\n";
+            let good = "# Memory\n\n- Use pnpm, never npm (rollouts: thread-0)\n\n## Verify at task start\n\n- Verify the deployed version with the deploy tool before relying on it.\n";
+            let model = Scripted::new(vec![
+                reply(vec![
+                    call(
+                        "1",
+                        "write_file",
+                        serde_json::json!({"path": "MEMORY.md", "content": stale}),
+                    ),
+                    call(
+                        "2",
+                        "write_file",
+                        serde_json::json!({"path": "memory_summary.md", "content": summary_text()}),
+                    ),
+                    call(
+                        "3",
+                        "write_file",
+                        serde_json::json!({"path": "archive/releases.md", "content": "# Releases\n\n- 2.14.3 deployed to prod.\n"}),
+                    ),
+                ]),
+                reply(vec![]),
+                reply(vec![call(
+                    "4",
+                    "write_file",
+                    serde_json::json!({"path": "MEMORY.md", "content": if fixed { good } else { stale }}),
+                )]),
+                reply(vec![]),
+            ]);
+            let out = run(&deps(home.path(), &cfg, &store, &model), false)
+                .await
+                .unwrap();
+            let Outcome::Consolidated { report, .. } = &out else {
+                panic!("{out:?}")
+            };
+            assert!(report.repaired);
+            let repair = model.seen.lock().unwrap()[2]
+                .last()
+                .unwrap()
+                .content
+                .clone();
+            assert!(repair.contains("MEMORY.md:4: stale_fact"), "{repair}");
+            assert_eq!(
+                report.lint_remaining.is_empty(),
+                fixed,
+                "{:?}",
+                report.lint_remaining
+            );
+            let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+            assert!(
+                f.root().join("archive/releases.md").is_file(),
+                "the agent may write the archive layer"
+            );
+        }
     }
 
     #[tokio::test]

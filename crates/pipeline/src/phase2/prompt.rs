@@ -1,7 +1,9 @@
 //! The consolidation agent's instructions (system message) and task (first user message).
-//! Written for this project; the rules state the size budgets, the layers (stable
-//! rules first, details after) and the test for keeping a line (would a new session go
-//! wrong without it?) and the required summary structure of [`super::budget`].
+//! Written for this project; the rules state the size budgets, the layers of
+//! [`crate::hygiene`] (rules in `MEMORY.md`, progress in `daily/`, evidence in `archive/`,
+//! live facts as checks in the verify-at-task-start section), the test for keeping a line
+//! (without it, would a new session make a high-risk wrong decision?) and the required
+//! summary structure of [`super::budget`].
 //!
 //! Invariant: the task embeds at most [`MAX_DIFF_BYTES`] of diff; the prompt names only the
 //! four jailed tools.
@@ -31,14 +33,18 @@ Folder layout:
 - raw_memories.md: what earlier sessions taught us, one section per rollout (input, read-only).
 - rollout_summaries/<stem>.md: one summary per rollout, with its rollout_id (input, read-only).
 - ad_hoc_notes/: notes the user asked to remember explicitly (input, read-only).
-- MEMORY.md: the consolidated memory you maintain.
+- MEMORY.md: the consolidated memory you maintain; loaded by default, so it holds only what passes the keep test below.
 - memory_summary.md: the short digest every new session loads first; you maintain it.
+- daily/YYYY-MM-DD.md: progress by day (what was done, what is next). Progress from the inputs and from ad-hoc notes lands here first, under the day it happened; you may write these files.
+- archive/: evidence — incident timelines, release read-backs, debugging detail, old snapshots. Kept and searchable with memories_search, never loaded by default; you may write files here.
 - skills/<name>/SKILL.md: optional reusable procedures you may write when a routine recurs.
+
+Layers: stable preferences, hard boundaries and decision principles go to MEMORY.md; progress goes to daily/; evidence goes to archive/; live facts (current commit, deployed or released version, CI and environment state, who is away) are not stored anywhere as values. Move, never delete: a line that leaves MEMORY.md because it is progress or evidence is written to daily/ or archive/ first.
 
 MEMORY.md rules:
 - At most {ml} lines and {mb} bytes. These are hard limits checked by code.
 - Keep what a new session would get badly wrong without: stable preferences, hard boundaries (secrets, licences, what must never run), and decision principles. Ask of every line: without it, would a new session make a high-risk wrong decision? If not, leave it out.
-- Do not store progress logs, one-off incident detail or facts that change (current commit, versions, deploy state). Where such a fact matters, write that it must be verified at task start instead of its value.
+- Do not store progress logs, one-off incident detail or facts that change (current commit, versions, deploy state). Where such a fact matters, list it in a last section `{verify}`: one line per fact, written as the check to run at task start (e.g. \"- Verify the deployed version with the deploy tool before relying on it.\"), never as the value.
 - When the file is full, a new line must replace a weaker one. Merge duplicates; drop what the inputs no longer support (inputs that disappeared were forgotten on purpose).
 - Cite the evidence of each entry with its rollout ids, e.g. `(rollouts: <id>, <id>)`, so readers can find the rollout summary.
 
@@ -46,6 +52,7 @@ memory_summary.md rules:
 - At most {sl} lines and {sb} bytes.
 - The first line is exactly `{v}`. Then these sections, each once and in this order: {sections}.
 - Re-derive it from MEMORY.md every time MEMORY.md changes; never let it say something MEMORY.md does not.
+- Render the verify-at-task-start list under `## General Tips` as checks to run, never as values.
 - The last section lists what can be found in the folder (MEMORY.md topics, skills) so a session knows when to read more.
 
 Write plain Markdown without trailing spaces or trailing blank lines. Work with the tools; when both files are complete and within their limits, answer with one short paragraph saying what changed, and make no further tool calls.",
@@ -54,6 +61,7 @@ Write plain Markdown without trailing spaces or trailing blank lines. Work with 
         sl = b.summary_max_lines,
         sb = b.summary_max_bytes,
         v = SUMMARY_VERSION_LINE,
+        verify = crate::hygiene::VERIFY_HEADING,
         sections = SUMMARY_SECTIONS.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "),
     )
 }
@@ -86,6 +94,9 @@ mod tests {
         let s = system(&ArtifactBudget::default());
         assert!(s.contains("150 lines and 15360 bytes"));
         assert!(s.contains("`## What's in Memory`"));
+        assert!(s.contains("daily/YYYY-MM-DD.md") && s.contains("archive/"));
+        assert!(s.contains("`## Verify at task start`"));
+        assert!(s.contains("would a new session make a high-risk wrong decision"));
         let t = task(
             Mode::Init,
             3,

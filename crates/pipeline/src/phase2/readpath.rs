@@ -80,7 +80,7 @@ const NO_FOLDER: &str = "No memories yet: the memory folder has not been created
 fn policy_text(dedicated_tools: bool) -> String {
     let mut policy = POLICY.to_string();
     if dedicated_tools {
-        policy.push_str("\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/).\n");
+        policy.push_str("\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/, daily/ for progress, archive/ for evidence).\n");
     } else {
         policy.push_str(
             "\nMore detail is in MEMORY.md and rollout_summaries/ of the memory folder.\n",
