@@ -80,6 +80,29 @@ const NO_FOLDER: &str = "No memories yet: the memory folder has not been created
 /// (counted with [`codex_free_core::tokens::count`]); a cut is announced in a last line. `None` when
 /// memories are off, or the summary is missing, empty or unreadable (e.g. a link).
 pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
+    let detail = if cfg.memories.dedicated_tools {
+        "\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/).\n"
+            .to_string()
+    } else {
+        "\nMore detail is in MEMORY.md and rollout_summaries/ of the memory folder.\n".to_string()
+    };
+    summary_block(home, cfg, &detail, 0)
+}
+
+/// The memory block for a copy linked into another agent's instructions file (see
+/// `crate::connect`): as [`summary_for_instructions`], with `detail` as the line on where
+/// to find more, and `reserved` tokens of the caller's own wrapper (marker lines) counted
+/// against the same [`SUMMARY_TOKEN_BUDGET`], so the file's block never exceeds it.
+pub fn summary_for_linked_copy(
+    home: &Path,
+    cfg: &Config,
+    detail: &str,
+    reserved: usize,
+) -> Option<String> {
+    summary_block(home, cfg, detail, reserved)
+}
+
+fn summary_block(home: &Path, cfg: &Config, detail: &str, reserved: usize) -> Option<String> {
     enabled(cfg).ok()?;
     let j = jail(home).ok()??;
     let summary = j.read_to_string(SUMMARY_MD).ok()?;
@@ -87,16 +110,10 @@ pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
         return None;
     }
     let mut policy = POLICY.to_string();
-    if cfg.memories.dedicated_tools {
-        policy.push_str("\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/).\n");
-    } else {
-        policy.push_str(
-            "\nMore detail is in MEMORY.md and rollout_summaries/ of the memory folder.\n",
-        );
-    }
+    policy.push_str(detail);
     policy.push_str("\n### memory_summary.md\n\n");
     let note = "(memory summary cut to fit the 2,500-token budget)\n";
-    let fixed = codex_free_core::tokens::count(&policy);
+    let fixed = codex_free_core::tokens::count(&policy) + reserved;
     let mut out = policy;
     let mut used = fixed;
     let lines: Vec<&str> = summary.lines().collect();
