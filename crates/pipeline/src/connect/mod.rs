@@ -299,6 +299,10 @@ pub struct RecordFile {
     pub original_sha256: Option<String>,
     /// SHA-256 of the bytes connect (or a refresh) last wrote.
     pub written_sha256: String,
+    /// Directories connect created for a new file (deepest last); undo removes them again
+    /// when they are empty.
+    #[serde(default)]
+    pub created_dirs: Vec<PathBuf>,
 }
 
 /// `<state home>/connect/<client>.json`: what connect changed, for undo and refresh.
@@ -507,6 +511,10 @@ pub fn apply(t: &Target, plan: &Plan) -> Result<()> {
                     if let Some(b) = f.backup {
                         let _ = std::fs::remove_file(b);
                     }
+                    // `remove_dir` fails on a directory that is not empty: only ours go.
+                    for d in f.created_dirs.iter().rev() {
+                        let _ = std::fs::remove_dir(d);
+                    }
                 }
             }
             match std::fs::remove_file(t.record_path(plan.client)) {
@@ -528,6 +536,7 @@ pub fn apply(t: &Target, plan: &Plan) -> Result<()> {
             if let Some(f) = rec.files.iter_mut().find(|f| f.path == c.path) {
                 f.written_sha256 = written;
             } else {
+                let created_dirs = missing_dirs(&c.path);
                 let backup = match &c.before {
                     Some(b) => {
                         let bp = backup_path(&c.path);
@@ -543,6 +552,7 @@ pub fn apply(t: &Target, plan: &Plan) -> Result<()> {
                     backup,
                     original_sha256: c.before.as_deref().map(|b| sha256_hex(b.as_bytes())),
                     written_sha256: written,
+                    created_dirs,
                 });
             }
             if c.kind == FileKind::MemoryBlock {
@@ -557,6 +567,18 @@ pub fn apply(t: &Target, plan: &Plan) -> Result<()> {
         }
         Ok(())
     })
+}
+
+/// The ancestors of `path` that do not exist yet, outermost first.
+fn missing_dirs(path: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    v.reverse();
+    v
 }
 
 fn write_record(t: &Target, rec: &Record) -> Result<()> {

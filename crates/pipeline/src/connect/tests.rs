@@ -166,6 +166,7 @@ fn a_second_connect_changes_no_byte_and_undo_restores_every_file_byte_exact() {
         undo(&fx, c);
     }
     assert_eq!(snapshot(&fx.t), before, "byte-exact; pi's AGENTS.md removed again");
+    assert!(fx.t.agents.pi.as_ref().unwrap().is_dir(), "an existing directory stays");
     // No backup or record left behind.
     for (p, _) in &before {
         assert!(!backup_path(p).exists(), "{}", backup_path(p).display());
@@ -312,6 +313,18 @@ fn refresh_rewrites_connected_blocks_and_use_memories_false_removes_them() {
     undo(&fx, Client::Pi);
     assert_eq!(std::fs::read_to_string(&agents).unwrap(), AGENTS_MD);
     assert!(!pi.exists());
+}
+
+#[test]
+fn undo_removes_the_directories_connect_created_and_nothing_else() {
+    let fx = fixture();
+    let pi = fx.t.agents.pi.clone().unwrap();
+    std::fs::remove_dir(&pi).unwrap();
+    connect(&fx, Client::Pi);
+    assert!(pi.join("AGENTS.md").is_file());
+    undo(&fx, Client::Pi);
+    assert!(!pi.exists());
+    assert!(pi.parent().unwrap().is_dir());
 }
 
 #[test]
