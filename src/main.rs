@@ -78,7 +78,9 @@ struct ServeArgs {
     /// Port (default from config `server.port`, 3000; 0 picks a free port).
     #[arg(long)]
     port: Option<u16>,
-    /// The project the tools work on (single-project mode).
+    /// The project the tools work on (single-project mode). Without it (and without
+    /// --access-root), `--stdio` works on the client's first MCP root, else on the working
+    /// directory.
     #[arg(long, value_name = "DIR", conflicts_with = "access_root")]
     project: Option<PathBuf>,
     /// Multi-project mode: conversations pick a project under DIR with set_project_root.
@@ -249,7 +251,11 @@ fn memories(cmd: MemoriesTop, home: PathBuf) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn connect_cmd(args: ConnectArgs, home: &std::path::Path, config_path: &std::path::Path) -> anyhow::Result<()> {
+fn connect_cmd(
+    args: ConnectArgs,
+    home: &std::path::Path,
+    config_path: &std::path::Path,
+) -> anyhow::Result<()> {
     let target = connect::Target::from_env(home, config_path)?;
     let config = Config::load(config_path)?.config;
     let Some(client) = args.client else {
@@ -289,7 +295,11 @@ fn connect_cmd(args: ConnectArgs, home: &std::path::Path, config_path: &std::pat
     if plan.is_empty() {
         println!(
             "{name}: nothing to change ({})",
-            if args.undo { "not connected by codex-free" } else { "already connected" }
+            if args.undo {
+                "not connected by codex-free"
+            } else {
+                "already connected"
+            }
         );
         return Ok(());
     }
@@ -368,6 +378,12 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     let server_opts = match (&args.project, &args.access_root) {
         (Some(p), None) => ServerOptions::single(p, &home, Some(config_path.clone()))?,
         (None, Some(a)) => ServerOptions::multi(a, &home, Some(config_path.clone()))?,
+        // One registration for every project: the client's roots, else the working directory.
+        (None, None) if args.stdio => ServerOptions::from_client(
+            &std::env::current_dir().context("reading the working directory")?,
+            &home,
+            Some(config_path.clone()),
+        )?,
         _ => bail!("give --project DIR (one project) or --access-root DIR (multi-project mode)"),
     };
     let config = Config::load(&config_path)

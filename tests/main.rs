@@ -2,6 +2,7 @@
 
 mod support;
 
+mod connect;
 mod lifecycle;
 mod mcp_clients;
 mod mcp_transport;

@@ -161,7 +161,11 @@ pub(super) fn block_has(path: &Path, text: Option<&str>) -> Result<bool> {
 fn codex_parse(path: &Path, text: &str) -> Result<toml_edit::DocumentMut> {
     text.parse::<toml_edit::DocumentMut>().map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
-        refuse(path, line, format!("not valid TOML: {}", e.message().trim()))
+        refuse(
+            path,
+            line,
+            format!("not valid TOML: {}", e.message().trim()),
+        )
     })
 }
 
@@ -232,7 +236,12 @@ pub(super) fn codex_set(
                 }
                 want.push(("env", toml_edit::Value::InlineTable(env)));
             }
-            drop = &["url", "bearer_token_env_var", "http_headers", "env_http_headers"];
+            drop = &[
+                "url",
+                "bearer_token_env_var",
+                "http_headers",
+                "env_http_headers",
+            ];
         }
         Some((url, _token)) => {
             want.push(("url", url.as_str().into()));
@@ -273,7 +282,11 @@ pub(super) fn codex_remove(path: &Path, text: Option<&str>) -> Result<Option<Str
             empty = t.is_empty();
         }
     }
-    if empty && doc.get("mcp_servers").is_some_and(|i| i.as_table().is_some_and(|t| t.is_implicit())) {
+    if empty
+        && doc
+            .get("mcp_servers")
+            .is_some_and(|i| i.as_table().is_some_and(|t| t.is_implicit()))
+    {
         doc.remove("mcp_servers");
     }
     Ok(Some(doc.to_string()))
@@ -297,9 +310,8 @@ fn claude_parse(path: &Path, text: &str) -> Result<serde_json::Map<String, serde
     if text.trim().is_empty() {
         return Ok(serde_json::Map::new());
     }
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        refuse(path, e.line(), format!("not valid JSON: {e}"))
-    })?;
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| refuse(path, e.line(), format!("not valid JSON: {e}")))?;
     match v {
         serde_json::Value::Object(m) => Ok(m),
         _ => Err(refuse(path, 1, "not a JSON object")),
@@ -308,7 +320,10 @@ fn claude_parse(path: &Path, text: &str) -> Result<serde_json::Map<String, serde
 
 /// Claude writes its config as `JSON.stringify(config, null, 2)`: 2-space indent, no
 /// trailing newline. An existing file's trailing newline (or its absence) is kept.
-fn claude_render(before: Option<&str>, m: serde_json::Map<String, serde_json::Value>) -> Result<String> {
+fn claude_render(
+    before: Option<&str>,
+    m: serde_json::Map<String, serde_json::Value>,
+) -> Result<String> {
     let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m))
         .map_err(|e| Error::Config(format!("encoding Claude's config: {e}")))?;
     if before.is_some_and(|b| b.ends_with('\n')) {

@@ -275,7 +275,12 @@ impl Plan {
             let before = c.before.as_deref().unwrap_or("");
             let after = c.after.as_deref().unwrap_or("");
             let d = similar::TextDiff::from_lines(before, after);
-            out.push_str(&d.unified_diff().context_radius(3).header(&a, &b).to_string());
+            out.push_str(
+                &d.unified_diff()
+                    .context_radius(3)
+                    .header(&a, &b)
+                    .to_string(),
+            );
             if !out.ends_with('\n') {
                 out.push('\n');
             }
@@ -406,7 +411,9 @@ pub fn plan_connect(t: &Target, client: Client, opts: &Options, cfg: &Config) ->
         let body = block_body(t, client, cfg);
         let after = match &body {
             Some(b) => Some(files::block_set(&p, before.as_deref(), client, b)?),
-            None => files::block_remove(&p, before.as_deref())?.map(Some).unwrap_or(before.clone()),
+            None => files::block_remove(&p, before.as_deref())?
+                .map(Some)
+                .unwrap_or(before.clone()),
         };
         if after.as_deref() != before.as_deref() {
             changes.push(FileChange {
@@ -653,13 +660,23 @@ pub fn refresh_linked(t: &Target, cfg: &Config) -> Result<Vec<Refreshed>> {
     Ok(out)
 }
 
-/// Refresh the linked copies for the state home `home` after a consolidation or rollback,
-/// with the environment's agent homes; failures are logged, never raised (the memory
-/// folder's commit stands whatever happens to another agent's file).
-pub fn refresh_after_commit(home: &Path, cfg: &Config) {
+/// Refresh the linked copies for the state home `home` after a consolidation, a rollback
+/// or a `memories use`/`on`/`off` switch, with the environment's agent homes and the
+/// config file as it is now; failures are logged, never raised (the memory folder's commit
+/// stands whatever happens to another agent's file). Nothing happens before the first
+/// `connect` (no records directory).
+pub fn refresh_after_commit(home: &Path) {
     if !home.join(RECORDS_DIR).is_dir() {
         return;
     }
+    let cfg = match Config::load(&home.join(codex_free_core::config::CONFIG_FILE)) {
+        Ok(l) => l.config,
+        Err(e) => {
+            tracing::warn!("linked memory copies not refreshed: {e}");
+            return;
+        }
+    };
+    let cfg = &cfg;
     let t = match Target::from_env(home, &home.join(codex_free_core::config::CONFIG_FILE)) {
         Ok(t) => t,
         Err(e) => {
@@ -670,7 +687,11 @@ pub fn refresh_after_commit(home: &Path, cfg: &Config) {
     match refresh_linked(&t, cfg) {
         Ok(rs) => {
             for r in rs {
-                tracing::info!(client = r.client.name(), "linked memory copy: {}", r.outcome);
+                tracing::info!(
+                    client = r.client.name(),
+                    "linked memory copy: {}",
+                    r.outcome
+                );
             }
         }
         Err(e) => tracing::warn!("linked memory copies not refreshed: {e}"),
@@ -833,7 +854,10 @@ pub async fn chatgpt_check(port: u16, token: &str) -> Result<String> {
             ))
         })?;
     if !h.status().is_success() {
-        return Err(Error::Refused(format!("{base}/health answered {}", h.status())));
+        return Err(Error::Refused(format!(
+            "{base}/health answered {}",
+            h.status()
+        )));
     }
     let init = serde_json::json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",

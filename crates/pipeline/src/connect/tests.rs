@@ -121,12 +121,18 @@ fn undo(fx: &Fx, c: Client) -> Plan {
 fn codex_entry_is_added_with_comments_profiles_and_other_servers_kept() {
     let fx = fixture();
     connect(&fx, Client::Codex);
-    let toml = std::fs::read_to_string(fx.t.agents.codex.as_ref().unwrap().join("config.toml"))
-        .unwrap();
-    assert!(toml.starts_with(CODEX_TOML), "original text kept verbatim:\n{toml}");
+    let toml =
+        std::fs::read_to_string(fx.t.agents.codex.as_ref().unwrap().join("config.toml")).unwrap();
+    assert!(
+        toml.starts_with(CODEX_TOML),
+        "original text kept verbatim:\n{toml}"
+    );
     let doc: toml_edit::DocumentMut = toml.parse().unwrap();
     let e = &doc["mcp_servers"]["codex_free"];
-    assert_eq!(e["command"].as_str(), Some("/opt/codex-free/bin/codex-free"));
+    assert_eq!(
+        e["command"].as_str(),
+        Some("/opt/codex-free/bin/codex-free")
+    );
     let args: Vec<&str> = e["args"]
         .as_array()
         .unwrap()
@@ -135,7 +141,10 @@ fn codex_entry_is_added_with_comments_profiles_and_other_servers_kept() {
         .collect();
     assert_eq!(args, ["serve", "--stdio"]);
     assert!(e["env"]["CODEX_FREE_HOME"].as_str().is_some());
-    assert_eq!(doc["profiles"]["fast"]["model"].as_str(), Some("gpt-5.5-mini"));
+    assert_eq!(
+        doc["profiles"]["fast"]["model"].as_str(),
+        Some("gpt-5.5-mini")
+    );
     let agents =
         std::fs::read_to_string(fx.t.agents.codex.as_ref().unwrap().join("AGENTS.md")).unwrap();
     assert!(agents.starts_with(AGENTS_MD));
@@ -165,8 +174,15 @@ fn a_second_connect_changes_no_byte_and_undo_restores_every_file_byte_exact() {
     for c in [Client::Codex, Client::Claude, Client::Pi] {
         undo(&fx, c);
     }
-    assert_eq!(snapshot(&fx.t), before, "byte-exact; pi's AGENTS.md removed again");
-    assert!(fx.t.agents.pi.as_ref().unwrap().is_dir(), "an existing directory stays");
+    assert_eq!(
+        snapshot(&fx.t),
+        before,
+        "byte-exact; pi's AGENTS.md removed again"
+    );
+    assert!(
+        fx.t.agents.pi.as_ref().unwrap().is_dir(),
+        "an existing directory stays"
+    );
     // No backup or record left behind.
     for (p, _) in &before {
         assert!(!backup_path(p).exists(), "{}", backup_path(p).display());
@@ -183,10 +199,16 @@ fn dry_run_plan_shows_the_diff_and_writes_nothing() {
     let plan = plan_connect(&fx.t, Client::Codex, &Options::default(), &fx.cfg).unwrap();
     let d = plan.diff();
     assert!(d.contains("+[mcp_servers.codex_free]"), "{d}");
-    assert!(d.contains("+command = \"/opt/codex-free/bin/codex-free\""), "{d}");
+    assert!(
+        d.contains("+command = \"/opt/codex-free/bin/codex-free\""),
+        "{d}"
+    );
     assert!(d.contains("--- a") && d.contains("+++ b"), "{d}");
     assert!(d.contains("+<!-- BEGIN codex-free memory"), "{d}");
-    assert!(!d.contains("-# My Codex config"), "user lines are context only: {d}");
+    assert!(
+        !d.contains("-# My Codex config"),
+        "user lines are context only: {d}"
+    );
     let pi = plan_connect(&fx.t, Client::Pi, &Options::default(), &fx.cfg).unwrap();
     assert!(pi.diff().contains("--- /dev/null"), "{}", pi.diff());
     assert_eq!(snapshot(&fx.t), before);
@@ -200,7 +222,16 @@ fn claude_entry_matches_claude_mcp_add_and_keeps_key_order() {
     let text = std::fs::read_to_string(fx.t.claude_json.as_ref().unwrap()).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-    assert_eq!(keys, ["numStartups", "theme", "projects", "mcpServers", "autoUpdates"]);
+    assert_eq!(
+        keys,
+        [
+            "numStartups",
+            "theme",
+            "projects",
+            "mcpServers",
+            "autoUpdates"
+        ]
+    );
     let servers: Vec<&str> = v["mcpServers"]
         .as_object()
         .unwrap()
@@ -209,7 +240,10 @@ fn claude_entry_matches_claude_mcp_add_and_keeps_key_order() {
         .collect();
     assert_eq!(servers, ["filesystem", "codex_free"]);
     assert_eq!(v["mcpServers"]["codex_free"]["type"], "stdio");
-    assert_eq!(v["mcpServers"]["codex_free"]["args"], serde_json::json!(["serve", "--stdio"]));
+    assert_eq!(
+        v["mcpServers"]["codex_free"]["args"],
+        serde_json::json!(["serve", "--stdio"])
+    );
     // Only the added lines differ from the original (2-space indent like Claude's writer).
     let removed: Vec<_> = similar::TextDiff::from_lines(CLAUDE_JSON, text.as_str())
         .iter_all_changes()
@@ -220,9 +254,12 @@ fn claude_entry_matches_claude_mcp_add_and_keeps_key_order() {
         removed.iter().all(|l| l == "    }\n"),
         "at most the filesystem entry's closing brace gains a comma: {removed:?}"
     );
-    let md = std::fs::read_to_string(fx.t.agents.claude.as_ref().unwrap().join("CLAUDE.md"))
-        .unwrap();
-    assert!(md.starts_with("Prefer small commits.\n\n<!-- BEGIN codex-free memory"), "{md}");
+    let md =
+        std::fs::read_to_string(fx.t.agents.claude.as_ref().unwrap().join("CLAUDE.md")).unwrap();
+    assert!(
+        md.starts_with("Prefer small commits.\n\n<!-- BEGIN codex-free memory"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -234,14 +271,20 @@ fn malformed_files_are_refused_with_file_line_and_reason_and_nothing_is_written(
         .unwrap_err()
         .to_string();
     assert!(e.contains(&format!("{}:4:", cfg.display())), "{e}");
-    assert!(e.contains("TOML") && e.contains("nothing was written"), "{e}");
+    assert!(
+        e.contains("TOML") && e.contains("nothing was written"),
+        "{e}"
+    );
 
     let json = fx.t.claude_json.clone().unwrap();
     std::fs::write(&json, "{\n  \"a\": 1,\n  \"b\": \n}").unwrap();
     let e = plan_connect(&fx.t, Client::Claude, &Options::default(), &fx.cfg)
         .unwrap_err()
         .to_string();
-    assert!(e.contains(&format!("{}:4:", json.display())) && e.contains("JSON"), "{e}");
+    assert!(
+        e.contains(&format!("{}:4:", json.display())) && e.contains("JSON"),
+        "{e}"
+    );
 
     let md = fx.t.agents.pi.as_ref().unwrap().join("AGENTS.md");
     std::fs::write(&md, "rules\n<!-- BEGIN codex-free memory (x) -->\nstale\n").unwrap();
@@ -249,7 +292,10 @@ fn malformed_files_are_refused_with_file_line_and_reason_and_nothing_is_written(
     let e = plan_connect(&fx.t, Client::Pi, &Options::default(), &fx.cfg)
         .unwrap_err()
         .to_string();
-    assert!(e.contains(&format!("{}:2:", md.display())) && e.contains("no end line"), "{e}");
+    assert!(
+        e.contains(&format!("{}:2:", md.display())) && e.contains("no end line"),
+        "{e}"
+    );
     for c in [Client::Codex, Client::Claude, Client::Pi] {
         assert!(plan_connect(&fx.t, c, &Options::default(), &fx.cfg).is_err());
     }
@@ -273,14 +319,25 @@ fn undo_after_the_client_changed_the_file_removes_only_our_entry() {
     let json = fx.t.claude_json.clone().unwrap();
     // Claude rewrites its file on start: a counter changes.
     let text = std::fs::read_to_string(&json).unwrap();
-    std::fs::write(&json, text.replace("\"numStartups\": 42", "\"numStartups\": 43")).unwrap();
+    std::fs::write(
+        &json,
+        text.replace("\"numStartups\": 42", "\"numStartups\": 43"),
+    )
+    .unwrap();
     let plan = plan_undo(&fx.t, Client::Claude).unwrap();
-    assert!(plan.changes.iter().any(|c| c.note.contains("changed since")));
+    assert!(
+        plan.changes
+            .iter()
+            .any(|c| c.note.contains("changed since"))
+    );
     apply(&fx.t, &plan).unwrap();
     let now = std::fs::read_to_string(&json).unwrap();
-    assert_eq!(now, CLAUDE_JSON.replace("\"numStartups\": 42", "\"numStartups\": 43"));
-    let md = std::fs::read_to_string(fx.t.agents.claude.as_ref().unwrap().join("CLAUDE.md"))
-        .unwrap();
+    assert_eq!(
+        now,
+        CLAUDE_JSON.replace("\"numStartups\": 42", "\"numStartups\": 43")
+    );
+    let md =
+        std::fs::read_to_string(fx.t.agents.claude.as_ref().unwrap().join("CLAUDE.md")).unwrap();
     assert_eq!(md, "Prefer small commits.");
 }
 
@@ -299,9 +356,16 @@ fn refresh_rewrites_connected_blocks_and_use_memories_false_removes_them() {
     let r = refresh_linked(&fx.t, &fx.cfg).unwrap();
     assert_eq!(r.len(), 2, "{r:?}");
     let text = std::fs::read_to_string(&agents).unwrap();
-    assert!(text.contains("just release") && !text.contains("net_retry"), "{text}");
+    assert!(
+        text.contains("just release") && !text.contains("net_retry"),
+        "{text}"
+    );
     assert!(text.starts_with(AGENTS_MD));
-    assert!(std::fs::read_to_string(&pi).unwrap().contains("just release"));
+    assert!(
+        std::fs::read_to_string(&pi)
+            .unwrap()
+            .contains("just release")
+    );
     // Refreshed blocks still undo byte-exact (the record follows the refresh).
     let again = refresh_linked(&fx.t, &fx.cfg).unwrap();
     assert!(again.iter().all(|r| r.outcome == "unchanged"), "{again:?}");
@@ -337,7 +401,10 @@ fn the_linked_block_stays_within_the_summary_budget() {
     connect(&fx, Client::Pi);
     let text = std::fs::read_to_string(fx.t.agents.pi.as_ref().unwrap().join("AGENTS.md")).unwrap();
     let n = codex_free_core::tokens::count(&text);
-    assert!(n <= crate::phase2::readpath::SUMMARY_TOKEN_BUDGET, "{n} tokens");
+    assert!(
+        n <= crate::phase2::readpath::SUMMARY_TOKEN_BUDGET,
+        "{n} tokens"
+    );
     assert!(n > 2000, "{n}: filled up to the budget");
     assert!(text.contains("cut to fit"));
     assert!(text.trim_end().ends_with(BLOCK_END));
@@ -355,11 +422,28 @@ fn a_linked_agents_md_stays_a_link_and_keeps_its_mode() {
     std::fs::remove_file(&link).unwrap();
     std::os::unix::fs::symlink(&real, &link).unwrap();
     connect(&fx, Client::Codex);
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-    assert!(std::fs::read_to_string(&real).unwrap().contains("net_retry"));
-    assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o644);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::read_to_string(&real)
+            .unwrap()
+            .contains("net_retry")
+    );
+    assert_eq!(
+        std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
     undo(&fx, Client::Codex);
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert_eq!(std::fs::read_to_string(&real).unwrap(), AGENTS_MD);
 }
 
@@ -369,7 +453,9 @@ fn http_registration_switches_the_entry_and_keeps_user_keys() {
     let cfg = fx.t.agents.codex.as_ref().unwrap().join("config.toml");
     std::fs::write(
         &cfg,
-        format!("{CODEX_TOML}\n[mcp_servers.codex_free]\ncommand = \"old\"\nstartup_timeout_sec = 30\n"),
+        format!(
+            "{CODEX_TOML}\n[mcp_servers.codex_free]\ncommand = \"old\"\nstartup_timeout_sec = 30\n"
+        ),
     )
     .unwrap();
     let opts = Options {
@@ -383,12 +469,18 @@ fn http_registration_switches_the_entry_and_keeps_user_keys() {
     assert_eq!(e["bearer_token_env_var"].as_str(), Some(TOKEN_ENV));
     assert!(e.get("command").is_none());
     assert_eq!(e["startup_timeout_sec"].as_integer(), Some(30));
-    assert!(!std::fs::read_to_string(&cfg).unwrap().contains("tok\""), "no token in Codex's file");
+    assert!(
+        !std::fs::read_to_string(&cfg).unwrap().contains("tok\""),
+        "no token in Codex's file"
+    );
     let plan = plan_connect(&fx.t, Client::Claude, &opts, &fx.cfg).unwrap();
     apply(&fx.t, &plan).unwrap();
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(fx.t.claude_json.as_ref().unwrap()).unwrap())
             .unwrap();
     assert_eq!(v["mcpServers"]["codex_free"]["type"], "http");
-    assert_eq!(v["mcpServers"]["codex_free"]["headers"]["Authorization"], "Bearer tok");
+    assert_eq!(
+        v["mcpServers"]["codex_free"]["headers"]["Authorization"],
+        "Bearer tok"
+    );
 }

@@ -38,10 +38,9 @@ pub(crate) fn project_texts(project: &Jail, config: &Config, home: &Path) -> Own
 /// Build the [`Service`] for one call and run `f` with it.
 fn with_service<T>(shared: &Shared, session: Option<&str>, f: impl FnOnce(&Service<'_>) -> T) -> T {
     let config = shared.config.get();
+    let project = shared.project_jail();
     let scope = match &shared.mode {
-        Mode::Single { .. } => Scope::Single {
-            project: &shared.jail,
-        },
+        Mode::Single { .. } => Scope::Single { project: &project },
         Mode::Multi { .. } => Scope::Multi {
             access: &shared.jail,
             session,

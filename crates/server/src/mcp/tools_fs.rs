@@ -156,9 +156,22 @@ impl CodexFree {
     /// Facts about the environment: project root, OS, shell, git branch, date, output caps.
     #[tool(annotations(title = "Environment", read_only_hint = true, open_world_hint = false))]
     async fn get_environment(&self, ext: Extensions) -> CallToolResult {
-        reply(
-            self.ctx(&conversation(&ext))
-                .map(|c| doc::get_environment(&c)),
-        )
+        let source = match self.shared.mode {
+            crate::mcp::server::Mode::Single { .. } => Some(self.shared.root_source()),
+            crate::mcp::server::Mode::Multi { .. } => None,
+        };
+        reply(self.ctx(&conversation(&ext)).map(|c| {
+            let env = doc::get_environment(&c);
+            match source {
+                // Right after the `project root:` line.
+                Some(s) => match env.split_once('\n') {
+                    Some((first, rest)) => {
+                        format!("{first}\nproject root from: {}\n{rest}", s.describe())
+                    }
+                    None => format!("{env}\nproject root from: {}", s.describe()),
+                },
+                None => env,
+            }
+        }))
     }
 }
