@@ -114,14 +114,13 @@ pub struct Target {
 }
 
 impl Target {
-    /// The target of this process: the environment's agent homes, this executable, and
-    /// `config_path` passed on to the server when it is not `<home>/codex.config.json`.
+    /// The target of this process: the environment's agent homes, the `codex-free` CLI
+    /// ([`server_exe`]), and `config_path` passed on to the server when it is not
+    /// `<home>/codex.config.json`.
     ///
-    /// Errors: [`Error::Io`] when the running executable cannot be located.
+    /// Errors: [`Error::NotFound`] when no `codex-free` executable can be located.
     pub fn from_env(state_home: &Path, config_path: &Path) -> Result<Self> {
-        let exe = std::env::current_exe()
-            .map_err(|e| Error::io("locating the codex-free executable", e))?;
-        let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+        let exe = server_exe()?;
         let state_home = std::path::absolute(state_home).unwrap_or(state_home.to_path_buf());
         let claude_json = match std::env::var_os("CLAUDE_CONFIG_DIR") {
             Some(d) if !d.is_empty() => Some(PathBuf::from(d).join(".claude.json")),
@@ -201,6 +200,33 @@ impl Target {
     fn record_path(&self, client: Client) -> PathBuf {
         self.records_dir().join(format!("{}.json", client.name()))
     }
+}
+
+/// The `codex-free` CLI the clients should spawn: this process when it is that binary, else
+/// a `codex-free` beside it (the tray app ships both), else the first on `PATH`; absolute and
+/// with links resolved.
+///
+/// Errors: [`Error::NotFound`] when there is none.
+pub fn server_exe() -> Result<PathBuf> {
+    let name = format!("codex-free{}", std::env::consts::EXE_SUFFIX);
+    let me = std::env::current_exe().ok();
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(me) = &me {
+        if me.file_name().is_some_and(|n| n == name.as_str()) {
+            candidates.push(me.clone());
+        }
+        if let Some(dir) = me.parent() {
+            candidates.push(dir.join(&name));
+        }
+    }
+    if let Some(p) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&p).map(|d| d.join(&name)));
+    }
+    candidates
+        .into_iter()
+        .find(|c| c.is_file())
+        .map(|c| std::fs::canonicalize(&c).unwrap_or(c))
+        .ok_or_else(|| Error::NotFound(PathBuf::from(name)))
 }
 
 /// How to register the server.

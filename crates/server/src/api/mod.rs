@@ -12,6 +12,7 @@
 //! hold only overrides and happen under the file's lock (read-merge-validate-write).
 
 pub mod catalog;
+pub mod connect;
 pub mod dto;
 pub mod hooks;
 pub mod http;
@@ -739,6 +740,9 @@ mod tests {
         SetKeyRequest::export_all(&cfg).unwrap();
         ApiError::export_all(&cfg).unwrap();
         RefusalsView::export_all(&cfg).unwrap();
+        ConnectView::export_all(&cfg).unwrap();
+        ConnectPlanView::export_all(&cfg).unwrap();
+        ConnectRequest::export_all(&cfg).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
