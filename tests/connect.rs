@@ -1,10 +1,13 @@
 //! `codex-free connect` on fixture homes (real-looking configs) through the real binary, and
 //! `serve --stdio` without `--project`: the client's MCP roots, else the working directory.
 
+// MCP roots are deprecated by SEP-2577 but are what Codex CLI and Claude Code send today.
+#![allow(deprecated)]
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use rmcp::model::{ClientCapabilities, ClientInfo, Implementation, ListRootsResult, Root};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ListRootsResult, Root};
 use rmcp::service::{RequestContext, RoleClient};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
@@ -16,8 +19,8 @@ use crate::support::{self, Env};
 struct RootsClient(String);
 
 impl ClientHandler for RootsClient {
-    fn get_info(&self) -> ClientInfo {
-        ClientInfo::new(
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
             ClientCapabilities::builder().enable_roots().build(),
             Implementation::new("roots-test", "1"),
         )

@@ -19,6 +19,11 @@ const CODEWORD: &str = "periwinkle-7431";
 /// In get_environment's answer: proves our tool ran and its output went back to the model.
 const TOOL_MARK: &str = "project root from:";
 
+/// One real CLI at a time: each starts Node, our server and the mock; together on two
+/// cores they made MCP start-up slow enough for a CLI to send its first request without
+/// our tools.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(program))
@@ -73,28 +78,25 @@ fn connect(f: &Fresh, client: &str) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-/// The first tool whose name contains `codex_free` and `get_environment`, anywhere in the
-/// request's `tools` (Responses, Chat and Anthropic spell tools differently).
-fn our_tool(body: &Value) -> Option<String> {
-    fn walk(v: &Value, out: &mut Option<String>) {
-        match v {
-            Value::Object(m) => {
-                if let Some(Value::String(n)) = m.get("name")
-                    && n.contains("codex_free")
-                    && n.contains("get_environment")
-                    && out.is_none()
-                {
-                    *out = Some(n.clone());
+/// Our `get_environment` tool in the request's `tools`, as (namespace, name): Claude lists
+/// `mcp__codex_free__get_environment`, Codex a `mcp__codex_free` namespace holding
+/// `get_environment`.
+fn our_tool(body: &Value) -> Option<(Option<String>, String)> {
+    for t in body.get("tools")?.as_array()? {
+        let name = t.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.contains("codex_free") && name.contains("get_environment") {
+            return Some((None, name.to_string()));
+        }
+        if t.get("type").and_then(Value::as_str) == Some("namespace") && name.contains("codex_free")
+        {
+            for inner in t.get("tools")?.as_array()? {
+                if inner.get("name").and_then(Value::as_str) == Some("get_environment") {
+                    return Some((Some(name.to_string()), "get_environment".into()));
                 }
-                m.values().for_each(|x| walk(x, out));
             }
-            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
-            _ => {}
         }
     }
-    let mut out = None;
-    walk(body.get("tools")?, &mut out);
-    out
+    None
 }
 
 /// Call our tool once (when offered and not yet answered), else say done.
@@ -105,7 +107,8 @@ fn script(mock: &MockProvider) {
             return MockReply::Text("Done: the environment was read.".into());
         }
         match our_tool(body) {
-            Some(name) => MockReply::Tool {
+            Some((namespace, name)) => MockReply::Tool {
+                namespace,
                 name,
                 arguments: serde_json::json!({}),
             },
@@ -124,21 +127,39 @@ fn dump(reqs: &[Recorded]) -> String {
         .join("\n")
 }
 
+/// `program` without the caller's provider keys or agent-home overrides (set what the
+/// test needs after this).
+fn command(program: PathBuf) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(program);
+    for k in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CODEX_HOME",
+        "CLAUDE_CONFIG_DIR",
+        "PI_CODING_AGENT_DIR",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd
+}
+
 async fn run(mut cmd: tokio::process::Command, what: &str) -> std::process::Output {
-    cmd.stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("CODEX_HOME")
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("PI_CODING_AGENT_DIR");
+    cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
     match tokio::time::timeout(Duration::from_secs(120), cmd.output()).await {
         Ok(o) => o.unwrap(),
         Err(_) => panic!("{what} did not finish in 120 s"),
     }
 }
 
-fn assert_memory_and_tool(reqs: &[Recorded], tool: bool, out: &std::process::Output) {
+/// Asserts the linked copy (not only the MCP instructions, which carry the summary too)
+/// reached the model: the block's line on where more detail lives names the memory folder
+/// by path, which the instructions never do.
+fn assert_memory_and_tool(f: &Fresh, reqs: &[Recorded], tool: bool, out: &std::process::Output) {
+    let linked = format!(
+        "rollout_summaries/ under {}",
+        f.state.join("memories").display()
+    );
     let ctx = || {
         format!(
             "stdout: {}\nstderr: {}\nrequests:\n{}",
@@ -147,10 +168,25 @@ fn assert_memory_and_tool(reqs: &[Recorded], tool: bool, out: &std::process::Out
             dump(reqs)
         )
     };
+    if let Some(d) = std::env::var_os("CODEX_FREE_DUMP_REQUESTS") {
+        // Debugging aid: every request body, one file each.
+        for (i, r) in reqs.iter().enumerate() {
+            let _ = std::fs::write(
+                Path::new(&d).join(format!("req-{i}.json")),
+                r.body.to_string(),
+            );
+        }
+    }
     assert!(!reqs.is_empty(), "no request reached the mock\n{}", ctx());
     assert!(
         reqs.iter().any(|r| r.body.to_string().contains(CODEWORD)),
         "the memory summary is in no request\n{}",
+        ctx()
+    );
+    assert!(
+        reqs.iter()
+            .any(|r| r.body.to_string().contains(&linked) && r.body.to_string().contains(CODEWORD)),
+        "the linked copy of the memory (the agent's own instructions file) is in no request\n{}",
         ctx()
     );
     if tool {
@@ -169,6 +205,7 @@ fn assert_memory_and_tool(reqs: &[Recorded], tool: bool, out: &std::process::Out
 
 #[tokio::test]
 async fn codex_cli_gets_the_memory_and_calls_our_tool() {
+    let _serial = SERIAL.lock().await;
     let Some(codex) = which("codex") else {
         eprintln!("codex not on PATH: skipped (scripts/install-deps.sh installs @openai/codex)");
         return;
@@ -178,7 +215,7 @@ async fn codex_cli_gets_the_memory_and_calls_our_tool() {
     let mock = MockProvider::start().await;
     script(&mock);
     let base = format!("http://{}/v1", mock.addr);
-    let mut cmd = tokio::process::Command::new(codex);
+    let mut cmd = command(codex);
     cmd.current_dir(&f.project)
         .env("HOME", &f.home)
         .env("MOCK_API_KEY", "mock-key")
@@ -187,15 +224,18 @@ async fn codex_cli_gets_the_memory_and_calls_our_tool() {
         .args(["-c", "model=\"mock-model\""])
         .args(["-c", &format!("model_providers.mock={{ name = \"mock\", base_url = \"{base}\", wire_api = \"responses\", env_key = \"MOCK_API_KEY\" }}")])
         .args(["-c", "approval_policy=\"never\""])
+        // Two cores shared with other tests: give the (debug) server time to start.
+        .args(["-c", "mcp_servers.codex_free.startup_timeout_sec=60"])
         .args(["-c", "mcp_servers.codex_free.default_tools_approval_mode=\"approve\""])
         .arg("Read the environment with the codex_free get_environment tool.");
     let out = run(cmd, "codex exec").await;
-    assert_memory_and_tool(&mock.requests(), true, &out);
+    assert_memory_and_tool(&f, &mock.requests(), true, &out);
     mock.stop();
 }
 
 #[tokio::test]
 async fn claude_code_gets_the_memory_and_calls_our_tool() {
+    let _serial = SERIAL.lock().await;
     let Some(claude) = which("claude") else {
         eprintln!("claude not on PATH: skipped (scripts/install-deps.sh installs it)");
         return;
@@ -204,7 +244,7 @@ async fn claude_code_gets_the_memory_and_calls_our_tool() {
     connect(&f, "claude");
     let mock = MockProvider::start().await;
     script(&mock);
-    let mut cmd = tokio::process::Command::new(claude);
+    let mut cmd = command(claude);
     cmd.current_dir(&f.project)
         .env("HOME", &f.home)
         .env("ANTHROPIC_BASE_URL", format!("http://{}", mock.addr))
@@ -212,15 +252,16 @@ async fn claude_code_gets_the_memory_and_calls_our_tool() {
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .args(["-p", "--model", "claude-sonnet-4-5"])
-        .args(["--allowedTools", "mcp__codex_free__get_environment"])
+        .arg("--allowedTools=mcp__codex_free__get_environment")
         .arg("Read the environment with the codex_free get_environment tool.");
     let out = run(cmd, "claude -p").await;
-    assert_memory_and_tool(&mock.requests(), true, &out);
+    assert_memory_and_tool(&f, &mock.requests(), true, &out);
     mock.stop();
 }
 
 #[tokio::test]
 async fn pi_gets_the_memory_from_its_agents_md() {
+    let _serial = SERIAL.lock().await;
     let Some(pi) = which("pi") else {
         eprintln!("pi not on PATH: skipped (scripts/install-deps.sh installs it)");
         return;
@@ -233,7 +274,7 @@ async fn pi_gets_the_memory_from_its_agents_md() {
     // one file besides connect's. The memory block is in AGENTS.md, written by connect.
     let agent = f.home.join(".pi/agent");
     write_pi_provider(&agent, &format!("http://{}/v1", mock.addr));
-    let mut cmd = tokio::process::Command::new(pi);
+    let mut cmd = command(pi);
     cmd.current_dir(&f.project)
         .env("HOME", &f.home)
         .env("PI_OFFLINE", "1")
@@ -241,7 +282,7 @@ async fn pi_gets_the_memory_from_its_agents_md() {
         .args(["--provider", "mock", "--model", "mock-model"])
         .arg("Say ok.");
     let out = run(cmd, "pi -p").await;
-    assert_memory_and_tool(&mock.requests(), false, &out);
+    assert_memory_and_tool(&f, &mock.requests(), false, &out);
     mock.stop();
 }
 

@@ -66,6 +66,9 @@ pub enum MockReply {
     Text(String),
     /// One call of the tool `name` with JSON `arguments`.
     Tool {
+        /// The namespace the tool is listed under (Responses `{"type": "namespace"}` tools,
+        /// as Codex groups an MCP server's tools), if any.
+        namespace: Option<String>,
         /// Tool name exactly as the request's `tools` list spells it.
         name: String,
         /// Arguments object.
@@ -193,8 +196,13 @@ fn success_reply(path: &str, r: &MockReply) -> Value {
         MockReply::Text(t) => t.as_str(),
         MockReply::Tool { .. } => "",
     };
-    if let MockReply::Tool { name, arguments } = r {
-        return tool_success(path, name, arguments);
+    if let MockReply::Tool {
+        namespace,
+        name,
+        arguments,
+    } = r
+    {
+        return tool_success(path, namespace.as_deref(), name, arguments);
     }
     if path.ends_with("/responses") {
         json!({
@@ -229,15 +237,19 @@ fn success_reply(path: &str, r: &MockReply) -> Value {
     }
 }
 
-fn tool_success(path: &str, name: &str, arguments: &Value) -> Value {
+fn tool_success(path: &str, namespace: Option<&str>, name: &str, arguments: &Value) -> Value {
     let (input, cached, output, _) = MOCK_USAGE;
     let args = arguments.to_string();
     if path.ends_with("/responses") {
+        let mut call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_mock_1", "name": name,
+                              "arguments": args, "status": "completed"});
+        if let Some(ns) = namespace {
+            call["namespace"] = json!(ns);
+        }
         json!({
             "id": "resp_mock", "object": "response", "created_at": 1_751_328_000, "status": "completed",
             "model": "mock-model", "error": null,
-            "output": [{"type": "function_call", "id": "fc_1", "call_id": "call_mock_1", "name": name,
-                        "arguments": args, "status": "completed"}],
+            "output": [call],
             "usage": {"input_tokens": input, "input_tokens_details": {"cached_tokens": cached},
                       "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": input + output}
@@ -269,23 +281,45 @@ fn sse_events(path: &str, r: &MockReply) -> Vec<(Option<&'static str>, Value)> {
         let mut created = full.clone();
         created["status"] = json!("in_progress");
         created["output"] = json!([]);
-        ev.push((Some("response.created"), json!({"type": "response.created", "response": created})));
-        for (i, item) in full["output"].as_array().cloned().unwrap_or_default().into_iter().enumerate() {
+        ev.push((
+            Some("response.created"),
+            json!({"type": "response.created", "response": created}),
+        ));
+        for (i, item) in full["output"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
             let mut added = item.clone();
             if added["type"] == "message" {
                 added["content"] = json!([]);
             }
-            ev.push((Some("response.output_item.added"),
-                     json!({"type": "response.output_item.added", "output_index": i, "item": added})));
+            ev.push((
+                Some("response.output_item.added"),
+                json!({"type": "response.output_item.added", "output_index": i, "item": added}),
+            ));
             if item["type"] == "message" {
-                let text = item["content"][0]["text"].as_str().unwrap_or("").to_string();
-                ev.push((Some("response.output_text.delta"), json!({"type": "response.output_text.delta",
-                    "item_id": item["id"], "output_index": i, "content_index": 0, "delta": text})));
+                let text = item["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                ev.push((
+                    Some("response.output_text.delta"),
+                    json!({"type": "response.output_text.delta",
+                    "item_id": item["id"], "output_index": i, "content_index": 0, "delta": text}),
+                ));
             }
-            ev.push((Some("response.output_item.done"),
-                     json!({"type": "response.output_item.done", "output_index": i, "item": item})));
+            ev.push((
+                Some("response.output_item.done"),
+                json!({"type": "response.output_item.done", "output_index": i, "item": item}),
+            ));
         }
-        ev.push((Some("response.completed"), json!({"type": "response.completed", "response": full})));
+        ev.push((
+            Some("response.completed"),
+            json!({"type": "response.completed", "response": full}),
+        ));
     } else if path.ends_with("/chat/completions") {
         let msg = &full["choices"][0]["message"];
         let delta = match msg.get("tool_calls") {
@@ -296,11 +330,16 @@ fn sse_events(path: &str, r: &MockReply) -> Vec<(Option<&'static str>, Value)> {
             }
             _ => json!({"role": "assistant", "content": msg["content"]}),
         };
-        let chunk = |delta: Value, finish: Value| json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk",
+        let chunk = |delta: Value, finish: Value| {
+            json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk",
             "created": 1_751_328_000, "model": "mock-model",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        };
         ev.push((None, chunk(delta, Value::Null)));
-        ev.push((None, chunk(json!({}), full["choices"][0]["finish_reason"].clone())));
+        ev.push((
+            None,
+            chunk(json!({}), full["choices"][0]["finish_reason"].clone()),
+        ));
         let mut usage = chunk(json!({}), Value::Null);
         usage["choices"] = json!([]);
         usage["usage"] = full["usage"].clone();
@@ -310,25 +349,49 @@ fn sse_events(path: &str, r: &MockReply) -> Vec<(Option<&'static str>, Value)> {
         start["content"] = json!([]);
         start["stop_reason"] = Value::Null;
         start["usage"]["output_tokens"] = json!(1);
-        ev.push((Some("message_start"), json!({"type": "message_start", "message": start})));
-        for (i, block) in full["content"].as_array().cloned().unwrap_or_default().into_iter().enumerate() {
+        ev.push((
+            Some("message_start"),
+            json!({"type": "message_start", "message": start}),
+        ));
+        for (i, block) in full["content"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
             if block["type"] == "tool_use" {
                 let mut b = block.clone();
                 b["input"] = json!({});
-                ev.push((Some("content_block_start"), json!({"type": "content_block_start", "index": i, "content_block": b})));
+                ev.push((
+                    Some("content_block_start"),
+                    json!({"type": "content_block_start", "index": i, "content_block": b}),
+                ));
                 ev.push((Some("content_block_delta"), json!({"type": "content_block_delta", "index": i,
                     "delta": {"type": "input_json_delta", "partial_json": block["input"].to_string()}})));
             } else {
-                ev.push((Some("content_block_start"), json!({"type": "content_block_start", "index": i,
-                    "content_block": {"type": "text", "text": ""}})));
-                ev.push((Some("content_block_delta"), json!({"type": "content_block_delta", "index": i,
-                    "delta": {"type": "text_delta", "text": block["text"]}})));
+                ev.push((
+                    Some("content_block_start"),
+                    json!({"type": "content_block_start", "index": i,
+                    "content_block": {"type": "text", "text": ""}}),
+                ));
+                ev.push((
+                    Some("content_block_delta"),
+                    json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "text_delta", "text": block["text"]}}),
+                ));
             }
-            ev.push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": i})));
+            ev.push((
+                Some("content_block_stop"),
+                json!({"type": "content_block_stop", "index": i}),
+            ));
         }
-        ev.push((Some("message_delta"), json!({"type": "message_delta",
+        ev.push((
+            Some("message_delta"),
+            json!({"type": "message_delta",
             "delta": {"stop_reason": full["stop_reason"], "stop_sequence": null},
-            "usage": {"output_tokens": full["usage"]["output_tokens"]}})));
+            "usage": {"output_tokens": full["usage"]["output_tokens"]}}),
+        ));
         ev.push((Some("message_stop"), json!({"type": "message_stop"})));
     }
     ev

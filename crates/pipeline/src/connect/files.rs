@@ -220,8 +220,7 @@ pub(super) fn codex_set(
         .as_table_mut()
         .ok_or_else(|| refuse(path, line, "mcp_servers.codex_free is not a table"))?;
     let mut want: Vec<(&str, toml_edit::Value)> = Vec::new();
-    let drop: &[&str];
-    match &opts.http {
+    let drop: &[&str] = match &opts.http {
         None => {
             want.push(("command", t.exe.display().to_string().into()));
             let mut args = toml_edit::Array::new();
@@ -236,19 +235,19 @@ pub(super) fn codex_set(
                 }
                 want.push(("env", toml_edit::Value::InlineTable(env)));
             }
-            drop = &[
+            &[
                 "url",
                 "bearer_token_env_var",
                 "http_headers",
                 "env_http_headers",
-            ];
+            ]
         }
         Some((url, _token)) => {
             want.push(("url", url.as_str().into()));
             want.push(("bearer_token_env_var", TOKEN_ENV.into()));
-            drop = &["command", "args", "env", "cwd"];
+            &["command", "args", "env", "cwd"]
         }
-    }
+    };
     for k in drop {
         tb.remove(k);
     }
@@ -276,11 +275,12 @@ pub(super) fn codex_remove(path: &Path, text: Option<&str>) -> Result<Option<Str
     };
     let mut doc = codex_parse(path, src)?;
     let mut empty = false;
-    if let Some(s) = doc.get_mut("mcp_servers") {
-        if let Some(t) = s.as_table_like_mut() {
-            t.remove(SERVER_NAME);
-            empty = t.is_empty();
-        }
+    if let Some(t) = doc
+        .get_mut("mcp_servers")
+        .and_then(|s| s.as_table_like_mut())
+    {
+        t.remove(SERVER_NAME);
+        empty = t.is_empty();
     }
     if empty
         && doc

@@ -83,11 +83,8 @@ impl ApiService {
         let client = parse_client(client)?;
         if client == Client::Chatgpt {
             let (cfg, _) = self.current_config();
-            let steps = connect::chatgpt_steps(
-                cfg.server.port,
-                "<token: codex-free token show>",
-                &cfg,
-            );
+            let steps =
+                connect::chatgpt_steps(cfg.server.port, "<token: codex-free token show>", &cfg);
             return Ok(ConnectPlanView {
                 client: client.name().into(),
                 undo,
