@@ -428,3 +428,36 @@ fn which(program: &str) -> Option<PathBuf> {
         .map(|d| d.join(program))
         .find(|p| p.is_file())
 }
+
+/// `connect chatgpt` prints the secret-path URL and checks that the running server answers
+/// MCP `initialize` on it; with no server it says so and still prints the steps.
+#[tokio::test]
+async fn connect_chatgpt_prints_the_steps_and_checks_the_server() {
+    let env = Env::new(&[("a.txt", "x\n")]);
+    let cli = |port: &str| {
+        let o = std::process::Command::new(support::bin())
+            .args(["connect", "chatgpt", "--port", port])
+            .env("CODEX_FREE_HOME", env.home())
+            .env("CODEX_FREE_LOG", "warn")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // A port nothing listens on (bound, then released).
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = cli(&free.to_string());
+    assert!(
+        out.contains("server.allowedHosts") && out.contains("not reachable"),
+        "{out}"
+    );
+    let server = env.http(&["--no-pipeline"]).await;
+    let port = server.base().rsplit(':').next().unwrap().to_string();
+    let out = cli(&port);
+    assert!(out.contains(&format!("/mcp/{}", server.token)), "{out}");
+    assert!(out.contains("check: ok"), "{out}");
+}

@@ -310,6 +310,12 @@ impl ApiService {
             let text = serde_json::to_string_pretty(&overrides).expect("json");
             codex_free_core::home::write_atomic_unlocked(&path, format!("{text}\n").as_bytes())?;
             tracing::info!(path = %path.display(), "config saved");
+            if (before.memories.enabled, before.memories.use_memories)
+                != (cfg.memories.enabled, cfg.memories.use_memories)
+            {
+                // The agents' linked memory copies follow the switch (removed when off).
+                codex_free_pipeline::connect::refresh_after_commit(&self.home);
+            }
             Ok(ConfigSaveResult {
                 saved: true,
                 errors: Vec::new(),
