@@ -470,24 +470,50 @@ fn the_linked_copy_follows_rollback_and_the_use_switch() {
     let h = Homes::new();
     std::fs::remove_dir_all(h.state.join("memories")).unwrap();
     let (f, _) = MemoryFolder::open_or_init(&h.state).unwrap();
-    std::fs::write(f.root().join("memory_summary.md"), "- old codeword: amber-11\n").unwrap();
+    std::fs::write(
+        f.root().join("memory_summary.md"),
+        "- old codeword: amber-11\n",
+    )
+    .unwrap();
     let first = f.commit_all("first").unwrap().unwrap();
-    std::fs::write(f.root().join("memory_summary.md"), "- new codeword: cobalt-22\n").unwrap();
+    std::fs::write(
+        f.root().join("memory_summary.md"),
+        "- new codeword: cobalt-22\n",
+    )
+    .unwrap();
     f.commit_all("second").unwrap().unwrap();
     let agents = h.home().join(".pi/agent/AGENTS.md");
 
     ok(&h.cli(&["connect", "pi"]));
-    assert!(std::fs::read_to_string(&agents).unwrap().contains("cobalt-22"));
+    assert!(
+        std::fs::read_to_string(&agents)
+            .unwrap()
+            .contains("cobalt-22")
+    );
     ok(&h.cli(&["memories", "rollback", &first.to_string()]));
     let text = std::fs::read_to_string(&agents).unwrap();
-    assert!(text.contains("amber-11") && !text.contains("cobalt-22"), "{text}");
+    assert!(
+        text.contains("amber-11") && !text.contains("cobalt-22"),
+        "{text}"
+    );
     ok(&h.cli(&["memories", "use", "off"]));
-    assert_eq!(std::fs::read_to_string(&agents).unwrap(), "", "block removed");
+    assert_eq!(
+        std::fs::read_to_string(&agents).unwrap(),
+        "",
+        "block removed"
+    );
     ok(&h.cli(&["memories", "use", "on"]));
-    assert!(std::fs::read_to_string(&agents).unwrap().contains("amber-11"));
+    assert!(
+        std::fs::read_to_string(&agents)
+            .unwrap()
+            .contains("amber-11")
+    );
     let status = ok(&h.cli(&["connect"]));
     let pi = status.lines().find(|l| l.starts_with("pi ")).unwrap();
-    assert!(pi.contains("yes") && pi.contains('T'), "linked, with a refresh time: {pi}");
+    assert!(
+        pi.contains("yes") && pi.contains('T'),
+        "linked, with a refresh time: {pi}"
+    );
     ok(&h.cli(&["connect", "pi", "--undo"]));
     assert!(!agents.exists());
 }

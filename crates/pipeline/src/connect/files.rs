@@ -90,7 +90,18 @@ pub(super) fn block_set(
 ) -> Result<String> {
     let mut block = begin_line(client);
     block.push('\n');
-    block.push_str(body);
+    // The summary is model output from transcripts: a line that looks like one of our
+    // markers would end the block early and leave the rest as "user text" that no refresh
+    // or undo removes again. Such lines are neutralised.
+    for l in body.lines() {
+        let t = l.trim();
+        if t.starts_with(BLOCK_BEGIN) || t.starts_with("<!-- END codex-free memory") {
+            block.push_str("(a line imitating a codex-free marker was removed)\n");
+        } else {
+            block.push_str(l);
+            block.push('\n');
+        }
+    }
     if !block.ends_with('\n') {
         block.push('\n');
     }
