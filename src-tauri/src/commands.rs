@@ -120,3 +120,23 @@ pub async fn server_start(core: State<'_, Arc<Core>>) -> Result<ActionResult, Ap
 pub async fn server_stop(core: State<'_, Arc<Core>>) -> Result<ActionResult, ApiError> {
     run(core, |s| s.server_stop()).await
 }
+#[tauri::command]
+pub async fn connect_view(core: State<'_, Arc<Core>>) -> Result<ConnectView, ApiError> {
+    run(core, |s| s.connect_view()).await
+}
+#[tauri::command]
+pub async fn connect_preview(
+    core: State<'_, Arc<Core>>,
+    client: String,
+    undo: bool,
+) -> Result<ConnectPlanView, ApiError> {
+    run(core, move |s| s.connect_preview(&client, undo)).await
+}
+#[tauri::command]
+pub async fn connect_apply(
+    core: State<'_, Arc<Core>>,
+    client: String,
+    request: ConnectRequest,
+) -> Result<ConnectPlanView, ApiError> {
+    run(core, move |s| s.connect_apply(&client, &request)).await
+}

@@ -156,6 +156,9 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
             commands::pipeline_resume,
             commands::server_start,
             commands::server_stop,
+            commands::connect_view,
+            commands::connect_preview,
+            commands::connect_apply,
         ])
         .setup(move |app| {
             let handles = tray::build(app.handle())?;

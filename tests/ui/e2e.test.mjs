@@ -297,6 +297,35 @@ test("the memory page shows notes, plan and budget gauges", async () => {
   await shot("memory");
 });
 
+test("the connect page previews the exact diff, applies it, and undo removes it again", async () => {
+  // The server runs with HOME in the temp dir (scripts/ui-e2e.sh), so pi's file is a fixture.
+  const agents = path.join(process.env.PI_CODING_AGENT_DIR || path.join(os.homedir(), ".pi", "agent"), "AGENTS.md");
+  assert.equal(fs.existsSync(agents), false);
+  await go("connect");
+  const card = page.getByTestId("connect-pi");
+  await card.waitFor();
+  assert.match(await card.textContent(), /memory not linked/);
+  await page.getByTestId("connect-preview-pi").click();
+  const plan = page.getByTestId("connect-plan-pi");
+  await plan.waitFor();
+  const diff = await plan.textContent();
+  assert.match(diff, /--- \/dev\/null/);
+  assert.match(diff, /\+<!-- BEGIN codex-free memory/);
+  assert.match(diff, /summary 19/);
+  assert.equal(fs.existsSync(agents), false, "a preview writes nothing");
+  await shot("connect");
+  await page.getByTestId("connect-apply-pi").click();
+  await page.getByTestId("connect-done-pi").waitFor();
+  assert.match(fs.readFileSync(agents, "utf8"), /summary 19/);
+  await page.getByText("memory linked", { exact: true }).first().waitFor();
+  await page.getByTestId("connect-undo-pi").click();
+  await plan.waitFor();
+  assert.match(await plan.textContent(), /remove|\/dev\/null/);
+  await page.getByTestId("connect-apply-pi").click();
+  await page.getByTestId("connect-done-pi").waitFor();
+  assert.equal(fs.existsSync(agents), false, "undo removes the file connect created");
+});
+
 test("no script errors on any page", async () => {
   await go("dashboard");
   assert.deepEqual(consoleErrors, []);

@@ -6,6 +6,7 @@ import { Settings } from "./pages/Settings";
 import { Models } from "./pages/Models";
 import { Runs } from "./pages/Runs";
 import { Memory } from "./pages/Memory";
+import { Connect } from "./pages/Connect";
 
 const PAGES = [
   { id: "dashboard", title: "Dashboard", view: Dashboard },
@@ -13,6 +14,7 @@ const PAGES = [
   { id: "models", title: "Models & keys", view: Models },
   { id: "runs", title: "Runs & costs", view: Runs },
   { id: "memory", title: "Memory", view: Memory },
+  { id: "connect", title: "Connect", view: Connect },
 ];
 
 export function App() {

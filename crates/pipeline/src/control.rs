@@ -229,6 +229,9 @@ pub struct Status {
     pub scheduler: Option<String>,
     /// The phase-2 (consolidation) job, `None` before its first run.
     pub consolidation: Option<codex_free_store::phase2::Phase2JobRow>,
+    /// The coding agents `codex-free connect` knows: installed, connected, linked, and when
+    /// their memory block was last refreshed.
+    pub clients: Vec<crate::connect::ClientStatus>,
 }
 
 fn describe_model(
@@ -333,6 +336,9 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         log: log_path(&env.home).display().to_string(),
         scheduler: crate::scheduler::lock_holder(&env.home),
         consolidation: store.phase2_job()?,
+        clients: crate::connect::Target::from_env(&env.home, &env.config_path)
+            .map(|t| crate::connect::status(&t))
+            .unwrap_or_default(),
     })
 }
 
@@ -494,6 +500,12 @@ impl Status {
                 "not running (it runs inside the tray app and every `codex-free serve`)"
             )
         ));
+        if !self.clients.is_empty() {
+            s.push_str("connected clients (`codex-free connect`):\n");
+            for l in crate::connect::render_status(&self.clients).lines() {
+                s.push_str(&format!("  {l}\n"));
+            }
+        }
         s.push_str(&format!("database: {}\nlog: {}\n", self.database, self.log));
         s
     }
@@ -698,6 +710,7 @@ pub async fn execute(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
         MemoriesCmd::On | MemoriesCmd::Off => {
             let v = cmd == MemoriesCmd::On;
             edit_config(env, |c| c.memories.enabled = v)?;
+            crate::connect::refresh_after_commit(&env.home);
             Ok(format!("memory pipeline {}\n", on(v)))
         }
         MemoriesCmd::Generate { state } => {
@@ -709,6 +722,8 @@ pub async fn execute(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
         }
         MemoriesCmd::Use { state } => {
             edit_config(env, |c| c.memories.use_memories = state.on())?;
+            // Off removes the agents' linked copies, on brings them back.
+            crate::connect::refresh_after_commit(&env.home);
             Ok(format!("memory use in new sessions {}\n", on(state.on())))
         }
         MemoriesCmd::Thread { state, id } => {

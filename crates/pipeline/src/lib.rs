@@ -13,6 +13,7 @@
 
 pub mod bench;
 pub mod compact;
+pub mod connect;
 pub mod control;
 pub mod discover;
 pub mod hygiene;

@@ -2,7 +2,11 @@
 //! of OpenAI Responses (`POST /v1/responses`), OpenAI Chat Completions
 //! (`POST /v1/chat/completions`, usage with `prompt_tokens_details.cached_tokens`) and
 //! Anthropic Messages (`POST /v1/messages`, usage with `cache_read_input_tokens`).
-//! Non-streaming only (the pipeline does not stream).
+//! A request with `"stream": true` gets the same answer as server-sent events in each
+//! format's real event sequence (Responses `response.created` … `response.output_text.delta`
+//! … `response.completed`; Chat `chat.completion.chunk`s then `[DONE]`; Anthropic
+//! `message_start` … `content_block_delta` … `message_stop`), which is what the real agent
+//! CLIs (Codex, Claude Code, pi) send. A [`MockReply::Tool`] answer asks for one tool call.
 //!
 //! Scripted faults are consumed first (one per request, in order); after them every
 //! request succeeds with the text `answer(request)` and fixed usage [`MOCK_USAGE`].
@@ -53,12 +57,31 @@ pub struct Recorded {
 }
 
 type AnswerFn = Arc<dyn Fn(&Value) -> String + Send + Sync>;
+type ReplyFn = Arc<dyn Fn(&Value) -> MockReply + Send + Sync>;
+
+/// What a successful answer holds (see [`MockProvider::set_reply`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum MockReply {
+    /// Assistant text.
+    Text(String),
+    /// One call of the tool `name` with JSON `arguments`.
+    Tool {
+        /// The namespace the tool is listed under (Responses `{"type": "namespace"}` tools,
+        /// as Codex groups an MCP server's tools), if any.
+        namespace: Option<String>,
+        /// Tool name exactly as the request's `tools` list spells it.
+        name: String,
+        /// Arguments object.
+        arguments: Value,
+    },
+}
 
 #[derive(Clone)]
 struct Shared {
     faults: Arc<Mutex<VecDeque<Fault>>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     answer: Arc<Mutex<AnswerFn>>,
+    reply: Arc<Mutex<Option<ReplyFn>>>,
     delay: Arc<Mutex<Duration>>,
 }
 
@@ -98,6 +121,7 @@ impl MockProvider {
             faults: Default::default(),
             requests: Default::default(),
             answer: Arc::new(Mutex::new(Arc::new(default_answer))),
+            reply: Arc::new(Mutex::new(None)),
             delay: Arc::new(Mutex::new(Duration::ZERO)),
         };
         let app = Router::new().fallback(handle).with_state(shared.clone());
@@ -130,6 +154,12 @@ impl MockProvider {
         *self.shared.answer.lock().unwrap() = Arc::new(f);
     }
 
+    /// Answer every successful request with `f(request body)`: text or a tool call (takes
+    /// precedence over [`Self::set_answer`]).
+    pub fn set_reply(&self, f: impl Fn(&Value) -> MockReply + Send + Sync + 'static) {
+        *self.shared.reply.lock().unwrap() = Some(Arc::new(f));
+    }
+
     /// Delay every successful answer by `d` (concurrency tests).
     pub fn set_delay(&self, d: Duration) {
         *self.shared.delay.lock().unwrap() = d;
@@ -157,7 +187,23 @@ fn json_response(status: u16, v: &Value, headers: &[(&'static str, String)]) -> 
 }
 
 fn success(path: &str, text: &str) -> Value {
+    success_reply(path, &MockReply::Text(text.to_string()))
+}
+
+fn success_reply(path: &str, r: &MockReply) -> Value {
     let (input, cached, output, reasoning) = MOCK_USAGE;
+    let text = match r {
+        MockReply::Text(t) => t.as_str(),
+        MockReply::Tool { .. } => "",
+    };
+    if let MockReply::Tool {
+        namespace,
+        name,
+        arguments,
+    } = r
+    {
+        return tool_success(path, namespace.as_deref(), name, arguments);
+    }
     if path.ends_with("/responses") {
         json!({
             "id": "resp_mock", "object": "response", "created_at": 1_751_328_000, "status": "completed",
@@ -191,6 +237,185 @@ fn success(path: &str, text: &str) -> Value {
     }
 }
 
+fn tool_success(path: &str, namespace: Option<&str>, name: &str, arguments: &Value) -> Value {
+    let (input, cached, output, _) = MOCK_USAGE;
+    let args = arguments.to_string();
+    if path.ends_with("/responses") {
+        let mut call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_mock_1", "name": name,
+                              "arguments": args, "status": "completed"});
+        if let Some(ns) = namespace {
+            call["namespace"] = json!(ns);
+        }
+        json!({
+            "id": "resp_mock", "object": "response", "created_at": 1_751_328_000, "status": "completed",
+            "model": "mock-model", "error": null,
+            "output": [call],
+            "usage": {"input_tokens": input, "input_tokens_details": {"cached_tokens": cached},
+                      "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": input + output}
+        })
+    } else if path.ends_with("/chat/completions") {
+        json!({
+            "id": "chatcmpl-mock", "object": "chat.completion", "created": 1_751_328_000, "model": "mock-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_mock_1", "type": "function", "function": {"name": name, "arguments": args}}]},
+                "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}
+        })
+    } else {
+        json!({
+            "id": "msg_mock", "type": "message", "role": "assistant", "model": "mock-model",
+            "content": [{"type": "tool_use", "id": "toolu_mock_1", "name": name, "input": arguments}],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": input - cached, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": cached, "output_tokens": output}
+        })
+    }
+}
+
+/// Server-sent events of `r` in the wire format of `path`.
+fn sse_events(path: &str, r: &MockReply) -> Vec<(Option<&'static str>, Value)> {
+    let full = success_reply(path, r);
+    let mut ev: Vec<(Option<&'static str>, Value)> = Vec::new();
+    if path.ends_with("/responses") {
+        let mut created = full.clone();
+        created["status"] = json!("in_progress");
+        created["output"] = json!([]);
+        ev.push((
+            Some("response.created"),
+            json!({"type": "response.created", "response": created}),
+        ));
+        for (i, item) in full["output"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
+            let mut added = item.clone();
+            if added["type"] == "message" {
+                added["content"] = json!([]);
+            }
+            ev.push((
+                Some("response.output_item.added"),
+                json!({"type": "response.output_item.added", "output_index": i, "item": added}),
+            ));
+            if item["type"] == "message" {
+                let text = item["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                ev.push((
+                    Some("response.output_text.delta"),
+                    json!({"type": "response.output_text.delta",
+                    "item_id": item["id"], "output_index": i, "content_index": 0, "delta": text}),
+                ));
+            }
+            ev.push((
+                Some("response.output_item.done"),
+                json!({"type": "response.output_item.done", "output_index": i, "item": item}),
+            ));
+        }
+        ev.push((
+            Some("response.completed"),
+            json!({"type": "response.completed", "response": full}),
+        ));
+    } else if path.ends_with("/chat/completions") {
+        let msg = &full["choices"][0]["message"];
+        let delta = match msg.get("tool_calls") {
+            Some(tc) if tc.is_array() => {
+                let mut tc = tc.clone();
+                tc[0]["index"] = json!(0);
+                json!({"role": "assistant", "tool_calls": tc})
+            }
+            _ => json!({"role": "assistant", "content": msg["content"]}),
+        };
+        let chunk = |delta: Value, finish: Value| {
+            json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk",
+            "created": 1_751_328_000, "model": "mock-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        };
+        ev.push((None, chunk(delta, Value::Null)));
+        ev.push((
+            None,
+            chunk(json!({}), full["choices"][0]["finish_reason"].clone()),
+        ));
+        let mut usage = chunk(json!({}), Value::Null);
+        usage["choices"] = json!([]);
+        usage["usage"] = full["usage"].clone();
+        ev.push((None, usage));
+    } else {
+        let mut start = full.clone();
+        start["content"] = json!([]);
+        start["stop_reason"] = Value::Null;
+        start["usage"]["output_tokens"] = json!(1);
+        ev.push((
+            Some("message_start"),
+            json!({"type": "message_start", "message": start}),
+        ));
+        for (i, block) in full["content"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
+            if block["type"] == "tool_use" {
+                let mut b = block.clone();
+                b["input"] = json!({});
+                ev.push((
+                    Some("content_block_start"),
+                    json!({"type": "content_block_start", "index": i, "content_block": b}),
+                ));
+                ev.push((Some("content_block_delta"), json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": block["input"].to_string()}})));
+            } else {
+                ev.push((
+                    Some("content_block_start"),
+                    json!({"type": "content_block_start", "index": i,
+                    "content_block": {"type": "text", "text": ""}}),
+                ));
+                ev.push((
+                    Some("content_block_delta"),
+                    json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "text_delta", "text": block["text"]}}),
+                ));
+            }
+            ev.push((
+                Some("content_block_stop"),
+                json!({"type": "content_block_stop", "index": i}),
+            ));
+        }
+        ev.push((
+            Some("message_delta"),
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": full["stop_reason"], "stop_sequence": null},
+            "usage": {"output_tokens": full["usage"]["output_tokens"]}}),
+        ));
+        ev.push((Some("message_stop"), json!({"type": "message_stop"})));
+    }
+    ev
+}
+
+fn sse_response(path: &str, r: &MockReply) -> Response {
+    let mut body = String::new();
+    for (event, data) in sse_events(path, r) {
+        if let Some(e) = event {
+            body.push_str(&format!("event: {e}\n"));
+        }
+        body.push_str(&format!("data: {data}\n\n"));
+    }
+    if path.ends_with("/chat/completions") {
+        body.push_str("data: [DONE]\n\n");
+    }
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(Body::from(body))
+        .unwrap()
+}
+
 async fn reply(path: &str, body: &Value, fault: Option<Fault>, shared: &Shared) -> Response {
     match fault {
         None => {
@@ -198,8 +423,15 @@ async fn reply(path: &str, body: &Value, fault: Option<Fault>, shared: &Shared) 
             if !d.is_zero() {
                 tokio::time::sleep(d).await;
             }
-            let f = shared.answer.lock().unwrap().clone();
-            json_response(200, &success(path, &f(body)), &[])
+            let custom = shared.reply.lock().unwrap().clone();
+            let r = match custom {
+                Some(f) => f(body),
+                None => MockReply::Text(shared.answer.lock().unwrap().clone()(body)),
+            };
+            if body.get("stream") == Some(&Value::Bool(true)) {
+                return sse_response(path, &r);
+            }
+            json_response(200, &success_reply(path, &r), &[])
         }
         Some(Fault::Status(code, v, headers)) => json_response(code, &v, &headers),
         Some(Fault::Malformed) => Response::builder()

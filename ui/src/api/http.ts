@@ -11,6 +11,8 @@ import type {
   ConfigSaveResult,
   ConfigView,
   ConnectionTest,
+  ConnectPlanView,
+  ConnectView,
   KeyStatus,
   MemoryView,
   ModelsView,
@@ -89,4 +91,11 @@ export class HttpApi implements Api {
   pipelineResume() { return this.call<ActionResult>("POST", "/api/pipeline/resume"); }
   serverStart() { return this.call<ActionResult>("POST", "/api/server/start"); }
   serverStop() { return this.call<ActionResult>("POST", "/api/server/stop"); }
+  connectView() { return this.call<ConnectView>("GET", "/api/connect"); }
+  connectPreview(client: string, undo: boolean) {
+    return this.call<ConnectPlanView>("GET", `/api/connect/${encodeURIComponent(client)}/preview${undo ? "?undo=true" : ""}`);
+  }
+  connectApply(client: string, undo: boolean, digest?: string) {
+    return this.call<ConnectPlanView>("POST", `/api/connect/${encodeURIComponent(client)}`, { undo, digest: digest ?? null });
+  }
 }

@@ -9,6 +9,8 @@ import type {
   ConfigSaveResult,
   ConfigView,
   ConnectionTest,
+  ConnectPlanView,
+  ConnectView,
   FieldError,
   KeyStatus,
   MemoryView,
@@ -47,6 +49,12 @@ export interface Api {
   pipelineResume(): Promise<ActionResult>;
   serverStart(): Promise<ActionResult>;
   serverStop(): Promise<ActionResult>;
+  /** Each coding agent: installed, connected, linked to the memory. */
+  connectView(): Promise<ConnectView>;
+  /** The exact diff connect (or undo) would write; writes nothing. */
+  connectPreview(client: string, undo: boolean): Promise<ConnectPlanView>;
+  /** Apply connect (or undo); `digest` from the preview refuses a plan that changed since. */
+  connectApply(client: string, undo: boolean, digest?: string): Promise<ConnectPlanView>;
 }
 
 /** A failed call: stable `code` (match on it, never on the message), message, field errors. */

@@ -9,6 +9,8 @@ import type {
   ConfigSaveResult,
   ConfigView,
   ConnectionTest,
+  ConnectPlanView,
+  ConnectView,
   KeyStatus,
   MemoryView,
   ModelsView,
@@ -49,4 +51,9 @@ export class TauriApi implements Api {
   pipelineResume() { return this.call<ActionResult>("pipeline_resume"); }
   serverStart() { return this.call<ActionResult>("server_start"); }
   serverStop() { return this.call<ActionResult>("server_stop"); }
+  connectView() { return this.call<ConnectView>("connect_view"); }
+  connectPreview(client: string, undo: boolean) { return this.call<ConnectPlanView>("connect_preview", { client, undo }); }
+  connectApply(client: string, undo: boolean, digest?: string) {
+    return this.call<ConnectPlanView>("connect_apply", { client, request: { undo, digest: digest ?? null } });
+  }
 }

@@ -485,6 +485,8 @@ async fn claimed(
         None => before.map(|c| c.to_string()).unwrap_or_default(),
     };
     tracing::info!(%commit, inputs = sel.len(), requests = report.requests, "phase 2 consolidated the memory folder");
+    // The agents' linked copies of the summary follow the new commit.
+    crate::connect::refresh_after_commit(deps.home);
     Ok(Outcome::Consolidated {
         commit,
         inputs: sel.len(),
@@ -737,6 +739,7 @@ pub fn history_command(
                 )));
             }
             let r = f.rollback(rev)?;
+            crate::connect::refresh_after_commit(home);
             Ok(format!(
                 "Rolled back the memory folder to {} as new commit {}.\nPrevious state kept at {} (restore it with `memories rollback {}`).\n{}",
                 &r.restored[..10],

@@ -75,26 +75,27 @@ fn jail(home: &Path) -> Result<Option<Jail>> {
 
 const NO_FOLDER: &str = "No memories yet: the memory folder has not been created (it appears after the first consolidation).\n";
 
-/// The policy block placed before the summary (its wording depends on whether the
-/// dedicated `memories_*` tools are offered).
-fn policy_text(dedicated_tools: bool) -> String {
-    let mut policy = POLICY.to_string();
+/// The line after the policy saying where more detail is (its wording depends on whether
+/// the dedicated `memories_*` tools are offered).
+fn detail_line(dedicated_tools: bool) -> &'static str {
     if dedicated_tools {
-        policy.push_str("\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/, daily/ for progress, archive/ for evidence).\n");
+        "\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/, daily/ for progress, archive/ for evidence).\n"
     } else {
-        policy.push_str(
-            "\nMore detail is in MEMORY.md and rollout_summaries/ of the memory folder.\n",
-        );
+        "\nMore detail is in MEMORY.md and rollout_summaries/ of the memory folder.\n"
     }
-    policy.push_str("\n### memory_summary.md\n\n");
-    policy
+}
+
+/// The policy block placed before the summary, with `detail` as its where-to-find-more line.
+fn policy_text(detail: &str) -> String {
+    format!("{POLICY}{detail}\n### memory_summary.md\n\n")
 }
 
 /// Tokens a `memory_summary.md` may use so that the injected block (policy + summary)
 /// stays within [`SUMMARY_TOKEN_BUDGET`]: the budget minus the longer policy variant.
 pub fn summary_token_room() -> usize {
-    let policy = codex_free_core::tokens::count(&policy_text(true))
-        .max(codex_free_core::tokens::count(&policy_text(false)));
+    let policy = codex_free_core::tokens::count(&policy_text(detail_line(true))).max(
+        codex_free_core::tokens::count(&policy_text(detail_line(false))),
+    );
     SUMMARY_TOKEN_BUDGET.saturating_sub(policy)
 }
 
@@ -103,6 +104,23 @@ pub fn summary_token_room() -> usize {
 /// (counted with [`codex_free_core::tokens::count`]); a cut is announced in a last line. `None` when
 /// memories are off, or the summary is missing, empty or unreadable (e.g. a link).
 pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
+    summary_block(home, cfg, detail_line(cfg.memories.dedicated_tools), 0)
+}
+
+/// The memory block for a copy linked into another agent's instructions file (see
+/// `crate::connect`): as [`summary_for_instructions`], with `detail` as the line on where
+/// to find more, and `reserved` tokens of the caller's own wrapper (marker lines) counted
+/// against the same [`SUMMARY_TOKEN_BUDGET`], so the file's block never exceeds it.
+pub fn summary_for_linked_copy(
+    home: &Path,
+    cfg: &Config,
+    detail: &str,
+    reserved: usize,
+) -> Option<String> {
+    summary_block(home, cfg, detail, reserved)
+}
+
+fn summary_block(home: &Path, cfg: &Config, detail: &str, reserved: usize) -> Option<String> {
     enabled(cfg).ok()?;
     let j = jail(home).ok()??;
     let raw = j.read_to_string(SUMMARY_MD).ok()?;
@@ -117,9 +135,9 @@ pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
             summary.len()
         );
     }
-    let policy = policy_text(cfg.memories.dedicated_tools);
+    let policy = policy_text(detail);
     let note = "(memory summary cut to fit the 2,500-token budget)\n";
-    let fixed = codex_free_core::tokens::count(&policy);
+    let fixed = codex_free_core::tokens::count(&policy) + reserved;
     let mut out = policy;
     let mut used = fixed;
     let lines: Vec<&str> = summary.lines().collect();

@@ -595,3 +595,67 @@ pub struct SetKeyRequest {
     /// The API key. Never echoed back, never logged.
     pub key: String,
 }
+
+/// One coding agent on the Connect page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConnectClient {
+    /// `codex`, `claude`, `pi` or `chatgpt`.
+    pub client: String,
+    /// Its program is on `PATH` (or its home directory exists).
+    pub installed: bool,
+    /// It has an MCP config we register in (Codex, Claude).
+    pub has_mcp: bool,
+    /// Its MCP config lists our server.
+    pub connected: bool,
+    /// Its instructions file holds our memory block (not for ChatGPT).
+    pub linked: bool,
+    /// Connected through `connect` (undo is possible).
+    pub recorded: bool,
+    /// When the memory block was last rewritten (RFC 3339), if ever.
+    pub last_refresh: Option<String>,
+    /// The files involved.
+    pub files: Vec<String>,
+    /// A problem reading them (e.g. a config that does not parse, with file and line).
+    pub problem: Option<String>,
+}
+
+/// The Connect page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConnectView {
+    /// Every client.
+    pub clients: Vec<ConnectClient>,
+    /// The command line registered for stdio clients, or why there is none.
+    pub server_command: String,
+}
+
+/// A previewed or applied connect/undo: the exact diff.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConnectPlanView {
+    /// The client.
+    pub client: String,
+    /// `true` for an undo.
+    pub undo: bool,
+    /// Unified diff of every file change (empty when nothing changes); for ChatGPT, the
+    /// connector steps instead.
+    pub diff: String,
+    /// SHA-256 of `diff`: pass it back to apply exactly what was shown.
+    pub digest: String,
+    /// The files that change.
+    pub files: Vec<String>,
+    /// `true` once written.
+    pub applied: bool,
+    /// What happened or would happen.
+    pub message: String,
+}
+
+/// Body of `POST /api/connect/{client}`.
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+pub struct ConnectRequest {
+    /// Undo instead of connect.
+    #[serde(default)]
+    pub undo: bool,
+    /// The previewed [`ConnectPlanView::digest`]; when given and the plan changed since, the
+    /// call is refused (busy) and nothing is written.
+    #[serde(default)]
+    pub digest: Option<String>,
+}

@@ -16,6 +16,9 @@
 //! | GET | `/api/audit/refusals` | `?limit=N` (1..=200, default 20) | [`RefusalsView`] |
 //! | POST | `/api/pipeline/{run,pause,resume}` | | [`ActionResult`] |
 //! | POST | `/api/server/{start,stop}` | | [`ActionResult`] |
+//! | GET | `/api/connect` | | [`ConnectView`] |
+//! | GET | `/api/connect/{client}/preview` | `?undo=true` | [`ConnectPlanView`] (never writes) |
+//! | POST | `/api/connect/{client}` | [`ConnectRequest`] | [`ConnectPlanView`]; 409 when the files changed since the previewed digest |
 //!
 //! Failures answer [`ApiError`] JSON with a status from the error code (400 bad argument,
 //! 404 not found, 409 busy, 503 secrets store unreachable, 500 otherwise).
@@ -47,6 +50,13 @@ use codex_free_core::Error;
 use codex_free_core::error::ErrorCode;
 
 type Svc = Arc<ApiService>;
+
+/// `?undo=true` of the connect preview.
+#[derive(serde::Deserialize)]
+struct UndoQuery {
+    #[serde(default)]
+    undo: bool,
+}
 
 /// An error answer.
 struct Fail(StatusCode, ApiError);
@@ -135,6 +145,21 @@ fn table() -> Table {
     .get("/api/status", |State(s): State<Svc>| {
         json(move || s.status())
     })
+    .get("/api/connect", |State(s): State<Svc>| {
+        json(move || s.connect_view())
+    })
+    .get(
+        "/api/connect/{client}/preview",
+        |State(s): State<Svc>, Path(client): Path<String>, Query(q): Query<UndoQuery>| {
+            json(move || s.connect_preview(&client, q.undo))
+        },
+    )
+    .post(
+        "/api/connect/{client}",
+        |State(s): State<Svc>, Path(client): Path<String>, Json(req): Json<ConnectRequest>| {
+            json(move || s.connect_apply(&client, &req))
+        },
+    )
     .get("/api/config", |State(s): State<Svc>| {
         json(move || s.get_config())
     })

@@ -12,6 +12,7 @@
 //! hold only overrides and happen under the file's lock (read-merge-validate-write).
 
 pub mod catalog;
+pub mod connect;
 pub mod dto;
 pub mod hooks;
 pub mod http;
@@ -309,6 +310,12 @@ impl ApiService {
             let text = serde_json::to_string_pretty(&overrides).expect("json");
             codex_free_core::home::write_atomic_unlocked(&path, format!("{text}\n").as_bytes())?;
             tracing::info!(path = %path.display(), "config saved");
+            if (before.memories.enabled, before.memories.use_memories)
+                != (cfg.memories.enabled, cfg.memories.use_memories)
+            {
+                // The agents' linked memory copies follow the switch (removed when off).
+                codex_free_pipeline::connect::refresh_after_commit(&self.home);
+            }
             Ok(ConfigSaveResult {
                 saved: true,
                 errors: Vec::new(),
@@ -739,6 +746,9 @@ mod tests {
         SetKeyRequest::export_all(&cfg).unwrap();
         ApiError::export_all(&cfg).unwrap();
         RefusalsView::export_all(&cfg).unwrap();
+        ConnectView::export_all(&cfg).unwrap();
+        ConnectPlanView::export_all(&cfg).unwrap();
+        ConnectRequest::export_all(&cfg).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -43,10 +43,9 @@ pub(crate) fn with_service<T>(
     session: Option<&str>,
     f: impl FnOnce(&Service<'_>) -> T,
 ) -> T {
+    let project = shared.project_jail();
     let scope = match &shared.mode {
-        Mode::Single { .. } => Scope::Single {
-            project: &shared.jail,
-        },
+        Mode::Single { .. } => Scope::Single { project: &project },
         Mode::Multi { .. } => Scope::Multi {
             access: &shared.jail,
             session,

@@ -21,7 +21,7 @@ use rmcp::model::{
     ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 
 use codex_free_core::Error;
 use codex_free_core::Result;
@@ -38,11 +38,42 @@ pub enum Mode {
     Multi { access_root: PathBuf },
 }
 
+/// Where a single-project server's root came from (`get_environment` says which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootSource {
+    /// `--project DIR` (or multi-project mode's `--access-root`).
+    Flag,
+    /// The first `file://` root the client listed (MCP `roots/list`).
+    ClientRoots,
+    /// The server's working directory: no `--project`, and the client offered no roots.
+    WorkingDirectory,
+}
+
+impl RootSource {
+    /// One line for `get_environment`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RootSource::Flag => "--project",
+            RootSource::ClientRoots => "the client's MCP roots (roots/list)",
+            RootSource::WorkingDirectory => {
+                "the working directory (no --project, and the client offered no MCP roots)"
+            }
+        }
+    }
+}
+
+/// How long a tool call waits for the client's roots after `initialized` before it runs on
+/// the working directory (a client that offers roots answers `roots/list` at once).
+pub const ROOTS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How to build a server.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
     /// Single or multi-project.
     pub mode: Mode,
+    /// Where the single project's root comes from; [`RootSource::WorkingDirectory`] means
+    /// "follow the client's roots when it offers them".
+    pub root_source: RootSource,
     /// State home (`~/.codex-free` or `CODEX_FREE_HOME`).
     pub home: PathBuf,
     /// Config file (default `<home>/codex.config.json`).
@@ -55,6 +86,7 @@ impl ServerOptions {
         let root = canonical_dir(project, "--project")?;
         Ok(Self {
             mode: Mode::Single { root },
+            root_source: RootSource::Flag,
             home: home.to_path_buf(),
             config_path: config_path.unwrap_or_else(|| home.join(CONFIG_FILE)),
         })
@@ -65,6 +97,20 @@ impl ServerOptions {
         let access_root = canonical_dir(access_root, "--access-root")?;
         Ok(Self {
             mode: Mode::Multi { access_root },
+            root_source: RootSource::Flag,
+            home: home.to_path_buf(),
+            config_path: config_path.unwrap_or_else(|| home.join(CONFIG_FILE)),
+        })
+    }
+
+    /// Single-project options without `--project` (one registration for every project): the
+    /// project is the client's first MCP root once it lists them, until then (and for a
+    /// client without roots) the working directory `cwd`.
+    pub fn from_client(cwd: &Path, home: &Path, config_path: Option<PathBuf>) -> Result<Self> {
+        let root = canonical_dir(cwd, "the working directory")?;
+        Ok(Self {
+            mode: Mode::Single { root },
+            root_source: RootSource::WorkingDirectory,
             home: home.to_path_buf(),
             config_path: config_path.unwrap_or_else(|| home.join(CONFIG_FILE)),
         })
@@ -183,9 +229,64 @@ pub struct Shared {
     pub transcripts: std::sync::Mutex<
         std::collections::HashMap<String, Arc<codex_free_pipeline::sources::mcp::TranscriptWriter>>,
     >,
+    /// Single mode: the project's jail now and where its root came from (the client's roots
+    /// replace the working directory once listed).
+    pub project: RwLock<(Jail, RootSource)>,
+    /// Follow the client's MCP roots (started without `--project`).
+    pub follow_roots: bool,
+    /// Set once the client's roots were asked for (or there are none to ask for).
+    pub roots_ready: tokio::sync::watch::Sender<bool>,
 }
 
 impl Shared {
+    /// The jail of the single project (its current root), or of the access root.
+    pub fn project_jail(&self) -> Jail {
+        match self.mode {
+            Mode::Single { .. } => self
+                .project
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .0
+                .clone(),
+            Mode::Multi { .. } => self.jail.clone(),
+        }
+    }
+
+    /// Where the single project's root came from.
+    pub fn root_source(&self) -> RootSource {
+        self.project.read().unwrap_or_else(|p| p.into_inner()).1
+    }
+
+    /// Take the first `file://` root of `roots` that is a directory outside the protected
+    /// set as the project; `false` (and the working directory stays) when none is.
+    // Roots are deprecated by SEP-2577, but they are how Codex CLI and Claude Code say
+    // which project a session is in today.
+    #[allow(deprecated)]
+    pub fn adopt_roots(&self, roots: &[rmcp::model::Root]) -> bool {
+        for r in roots {
+            let Some(path) = url::Url::parse(&r.uri)
+                .ok()
+                .filter(|u| u.scheme() == "file")
+                .and_then(|u| u.to_file_path().ok())
+            else {
+                tracing::info!(uri = %r.uri, "MCP root ignored: not a file:// URI");
+                continue;
+            };
+            let jail = canonical_dir(&path, "the client's root")
+                .and_then(|root| Jail::new(&root, self.jail.protected().clone()));
+            match jail {
+                Ok(j) => {
+                    tracing::info!(root = %j.root().display(), "project root from the client's MCP roots");
+                    *self.project.write().unwrap_or_else(|p| p.into_inner()) =
+                        (j, RootSource::ClientRoots);
+                    return true;
+                }
+                Err(e) => tracing::warn!(uri = %r.uri, "MCP root not used: {e}"),
+            }
+        }
+        false
+    }
+
     /// Note activity of client `key` (a conversation or MCP-session key; never a raw
     /// `openai/session` value) and forget clients idle longer than [`CLIENT_WINDOW`].
     pub fn touch_client(&self, key: &str) {
@@ -253,8 +354,12 @@ impl CodexFree {
             .filter(|d| !d.as_os_str().is_empty())
             .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
         let config = LiveConfig::load(opts.config_path)?;
+        let follow_roots = opts.root_source == RootSource::WorkingDirectory;
         let shared = Arc::new(Shared {
             mode: opts.mode,
+            project: RwLock::new((jail.clone(), opts.root_source)),
+            follow_roots,
+            roots_ready: tokio::sync::watch::Sender::new(!follow_roots),
             jail,
             home: opts.home,
             config,
@@ -393,7 +498,7 @@ impl CodexFree {
                 w.clone()
             } else {
                 let cwd = match &self.shared.mode {
-                    Mode::Single { root } => Some(root.clone()),
+                    Mode::Single { .. } => Some(self.shared.project_jail().root().to_path_buf()),
                     Mode::Multi { .. } => None,
                 };
                 match codex_free_pipeline::sources::mcp::TranscriptWriter::open(
@@ -496,7 +601,7 @@ impl CodexFree {
         let config = self.client_config();
         match &self.shared.mode {
             Mode::Single { .. } => Ok(ToolCtx::new(
-                self.shared.jail.clone(),
+                self.shared.project_jail(),
                 config,
                 self.shared.home.clone(),
             )),
@@ -541,6 +646,33 @@ impl CodexFree {
     /// The OS sandbox commands of this server run in (fixed at startup, as `exec.*`).
     pub fn sandbox_status(&self) -> codex_free_tools::exec::SandboxStatus {
         codex_free_tools::exec::sandbox_status(&self.shared.config.startup().exec)
+    }
+}
+
+impl CodexFree {
+    // See `Shared::adopt_roots` for why the deprecated roots API is used.
+    #[allow(deprecated)]
+    async fn follow_client_roots(&self, peer: &rmcp::service::Peer<RoleServer>) {
+        let offers = peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.roots.is_some());
+        if !offers {
+            tracing::info!("the client offers no MCP roots: the project is the working directory");
+            return;
+        }
+        match tokio::time::timeout(ROOTS_WAIT, peer.list_roots()).await {
+            Ok(Ok(r)) => {
+                if !self.shared.adopt_roots(&r.roots) {
+                    tracing::info!("no usable MCP root: the project is the working directory");
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!("roots/list failed: {e}; the project is the working directory")
+            }
+            Err(_) => {
+                tracing::warn!("roots/list got no answer; the project is the working directory")
+            }
+        }
     }
 }
 
@@ -589,11 +721,36 @@ impl ServerHandler for CodexFree {
         self.negotiate_initialize(&request)
     }
 
+    /// Without `--project`: ask a client that offers roots for them, and work on the first
+    /// usable one; tool calls wait (at most [`ROOTS_WAIT`]) until this is done.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.shared.follow_roots {
+            self.follow_client_roots(&context.peer).await;
+        }
+        self.shared.roots_ready.send_replace(true);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        if self.shared.follow_roots {
+            self.follow_client_roots(&context.peer).await;
+        }
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, rmcp::ErrorData> {
+        if self.shared.follow_roots {
+            let mut rx = self.shared.roots_ready.subscribe();
+            if tokio::time::timeout(ROOTS_WAIT, rx.wait_for(|r| *r))
+                .await
+                .is_err()
+            {
+                // No `initialized` came: work on the working directory from now on.
+                self.shared.roots_ready.send_replace(true);
+            }
+        }
         let session = context
             .meta
             .0

@@ -158,8 +158,22 @@ impl CodexFree {
     #[tool(annotations(title = "Environment", read_only_hint = true, open_world_hint = false))]
     async fn get_environment(&self, ext: Extensions) -> CallToolResult {
         let client = self.client_line();
+        let source = match self.shared.mode {
+            crate::mcp::server::Mode::Single { .. } => Some(self.shared.root_source()),
+            crate::mcp::server::Mode::Multi { .. } => None,
+        };
         reply(self.ctx(&conversation(&ext)).map(|c| {
-            let mut t = doc::get_environment(&c);
+            let env = doc::get_environment(&c);
+            let mut t = match source {
+                // Right after the `project root:` line.
+                Some(s) => match env.split_once('\n') {
+                    Some((first, rest)) => {
+                        format!("{first}\nproject root from: {}\n{rest}", s.describe())
+                    }
+                    None => format!("{env}\nproject root from: {}", s.describe()),
+                },
+                None => env,
+            };
             if let Some(line) = client {
                 t.push('\n');
                 t.push_str(&line);
