@@ -283,7 +283,12 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             if args.plan {
                 print!("{}", tidy::plan(&opts)?.render());
             } else {
-                print!("{}", tidy::apply(&opts)?.render());
+                let report = tidy::apply(&opts)?;
+                print!("{}", report.render());
+                // The state home's memory changed: the copies linked into agents follow.
+                if args.dir.is_none() {
+                    codex_free_pipeline::connect::refresh_after_commit(&home);
+                }
             }
         }
         MemoriesTop::BenchHygiene(args) => {

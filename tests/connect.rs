@@ -470,15 +470,21 @@ fn the_linked_copy_follows_rollback_and_the_use_switch() {
     let h = Homes::new();
     std::fs::remove_dir_all(h.state.join("memories")).unwrap();
     let (f, _) = MemoryFolder::open_or_init(&h.state).unwrap();
+    // Valid summaries: rollback refuses a target that would not pass today's checks.
+    let summary = |word: &str| {
+        format!(
+            "v1\n## User Profile\n- {word}\n## User preferences\n- pnpm\n## General Tips\n- verify live\n## What's in Memory\n- MEMORY.md\n"
+        )
+    };
     std::fs::write(
         f.root().join("memory_summary.md"),
-        "- old codeword: amber-11\n",
+        summary("old codeword: amber-11"),
     )
     .unwrap();
     let first = f.commit_all("first").unwrap().unwrap();
     std::fs::write(
         f.root().join("memory_summary.md"),
-        "- new codeword: cobalt-22\n",
+        summary("new codeword: cobalt-22"),
     )
     .unwrap();
     f.commit_all("second").unwrap().unwrap();
