@@ -179,11 +179,10 @@ pub fn fit_conversation(messages: &mut [Message], max: usize) -> Result<()> {
         .rposition(|m| m.role == Role::Assistant)
         .unwrap_or(messages.len());
     let mut total = conversation_tokens(messages);
-    for i in 0..last_assistant {
+    for m in messages.iter_mut().take(last_assistant) {
         if total <= max {
             break;
         }
-        let m = &mut messages[i];
         if m.role == Role::Tool && m.content != ELIDED {
             let before = codex_free_core::tokens::count(&m.content);
             m.content = ELIDED.to_string();
