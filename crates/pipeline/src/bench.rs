@@ -145,6 +145,8 @@ pub struct Report {
     pub total: SessionReport,
     /// Wall time of parse + render (both variants) for all sessions, seconds.
     pub elapsed_secs: f64,
+    /// Worker threads the sessions were measured on (the machine's parallelism).
+    pub threads: usize,
 }
 
 impl Report {
@@ -169,36 +171,25 @@ fn ratio(a: usize, b: usize) -> f64 {
 /// [`Report::failed`]).
 pub fn run(opts: &BenchOptions) -> Result<Report> {
     let start = Instant::now();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut sessions = Vec::new();
     let mut failed = Vec::new();
-    for c in discover(&opts.roots, &opts.sources) {
-        if sessions.len() >= opts.max_sessions {
-            break;
-        }
-        let rollout = match parse_file(&c.path, c.source) {
-            Ok(r) => r,
-            Err(e) => {
-                failed.push((c.path.clone(), e.to_string()));
-                continue;
+    let candidates = discover(&opts.roots, &opts.sources);
+    let mut next = 0;
+    // Rounds of as many candidates as sessions are still wanted, measured in parallel (as
+    // phase 1 prepares several sessions at once); results keep discovery's order.
+    while sessions.len() < opts.max_sessions && next < candidates.len() {
+        let want = opts.max_sessions - sessions.len();
+        let round = &candidates[next..(next + want).min(candidates.len())];
+        next += round.len();
+        let results = measure_parallel(round, opts, threads);
+        for (c, r) in round.iter().zip(results) {
+            match r {
+                Ok(Some(s)) => sessions.push(s),
+                Ok(None) => {}
+                Err(e) => failed.push((c.path.clone(), e)),
             }
-        };
-        if rollout.is_subagent {
-            continue;
         }
-        let (raw, comp) = render_pair(&rollout, opts.budget, opts.context_window);
-        sessions.push(SessionReport {
-            source: c.source,
-            id: rollout.id.clone(),
-            path: c.path.clone(),
-            bytes: c.size,
-            tool_results: comp.tool_results,
-            tokens_before: raw.tokens_before,
-            tokens_after: comp.tokens_compacted,
-            tool_tokens_before: raw.tool_tokens_before,
-            tool_tokens_after: comp.tool_tokens_after,
-            sent_before: raw.tokens_after,
-            sent_after: comp.tokens_after,
-        });
     }
     let elapsed_secs = start.elapsed().as_secs_f64();
     let mut total = SessionReport {
@@ -231,7 +222,67 @@ pub fn run(opts: &BenchOptions) -> Result<Report> {
         failed,
         total,
         elapsed_secs,
+        threads,
     })
+}
+
+/// Measure `round` on `threads` worker threads; one result per candidate, in order
+/// (`Ok(None)` for a sub-agent session, which phase 1 never sends).
+fn measure_parallel(
+    round: &[crate::discover::Candidate],
+    opts: &BenchOptions,
+    threads: usize,
+) -> Vec<std::result::Result<Option<SessionReport>, String>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<std::result::Result<Option<SessionReport>, String>>>> =
+        round.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(round.len()).max(1) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(c) = round.get(i) else { break };
+                    let r = measure_one(c, opts);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err("not measured (a worker thread failed)".into()))
+        })
+        .collect()
+}
+
+fn measure_one(
+    c: &crate::discover::Candidate,
+    opts: &BenchOptions,
+) -> std::result::Result<Option<SessionReport>, String> {
+    let rollout = parse_file(&c.path, c.source).map_err(|e| e.to_string())?;
+    if rollout.is_subagent {
+        return Ok(None);
+    }
+    let (raw, comp) = render_pair(&rollout, opts.budget, opts.context_window);
+    Ok(Some(SessionReport {
+        source: c.source,
+        id: rollout.id.clone(),
+        path: c.path.clone(),
+        bytes: c.size,
+        tool_results: comp.tool_results,
+        tokens_before: raw.tokens_before,
+        tokens_after: comp.tokens_compacted,
+        tool_tokens_before: raw.tool_tokens_before,
+        tool_tokens_after: comp.tool_tokens_after,
+        sent_before: raw.tokens_after,
+        sent_after: comp.tokens_after,
+    }))
 }
 
 /// Write `report` as a table: one row per session, then the total and throughput.
@@ -291,10 +342,11 @@ pub fn print(report: &Report, w: &mut impl Write) -> io::Result<()> {
     )?;
     writeln!(
         w,
-        "throughput: {:.2} MB/s ({} bytes in {:.3} s, parse + redact + render twice + token counts)",
+        "throughput: {:.2} MB/s ({} bytes in {:.3} s on {} thread(s), parse + redact + render twice + token counts)",
         report.throughput_mb_s(),
         report.total.bytes,
-        report.elapsed_secs
+        report.elapsed_secs,
+        report.threads
     )?;
     for (p, e) in &report.failed {
         writeln!(w, "unreadable: {}: {e}", p.display())?;
