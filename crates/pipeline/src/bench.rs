@@ -226,15 +226,18 @@ pub fn run(opts: &BenchOptions) -> Result<Report> {
     })
 }
 
+/// One candidate's measurement: `Ok(None)` for a sub-agent session, `Err` for an unreadable file.
+type Measured = std::result::Result<Option<SessionReport>, String>;
+
 /// Measure `round` on `threads` worker threads; one result per candidate, in order
 /// (`Ok(None)` for a sub-agent session, which phase 1 never sends).
 fn measure_parallel(
     round: &[crate::discover::Candidate],
     opts: &BenchOptions,
     threads: usize,
-) -> Vec<std::result::Result<Option<SessionReport>, String>> {
+) -> Vec<Measured> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<std::result::Result<Option<SessionReport>, String>>>> =
+    let slots: Vec<std::sync::Mutex<Option<Measured>>> =
         round.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..threads.min(round.len()).max(1) {
@@ -261,10 +264,7 @@ fn measure_parallel(
         .collect()
 }
 
-fn measure_one(
-    c: &crate::discover::Candidate,
-    opts: &BenchOptions,
-) -> std::result::Result<Option<SessionReport>, String> {
+fn measure_one(c: &crate::discover::Candidate, opts: &BenchOptions) -> Measured {
     let rollout = parse_file(&c.path, c.source).map_err(|e| e.to_string())?;
     if rollout.is_subagent {
         return Ok(None);
