@@ -245,10 +245,14 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             let config = Config::load(&config_path)?.config;
             let budget =
                 codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories);
-            if args.files.is_empty() && !hygiene::default_folder(&home).is_dir() {
+            let folder = hygiene::default_folder(&home);
+            if args.files.is_empty()
+                && !folder.join("MEMORY.md").exists()
+                && !folder.join("memory_summary.md").exists()
+            {
                 println!(
-                    "No memory folder yet at {}.",
-                    hygiene::default_folder(&home).display()
+                    "Nothing to lint yet: no MEMORY.md or memory_summary.md in {} (they appear after the first consolidation).",
+                    folder.display()
                 );
                 return Ok(());
             }

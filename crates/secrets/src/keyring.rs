@@ -201,9 +201,10 @@ pub fn open() -> Opened {
             Ok(s) => opened(s, false, None),
             Err(ss) => {
                 let why = ss.to_string();
-                // Info, not a warning: every stdio session opens the store, and the fallback
-                // is shown where a user acts on it (the dashboard's key-store card).
-                tracing::info!(error = %why, "Secret Service unavailable; using the keyutils fallback");
+                // Debug, not a warning: every command and stdio session opens the store, and
+                // the fallback is shown where a user acts on it (the dashboard's key-store
+                // card, `memories status`'s key line).
+                tracing::debug!(error = %why, "Secret Service unavailable; using the keyutils fallback");
                 match keyutils() {
                     Ok(s) => opened(s, true, Some(why)),
                     Err(ku) => fail(format!("{why}; {ku}")),
