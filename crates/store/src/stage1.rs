@@ -221,6 +221,15 @@ const THREAD_COLS: &str =
     "id, source, path, cwd, title, updated_at, is_subagent, is_ephemeral, memory_mode";
 const OUTPUT_COLS: &str = "thread_id, source_updated_at, raw_memory, rollout_summary, rollout_slug, generated_at, usage_count, last_usage";
 
+/// Raise one output's usage count and set its last use to `now`; rows changed (0 or 1).
+fn credit_usage(tx: &Transaction<'_>, thread_id: &str, now: i64) -> Result<usize> {
+    tx.execute(
+        "UPDATE stage1_outputs SET usage_count = usage_count + 1, last_usage = ?1 WHERE thread_id = ?2",
+        params![now, thread_id],
+    )
+    .map_err(db_err)
+}
+
 /// Advance the phase-2 job's input watermark (create it as `pending` if absent; a running
 /// one stays running). Phase 2 compares watermarks to know there is new input.
 pub(crate) fn enqueue_phase2(tx: &Transaction<'_>, watermark: i64) -> rusqlite::Result<()> {
@@ -643,12 +652,7 @@ impl Store {
         let tx = c.transaction().map_err(db_err)?;
         let mut n = 0;
         for id in thread_ids {
-            n += tx
-                .execute(
-                    "UPDATE stage1_outputs SET usage_count = usage_count + 1, last_usage = ?1 WHERE thread_id = ?2",
-                    params![now, id],
-                )
-                .map_err(db_err)?;
+            n += credit_usage(&tx, id, now)?;
         }
         tx.commit().map_err(db_err)?;
         Ok(n)
@@ -681,12 +685,7 @@ impl Store {
                 )
                 .map_err(db_err)?;
             if new == 1 {
-                n += tx
-                    .execute(
-                        "UPDATE stage1_outputs SET usage_count = usage_count + 1, last_usage = ?1 WHERE thread_id = ?2",
-                        params![now, id],
-                    )
-                    .map_err(db_err)?;
+                n += credit_usage(&tx, id, now)?;
             }
         }
         tx.commit().map_err(db_err)?;

@@ -405,8 +405,9 @@ fn the_linked_block_stays_within_the_summary_budget() {
         n <= crate::phase2::readpath::SUMMARY_TOKEN_BUDGET,
         "{n} tokens"
     );
-    assert!(n > 2000, "{n}: filled up to the budget");
-    assert!(text.contains("cut to fit"));
+    // The summary's 4 KiB byte budget cuts before the token budget does.
+    assert!(n > 600, "{n}: filled up to the budget");
+    assert!(text.contains("(memory summary cut to"), "{text}");
     assert!(text.trim_end().ends_with(BLOCK_END));
 }
 

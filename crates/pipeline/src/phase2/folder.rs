@@ -485,14 +485,7 @@ impl MemoryFolder {
         if self.head()?.is_none() {
             return Ok("The memory folder has no commits yet.\n".into());
         }
-        let c = repo
-            .revparse_single(spec)
-            .and_then(|o| o.peel_to_commit())
-            .map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "rev {spec:?} names no commit of the memory folder; see `memories history`"
-                ))
-            })?;
+        let c = commit_at(&repo, spec)?;
         let parent_tree = c.parent(0).ok().and_then(|p| p.tree().ok());
         let tree = c.tree().map_err(git_err("tree"))?;
         let diff = repo
@@ -553,14 +546,7 @@ impl MemoryFolder {
     /// Errors: [`Error::InvalidArgument`] for a rev that names no commit.
     pub fn artifacts_at(&self, rev: &str) -> Result<(Option<String>, Option<String>)> {
         let repo = self.repo()?;
-        let commit = repo
-            .revparse_single(rev)
-            .and_then(|o| o.peel_to_commit())
-            .map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "rev {rev:?} names no commit of the memory folder; see `memories history`"
-                ))
-            })?;
+        let commit = commit_at(&repo, rev)?;
         let tree = commit.tree().map_err(git_err("tree"))?;
         let blob = |name: &str| -> Option<String> {
             let e = tree.get_name(name)?;
@@ -583,14 +569,7 @@ impl MemoryFolder {
         let head = self.head()?.ok_or_else(|| {
             Error::InvalidArgument("the memory folder has no commits to roll back to".into())
         })?;
-        let target = repo
-            .revparse_single(rev)
-            .and_then(|o| o.peel_to_commit())
-            .map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "rev {rev:?} names no commit of the memory folder; see `memories history`"
-                ))
-            })?;
+        let target = commit_at(&repo, rev)?;
         let pending = self.workspace_diff(0)?;
         if pending.has_changes() {
             return Err(Error::Busy(format!(
@@ -679,6 +658,19 @@ impl MemoryFolder {
             changes,
         })
     }
+}
+
+/// The commit `rev` names (an id, a prefix, or a rev such as `HEAD~1`).
+///
+/// Errors: [`Error::InvalidArgument`] naming `memories history` when it names none.
+fn commit_at<'r>(repo: &'r Repository, rev: &str) -> Result<git2::Commit<'r>> {
+    repo.revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|_| {
+            Error::InvalidArgument(format!(
+                "rev {rev:?} names no commit of the memory folder; see `memories history`"
+            ))
+        })
 }
 
 fn signature() -> Result<Signature<'static>> {
