@@ -170,6 +170,9 @@ fn ratio(a: usize, b: usize) -> f64 {
 /// Errors: none besides what discovery reports (unreadable files are listed in
 /// [`Report::failed`]).
 pub fn run(opts: &BenchOptions) -> Result<Report> {
+    // Load the tokenizer's tables before the clock starts: a one-time cost per process,
+    // not throughput.
+    codex_free_core::tokens::count("warm up");
     let start = Instant::now();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut sessions = Vec::new();
