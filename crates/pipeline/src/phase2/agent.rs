@@ -218,6 +218,11 @@ pub struct TurnRecord {
 pub trait TurnLog: Send + Sync {
     /// Record one request.
     fn record(&self, rec: &TurnRecord);
+    /// Why no further request may be sent (the monthly spend cap was reached during the
+    /// run), checked before every request; `None` = go on.
+    fn blocked(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A [`TurnLog`] that keeps nothing.
@@ -371,6 +376,9 @@ async fn tool_loop(
         }
         if let Some(w) = model.context_window() {
             fit_conversation(messages, max_input_tokens(w))?;
+        }
+        if let Some(why) = log.blocked() {
+            return Err(Error::Budget(why));
         }
         report.requests += 1;
         let started = Instant::now();

@@ -243,6 +243,14 @@ impl TurnLog for RunLog<'_> {
             tracing::warn!("could not record phase-2 usage: {e}");
         }
     }
+
+    fn blocked(&self) -> Option<String> {
+        match self.store.spend_blocked() {
+            Ok(b) => b,
+            // Cannot tell what was spent: stop rather than spend blind.
+            Err(e) => Some(format!("could not check the spend cap: {e}")),
+        }
+    }
 }
 
 /// Run phase 2 once. `force` ignores the cooldown and the retry backoff (never a live
@@ -1463,6 +1471,40 @@ mod tests {
         )];
         let e = agent::fit_conversation(&mut big, max).unwrap_err();
         assert!(e.to_string().contains("nothing was sent"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn spend_cap_reached_mid_run_stops_before_the_next_request() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(1);
+        // The cap is hit by other spend while the first request is answered.
+        struct CapAfterFirst<'a>(&'a MemStore, Scripted);
+        impl ConsolidationModel for CapAfterFirst<'_> {
+            fn model_id(&self) -> String {
+                self.1.model_id()
+            }
+            fn complete<'b>(
+                &'b self,
+                req: agent::ModelRequest<'b>,
+            ) -> agent::BoxFuture<'b, Result<agent::ModelReply>> {
+                *self.0.blocked.lock().unwrap() = Some("monthly spend cap reached".into());
+                self.1.complete(req)
+            }
+        }
+        let model = CapAfterFirst(&store, Scripted::new(good_agent()));
+        let mut d = deps(home.path(), &cfg, &store, &model.1);
+        d.model = Some(&model);
+        let out = run(&d, false).await.unwrap();
+        let Outcome::Failed { reason, .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert!(reason.contains("spend cap"), "{reason}");
+        assert_eq!(
+            model.1.seen.lock().unwrap().len(),
+            1,
+            "no request after the cap"
+        );
     }
 
     #[tokio::test]
