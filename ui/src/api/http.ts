@@ -4,8 +4,8 @@
 // `codex-free token login`); the page never sees a token. The server accepts only its own
 // loopback origin, so the cookie cannot be used from another site or through a tunnel.
 
-import { ApiFailure, cleanFilter, toFailure } from "./index";
-import type { Api, ConfigPatch } from "./index";
+import { ApiFailure, cleanFilter, toFailure } from "./contract";
+import type { Api, ConfigPatch } from "./contract";
 import type {
   ActionResult,
   ConfigSaveResult,
@@ -32,7 +32,13 @@ export class HttpApi implements Api {
   ) {}
 
   private async call<T>(method: string, path: string, body?: unknown, accept422 = false): Promise<T> {
-    const headers: Record<string, string> = { Accept: "application/json" };
+    const res = await this.send(method, path, body, accept422, "application/json");
+    return (await res.json()) as T;
+  }
+
+  /** One request with the shared error handling; resolves with a successful response. */
+  private async send(method: string, path: string, body: unknown, accept422: boolean, accept: string): Promise<Response> {
+    const headers: Record<string, string> = { Accept: accept };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let res: Response;
     try {
@@ -45,7 +51,7 @@ export class HttpApi implements Api {
     } catch (e) {
       throw toFailure(e);
     }
-    if (res.ok || (accept422 && res.status === 422)) return (await res.json()) as T;
+    if (res.ok || (accept422 && res.status === 422)) return res;
     let err: unknown;
     try {
       err = await res.json();
@@ -80,8 +86,7 @@ export class HttpApi implements Api {
   }
   runs(filter: RunFilter) { return this.call<RunsView>("GET", `/api/runs${this.query(filter)}`); }
   async runsCsv(filter: RunFilter): Promise<string> {
-    const res = await this.fetchImpl(`${this.base}/api/runs.csv${this.query(filter)}`, { credentials: "same-origin" });
-    if (!res.ok) throw toFailure(await res.json().catch(() => ({ code: "http", message: res.statusText })), res.status);
+    const res = await this.send("GET", `/api/runs.csv${this.query(filter)}`, undefined, false, "text/csv");
     return res.text();
   }
   memory() { return this.call<MemoryView>("GET", "/api/memory"); }

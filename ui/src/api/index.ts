@@ -3,96 +3,10 @@
 // Tauri (`invoke`, inside the desktop app's window). The choice is made once at start.
 // Wire types come from Rust via ts-rs (./types), so both sides share one definition.
 
-import type {
-  ActionResult,
-  ApiError,
-  ConfigSaveResult,
-  ConfigView,
-  ConnectionTest,
-  ConnectPlanView,
-  ConnectView,
-  FieldError,
-  KeyStatus,
-  MemoryView,
-  ModelsView,
-  RefusalsView,
-  RunFilter,
-  RunsView,
-  Status,
-} from "./types";
+import type { Api } from "./contract";
 
+export * from "./contract";
 export type * from "./types";
-
-/** A config change, nested like codex.config.json: `{ output: { maxFileLines: 50 } }`. */
-export type ConfigPatch = Record<string, Record<string, unknown>>;
-
-/** Every call the UI makes. */
-export interface Api {
-  readonly kind: "http" | "tauri";
-  status(): Promise<Status>;
-  getConfig(): Promise<ConfigView>;
-  /** Checks a change without saving. */
-  validateConfig(patch: ConfigPatch): Promise<ConfigSaveResult>;
-  /** Saves a change; resolves with `saved: false` and per-field errors when invalid. */
-  saveConfig(patch: ConfigPatch): Promise<ConfigSaveResult>;
-  models(): Promise<ModelsView>;
-  setKey(provider: string, key: string): Promise<KeyStatus>;
-  deleteKey(provider: string): Promise<KeyStatus>;
-  testConnection(provider: string): Promise<ConnectionTest>;
-  runs(filter: RunFilter): Promise<RunsView>;
-  runsCsv(filter: RunFilter): Promise<string>;
-  memory(): Promise<MemoryView>;
-  /** The newest failed or refused tool calls of the audit trail. */
-  refusals(limit?: number): Promise<RefusalsView>;
-  pipelineRun(): Promise<ActionResult>;
-  pipelinePause(): Promise<ActionResult>;
-  pipelineResume(): Promise<ActionResult>;
-  serverStart(): Promise<ActionResult>;
-  serverStop(): Promise<ActionResult>;
-  /** Each coding agent: installed, connected, linked to the memory. */
-  connectView(): Promise<ConnectView>;
-  /** The exact diff connect (or undo) would write; writes nothing. */
-  connectPreview(client: string, undo: boolean): Promise<ConnectPlanView>;
-  /** Apply connect (or undo); `digest` from the preview refuses a plan that changed since. */
-  connectApply(client: string, undo: boolean, digest?: string): Promise<ConnectPlanView>;
-}
-
-/** A failed call: stable `code` (match on it, never on the message), message, field errors. */
-export class ApiFailure extends Error {
-  readonly code: string;
-  readonly fields: FieldError[];
-  readonly status: number;
-  constructor(e: ApiError, status = 0) {
-    super(e.message);
-    this.name = "ApiFailure";
-    this.code = e.code;
-    this.fields = e.fields ?? [];
-    this.status = status;
-  }
-}
-
-/** Turn anything thrown by a backend into an ApiFailure. */
-export function toFailure(e: unknown, status = 0): ApiFailure {
-  if (e instanceof ApiFailure) return e;
-  if (e && typeof e === "object" && "code" in e && "message" in e) {
-    const o = e as { code: unknown; message: unknown; fields?: unknown };
-    return new ApiFailure(
-      { code: String(o.code), message: String(o.message), fields: Array.isArray(o.fields) ? (o.fields as FieldError[]) : [] },
-      status,
-    );
-  }
-  const message = e instanceof Error ? e.message : String(e);
-  return new ApiFailure({ code: "network", message, fields: [] }, status);
-}
-
-/** Drop empty filter values so they are not sent. */
-export function cleanFilter(f: RunFilter): Partial<RunFilter> {
-  const out: Record<string, string | number> = {};
-  for (const [k, v] of Object.entries(f)) {
-    if (v !== null && v !== undefined && v !== "") out[k] = v as string | number;
-  }
-  return out as Partial<RunFilter>;
-}
 
 /** True inside the Tauri window. */
 export function inTauri(w: object = globalThis): boolean {

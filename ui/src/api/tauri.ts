@@ -2,8 +2,8 @@
 // ApiService the HTTP routes use). Rejections carry the Rust ApiError object.
 
 import { invoke as tauriInvoke } from "@tauri-apps/api/core";
-import { cleanFilter, toFailure } from "./index";
-import type { Api, ConfigPatch } from "./index";
+import { cleanFilter, toFailure } from "./contract";
+import type { Api, ConfigPatch } from "./contract";
 import type {
   ActionResult,
   ConfigSaveResult,

@@ -68,9 +68,9 @@ function ClientCard({ c, reload }: { c: ConnectClient; reload: () => void }) {
       {c.files.length > 0 && (
         <p class="muted small">
           {c.files.map((f) => (
-            <>
+            <span key={f}>
               <code>{f}</code>{" "}
-            </>
+            </span>
           ))}
         </p>
       )}
@@ -106,7 +106,7 @@ export function Connect() {
       <ErrorBox error={error} />
       <div class="two">
         {data.clients.map((c) => (
-          <ClientCard c={c} reload={() => void reload()} />
+          <ClientCard key={c.client} c={c} reload={() => void reload()} />
         ))}
       </div>
     </div>

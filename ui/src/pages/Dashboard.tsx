@@ -118,8 +118,8 @@ export function Dashboard() {
           <p class="muted">None.</p>
         ) : (
           <ul class="errors">
-            {s.recent_errors.map((e) => (
-              <li>
+            {s.recent_errors.map((e, i) => (
+              <li key={i}>
                 <span class="muted">{formatTime(e.time_ms)}</span> <Badge kind="error">{e.source}</Badge> {e.message}
               </li>
             ))}
@@ -138,8 +138,8 @@ export function Dashboard() {
               <p class="muted">No refused or failed tool calls.</p>
             ) : (
               <ul class="errors" data-testid="refusal-list">
-                {audit.refusals.map((r) => (
-                  <li data-testid="refusal">
+                {audit.refusals.map((r, i) => (
+                  <li key={i} data-testid="refusal">
                     <span class="muted">{formatTime(r.time_ms)}</span> <Badge kind="error">{r.code}</Badge>{" "}
                     <code>{r.tool}</code> <span class="muted small">{r.conversation}</span>
                   </li>

@@ -16,7 +16,7 @@ function FileView({ f }: { f: MemoryFile }) {
           <Gauge value={f.bytes} max={f.max_bytes} label={`${formatBytes(f.bytes)} / ${formatBytes(f.max_bytes)}`} testid={`gauge-bytes-${f.name}`} />
           {(f.lines > f.max_lines || f.bytes > f.max_bytes) && <p class="error-text">Over budget: the next consolidation should shrink it.</p>}
           <button onClick={() => setOpen(!open)}>{open ? "Hide" : "Show"} content</button>
-          {open && <pre class="content">{f.content}{f.truncated && "\n… (cut at 256 KiB)"}</pre>}
+          {open && <pre class="content">{f.content}{f.truncated && "\n… (cut here; the whole file is in the memory folder)"}</pre>}
         </>
       )}
     </Card>
@@ -36,8 +36,8 @@ function ProjectView({ p }: { p: ProjectMemory }) {
         <p class="muted">No plan.</p>
       ) : (
         <ol class="plan">
-          {p.plan.map((s) => (
-            <li>
+          {p.plan.map((s, i) => (
+            <li key={i}>
               <Badge kind={s.status === "completed" ? "running" : s.status === "in_progress" ? "idle" : "stopped"}>{s.status.replace("_", " ")}</Badge>{" "}
               {s.step}
             </li>
@@ -50,8 +50,8 @@ function ProjectView({ p }: { p: ProjectMemory }) {
       ) : (
         <table class="table">
           <tbody>
-            {p.notes.map((n) => (
-              <tr>
+            {p.notes.map((n, i) => (
+              <tr key={i}>
                 <td>
                   <code>{n.key}</code>
                 </td>
@@ -74,14 +74,14 @@ export function Memory() {
         Read-only. Pipeline memory folder: <code>{data.memories_dir}</code>
       </p>
       <div class="two">
-        {data.files.map((f) => (
-          <FileView f={f} />
+        {data.files.map((f, i) => (
+          <FileView key={i} f={f} />
         ))}
       </div>
       <h2>Task memory per project ({data.projects.length})</h2>
       {data.projects.length === 0 && <p class="muted">No project has notes or a plan yet.</p>}
-      {data.projects.map((p) => (
-        <ProjectView p={p} />
+      {data.projects.map((p, i) => (
+        <ProjectView key={i} p={p} />
       ))}
     </div>
   );

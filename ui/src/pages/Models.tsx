@@ -142,8 +142,8 @@ function StagePicker(props: {
           }}
         />
         <datalist id={`models-${props.stage}`}>
-          {props.models.map((m) => (
-            <option value={m.id} />
+          {props.models.map((m, i) => (
+            <option key={i} value={m.id} />
           ))}
         </datalist>
         <button onClick={() => void save()}>Use</button>
@@ -193,8 +193,8 @@ export function Models() {
             </tr>
           </thead>
           <tbody>
-            {data.providers.map((p) => (
-              <KeyRow p={p} onChange={() => void reload()} />
+            {data.providers.map((p, i) => (
+              <KeyRow key={i} p={p} onChange={() => void reload()} />
             ))}
           </tbody>
         </table>
@@ -237,8 +237,8 @@ export function Models() {
               </tr>
             </thead>
             <tbody>
-              {models.slice(0, 300).map((m) => (
-                <tr>
+              {models.slice(0, 300).map((m, i) => (
+                <tr key={i}>
                   <td>
                     <code>{m.id}</code>
                   </td>

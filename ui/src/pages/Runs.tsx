@@ -59,8 +59,8 @@ function RunLine({ r }: { r: RunRow }) {
         <td class="err">{r.error}</td>
       </tr>
       {open &&
-        r.request_rows.map((q) => (
-          <tr class="request">
+        r.request_rows.map((q, i) => (
+          <tr key={i} class="request">
             <td>{formatTime(q.time_ms)}</td>
             <td>{q.phase}</td>
             <td>
@@ -111,21 +111,21 @@ export function Runs() {
           Phase
           <select value={filter.phase ?? ""} onChange={(e) => set("phase", (e.target as HTMLSelectElement).value)} data-testid="filter-phase">
             <option value="">any</option>
-            {data?.phases.map((p) => <option value={p}>{p}</option>)}
+            {data?.phases.map((p) => <option key={p} value={p}>{p}</option>)}
           </select>
         </label>
         <label>
           Model
           <select value={filter.model ?? ""} onChange={(e) => set("model", (e.target as HTMLSelectElement).value)} data-testid="filter-model">
             <option value="">any</option>
-            {data?.models.map((p) => <option value={p}>{p}</option>)}
+            {data?.models.map((p) => <option key={p} value={p}>{p}</option>)}
           </select>
         </label>
         <label>
           Outcome
           <select value={filter.outcome ?? ""} onChange={(e) => set("outcome", (e.target as HTMLSelectElement).value)} data-testid="filter-outcome">
             <option value="">any</option>
-            {data?.outcomes.map((p) => <option value={p}>{p}</option>)}
+            {data?.outcomes.map((p) => <option key={p} value={p}>{p}</option>)}
           </select>
         </label>
         <label>
@@ -194,8 +194,8 @@ export function Runs() {
             testid="period-totals"
             actions={
               <div class="seg">
-                {(["daily", "weekly", "monthly"] as Period[]).map((p) => (
-                  <button class={p === period ? "active" : ""} onClick={() => setPeriod(p)} data-testid={`period-${p}`}>
+                {(["daily", "weekly", "monthly"] as Period[]).map((p, i) => (
+                  <button key={i} class={p === period ? "active" : ""} onClick={() => setPeriod(p)} data-testid={`period-${p}`}>
                     {p === "daily" ? "day" : p === "weekly" ? "week" : "month"}
                   </button>
                 ))}
@@ -216,8 +216,8 @@ export function Runs() {
                 </tr>
               </thead>
               <tbody>
-                {[...data[period]].reverse().map((t) => (
-                  <TotalsRow t={t} />
+                {[...data[period]].reverse().map((t, i) => (
+                  <TotalsRow key={i} t={t} />
                 ))}
                 <TotalsRow t={{ ...data.total, label: "total" }} testid="totals-row" />
               </tbody>
@@ -241,8 +241,8 @@ export function Runs() {
                 </tr>
               </thead>
               <tbody>
-                {data.runs.map((r) => (
-                  <RunLine r={r} />
+                {data.runs.map((r, i) => (
+                  <RunLine key={i} r={r} />
                 ))}
               </tbody>
             </table>

@@ -110,7 +110,7 @@ export function Settings() {
     <div>
       <ErrorBox error={error ?? saveErr} />
       {data.warnings.map((w) => (
-        <div class="alert warn">{w}</div>
+        <div key={w} class="alert warn">{w}</div>
       ))}
       <div class="tabs">
         {BLOCKS.map((b) => {
@@ -157,7 +157,7 @@ export function Settings() {
                     onChange={(e) => setDrafts({ ...drafts, [f.key]: (e.target as HTMLSelectElement).value })}
                   >
                     {f.choices.map((c) => (
-                      <option value={c}>{c}</option>
+                      <option key={c} value={c}>{c}</option>
                     ))}
                   </select>
                 ) : (
