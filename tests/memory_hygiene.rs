@@ -203,3 +203,24 @@ fn bench_hygiene_prints_before_and_after() {
         assert!(out.contains(w), "{w}: {out}");
     }
 }
+
+#[test]
+fn tidy_refuses_to_write_a_secret_and_restores_the_folder() {
+    use codex_free_pipeline::hygiene::tidy;
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("memories");
+    std::fs::create_dir_all(&dir).unwrap();
+    let before = "# Memory\n\n- Always use pnpm, never npm.\n- Deploy key: AKIAIOSFODNN7EXAMPLE\n- 2026-11-30: released v1.2.3 today.\n";
+    std::fs::write(dir.join("MEMORY.md"), before).unwrap();
+    let opts = tidy::TidyOptions::new(
+        dir.clone(),
+        d.path().join("state"),
+        codex_free_pipeline::phase2::budget::ArtifactBudget::default(),
+    );
+    let e = tidy::apply(&opts).unwrap_err();
+    assert!(e.to_string().contains("holds a secret"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("MEMORY.md")).unwrap(),
+        before
+    );
+}

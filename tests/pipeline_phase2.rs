@@ -866,3 +866,33 @@ fn rollback_refuses_during_a_run_and_restores_as_new_commit() {
         "{diff}"
     );
 }
+
+#[test]
+fn cli_rollback_to_an_over_budget_commit_is_refused_and_changes_nothing() {
+    use codex_free_pipeline::phase2::folder::MemoryFolder;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("state");
+    let (f, _) = MemoryFolder::open_or_init(&home).unwrap();
+    let big: String = (0..401).map(|i| format!("- old rule {i}\n")).collect();
+    std::fs::write(f.root().join("MEMORY.md"), &big).unwrap();
+    let bad = f.commit_all("legacy").unwrap().unwrap();
+    std::fs::write(f.root().join("MEMORY.md"), "# Memory\n\n- ok\n").unwrap();
+    f.commit_all("fixed").unwrap().unwrap();
+    let out = std::process::Command::new(crate::support::bin())
+        .args(["memories", "rollback", &bad.to_string()])
+        .env("HOME", d.path())
+        .env("CODEX_FREE_HOME", &home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("refusing to roll back") && err.contains("401 lines"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.root().join("MEMORY.md")).unwrap(),
+        "# Memory\n\n- ok\n"
+    );
+    assert_eq!(f.history(10).unwrap().len(), 2, "no commit made");
+}

@@ -1217,6 +1217,10 @@ fn write_and_verify(
             .map(|p| format!("{SUMMARY_MD}: {}", p.message)),
         );
     }
+    // The memory folder's write gate: nothing a tidy writes may carry a credential.
+    for (name, text) in &plan.outputs {
+        budget_problems.extend(crate::phase2::gate::secret_lines(name, text));
+    }
     if !budget_problems.is_empty() {
         return Err(Error::Budget(format!(
             "budget check failed: {}",

@@ -99,7 +99,7 @@ pub fn check_texts(memory: Option<&str>, summary: Option<&str>, b: &ArtifactBudg
 }
 
 /// Every problem of the folder's working tree: both artifacts ([`check_texts`]), secrets in
-/// `skills/` and `ad_hoc_notes/`, and whitespace errors of the uncommitted changes.
+/// `skills/`, `ad_hoc_notes/`, `daily/` and `archive/`, and whitespace errors of the uncommitted changes.
 /// Reads through a read-only jail (no link followed); an unreadable artifact is a problem.
 pub fn check_folder(folder: &MemoryFolder, b: &ArtifactBudget) -> Vec<String> {
     let root = folder.root();
@@ -119,7 +119,13 @@ pub fn check_folder(folder: &MemoryFolder, b: &ArtifactBudget) -> Vec<String> {
     let memory = read(MEMORY_MD);
     let summary = read(SUMMARY_MD);
     out.extend(check_texts(memory.as_deref(), summary.as_deref(), b));
-    for dir in [SKILLS_DIR, AD_HOC_DIR] {
+    // Every folder the agent or a tidy may write, not only the two artifacts.
+    for dir in [
+        SKILLS_DIR,
+        AD_HOC_DIR,
+        crate::hygiene::DAILY_DIR,
+        crate::hygiene::ARCHIVE_DIR,
+    ] {
         for (rel, text) in text_files(root, dir) {
             out.extend(secret_lines(&rel, &text));
         }

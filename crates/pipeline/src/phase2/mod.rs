@@ -1508,6 +1508,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_secret_written_into_daily_is_refused_too() {
+        let home = tempfile::tempdir().unwrap();
+        let cfg = MemoriesConfig::default();
+        let store = store_with(1);
+        let mut replies = good_agent();
+        replies[1].tool_calls.push(call(
+            "4",
+            "write_file",
+            serde_json::json!({"path": "daily/2026-12-01.md", "content": "- token ghp_abcdefghijklmnopqrstuvwxyz0123456789AB\n"}),
+        ));
+        replies.push(reply(vec![]));
+        let model = Scripted::new(replies);
+        let out = run(&deps(home.path(), &cfg, &store, &model), false)
+            .await
+            .unwrap();
+        let Outcome::Failed { reason, .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert!(
+            reason.contains("daily/2026-12-01.md:1: holds a secret"),
+            "{reason}"
+        );
+        let f = MemoryFolder::open(home.path()).unwrap().unwrap();
+        assert!(f.head().unwrap().is_none(), "nothing was committed");
+    }
+
+    #[tokio::test]
     async fn spend_cap_stops_before_any_request() {
         let home = tempfile::tempdir().unwrap();
         let cfg = MemoriesConfig::default();

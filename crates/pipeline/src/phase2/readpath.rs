@@ -517,6 +517,9 @@ fn page_inside_line(
 /// [`Error::NotFound`]; [`Error::InvalidArgument`] for a directory or non-UTF-8 file.
 pub fn memories_read(home: &Path, cfg: &Config, a: &MemoriesReadArgs) -> Result<String> {
     let (text, ids) = read_with_rollouts(home, cfg, a)?;
+    // What the read path serves passes the redactor, whatever is on disk (a hand edit or
+    // an older commit may hold what the write gate now refuses).
+    let text = crate::redact::redact_string(text);
     if !ids.is_empty()
         && let Err(e) = record_usage_in_home(home, &ids)
     {
