@@ -250,7 +250,6 @@ pub fn notifications(prev: Option<&Status>, now: &Status) -> Vec<(String, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codex_free_secrets::MemoryStore;
     use codex_free_secrets::keyring::Opened;
     use codex_free_server::api::dto::{RecentError, Spend};
     use codex_free_server::app::AppOptions;
@@ -267,12 +266,7 @@ mod tests {
             .build()
             .unwrap();
         let opts = ServerOptions::single(&project, &home, None).unwrap();
-        let keys = Opened {
-            store: Arc::new(MemoryStore::default()),
-            label: "in-memory (tests)".into(),
-            fallback: false,
-            error: None,
-        };
+        let keys = Opened::in_memory();
         let app = App::open(
             AppOptions {
                 server: opts,

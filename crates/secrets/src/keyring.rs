@@ -1,11 +1,12 @@
-//! The OS keyring behind [`SecretStore`], through `keyring-core` stores: the Secret Service
-//! (GNOME Keyring, KWallet) over D-Bus on Linux, and the kernel keyutils session keyring as
+//! The OS keyring behind [`SecretStore`], through `keyring-core` stores, chosen per OS by
+//! [`plan`]: the macOS Keychain, the Windows Credential Manager, and on Linux the Secret Service
+//! (GNOME Keyring, KWallet) over D-Bus, with the kernel keyutils session keyring as
 //! a labelled fallback when no Secret Service is reachable (no session bus, no daemon, a
 //! locked keyring that cannot prompt). keyutils lives in kernel memory: it survives neither
 //! logout nor reboot, which the label says.
 //!
-//! `CODEX_FREE_KEYRING` selects a backend: `auto` (default: Secret Service, else keyutils),
-//! `secret-service`, or `keyutils`.
+//! `CODEX_FREE_KEYRING` selects a backend: `auto` (default: the OS's own, with its fallback),
+//! `secret-service`, `keyutils`, `keychain` or `credential-manager`.
 //!
 //! Invariant: a key is never written to disk, logged, or put in an error message; entries
 //! are updated in place (`set_password` on the existing entry), never deleted and
@@ -113,6 +114,8 @@ pub struct Opened {
     pub fallback: bool,
     /// Why the preferred store is not in use.
     pub error: Option<String>,
+    /// True when entries survive logout and reboot ([`Backend::persistent`]).
+    pub persistent: bool,
 }
 
 /// Connect to the Secret Service and check it answers a read within
@@ -154,10 +157,10 @@ pub fn keyutils() -> Result<OsStore> {
 }
 
 #[cfg(not(target_os = "linux"))]
-/// No OS store is compiled in for this platform yet.
+/// The Secret Service store is compiled only on Linux.
 pub fn secret_service() -> Result<OsStore> {
     Err(Error::Secrets(
-        "no OS keyring store is built for this platform".into(),
+        "the Secret Service store is built only on Linux".into(),
     ))
 }
 
@@ -169,17 +172,140 @@ pub fn keyutils() -> Result<OsStore> {
     ))
 }
 
-fn opened(s: OsStore, fallback: bool, error: Option<String>) -> Opened {
+/// Label of the macOS Keychain backend.
+pub const LABEL_MAC_KEYCHAIN: &str = "macOS Keychain";
+/// Label of the Windows Credential Manager backend.
+pub const LABEL_WINDOWS_CREDENTIALS: &str = "Windows Credential Manager";
+
+/// The macOS login keychain (the "legacy keychain" store, the one unsigned apps and
+/// command-line tools can use). Errors: [`Error::Secrets`] when it cannot be opened.
+#[cfg(target_os = "macos")]
+pub fn mac_keychain() -> Result<OsStore> {
+    let s = apple_native_keyring_store::keychain::Store::new()
+        .map_err(|e| Error::Secrets(format!("cannot open the macOS Keychain ({e})")))?;
+    Ok(OsStore::new(s, LABEL_MAC_KEYCHAIN))
+}
+
+/// The macOS Keychain store is compiled only on macOS.
+#[cfg(not(target_os = "macos"))]
+pub fn mac_keychain() -> Result<OsStore> {
+    Err(Error::Secrets(
+        "the macOS Keychain store is built only on macOS".into(),
+    ))
+}
+
+/// The Windows Credential Manager (generic credentials of the signed-in user).
+/// Errors: [`Error::Secrets`] when it cannot be opened.
+#[cfg(target_os = "windows")]
+pub fn windows_credentials() -> Result<OsStore> {
+    let s = windows_native_keyring_store::Store::new().map_err(|e| {
+        Error::Secrets(format!("cannot open the Windows Credential Manager ({e})"))
+    })?;
+    Ok(OsStore::new(s, LABEL_WINDOWS_CREDENTIALS))
+}
+
+/// The Windows Credential Manager store is compiled only on Windows.
+#[cfg(not(target_os = "windows"))]
+pub fn windows_credentials() -> Result<OsStore> {
+    Err(Error::Secrets(
+        "the Windows Credential Manager store is built only on Windows".into(),
+    ))
+}
+
+/// One key store backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// freedesktop Secret Service over D-Bus (GNOME Keyring, KWallet).
+    SecretService,
+    /// Linux kernel keyutils session keyring (volatile: lost at logout or reboot).
+    Keyutils,
+    /// macOS login keychain.
+    MacKeychain,
+    /// Windows Credential Manager.
+    WindowsCredentials,
+}
+
+impl Backend {
+    /// True when entries survive logout and reboot. Only such a store may hold something
+    /// a client keeps a copy of (the server tokens), since a lost token breaks the client.
+    pub fn persistent(self) -> bool {
+        !matches!(self, Backend::Keyutils)
+    }
+
+    /// Open this backend (compiled in only on its own OS; elsewhere a clear error).
+    pub fn open(self) -> Result<OsStore> {
+        match self {
+            Backend::SecretService => secret_service(),
+            Backend::Keyutils => keyutils(),
+            Backend::MacKeychain => mac_keychain(),
+            Backend::WindowsCredentials => windows_credentials(),
+        }
+    }
+}
+
+/// The key stores to try, in order, on operating system `os` (a `std::env::consts::OS`
+/// value) given the [`BACKEND_ENV`] value `choice` (empty = `auto`). The first that opens
+/// is used; every later entry is a labelled fallback.
+///
+/// Errors: a message (for the dashboard) when `choice` names a store `os` does not have or
+/// `os` has no supported store at all; then no key can be saved and nothing is kept
+/// elsewhere.
+pub fn plan(os: &str, choice: &str) -> std::result::Result<Vec<Backend>, String> {
+    let choice = if choice.is_empty() { "auto" } else { choice };
+    let named = match choice {
+        "auto" => None,
+        "secret-service" => Some(Backend::SecretService),
+        "keyutils" => Some(Backend::Keyutils),
+        "keychain" => Some(Backend::MacKeychain),
+        "credential-manager" => Some(Backend::WindowsCredentials),
+        other => {
+            return Err(format!(
+                "{BACKEND_ENV}={other} is not a key store (use auto, secret-service, keyutils, keychain or credential-manager)"
+            ));
+        }
+    };
+    let native: &[Backend] = match os {
+        "linux" => &[Backend::SecretService, Backend::Keyutils],
+        "macos" => &[Backend::MacKeychain],
+        "windows" => &[Backend::WindowsCredentials],
+        _ => &[],
+    };
+    match named {
+        None if native.is_empty() => Err(format!("no supported key store on {os}")),
+        None => Ok(native.to_vec()),
+        Some(b) if native.contains(&b) => Ok(vec![b]),
+        Some(b) => Err(format!("{BACKEND_ENV}={choice}: {b:?} is not available on {os}")),
+    }
+}
+
+impl Opened {
+    /// An in-memory store (tests and throwaway runs): keys vanish with the process, so it
+    /// is not [`persistent`](Opened::persistent).
+    pub fn in_memory() -> Self {
+        let store = super::MemoryStore::default();
+        Opened {
+            label: store.label(),
+            store: Arc::new(store),
+            fallback: false,
+            error: None,
+            persistent: false,
+        }
+    }
+}
+
+fn opened(s: OsStore, backend: Backend, fallback: bool, error: Option<String>) -> Opened {
     Opened {
         label: s.label(),
         store: Arc::new(s),
         fallback,
         error,
+        persistent: backend.persistent(),
     }
 }
 
-/// Open the secret store chosen by [`BACKEND_ENV`]. Never fails: when nothing is
-/// reachable the result holds an [`Unavailable`] store whose every call explains why.
+/// Open the key store [`plan`] chooses for this OS and [`BACKEND_ENV`]. Never fails: when
+/// nothing is reachable the result holds an [`Unavailable`] store whose every call
+/// explains why.
 pub fn open() -> Opened {
     let choice = std::env::var(BACKEND_ENV).unwrap_or_default();
     let fail = |e: String| Opened {
@@ -187,31 +313,29 @@ pub fn open() -> Opened {
         store: Arc::new(Unavailable(e.clone())),
         fallback: true,
         error: Some(e),
+        persistent: false,
     };
-    match choice.as_str() {
-        "keyutils" => match keyutils() {
-            Ok(s) => opened(s, false, None),
-            Err(e) => fail(e.to_string()),
-        },
-        "secret-service" => match secret_service() {
-            Ok(s) => opened(s, false, None),
-            Err(e) => fail(e.to_string()),
-        },
-        _ => match secret_service() {
-            Ok(s) => opened(s, false, None),
-            Err(ss) => {
-                let why = ss.to_string();
-                // Debug, not a warning: every command and stdio session opens the store, and
-                // the fallback is shown where a user acts on it (the dashboard's key-store
-                // card, `memories status`'s key line).
-                tracing::debug!(error = %why, "Secret Service unavailable; using the keyutils fallback");
-                match keyutils() {
-                    Ok(s) => opened(s, true, Some(why)),
-                    Err(ku) => fail(format!("{why}; {ku}")),
+    let backends = match plan(std::env::consts::OS, &choice) {
+        Ok(b) => b,
+        Err(e) => return fail(e),
+    };
+    let mut errors: Vec<String> = Vec::new();
+    for (i, b) in backends.iter().enumerate() {
+        match b.open() {
+            Ok(s) => {
+                let why = (!errors.is_empty()).then(|| errors.join("; "));
+                if let Some(why) = &why {
+                    // Debug, not a warning: every command and stdio session opens the store,
+                    // and the fallback is shown where a user acts on it (the dashboard's
+                    // key-store card, `memories status`'s key line).
+                    tracing::debug!(error = %why, "preferred key store unavailable; using {}", s.label());
                 }
+                return opened(s, *b, i > 0, why);
             }
-        },
+            Err(e) => errors.push(e.to_string()),
+        }
     }
+    fail(errors.join("; "))
 }
 
 #[cfg(test)]
@@ -233,6 +357,37 @@ mod tests {
         store.delete(account).unwrap();
         store.delete(account).unwrap();
         assert!(store.get(account).unwrap().is_none());
+    }
+
+    #[test]
+    fn plan_per_operating_system() {
+        use Backend::*;
+        assert_eq!(plan("linux", "").unwrap(), vec![SecretService, Keyutils]);
+        assert_eq!(plan("linux", "auto").unwrap(), vec![SecretService, Keyutils]);
+        assert_eq!(plan("linux", "keyutils").unwrap(), vec![Keyutils]);
+        assert_eq!(plan("linux", "secret-service").unwrap(), vec![SecretService]);
+        assert_eq!(plan("macos", "").unwrap(), vec![MacKeychain]);
+        assert_eq!(plan("macos", "keychain").unwrap(), vec![MacKeychain]);
+        assert_eq!(plan("windows", "").unwrap(), vec![WindowsCredentials]);
+        assert_eq!(
+            plan("windows", "credential-manager").unwrap(),
+            vec![WindowsCredentials]
+        );
+        // A store the OS does not have, an unknown OS, a typo: an explanation, no store.
+        assert!(plan("macos", "keyutils").unwrap_err().contains("not available on macos"));
+        assert!(plan("windows", "secret-service").is_err());
+        assert!(plan("linux", "keychain").is_err());
+        assert!(plan("freebsd", "").unwrap_err().contains("freebsd"));
+        assert!(plan("linux", "kwallet").unwrap_err().contains("kwallet"));
+        // Only the volatile kernel keyring is not persistent.
+        assert!(SecretService.persistent() && MacKeychain.persistent());
+        assert!(WindowsCredentials.persistent() && !Keyutils.persistent());
+        // The other OSes' stores are not compiled in here, and say so.
+        #[cfg(target_os = "linux")]
+        {
+            assert!(MacKeychain.open().err().unwrap().to_string().contains("only on macOS"));
+            assert!(WindowsCredentials.open().is_err());
+        }
     }
 
     #[test]

@@ -666,15 +666,9 @@ impl ShutdownSignals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codex_free_secrets::MemoryStore;
 
     fn app(home: &Path, project: &Path, label: &str, rt: &tokio::runtime::Runtime) -> Arc<App> {
-        let keys = Opened {
-            store: Arc::new(MemoryStore::default()),
-            label: "in-memory (tests)".into(),
-            fallback: false,
-            error: None,
-        };
+        let keys = Opened::in_memory();
         App::open(
             AppOptions {
                 server: ServerOptions::single(project, home, None).unwrap(),
