@@ -152,6 +152,7 @@ impl ControlEnv {
             rescan_every: scheduler::RESCAN_INTERVAL,
             watch: Some(crate::discover::SourceRoots::from_env(&self.home)),
             config_path: self.config_path.clone(),
+            alerts: Arc::new(crate::alerts::LogSink),
         }
     }
 }

@@ -5,12 +5,13 @@
 //! [`phase2`] consolidates the extracted memories into the memory folder (a jailed agent,
 //! size budgets, one git commit per success) and serves the read path. [`scheduler`] runs
 //! phase 1 then phase 2 in the background, [`control`] drives them from the CLI, and
-//! [`usage`] writes `memories.log`. [`hygiene`] lints and tidies memory folders
+//! [`usage`] writes `memories.log`, [`alerts`] raises spend, failure and key alerts. [`hygiene`] lints and tidies memory folders
 //! (layers, stale facts, duplicates, conflicts) without a model. [`providers`] reaches the models.
 //!
 //! Invariant: nothing here modifies an agent's transcript, and no transcript text leaves
 //! [`render`] unredacted.
 
+pub mod alerts;
 pub mod bench;
 pub mod compact;
 pub mod connect;

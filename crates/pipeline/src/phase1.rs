@@ -145,6 +145,9 @@ pub struct RunReport {
     pub scanned: usize,
     /// The `memories.log` line written, if any.
     pub log_line: Option<String>,
+    /// The provider rejected the key (HTTP 401/403): the run stopped, and the user must
+    /// replace the key before any later run can succeed.
+    pub key_rejected: bool,
 }
 
 /// The answer's JSON schema (all properties required, nothing else allowed).
@@ -320,6 +323,8 @@ struct Shared {
     reserved_usd: std::sync::Mutex<f64>,
     /// The first job failure's reason (shown with a `partial` or `failed` outcome).
     first_failure: std::sync::Mutex<Option<String>>,
+    /// Set when a request failed with [`FailureKind::Auth`].
+    key_rejected: AtomicBool,
 }
 
 impl Shared {
@@ -434,6 +439,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         stop_reason: std::sync::Mutex::new(None),
         reserved_usd: std::sync::Mutex::new(0.0),
         first_failure: std::sync::Mutex::new(None),
+        key_rejected: AtomicBool::new(false),
     });
     let sem = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
     let mut set = tokio::task::JoinSet::new();
@@ -466,6 +472,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
             }
         }
     }
+    let key_rejected = shared.key_rejected.load(Ordering::SeqCst);
     let stop = shared
         .stop_reason
         .lock()
@@ -546,6 +553,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         unpriced: row.unpriced_requests,
         scanned,
         log_line: Some(line),
+        key_rejected,
     })
 }
 
@@ -764,10 +772,13 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
                     FailureKind::ModelUnavailable => {
                         format!("model {} is not available: {}", ctx.model.model, e.message)
                     }
-                    FailureKind::Auth => format!(
+                    FailureKind::Auth => {
+                        sh.key_rejected.store(true, Ordering::SeqCst);
+                        format!(
                         "provider rejected the credentials for {}: {}",
                         ctx.model.model, e.message
-                    ),
+                    )
+                    }
                     _ => "cancelled".into(),
                 };
                 sh.halt(outcome, why.clone());

@@ -90,6 +90,28 @@ pub struct SchedulerDeps {
     pub watch: Option<SourceRoots>,
     /// The config file re-read before every run (the one the process was started with).
     pub config_path: std::path::PathBuf,
+    /// Where alerts (spend thresholds, failing runs, a rejected key) are delivered.
+    pub alerts: Arc<dyn crate::alerts::AlertSink>,
+}
+
+/// What the scheduler loop reports about itself, for the dashboard and the tray.
+#[derive(Debug, Default)]
+pub struct SchedulerState {
+    /// When the next periodic pass starts, unix ms (0 = not known yet).
+    pub next_run_ms: std::sync::atomic::AtomicI64,
+    /// The last pass's failure, cleared by a pass that succeeds.
+    pub last_error: std::sync::Mutex<Option<String>>,
+}
+
+impl SchedulerState {
+    /// The next periodic pass, unix ms, when known.
+    pub fn next_run_ms(&self) -> Option<i64> {
+        Some(self.next_run_ms.load(std::sync::atomic::Ordering::SeqCst)).filter(|v| *v > 0)
+    }
+    /// The last failure, if the last pass failed.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 /// A running scheduler.
@@ -98,6 +120,7 @@ pub struct Scheduler {
     _watcher: Option<Watcher>,
     handle: Option<JoinHandle<()>>,
     cancel: CancellationToken,
+    state: Arc<SchedulerState>,
 }
 
 impl Scheduler {
@@ -124,14 +147,29 @@ impl Scheduler {
             .watch
             .as_ref()
             .and_then(|roots| start_watcher(roots, &config, tx.clone(), cancel.clone()));
-        let handle = tokio::spawn(run_loop(home, config, deps, store, rx, cancel.clone()));
+        let state = Arc::new(SchedulerState::default());
+        let handle = tokio::spawn(run_loop(
+            home,
+            config,
+            deps,
+            store,
+            rx,
+            cancel.clone(),
+            state.clone(),
+        ));
         let _ = tx.try_send(Trigger::Startup);
         Ok(Scheduler {
             tx,
             _watcher: watcher,
             handle: Some(handle),
             cancel,
+            state,
         })
+    }
+
+    /// The loop's own report: next periodic pass, last failure.
+    pub fn state(&self) -> Arc<SchedulerState> {
+        self.state.clone()
     }
 
     /// A sender for the file watcher: send [`Trigger::Watch`] after its debounce.
@@ -198,10 +236,22 @@ async fn run_loop(
     store: Store,
     mut rx: mpsc::Receiver<Trigger>,
     cancel: CancellationToken,
+    state: Arc<SchedulerState>,
 ) {
+    use crate::alerts::PassEnd;
+    use std::sync::atomic::Ordering;
     let mut tick = tokio::time::interval(deps.rescan_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await; // the first tick fires at once; the startup trigger covers it
+    let every_ms = i64::try_from(deps.rescan_every.as_millis()).unwrap_or(i64::MAX / 2);
+    let schedule_next = || {
+        state.next_run_ms.store(
+            chrono::Utc::now().timestamp_millis().saturating_add(every_ms),
+            Ordering::SeqCst,
+        )
+    };
+    schedule_next();
+    let watch = crate::alerts::Watch::new(deps.alerts.clone());
     let mut last_error: Option<String> = None;
     loop {
         let trigger = tokio::select! {
@@ -211,6 +261,9 @@ async fn run_loop(
         };
         // Coalesce whatever queued up meanwhile.
         while rx.try_recv().is_ok() {}
+        if trigger == Trigger::Periodic {
+            schedule_next();
+        }
         match Config::load(&deps.config_path) {
             Ok(l) => config = l.config,
             Err(e) => tracing::warn!(error = %e, "config unreadable; keeping the previous one"),
@@ -218,9 +271,26 @@ async fn run_loop(
         if !config.memories.enabled {
             continue;
         }
+        // A pass that could not start (no key, bad config) is not a failed run: the
+        // dashboard says what is missing; it neither resets nor extends a failure streak.
+        let mut end: Option<PassEnd> = None;
         match run_once(&home, &config, &deps, &store, trigger, cancel.child_token()).await {
             Ok(r) => {
                 last_error = None;
+                end = Some(if r.key_rejected {
+                    PassEnd::KeyRejected {
+                        model: config
+                            .memories
+                            .extract_model
+                            .clone()
+                            .unwrap_or_else(|| crate::providers::DEFAULT_EXTRACT_MODEL.into()),
+                        error: r.summary.error.clone().unwrap_or_default(),
+                    }
+                } else if r.summary.outcome == "failed" {
+                    PassEnd::Failed(r.summary.error.clone().unwrap_or_else(|| "phase 1 failed".into()))
+                } else {
+                    PassEnd::Ok
+                });
                 if r.summary.claimed > 0 {
                     tracing::info!(claimed = r.summary.claimed, outcome = %r.summary.outcome, "phase 1 run finished");
                 }
@@ -255,10 +325,23 @@ async fn run_loop(
         .await
         {
             Ok(crate::phase2::Outcome::Failed { reason, .. }) => {
-                tracing::warn!(%reason, "phase 2 failed; the previous memory stays in place")
+                tracing::warn!(%reason, "phase 2 failed; the previous memory stays in place");
+                if !matches!(end, Some(PassEnd::KeyRejected { .. })) {
+                    end = Some(PassEnd::Failed(format!("phase 2: {reason}")));
+                }
             }
             Ok(o) => tracing::debug!(outcome = ?o, "phase 2"),
             Err(e) => tracing::warn!(error = %e, "phase 2 not run"),
+        }
+        *state.last_error.lock().unwrap_or_else(|p| p.into_inner()) = match &end {
+            Some(PassEnd::Failed(e)) | Some(PassEnd::KeyRejected { error: e, .. }) => Some(e.clone()),
+            Some(PassEnd::Ok) => None,
+            None => last_error.clone(),
+        };
+        if let Some(end) = end {
+            let spent = store.spend_this_month().map(|s| s.usd).unwrap_or(0.0);
+            let month = crate::alerts::month_key(store.now());
+            watch.after_pass(&home, &end, &month, spent, config.memories.monthly_spend_cap_usd);
         }
     }
 }

@@ -71,6 +71,13 @@ pub enum LogLine {
         /// Why (one line; newlines become spaces).
         why: String,
     },
+    /// An alert raised at `at` (unix seconds): spend threshold, failing runs, rejected key.
+    Alert {
+        /// Unix seconds of the line.
+        at: i64,
+        /// Title and body (one line; newlines become spaces).
+        text: String,
+    },
 }
 
 impl LogLine {
@@ -82,6 +89,7 @@ impl LogLine {
             LogLine::NotRun { at, phase, why } => {
                 format!("{} {phase}: not run: {}", iso(*at), one_line(why))
             }
+            LogLine::Alert { at, text } => format!("{} alert: {}", iso(*at), one_line(text)),
         }
     }
 }
