@@ -21,6 +21,7 @@ use std::time::Duration;
 use codex_free_core::config::Config;
 use codex_free_core::error::IoContext;
 use codex_free_core::{Error, Result};
+use codex_free_pipeline::alerts::{Alert, AlertSink, LogSink};
 use codex_free_pipeline::control::ControlEnv;
 use codex_free_pipeline::phase1::Trigger;
 use codex_free_pipeline::scheduler::Scheduler;
@@ -319,6 +320,25 @@ pub struct PipelineHost {
     label: String,
     retry: Duration,
     inner: Mutex<PipelineInner>,
+    alerts: Arc<SwitchSink>,
+}
+
+/// An alert sink that forwards to whichever sink was set last (the log until the tray app
+/// installs its notifications), so the scheduler can start before the UI exists.
+pub struct SwitchSink(Mutex<Arc<dyn AlertSink>>);
+
+impl SwitchSink {
+    /// Forward to `sink` from now on.
+    pub fn set(&self, sink: Arc<dyn AlertSink>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = sink;
+    }
+}
+
+impl AlertSink for SwitchSink {
+    fn notify(&self, alert: &Alert) {
+        let sink = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        sink.notify(alert);
+    }
 }
 
 #[derive(Default)]
@@ -349,7 +369,14 @@ impl PipelineHost {
             label,
             retry,
             inner: Mutex::new(PipelineInner::default()),
+            alerts: Arc::new(SwitchSink(Mutex::new(Arc::new(LogSink)))),
         }
+    }
+
+    /// Deliver the scheduler's alerts to `sink` (the tray app's notifications) instead of
+    /// the log; takes effect at once, also for a scheduler already running.
+    pub fn set_alert_sink(&self, sink: Arc<dyn AlertSink>) {
+        self.alerts.set(sink);
     }
 
     fn lock_inner(&self) -> std::sync::MutexGuard<'_, PipelineInner> {
@@ -397,9 +424,10 @@ impl PipelineHost {
         let config = Config::load(&self.config_path)
             .map(|l| l.config)
             .unwrap_or_default();
-        let deps = ControlEnv::new(self.home.clone(), self.secrets.clone())
+        let mut deps = ControlEnv::new(self.home.clone(), self.secrets.clone())
             .with_config_path(self.config_path.clone())
             .scheduler_deps();
+        deps.alerts = self.alerts.clone();
         let cancel = inner.cancel.clone().unwrap_or_default().child_token();
         let _guard = self.rt.enter();
         let s = Scheduler::start(self.home.clone(), config, deps, cancel)?;
@@ -537,9 +565,18 @@ impl PipelineControl for PipelineHost {
             .map(|r| r.time_ms)
             .max();
         let attached = self.trigger().is_some_and(|t| !t.is_closed());
-        let note = self.lock_inner().note.clone();
+        let (note, sched) = {
+            let inner = self.lock_inner();
+            (inner.note.clone(), inner.scheduler.as_ref().map(Scheduler::state))
+        };
+        let next_run_ms = sched.as_ref().and_then(|s| s.next_run_ms());
+        let failing = sched.as_ref().and_then(|s| s.last_error());
         let (state, message) = match (attached, running) {
             (_, true) => (PipelineState::Running, "a run is in progress".to_string()),
+            (true, false) if failing.is_some() => (
+                PipelineState::Failing,
+                format!("the last run failed: {}", failing.clone().unwrap_or_default()),
+            ),
             (true, false) => (
                 PipelineState::Idle,
                 "runs at start, when a transcript changes, and every 15 minutes".to_string(),
@@ -549,11 +586,16 @@ impl PipelineControl for PipelineHost {
                 note.unwrap_or_else(|| "the scheduler is not running in this process".into()),
             ),
         };
+        let fix = (state == PipelineState::Failing).then(|| crate::api::dto::Fix {
+            text: "check the model and its key in Models & keys, then Run now; the Runs page has each request's error".into(),
+            page: Some("models".into()),
+        });
         PipelineStatus {
             state,
-            next_run_ms: None,
+            next_run_ms: next_run_ms.filter(|_| attached),
             last_run_ms,
             message,
+            fix,
         }
     }
 

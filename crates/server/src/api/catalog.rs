@@ -119,7 +119,55 @@ impl ModelCatalog for PriceCatalog {
             ok: c.ok,
             message: c.message,
             latency_ms: Some(c.latency_ms),
+            model: None,
+            cost_usd: None,
         })
+    }
+
+    fn test_model(&self, spec: &str, secrets: &dyn codex_free_secrets::SecretStore) -> Result<ConnectionTest> {
+        let cfg = self.config();
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::InvalidArgument("test_model needs a tokio runtime".into()))?;
+        let o = handle.block_on(codex_free_pipeline::providers::check::tiny_request(
+            &self.home,
+            &cfg.memories,
+            secrets,
+            spec,
+        ));
+        Ok(ConnectionTest {
+            ok: o.ok,
+            message: o.message,
+            latency_ms: Some(o.latency_ms),
+            model: Some(o.model),
+            cost_usd: o.cost_usd,
+        })
+    }
+
+    /// Probes the local presets (Ollama, LM Studio) at their configured base URLs.
+    fn local_servers(&self) -> Vec<crate::api::dto::LocalModels> {
+        let cfg = self.config();
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for p in PRESETS.iter().filter(|p| !p.key_required) {
+            if out.iter().any(|o: &crate::api::dto::LocalModels| o.provider == p.name) {
+                continue;
+            }
+            let Ok((_, base_url, ..)) = endpoint_for(p.name, &cfg.memories.providers) else {
+                continue;
+            };
+            if let Some(found) =
+                handle.block_on(codex_free_pipeline::providers::check::local_models(&base_url))
+            {
+                out.push(crate::api::dto::LocalModels {
+                    provider: p.name.to_string(),
+                    base_url: found.base_url,
+                    models: found.models.into_iter().map(|m| format!("{}/{m}", p.name)).collect(),
+                });
+            }
+        }
+        out
     }
 }
 

@@ -170,6 +170,20 @@ pub enum PipelineState {
     CapReached,
     /// No pipeline in this process.
     Unavailable,
+    /// No model can be called (no key, local server not running): nothing runs until the
+    /// user fixes it.
+    NoModel,
+    /// The last pass failed; `message` says why.
+    Failing,
+}
+
+/// What fixes a card's error state: a sentence and the UI page where it is done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Fix {
+    /// What to do, in words.
+    pub text: String,
+    /// UI page that does it (`models`, `settings`, `connect`, ...), when there is one.
+    pub page: Option<String>,
 }
 
 /// The pipeline as the dashboard shows it.
@@ -185,6 +199,8 @@ pub struct PipelineStatus {
     pub last_run_ms: Option<i64>,
     /// A one-line explanation (why paused/disabled, what is running).
     pub message: String,
+    /// What fixes the state, when it is an error state (`no_model`, `failing`, `cap_reached`).
+    pub fix: Option<Fix>,
 }
 
 /// Spend against the monthly cap (`memories.monthly_spend_cap_usd`).
@@ -317,6 +333,11 @@ pub struct ModelsView {
     pub default_model: Option<String>,
     /// Where keys are stored.
     pub keyring: KeyringStatus,
+    /// The cheapest capable hosted model of each provider, cheapest first (blended 3:1
+    /// input:output price; context window of at least 100k tokens so a session fits).
+    pub cheap: Vec<CheapChoice>,
+    /// Local model servers found answering on 127.0.0.1, with their models (no key, no cost).
+    pub local: Vec<LocalModels>,
 }
 
 /// Result of "test connection".
@@ -329,6 +350,37 @@ pub struct ConnectionTest {
     /// Round trip in milliseconds, when a request was made.
     #[ts(type = "number | null")]
     pub latency_ms: Option<u64>,
+    /// The model the test request went to (`provider/model-id`), when one was called.
+    pub model: Option<String>,
+    /// What the test request cost, USD; null = no request made or price unknown.
+    pub cost_usd: Option<f64>,
+}
+
+/// A cheap model offered first to a new user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CheapChoice {
+    /// `provider/model-id`.
+    pub id: String,
+    /// Provider id (whose key it needs).
+    pub provider: String,
+    /// USD per 1M input tokens.
+    pub input_per_mtok_usd: f64,
+    /// USD per 1M output tokens.
+    pub output_per_mtok_usd: f64,
+    /// Context window, tokens.
+    #[ts(type = "number | null")]
+    pub context_window: Option<u64>,
+}
+
+/// A local model server (Ollama, LM Studio) found answering on this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct LocalModels {
+    /// Provider id (`ollama`, `lmstudio`).
+    pub provider: String,
+    /// Its base URL.
+    pub base_url: String,
+    /// Models it lists, as `provider/model-id`.
+    pub models: Vec<String>,
 }
 
 /// One model request of a pipeline run (a row of the usage log, which records every

@@ -58,6 +58,18 @@ pub trait ModelCatalog: Send + Sync {
     fn default_model(&self) -> Option<String>;
     /// Make one cheap authenticated request to `provider` with `key` (e.g. list models).
     fn test_connection(&self, provider: &str, key: Option<&Secret>) -> Result<ConnectionTest>;
+    /// Send one minimal completion to `spec` (`provider/model-id`) with the key from
+    /// `secrets`, logged with its tokens and cost. Default: not supported.
+    fn test_model(&self, spec: &str, secrets: &dyn codex_free_secrets::SecretStore) -> Result<ConnectionTest> {
+        let _ = secrets;
+        Err(codex_free_core::Error::InvalidArgument(format!(
+            "this catalog cannot call {spec}"
+        )))
+    }
+    /// Local model servers answering on this machine. Default: none.
+    fn local_servers(&self) -> Vec<crate::api::dto::LocalModels> {
+        Vec::new()
+    }
 }
 
 /// A process without an MCP server (test harnesses).
@@ -106,6 +118,7 @@ impl PipelineControl for NoPipeline {
             } else {
                 "the memory pipeline is not running in this process".into()
             },
+            fix: None,
         }
     }
     fn run_now(&self) -> Result<ActionResult> {

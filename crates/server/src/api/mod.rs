@@ -208,13 +208,35 @@ impl ApiService {
         recent.truncate(MAX_RECENT_ERRORS);
         let (cfg, _) = self.current_config();
         let mut pipeline = self.pipeline.status();
+        let can_act = matches!(
+            pipeline.state,
+            PipelineState::Idle | PipelineState::Failing | PipelineState::Unavailable
+        );
         if !cfg.memories.enabled && pipeline.state != PipelineState::Running {
             pipeline.state = PipelineState::Paused;
             pipeline.message = "paused: memories.enabled is false (Resume turns it on)".into();
-        } else if spend.cap_reached && matches!(pipeline.state, PipelineState::Idle) {
+            pipeline.fix = None;
+        } else if let Some(b) = can_act
+            .then(|| codex_free_pipeline::providers::check::readiness(&cfg.memories, self.secrets.as_ref()))
+            .flatten()
+        {
+            pipeline.state = PipelineState::NoModel;
+            pipeline.message = b.reason;
+            pipeline.next_run_ms = None;
+            pipeline.fix = Some(Fix {
+                text: b.fix,
+                page: Some("models".into()),
+            });
+        } else if spend.cap_reached
+            && matches!(pipeline.state, PipelineState::Idle | PipelineState::Failing)
+        {
             pipeline.state = PipelineState::CapReached;
             pipeline.message =
                 "monthly spend cap reached: no model calls until next month or a higher cap".into();
+            pipeline.fix = Some(Fix {
+                text: "raise memories.monthly_spend_cap_usd in Settings, or wait for next month".into(),
+                page: Some("settings".into()),
+            });
         }
         Ok(Status {
             version: env!("CARGO_PKG_VERSION").into(),
@@ -384,6 +406,10 @@ impl ApiService {
         }
         self.secrets.set(provider, &Secret::new(key))?;
         tracing::info!(provider, "provider key stored");
+        // A pass that waited for this key starts now, not at the next periodic tick.
+        if let Err(e) = self.pipeline.run_now() {
+            tracing::debug!(error = %e, "no pipeline to nudge after a key was stored");
+        }
         self.key_status(provider)
     }
 
@@ -404,9 +430,42 @@ impl ApiService {
                 ok: false,
                 message: format!("no key for {provider}: enter one first"),
                 latency_ms: None,
+                model: None,
+                cost_usd: None,
             });
         }
-        self.catalog.test_connection(provider, key.as_ref())
+        // One real request to the model this provider would serve: the stage model when
+        // it is this provider's, else its cheapest capable model. Only a provider with no
+        // known model falls back to listing models (which proves the key, not the model).
+        let (cfg, _) = self.current_config();
+        let of_provider = |spec: &Option<String>| {
+            spec.clone().filter(|m| {
+                codex_free_pipeline::providers::ModelRef::parse(m)
+                    .is_ok_and(|r| r.provider == provider || r.provider.starts_with(&format!("{provider}-")))
+            })
+        };
+        let spec = of_provider(&cfg.memories.extract_model)
+            .or_else(|| of_provider(&cfg.memories.consolidation_model))
+            .or_else(|| {
+                cheap_choices(&self.catalog.models())
+                    .into_iter()
+                    .find(|c| c.provider == provider)
+                    .map(|c| c.id)
+            })
+            .or_else(|| {
+                self.catalog
+                    .local_servers()
+                    .into_iter()
+                    .find(|l| l.provider == provider)
+                    .and_then(|l| l.models.into_iter().next())
+            });
+        match spec {
+            Some(spec) => match self.catalog.test_model(&spec, self.secrets.as_ref()) {
+                Ok(t) => Ok(t),
+                Err(_) => self.catalog.test_connection(provider, key.as_ref()),
+            },
+            None => self.catalog.test_connection(provider, key.as_ref()),
+        }
     }
 
     /// The Models & keys page. A store error shows as `keyring.error` with every key absent.
@@ -435,13 +494,16 @@ impl ApiService {
                 }
             })
             .collect();
+        let models = self.catalog.models();
         Ok(ModelsView {
             providers,
-            models: self.catalog.models(),
+            models: models.clone(),
             extract_model: cfg.memories.extract_model,
             consolidation_model: cfg.memories.consolidation_model,
             default_model: self.catalog.default_model(),
             keyring,
+            cheap: cheap_choices(&models),
+            local: self.catalog.local_servers(),
         })
     }
 
@@ -543,6 +605,47 @@ pub fn api_error(e: &Error) -> ApiError {
     }
 }
 
+/// Smallest context window a first-choice model must have, tokens: a long session
+/// rendered for phase 1 needs room, and tiny-window models fail it.
+pub const CHEAP_MIN_CONTEXT: u64 = 100_000;
+
+/// The cheapest capable model of each hosted provider, cheapest first: priced, a context
+/// window of at least [`CHEAP_MIN_CONTEXT`], no dated snapshot ids (`-2025-08-07`), ranked
+/// by a 3:1 input:output blended price (extraction reads far more than it writes).
+pub fn cheap_choices(models: &[ModelInfo]) -> Vec<CheapChoice> {
+    let dated = |id: &str| {
+        id.rsplit(['-', '@']).next().is_some_and(|t| t.len() >= 4 && t.chars().all(|c| c.is_ascii_digit()))
+            || id.contains("-20")
+    };
+    let blended = |i: f64, o: f64| 0.75 * i + 0.25 * o;
+    let mut best: Vec<CheapChoice> = Vec::new();
+    for m in models {
+        let (Some(i), Some(o)) = (m.input_per_mtok_usd, m.output_per_mtok_usd) else {
+            continue;
+        };
+        if m.context_window.unwrap_or(0) < CHEAP_MIN_CONTEXT || dated(&m.id) || i <= 0.0 {
+            continue;
+        }
+        let c = CheapChoice {
+            id: m.id.clone(),
+            provider: m.provider.clone(),
+            input_per_mtok_usd: i,
+            output_per_mtok_usd: o,
+            context_window: m.context_window,
+        };
+        match best.iter_mut().find(|b| b.provider == c.provider) {
+            Some(b) if blended(i, o) < blended(b.input_per_mtok_usd, b.output_per_mtok_usd) => *b = c,
+            Some(_) => {}
+            None => best.push(c),
+        }
+    }
+    best.sort_by(|a, b| {
+        blended(a.input_per_mtok_usd, a.output_per_mtok_usd)
+            .total_cmp(&blended(b.input_per_mtok_usd, b.output_per_mtok_usd))
+    });
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -559,6 +662,59 @@ mod tests {
         };
         let s = ApiService::new(d.path(), store.clone(), ks);
         (d, s, store)
+    }
+
+    #[test]
+    fn no_key_means_no_model_with_its_fix_and_a_key_clears_it() {
+        let (d, s, _) = service();
+        let both = |m: &str| json!({"memories": {"extract_model": m, "consolidation_model": m}});
+        s.save_config(&both("deepseek/deepseek-chat")).unwrap();
+        let p = s.status().unwrap().pipeline;
+        assert_eq!(p.state, PipelineState::NoModel, "{p:?}");
+        assert!(
+            p.message.contains("no model can be called") && p.message.contains("deepseek"),
+            "{p:?}"
+        );
+        assert_eq!(p.fix.and_then(|f| f.page).as_deref(), Some("models"));
+        s.set_key("deepseek", "sk-test-0000000000001234").unwrap();
+        let p = s.status().unwrap().pipeline;
+        assert_ne!(p.state, PipelineState::NoModel, "{p:?}");
+        // A local model whose server is not running (providers are edited in the file).
+        std::fs::write(
+            d.path().join(CONFIG_FILE),
+            r#"{"memories": {"extract_model": "ollama/llama3", "consolidation_model": "ollama/llama3",
+                "providers": {"ollama": {"base_url": "http://127.0.0.1:9/v1"}}}}"#,
+        )
+        .unwrap();
+        let p = s.status().unwrap().pipeline;
+        assert_eq!(p.state, PipelineState::NoModel, "{p:?}");
+        assert!(p.message.contains("nothing answers at http://127.0.0.1:9/v1/"), "{p:?}");
+        // Paused by config wins: the user turned it off on purpose.
+        s.save_config(&json!({"memories": {"enabled": false}})).unwrap();
+        assert_eq!(s.status().unwrap().pipeline.state, PipelineState::Paused);
+    }
+
+    #[test]
+    fn cheap_choices_are_one_capable_undated_model_per_provider_cheapest_first() {
+        let d = tempfile::tempdir().unwrap();
+        let models = crate::api::catalog::PriceCatalog::new(d.path()).models();
+        let c = cheap_choices(&models);
+        assert!(c.len() >= 3, "{c:?}");
+        let mut providers: Vec<_> = c.iter().map(|x| x.provider.clone()).collect();
+        providers.sort();
+        providers.dedup();
+        assert_eq!(providers.len(), c.len(), "one per provider: {c:?}");
+        let blended = |x: &CheapChoice| 0.75 * x.input_per_mtok_usd + 0.25 * x.output_per_mtok_usd;
+        assert!(c.windows(2).all(|w| blended(&w[0]) <= blended(&w[1])), "{c:?}");
+        for x in &c {
+            assert!(x.context_window.unwrap() >= CHEAP_MIN_CONTEXT && !x.id.contains("-20"), "{x:?}");
+            // Nothing of its provider that qualifies is cheaper.
+            assert!(!models.iter().any(|m| m.provider == x.provider
+                && m.context_window.unwrap_or(0) >= CHEAP_MIN_CONTEXT
+                && !m.id.contains("-20")
+                && m.input_per_mtok_usd.zip(m.output_per_mtok_usd).is_some_and(|(i, o)| i > 0.0 && 0.75 * i + 0.25 * o < blended(x))),
+                "{x:?}");
+        }
     }
 
     #[test]

@@ -15,4 +15,12 @@ message: string,
 /**
  * Round trip in milliseconds, when a request was made.
  */
-latency_ms: number | null, };
+latency_ms: number | null, 
+/**
+ * The model the test request went to (`provider/model-id`), when one was called.
+ */
+model: string | null, 
+/**
+ * What the test request cost, USD; null = no request made or price unknown.
+ */
+cost_usd: number | null, };

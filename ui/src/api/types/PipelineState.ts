@@ -3,4 +3,4 @@
 /**
  * State of the background memory pipeline.
  */
-export type PipelineState = "idle" | "running" | "paused" | "disabled" | "cap_reached" | "unavailable";
+export type PipelineState = "idle" | "running" | "paused" | "disabled" | "cap_reached" | "unavailable" | "no_model" | "failing";
