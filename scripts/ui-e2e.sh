@@ -18,7 +18,7 @@ echo "== ui: unit tests and build"
 (cd ui && npx vitest run && npm run --silent build)
 
 echo "== server: build"
-cargo build --quiet --bin codex-free --example seed_usage
+cargo build --quiet --bin codex-free --example seed_usage --example mock_provider
 
 TMP=$(mktemp -d /tmp/cf-ui-e2e.XXXXXX)
 cleanup() { rm -rf "$TMP"; }
@@ -47,6 +47,21 @@ dbus-run-session -- bash -euo pipefail -c '
   export KEYRING=secret-service CODEX_FREE_KEYRING=secret-service
   echo "== keyring: unit test against the real Secret Service"
   CODEX_FREE_TEST_SECRET_SERVICE=1 cargo test --quiet -p codex-free-secrets --lib keyring 2>&1 | tail -3
+  echo "== first run: a fresh state home, no key, the mock provider as OpenAI (tests/ui/first_run.mjs)"
+  FR=$CODEX_FREE_HOME/../first-run; mkdir -p "$FR/state" "$FR/project"
+  "$TARGET/debug/examples/mock_provider" >"$FR/mock.out" 2>"$FR/mock.err" &
+  mock=$!
+  for _ in $(seq 1 100); do grep -q "^http" "$FR/mock.out" 2>/dev/null && break; sleep 0.1; done
+  MOCK_URL=$(head -1 "$FR/mock.out")
+  printf "{\"memories\":{\"providers\":{\"openai\":{\"base_url\":\"%s\"}}}}\n" "$MOCK_URL" >"$FR/state/codex.config.json"
+  CODEX_FREE_HOME=$FR/state "$TARGET/debug/codex-free" serve --http --ui --project "$FR/project" --port 0 >"$FR/server.out" 2>"$FR/server.err" &
+  frpid=$!
+  for _ in $(seq 1 100); do grep -q "Press Ctrl-C" "$FR/server.out" 2>/dev/null && break; sleep 0.1; done
+  FR_UI_URL=$(sed -n "s/^ *web UI: *//p" "$FR/server.out")
+  [ -n "$FR_UI_URL" ] || { cat "$FR/server.out" "$FR/server.err"; exit 1; }
+  FR_UI_URL=$FR_UI_URL FR_HOME=$FR/state node --test --test-reporter=spec "$ROOT/tests/ui/first_run.mjs" \
+    || { echo "--- first-run server log"; tail -30 "$FR/server.err"; kill $frpid $mock; exit 1; }
+  kill $frpid $mock; wait $frpid 2>/dev/null || true; wait $mock 2>/dev/null || true
   echo "== server: start (codex-free serve --http --ui, pipeline off so the seeded totals stay exact)"
   OUT=$CODEX_FREE_HOME/../server.out
   "$TARGET/debug/codex-free" serve --http --ui --project "$PROJECT_DIR" --port 0 --no-pipeline >"$OUT" 2>"$CODEX_FREE_HOME/../server.err" &

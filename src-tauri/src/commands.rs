@@ -140,3 +140,41 @@ pub async fn connect_apply(
 ) -> Result<ConnectPlanView, ApiError> {
     run(core, move |s| s.connect_apply(&client, &request)).await
 }
+#[tauri::command]
+pub async fn diagnostics(core: State<'_, Arc<Core>>) -> Result<String, ApiError> {
+    run(core, |s| s.diagnostics()).await
+}
+
+/// Launch at login: whether this desktop app can do it and whether it is on.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Autostart {
+    /// Always true here (the desktop app); the headless server answers false.
+    pub available: bool,
+    /// Registered to start at login.
+    pub enabled: bool,
+}
+
+#[tauri::command]
+pub async fn autostart_get(app: tauri::AppHandle) -> Result<Autostart, ApiError> {
+    use tauri_plugin_autostart::ManagerExt as _;
+    Ok(Autostart {
+        available: true,
+        enabled: app.autolaunch().is_enabled().unwrap_or(false),
+    })
+}
+
+#[tauri::command]
+pub async fn autostart_set(app: tauri::AppHandle, enabled: bool) -> Result<Autostart, ApiError> {
+    use tauri_plugin_autostart::ManagerExt as _;
+    let al = app.autolaunch();
+    let r = if enabled { al.enable() } else { al.disable() };
+    r.map_err(|e| ApiError {
+        code: codex_free_core::error::ErrorCode::Internal.into(),
+        message: format!("launch at login could not be changed: {e}"),
+        fields: Vec::new(),
+    })?;
+    Ok(Autostart {
+        available: true,
+        enabled: al.is_enabled().unwrap_or(enabled),
+    })
+}

@@ -172,20 +172,56 @@ impl Core {
             })
     }
 
-    /// Spend line, e.g. `Spend this month: $1.20 of $5.00`.
+    /// Spend line, e.g. `Spend: $0.04 today · $1.20 this month of $5.00`.
     pub fn spend_line(&self) -> String {
         match self.service.spend() {
-            Ok(s) => match s.cap_usd {
-                Some(c) => format!(
-                    "Spend this month: {} of {}{}",
-                    usd(s.month_usd),
-                    usd(c),
-                    if s.cap_reached { " (cap reached)" } else { "" }
-                ),
-                None => format!("Spend this month: {}", usd(s.month_usd)),
-            },
+            Ok(s) => format!(
+                "Spend: {} today · {} this month{}{}",
+                usd(s.today_usd),
+                usd(s.month_usd),
+                s.cap_usd.map(|c| format!(" of {}", usd(c))).unwrap_or_default(),
+                if s.cap_reached { " (cap reached)" } else { "" }
+            ),
             Err(e) => format!("Spend: unavailable ({})", e.code()),
         }
+    }
+
+    /// Next-run line, e.g. `Next run: 14:05 UTC`, or why nothing is scheduled.
+    pub fn next_run_line(&self) -> String {
+        match self.service.status() {
+            Ok(st) => match (st.pipeline.state, st.pipeline.next_run_ms) {
+                (PipelineState::NoModel, _) => "Next run: none (no model can be called)".into(),
+                (PipelineState::Paused, _) => "Next run: none (paused)".into(),
+                (_, Some(ms)) => chrono::DateTime::from_timestamp_millis(ms)
+                    .map(|d| format!("Next run: {} UTC", d.format("%H:%M")))
+                    .unwrap_or_else(|| "Next run: unknown".into()),
+                _ => "Next run: not scheduled in this process".into(),
+            },
+            Err(e) => format!("Next run: unavailable ({})", e.code()),
+        }
+    }
+
+    /// Last-error line (at most 80 characters), e.g. `Last error: phase1: HTTP 500 …`.
+    pub fn last_error_line(&self) -> String {
+        match self.service.status() {
+            Ok(st) => match st.recent_errors.first() {
+                Some(e) => {
+                    let text = format!("Last error: {}: {}", e.source, e.message);
+                    if text.chars().count() > 80 {
+                        format!("{}…", text.chars().take(79).collect::<String>())
+                    } else {
+                        text
+                    }
+                }
+                None => "Last error: none".into(),
+            },
+            Err(e) => format!("Last error: status unavailable ({})", e.code()),
+        }
+    }
+
+    /// Diagnostic info to copy (no keys or tokens; see `ApiService::diagnostics`).
+    pub fn diagnostics(&self) -> Option<String> {
+        self.service.diagnostics().ok()
     }
 
     /// The tray icon for the server state.
@@ -215,43 +251,10 @@ impl Core {
     }
 }
 
-/// Notifications due between two dashboard snapshots: the spend cap was just reached, or
-/// a run failed since the last look. Pure, so the rule is tested without a desktop.
-pub fn notifications(prev: Option<&Status>, now: &Status) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let was_capped = prev.map(|p| p.spend.cap_reached).unwrap_or(false);
-    if now.spend.cap_reached && !was_capped {
-        out.push((
-            "Spend cap reached".to_string(),
-            format!(
-                "The memory pipeline stopped calling models: {} spent this month of a {} cap.",
-                usd(now.spend.month_usd),
-                usd(now.spend.cap_usd.unwrap_or_default())
-            ),
-        ));
-    }
-    let last_seen = prev.and_then(|p| p.recent_errors.iter().map(|e| e.time_ms).max());
-    // Only errors newer than the previous look; nothing on the first look.
-    if let Some(prev_max) = last_seen.or(prev.map(|_| i64::MIN))
-        && let Some(e) = now
-            .recent_errors
-            .iter()
-            .filter(|e| e.time_ms > prev_max)
-            .max_by_key(|e| e.time_ms)
-    {
-        out.push((
-            format!("Codex Free: {} failed", e.source),
-            e.message.clone(),
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use codex_free_secrets::keyring::Opened;
-    use codex_free_server::api::dto::{RecentError, Spend};
     use codex_free_server::app::AppOptions;
     use codex_free_server::mcp::ServerOptions;
 
@@ -349,7 +352,9 @@ mod tests {
         assert_eq!(c.pause_label(), "Resume pipeline");
         assert!(c.toggle_pipeline().ok);
         assert_eq!(c.pause_label(), "Pause pipeline");
-        assert_eq!(c.spend_line(), "Spend this month: $0.00");
+        assert_eq!(c.spend_line(), "Spend: $0.00 today · $0.00 this month");
+        assert_eq!(c.last_error_line(), "Last error: none");
+        assert!(c.diagnostics().is_some_and(|d| d.contains("Key store: ") && !d.contains(&token)));
         assert!(
             !c.run_pipeline().ok,
             "no pipeline in this build must not claim a run"
@@ -375,41 +380,5 @@ mod tests {
             "{:?}",
             st.recent_errors
         );
-    }
-
-    fn status(cap_reached: bool, errors: &[(i64, &str)]) -> Status {
-        let (_d, _rt, c) = core(0);
-        let mut s = c.status().unwrap();
-        s.spend = Spend {
-            today_usd: 1.0,
-            month_usd: 5.0,
-            cap_usd: Some(5.0),
-            cap_reached,
-            unpriced_requests: 0,
-        };
-        s.recent_errors = errors
-            .iter()
-            .map(|(t, m)| RecentError {
-                time_ms: *t,
-                source: "phase1".into(),
-                message: m.to_string(),
-            })
-            .collect();
-        s
-    }
-
-    #[test]
-    fn notifications_fire_once_per_event() {
-        let a = status(false, &[(10, "old")]);
-        assert!(
-            notifications(None, &a).is_empty(),
-            "nothing on the first look"
-        );
-        let b = status(true, &[(10, "old"), (20, "HTTP 500")]);
-        let n = notifications(Some(&a), &b);
-        assert_eq!(n.len(), 2, "{n:?}");
-        assert_eq!(n[0].0, "Spend cap reached");
-        assert!(n[1].1.contains("HTTP 500"));
-        assert!(notifications(Some(&b), &b).is_empty(), "no repeat");
     }
 }

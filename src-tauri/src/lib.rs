@@ -159,8 +159,16 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
             commands::connect_view,
             commands::connect_preview,
             commands::connect_apply,
+            commands::diagnostics,
+            commands::autostart_get,
+            commands::autostart_set,
         ])
         .setup(move |app| {
+            // Alerts from the scheduler become desktop notifications from now on.
+            app.state::<Arc<Core>>()
+                .app
+                .pipeline
+                .set_alert_sink(Arc::new(tray::Notifier(app.handle().clone())));
             let handles = tray::build(app.handle())?;
             app.manage(handles);
             tracing::info!("tray built");

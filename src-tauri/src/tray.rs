@@ -1,6 +1,8 @@
 //! The tray icon and its menu (Tauri glue). Menu ids map one-to-one to the plain actions
-//! of [`crate::core::Core`]; a refresher updates the status lines, labels and icon every
-//! few seconds and raises notifications ([`crate::core::notifications`]).
+//! of [`crate::core::Core`]; a refresher updates the status lines (spend today and this
+//! month, next run, last error), labels and icon every few seconds. The pipeline's alerts
+//! (spend thresholds, failing runs, a rejected key) arrive through [`Notifier`] as desktop
+//! notifications.
 //!
 //! Invariant: actions that may block (server start/stop, pipeline) run on a plain thread,
 //! never on the GTK main thread that delivers menu events.
@@ -41,7 +43,19 @@ pub struct TrayHandles {
     toggle_server: MenuItem<Wry>,
     toggle_pipeline: MenuItem<Wry>,
     spend_line: MenuItem<Wry>,
+    next_line: MenuItem<Wry>,
+    error_line: MenuItem<Wry>,
     autostart: CheckMenuItem<Wry>,
+}
+
+/// Delivers the pipeline's alerts as desktop notifications.
+pub struct Notifier(pub AppHandle);
+
+impl codex_free_pipeline::alerts::AlertSink for Notifier {
+    fn notify(&self, alert: &codex_free_pipeline::alerts::Alert) {
+        notify(&self.0, &alert.title(), &alert.body());
+        tracing::info!(target: "alerts", "{}: {}", alert.title(), alert.body());
+    }
 }
 
 /// Show (creating if needed) the main window.
@@ -81,6 +95,7 @@ fn on_menu(app: &AppHandle, id: &str) {
         "copy_url" => copy(app, "MCP URL", core.mcp_url()),
         "copy_token" => copy(app, "MCP token", core.token().ok()),
         "copy_login" => copy(app, "one-time web UI login link", core.ui_url()),
+        "copy_diagnostics" => copy(app, "diagnostic info", core.diagnostics()),
         "run_pipeline" => {
             std::thread::spawn(move || {
                 let r = core.run_pipeline();
@@ -156,6 +171,15 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
         None::<&str>,
     )?;
     let spend_line = MenuItem::with_id(app, "spend_line", core.spend_line(), false, None::<&str>)?;
+    let next_line = MenuItem::with_id(app, "next_line", core.next_run_line(), false, None::<&str>)?;
+    let error_line = MenuItem::with_id(app, "error_line", core.last_error_line(), false, None::<&str>)?;
+    let copy_diag = MenuItem::with_id(
+        app,
+        "copy_diagnostics",
+        "Copy diagnostic info",
+        true,
+        None::<&str>,
+    )?;
     let autostart_on = app.autolaunch().is_enabled().unwrap_or(false);
     let autostart = CheckMenuItem::with_id(
         app,
@@ -179,7 +203,10 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
             &run_pipeline,
             &toggle_pipeline,
             &spend_line,
+            &next_line,
+            &error_line,
             &PredefinedMenuItem::separator(app)?,
+            &copy_diag,
             &autostart,
             &open,
             &quit_item,
@@ -198,6 +225,8 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
         toggle_server,
         toggle_pipeline,
         spend_line,
+        next_line,
+        error_line,
         autostart,
     })
 }
@@ -212,6 +241,8 @@ pub fn refresh(app: &AppHandle) {
     let _ = h.toggle_server.set_text(core.toggle_label());
     let _ = h.toggle_pipeline.set_text(core.pause_label());
     let _ = h.spend_line.set_text(core.spend_line());
+    let _ = h.next_line.set_text(core.next_run_line());
+    let _ = h.error_line.set_text(core.last_error_line());
     let _ = h
         .autostart
         .set_checked(app.autolaunch().is_enabled().unwrap_or(false));
@@ -221,21 +252,12 @@ pub fn refresh(app: &AppHandle) {
     let _ = h.tray.set_tooltip(Some(core.server_line()));
 }
 
-/// Refresh the tray every [`REFRESH`] and raise notifications for a reached spend cap or a
-/// failed run. Runs on a plain thread until the app exits.
+/// Refresh the tray every [`REFRESH`]. Runs on a plain thread until the app exits.
 pub fn spawn_refresher(app: AppHandle) {
     std::thread::spawn(move || {
-        let mut prev = None;
         loop {
             std::thread::sleep(REFRESH);
             refresh(&app);
-            let core = app.state::<Arc<Core>>().inner().clone();
-            if let Ok(now) = core.status() {
-                for (title, body) in crate::core::notifications(prev.as_ref(), &now) {
-                    notify(&app, &title, &body);
-                }
-                prev = Some(now);
-            }
         }
     });
 }

@@ -52,6 +52,17 @@ export interface Api {
   connectPreview(client: string, undo: boolean): Promise<ConnectPlanView>;
   /** Apply connect (or undo); `digest` from the preview refuses a plan that changed since. */
   connectApply(client: string, undo: boolean, digest?: string): Promise<ConnectPlanView>;
+  /** Plain-text diagnostic info for a bug report (never keys or tokens). */
+  diagnostics(): Promise<string>;
+  /** Launch at login: only the desktop app can; the headless server says it is unavailable. */
+  autostart(): Promise<Autostart>;
+  setAutostart(enabled: boolean): Promise<Autostart>;
+}
+
+/** Launch-at-login state. */
+export interface Autostart {
+  available: boolean;
+  enabled: boolean;
 }
 
 /** A failed call: stable `code` (match on it, never on the message), message, field errors. */

@@ -5,7 +5,7 @@
 // loopback origin, so the cookie cannot be used from another site or through a tunnel.
 
 import { ApiFailure, cleanFilter, toFailure } from "./contract";
-import type { Api, ConfigPatch } from "./contract";
+import type { Api, Autostart, ConfigPatch } from "./contract";
 import type {
   ActionResult,
   ConfigSaveResult,
@@ -102,5 +102,11 @@ export class HttpApi implements Api {
   }
   connectApply(client: string, undo: boolean, digest?: string) {
     return this.call<ConnectPlanView>("POST", `/api/connect/${encodeURIComponent(client)}`, { undo, digest: digest ?? null });
+  }
+  diagnostics() { return this.call<string>("GET", "/api/diagnostics"); }
+  /** The headless server cannot register itself to start at login. */
+  autostart(): Promise<Autostart> { return Promise.resolve({ available: false, enabled: false }); }
+  setAutostart(): Promise<Autostart> {
+    return Promise.reject(new ApiFailure({ code: "unsupported", message: "launch at login is a setting of the desktop app", fields: [] }));
   }
 }

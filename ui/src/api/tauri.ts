@@ -3,7 +3,7 @@
 
 import { invoke as tauriInvoke } from "@tauri-apps/api/core";
 import { cleanFilter, toFailure } from "./contract";
-import type { Api, ConfigPatch } from "./contract";
+import type { Api, Autostart, ConfigPatch } from "./contract";
 import type {
   ActionResult,
   ConfigSaveResult,
@@ -56,4 +56,7 @@ export class TauriApi implements Api {
   connectApply(client: string, undo: boolean, digest?: string) {
     return this.call<ConnectPlanView>("connect_apply", { client, request: { undo, digest: digest ?? null } });
   }
+  diagnostics() { return this.call<string>("diagnostics"); }
+  autostart() { return this.call<Autostart>("autostart_get"); }
+  setAutostart(enabled: boolean) { return this.call<Autostart>("autostart_set", { enabled }); }
 }

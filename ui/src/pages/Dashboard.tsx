@@ -1,11 +1,59 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, toFailure } from "../api";
-import type { ActionResult, Api, ApiFailure } from "../api";
+import type { ActionResult, Api, ApiFailure, Fix } from "../api";
 import { useLoad } from "../hooks";
 import { Badge, Card, ErrorBox, Gauge } from "../components/ui";
 import { formatTime, formatUsd } from "../format";
 
 const REFRESH_MS = 5000;
+
+const PAGE_TITLES: Record<string, string> = { models: "Models & keys", settings: "Settings", connect: "Connect" };
+
+/** The badge colour of a pipeline state: error states are never shown like "idle". */
+function pipelineBadge(state: string): string {
+  return state === "failing" || state === "no_model" || state === "cap_reached" ? "error" : state;
+}
+
+/** What fixes an error state, with a button to the page that does it. */
+function FixLine({ fix, testid }: { fix: Fix; testid?: string }) {
+  return (
+    <p class="fix" data-testid={testid}>
+      {fix.text.charAt(0).toUpperCase() + fix.text.slice(1)}.{" "}
+      {fix.page && (
+        <a class="button" href={`#/${fix.page}`} data-testid={testid ? `${testid}-link` : undefined}>
+          Open {PAGE_TITLES[fix.page] ?? fix.page}
+        </a>
+      )}
+    </p>
+  );
+}
+
+/** "Copy diagnostic info": versions, OS, key store, sandbox, clients, last runs (no keys). */
+function Diagnostics() {
+  const [text, setText] = useState<string | null>(null);
+  const [note, setNote] = useState("");
+  const copy = async () => {
+    try {
+      const t = await (await api()).diagnostics();
+      setText(t);
+      try {
+        await navigator.clipboard.writeText(t);
+        setNote("Copied to the clipboard.");
+      } catch {
+        setNote("Select the text below and copy it (the clipboard is not available here).");
+      }
+    } catch (e) {
+      setNote(toFailure(e).message);
+    }
+  };
+  return (
+    <Card title="Diagnostics" testid="card-diagnostics" actions={<button data-testid="copy-diagnostics" onClick={() => void copy()}>Copy diagnostic info</button>}>
+      <p class="muted small">For a bug report: versions, OS, key store, sandbox, clients and the last runs. Never keys or tokens.</p>
+      {note && <p class="small" data-testid="diagnostics-note">{note}</p>}
+      {text && <pre class="content" data-testid="diagnostics-text">{text}</pre>}
+    </Card>
+  );
+}
 
 export function Dashboard() {
   const { data: s, error, reload } = useLoad((a) => a.status());
@@ -57,7 +105,12 @@ export function Dashboard() {
           {s.server.url && <code data-testid="server-url">{s.server.url}</code>}
         </p>
         <p>{s.server.clients} client(s) in the last 5 minutes</p>
-        {s.server.error && <p class="error-text">{s.server.error}</p>}
+        {s.server.error && (
+          <>
+            <p class="error-text">{s.server.error}</p>
+            <FixLine fix={{ text: "free the port or pick another one (server.port), then Start", page: "settings" }} />
+          </>
+        )}
       </Card>
       <Card
         title="Memory pipeline"
@@ -71,11 +124,20 @@ export function Dashboard() {
           </>
         }
       >
-        <p>
-          <Badge kind={s.pipeline.state}>{s.pipeline.state.replace("_", " ")}</Badge> {s.pipeline.message}
-        </p>
-        <p>
-          Next run: {formatTime(s.pipeline.next_run_ms)} · Last run: {formatTime(s.pipeline.last_run_ms)}
+        {s.pipeline.state === "no_model" ? (
+          <p class="error-text" data-testid="pipeline-blocked">
+            {s.pipeline.message}
+          </p>
+        ) : (
+          <p>
+            <Badge kind={pipelineBadge(s.pipeline.state)}>{s.pipeline.state.replace("_", " ")}</Badge>{" "}
+            <span data-testid="pipeline-message">{s.pipeline.message}</span>
+          </p>
+        )}
+        {s.pipeline.fix && <FixLine fix={s.pipeline.fix} testid="pipeline-fix" />}
+        <p data-testid="pipeline-times">
+          Next run: <span data-testid="pipeline-next-run">{formatTime(s.pipeline.next_run_ms)}</span> · Last run:{" "}
+          {formatTime(s.pipeline.last_run_ms)}
         </p>
       </Card>
       <Card title="Spend" testid="card-spend">
@@ -96,7 +158,12 @@ export function Dashboard() {
         {sp.cap_usd !== null && (
           <Gauge value={sp.month_usd} max={sp.cap_usd} label={`${formatUsd(sp.month_usd)} of ${formatUsd(sp.cap_usd)}`} />
         )}
-        {sp.cap_reached && <p class="error-text">Cap reached: the pipeline makes no model calls.</p>}
+        {sp.cap_reached && (
+          <>
+            <p class="error-text">Cap reached: the pipeline makes no model calls.</p>
+            <FixLine fix={{ text: "raise memories.monthly_spend_cap_usd, or wait for next month", page: "settings" }} />
+          </>
+        )}
         {sp.unpriced_requests > 0 && (
           <p class="muted">{sp.unpriced_requests} request(s) this month have no known price (not counted).</p>
         )}
@@ -112,6 +179,12 @@ export function Dashboard() {
           <Badge kind={s.keyring.fallback ? "warn" : "running"}>{s.keyring.backend}</Badge>
         </p>
         {s.keyring.error && <p class="error-text">{s.keyring.error}</p>}
+        {s.keyring.fallback && (
+          <p class="muted small">
+            Fix: start a Secret Service (GNOME Keyring or KWallet) in your desktop session; until then keys saved here
+            are lost at logout, and a provider's environment variable (e.g. OPENAI_API_KEY) also works.
+          </p>
+        )}
       </Card>
       <Card title="Recent errors" testid="card-errors">
         {s.recent_errors.length === 0 ? (
@@ -152,6 +225,7 @@ export function Dashboard() {
           </>
         )}
       </Card>
+      <Diagnostics />
       <p class="muted small">
         State home <code>{s.home}</code> · version {s.version}
       </p>

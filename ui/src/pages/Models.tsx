@@ -89,7 +89,11 @@ function KeyRow({ p, onChange }: { p: ProviderInfo; onChange: () => void }) {
         >
           Test connection
         </button>
-        {test && <div class={test.ok ? "ok-text" : "error-text"}>{test.message}</div>}
+        {test && (
+          <div class={test.ok ? "ok-text" : "error-text"} data-testid={`key-test-result-${p.id}`}>
+            {test.message}
+          </div>
+        )}
         {err && (
           <div class="field-error" role="alert">
             {err.message}
@@ -163,6 +167,33 @@ function StagePicker(props: {
   );
 }
 
+/** Sets both stages to `id` (a small model serves extraction and consolidation alike). */
+function UseButton({ id, current, onSaved }: { id: string; current: string | null; onSaved: () => void }) {
+  const [err, setErr] = useState("");
+  if (current === id) return <Badge kind="running">in use</Badge>;
+  return (
+    <>
+      <button
+        data-testid={`use-${id}`}
+        onClick={() =>
+          void (async () => {
+            try {
+              const r = await (await api()).saveConfig({ memories: { extract_model: id, consolidation_model: id } });
+              setErr(r.saved ? "" : r.errors.map((e) => e.message).join("; "));
+              if (r.saved) onSaved();
+            } catch (e) {
+              setErr(toFailure(e).message);
+            }
+          })()
+        }
+      >
+        Use
+      </button>
+      {err && <div class="field-error">{err}</div>}
+    </>
+  );
+}
+
 export function Models() {
   const { data, error, reload } = useLoad((a) => a.models());
   const [q, setQ] = useState("");
@@ -182,6 +213,60 @@ export function Models() {
           </p>
         )}
         {!data.keyring.fallback && data.keyring.error && <p class="error-text">{data.keyring.error}</p>}
+      </Card>
+      <Card title="Cheap choices" testid="cheap">
+        <p class="muted">
+          The pipeline reads a lot and writes little, so a small model is enough. Pick one, save its provider's key
+          below, then Test connection (one tiny request; its cost is shown and logged).
+        </p>
+        <table class="table num">
+          <thead>
+            <tr>
+              <th>Model</th>
+              <th>Input / 1M</th>
+              <th>Output / 1M</th>
+              <th>Context</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {data.local.flatMap((l) =>
+              l.models.slice(0, 5).map((m) => (
+                <tr key={m} data-testid={`local-${m}`}>
+                  <td>
+                    <code>{m}</code> <Badge kind="running">local</Badge>
+                    <div class="muted small">{l.base_url}</div>
+                  </td>
+                  <td>free</td>
+                  <td>free</td>
+                  <td>-</td>
+                  <td>
+                    <UseButton id={m} current={data.extract_model} onSaved={() => void reload()} />
+                  </td>
+                </tr>
+              )),
+            )}
+            {data.cheap.map((c) => (
+              <tr key={c.id} data-testid={`cheap-${c.id}`}>
+                <td>
+                  <code>{c.id}</code>
+                </td>
+                <td>{formatPerMtok(c.input_per_mtok_usd)}</td>
+                <td>{formatPerMtok(c.output_per_mtok_usd)}</td>
+                <td>{c.context_window ? formatInt(c.context_window) : "unknown"}</td>
+                <td>
+                  <UseButton id={c.id} current={data.extract_model} onSaved={() => void reload()} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {data.local.length === 0 && (
+          <p class="muted small">
+            No local model server answers on 127.0.0.1 (Ollama on 11434, LM Studio on 1234). Start one to use a free
+            local model.
+          </p>
+        )}
       </Card>
       <Card title="Providers" testid="providers">
         <table class="table">

@@ -29,6 +29,39 @@ function fmtRange(f: ConfigField): string {
   return `${f.min} – ${f.max}`;
 }
 
+/** Launch at login (desktop app only; off by default). */
+function LaunchAtLogin() {
+  const { data, error, reload } = useLoad((a) => a.autostart());
+  const [err, setErr] = useState("");
+  if (!data) return <ErrorBox error={error} />;
+  return (
+    <div class="field" data-testid="field-autostart">
+      <label>
+        <input
+          type="checkbox"
+          checked={data.enabled}
+          disabled={!data.available}
+          data-testid="autostart-toggle"
+          onChange={(e) =>
+            void (async () => {
+              try {
+                await (await api()).setAutostart((e.target as HTMLInputElement).checked);
+                setErr("");
+              } catch (x) {
+                setErr(toFailure(x).message);
+              }
+              void reload();
+            })()
+          }
+        />{" "}
+        <strong>Launch at login</strong> <span class="muted">(starts in the tray, window closed)</span>
+      </label>
+      {!data.available && <div class="meta">Only the desktop app can start at login; this page is served by the headless server.</div>}
+      {err && <div class="field-error">{err}</div>}
+    </div>
+  );
+}
+
 export function Settings() {
   const { data, error, reload } = useLoad((a) => a.getConfig());
   const [drafts, setDrafts] = useState<Record<string, Draft>>({});
@@ -108,6 +141,7 @@ export function Settings() {
   const anyError = localErrors > 0 || Object.keys(serverErrors).length > 0;
   return (
     <div>
+      <LaunchAtLogin />
       <ErrorBox error={error ?? saveErr} />
       {data.warnings.map((w) => (
         <div key={w} class="alert warn">{w}</div>

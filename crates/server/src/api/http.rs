@@ -224,6 +224,9 @@ fn table() -> Table {
     .get("/api/memory", |State(s): State<Svc>| {
         json(move || s.memory())
     })
+    .get("/api/diagnostics", |State(s): State<Svc>| {
+        json(move || s.diagnostics())
+    })
     .get(
         "/api/audit/refusals",
         |State(s): State<Svc>, Query(q): Query<RefusalsQuery>| {

@@ -468,6 +468,114 @@ impl ApiService {
         }
     }
 
+    /// Plain-text diagnostic info to paste into a bug report: versions, OS, key store,
+    /// command sandbox, server, pipeline, the coding agents' connection state and the last
+    /// runs. It never holds a key or token: none is read here, and the text still passes
+    /// the redactor before it is returned.
+    pub fn diagnostics(&self) -> Result<String> {
+        use std::fmt::Write as _;
+        let st = self.status()?;
+        let mut t = String::new();
+        let os_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|v| format!(" (kernel {})", v.trim()))
+            .unwrap_or_default();
+        let _ = writeln!(t, "Codex Free {}", st.version);
+        let _ = writeln!(
+            t,
+            "OS: {} {}{os_release}",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        );
+        let _ = writeln!(t, "State home: {}", st.home);
+        let _ = writeln!(
+            t,
+            "Key store: {}{}{}",
+            st.keyring.backend,
+            if st.keyring.fallback { " (fallback)" } else { "" },
+            st.keyring.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
+        );
+        let _ = writeln!(
+            t,
+            "Command sandbox: {} ({}){}",
+            if st.sandbox.enforced { "on" } else { "off" },
+            st.sandbox.mechanism,
+            st.sandbox.warning.as_deref().map(|w| format!(" — {w}")).unwrap_or_default()
+        );
+        let _ = writeln!(
+            t,
+            "MCP server: {:?}{}, {} client(s) in the last 5 minutes{}",
+            st.server.state,
+            st.server.url.as_deref().map(|u| format!(" at {u}")).unwrap_or_default(),
+            st.server.clients,
+            st.server.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
+        );
+        let _ = writeln!(t, "Pipeline: {:?} — {}", st.pipeline.state, st.pipeline.message);
+        let (cfg, _) = self.current_config();
+        let _ = writeln!(
+            t,
+            "Models: extraction {}, consolidation {}",
+            cfg.memories.extract_model.as_deref().unwrap_or("default"),
+            cfg.memories.consolidation_model.as_deref().unwrap_or("default")
+        );
+        let _ = writeln!(
+            t,
+            "Spend: today {:.4} USD, this month {:.4} USD, cap {}",
+            st.spend.today_usd,
+            st.spend.month_usd,
+            st.spend.cap_usd.map(|c| format!("{c} USD")).unwrap_or_else(|| "none".into())
+        );
+        match self.connect_view() {
+            Ok(v) => {
+                if v.clients.is_empty() {
+                    let _ = writeln!(t, "Clients: none known to this process");
+                }
+                for c in v.clients {
+                    let _ = writeln!(
+                        t,
+                        "Client {}: installed {}, connected {}, linked {}{}",
+                        c.client,
+                        c.installed,
+                        c.connected,
+                        c.linked,
+                        c.problem.map(|p| format!(" — {p}")).unwrap_or_default()
+                    );
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(t, "Clients: unavailable ({e})");
+            }
+        }
+        match self.usage.runs(None, None) {
+            Ok(mut runs) => {
+                runs.sort_by_key(|r| std::cmp::Reverse(r.time_ms));
+                for r in runs.iter().take(5) {
+                    let _ = writeln!(
+                        t,
+                        "Run {} {} {} {}: {}{}",
+                        chrono::DateTime::from_timestamp_millis(r.time_ms)
+                            .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
+                            .unwrap_or_default(),
+                        r.phase,
+                        r.model.as_deref().unwrap_or("-"),
+                        r.trigger,
+                        r.outcome.as_deref().unwrap_or("?"),
+                        r.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
+                    );
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(t, "Runs: unavailable ({e})");
+            }
+        }
+        for e in st.recent_errors.iter().take(5) {
+            let when = chrono::DateTime::from_timestamp_millis(e.time_ms)
+                .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_default();
+            let _ = writeln!(t, "Error {when} {}: {}", e.source, e.message);
+        }
+        Ok(codex_free_pipeline::redact::redact_string(t))
+    }
+
     /// The Models & keys page. A store error shows as `keyring.error` with every key absent.
     pub fn models(&self) -> Result<ModelsView> {
         let (cfg, _) = self.current_config();
@@ -715,6 +823,21 @@ mod tests {
                 && m.input_per_mtok_usd.zip(m.output_per_mtok_usd).is_some_and(|(i, o)| i > 0.0 && 0.75 * i + 0.25 * o < blended(x))),
                 "{x:?}");
         }
+    }
+
+    #[test]
+    fn diagnostics_name_the_parts_and_hold_no_key_or_token() {
+        let (d, s, _) = service();
+        let key = "sk-proj-DIAGNOSTICSKEY0000000000000000000000abcd";
+        s.set_key("openai", key).unwrap();
+        let token = crate::mcp::auth::load_or_create(d.path(), crate::mcp::auth::TokenKind::Mcp).unwrap();
+        s.record_error("server", format!("upstream said Authorization: Bearer {key}"));
+        let t = s.diagnostics().unwrap();
+        for want in ["Codex Free ", "OS: ", "Key store: ", "Command sandbox: ", "MCP server: ", "Pipeline: ", "Client"] {
+            assert!(t.contains(want), "{want} missing:\n{t}");
+        }
+        assert!(!t.contains(key) && !t.contains("DIAGNOSTICSKEY"), "{t}");
+        assert!(!t.contains(token.expose()), "{t}");
     }
 
     #[test]
