@@ -2,8 +2,9 @@
 # The project's test command (CI runs exactly this): installs what it needs, then runs the
 # mechanical checks and every test suite — Rust unit + integration tests (real binary over
 # stdio and HTTP, the Python MCP SDK as an independent client), the UI's Vitest tests, the
-# browser end-to-end tests (playwright-core + Debian's chromium) and the desktop smoke
-# test (Tauri app under Xvfb). Usage: scripts/test.sh
+# browser end-to-end tests (playwright-core + Debian's chromium) and the packages: the
+# release app and CLI built once, bundled as .deb/.rpm, the .deb installed and its app
+# smoke-tested under Xvfb, then removed. Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -15,5 +16,5 @@ echo "== cargo deny (licenses, bans; advisories need the network)"; cargo deny c
 echo "== cargo clippy (workspace, incl. the tray app)"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test (every crate but the tray app)"; cargo test --workspace --exclude codex-free-app --lib --bins --tests --examples
 echo "== browser end-to-end (ui unit tests, headless server, chromium)"; scripts/ui-e2e.sh
-echo "== desktop smoke test (tray app under Xvfb)"; scripts/app-smoke.sh
+echo "== packages (release app + CLI built once, .deb/.rpm, installed .deb smoke-tested under Xvfb, removed)"; scripts/package.sh
 echo "== all tests passed"

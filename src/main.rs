@@ -154,6 +154,13 @@ enum TokenCmd {
         #[arg(long)]
         admin: bool,
     },
+    /// Say where the token is kept (OS key store entry, or the fallback file); never
+    /// prints the token.
+    Where {
+        /// The admin token instead of the MCP token.
+        #[arg(long)]
+        admin: bool,
+    },
     /// Print a one-time web UI login link (valid 10 minutes, single use) for a server
     /// started with `serve --http --ui` on this state home.
     Login {
@@ -193,6 +200,13 @@ fn main() -> anyhow::Result<()> {
             let t = match cmd {
                 TokenCmd::Show { admin } => mcp::auth::load_or_create(&home, kind(admin))?,
                 TokenCmd::Rotate { admin } => mcp::auth::rotate(&home, kind(admin))?,
+                TokenCmd::Where { admin } => {
+                    println!(
+                        "{}",
+                        mcp::auth::TokenVault::for_home(&home, kind(admin)).describe()
+                    );
+                    return Ok(());
+                }
                 TokenCmd::Login { port } => {
                     let config = Config::load(&config_path)?.config;
                     let port = port.unwrap_or(config.server.port);

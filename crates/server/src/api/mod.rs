@@ -496,6 +496,12 @@ impl ApiService {
         );
         let _ = writeln!(
             t,
+            "Server tokens: {}",
+            crate::mcp::auth::TokenVault::for_home(&self.home, crate::mcp::auth::TokenKind::Mcp)
+                .describe()
+        );
+        let _ = writeln!(
+            t,
             "Command sandbox: {} ({}){}",
             if st.sandbox.enforced { "on" } else { "off" },
             st.sandbox.mechanism,

@@ -1,13 +1,14 @@
 //! HTTP access control for the local server. Two credentials that never open each other's
 //! doors:
 //!
-//! - **The MCP token** (`<home>/server-token`, 0600) opens `/mcp` only: as
+//! - **The MCP token** (in the OS key store, see [`TokenVault`]; else `<home>/server-token`,
+//!   0600) opens `/mcp` only: as
 //!   `Authorization: Bearer <token>` or as the secret path `/mcp/<token>` (for clients that
 //!   cannot send headers, e.g. ChatGPT connectors behind a tunnel). It is what users paste
 //!   into clients, so it must not be able to reconfigure the machine.
 //! - **The admin credential** opens the web UI and `/api` only, and only on a loopback
 //!   `Host` (never a `server.allowedHosts` tunnel name, never through a proxy that adds
-//!   forwarding headers): the admin token (`<home>/admin-token`, 0600) as a bearer header,
+//!   forwarding headers): the admin token (key store, else `<home>/admin-token`) as a bearer header,
 //!   or a browser session cookie (HttpOnly, SameSite=Strict) that `/login?code=<code>` sets
 //!   from a one-time login code ([`issue_login_code`]; 10 minutes, single use, stored
 //!   hashed in `<home>/login-codes.json`). A cookie-authenticated state change (POST, PUT,
@@ -15,15 +16,16 @@
 //!   `Origin` that is present must be that one.
 //!
 //! Foreign `Host` and `Origin` headers are refused (DNS rebinding). Token comparisons are
-//! constant-time; tokens are never logged. Token files are re-read when they change, so
-//! `codex-free token rotate [--admin]` takes effect on a running server.
+//! constant-time; tokens are never logged. Tokens are re-read when they change (the file, or a
+//! rotation marker for store-held tokens), so `codex-free token rotate [--admin]` takes
+//! effect on a running server.
 //!
 //! Invariant: every route except `/health` and `/login` passes [`check_mcp`] or
 //! [`check_admin`], and no token is accepted by the other check.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine;
@@ -33,6 +35,8 @@ use subtle::ConstantTimeEq;
 
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_secrets::keyring::Opened;
+use codex_free_secrets::{Secret, SecretStore};
 use codex_free_core::error::IoContext;
 
 /// File under the state home that holds the MCP token.
@@ -97,16 +101,105 @@ pub fn token_path(home: &Path, kind: TokenKind) -> PathBuf {
     home.join(kind.file())
 }
 
-/// Load a token, generating 32 random bytes (base64url, 43 chars) on first use. Written
-/// atomically with mode 0600. Errors: unreadable file.
+/// Where a token lives: the OS key store when a persistent one is reachable (Secret
+/// Service, macOS Keychain, Windows Credential Manager), else the 0600 file under the
+/// state home (the labelled fallback: a volatile store such as kernel keyutils would lose
+/// the token at logout, and every client holding a copy would stop working).
+#[derive(Clone)]
+pub enum TokenVault {
+    /// In the key store under `account` (one per state home and kind).
+    Store {
+        /// The store.
+        store: Arc<dyn SecretStore>,
+        /// Its label, for `token where` and diagnostics.
+        label: String,
+        /// Account name, `server-token@<home id>` or `admin-token@<home id>`.
+        account: String,
+    },
+    /// In `<home>/server-token` or `<home>/admin-token`.
+    File(PathBuf),
+}
+
+impl TokenVault {
+    /// Where `kind`'s token of `home` lives with key store `keys`.
+    pub fn new(home: &Path, kind: TokenKind, keys: &Opened) -> Self {
+        if keys.persistent {
+            TokenVault::Store {
+                store: keys.store.clone(),
+                label: keys.label.clone(),
+                account: token_account(home, kind),
+            }
+        } else {
+            TokenVault::File(token_path(home, kind))
+        }
+    }
+
+    /// Where `kind`'s token of `home` lives with this process's key store
+    /// ([`codex_free_secrets::keyring::open`], opened once per process).
+    pub fn for_home(home: &Path, kind: TokenKind) -> Self {
+        static KEYS: std::sync::OnceLock<Opened> = std::sync::OnceLock::new();
+        Self::new(home, kind, KEYS.get_or_init(codex_free_secrets::keyring::open))
+    }
+
+    /// One line saying where the token is, never the token.
+    pub fn describe(&self) -> String {
+        match self {
+            TokenVault::Store { label, account, .. } => {
+                format!("{label} (service \"{}\", account \"{account}\")", codex_free_secrets::SERVICE)
+            }
+            TokenVault::File(p) => format!("{} (file, mode 0600: no persistent key store reachable)", p.display()),
+        }
+    }
+}
+
+/// The key store account of `kind`'s token of `home`: the file name and the first 12 hex
+/// digits of the SHA-256 of the home's path, so two state homes never share a token.
+pub fn token_account(home: &Path, kind: TokenKind) -> String {
+    let path = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    let id = codex_free_core::home::sha256_hex(path.to_string_lossy().as_bytes());
+    format!("{}@{}", kind.file(), &id[..12])
+}
+
+/// Marker file touched on every rotation of a store-held token, so a running server sees
+/// the change with one `stat` per request instead of a key store call.
+fn rotated_marker(home: &Path, kind: TokenKind) -> PathBuf {
+    home.join(format!("{}.rotated", kind.file()))
+}
+
+fn valid(s: &str) -> Option<String> {
+    let t = s.trim();
+    (t.len() >= 32).then(|| t.to_string())
+}
+
+fn read_file_token(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok(valid(&s)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+    }
+}
+
+/// Load a token, generating 32 random bytes (base64url, 43 chars) on first use, from
+/// where [`TokenVault::for_home`] says it lives. A token found in the old file while a
+/// persistent store is reachable moves into the store (read back before the file is
+/// removed), so clients keep working. Errors: unreadable file; a store that fails is
+/// logged and the file is used instead, so the server always has a token.
 pub fn load_or_create(home: &Path, kind: TokenKind) -> Result<Token> {
+    load_or_create_in(home, kind, &TokenVault::for_home(home, kind))
+}
+
+/// [`load_or_create`] with an explicit vault (tests, and callers that opened the store).
+pub fn load_or_create_in(home: &Path, kind: TokenKind, vault: &TokenVault) -> Result<Token> {
     let path = token_path(home, kind);
+    if let TokenVault::Store { store, account, .. } = vault {
+        match store_load_or_create(store.as_ref(), account, &path) {
+            Ok(t) => return Ok(t),
+            Err(e) => tracing::warn!(error = %e, "the key store failed; using the token file {}", path.display()),
+        }
+    }
     codex_free_core::home::with_lock(&path, || {
-        match std::fs::read_to_string(&path) {
-            Ok(s) if s.trim().len() >= 32 => return Ok(Token(s.trim().to_owned())),
-            Ok(_) => {} // empty or truncated: replace it
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+        if let Some(t) = read_file_token(&path)? {
+            return Ok(Token(t));
         }
         let t = generate();
         write_private(&path, &t)?;
@@ -114,12 +207,47 @@ pub fn load_or_create(home: &Path, kind: TokenKind) -> Result<Token> {
     })
 }
 
+fn store_load_or_create(store: &dyn SecretStore, account: &str, legacy: &Path) -> Result<Token> {
+    if let Some(t) = store.get(account)?.and_then(|s| valid(s.expose())) {
+        return Ok(Token(t));
+    }
+    let t = match read_file_token(legacy)? {
+        Some(t) => t,
+        None => generate(),
+    };
+    store.set(account, &Secret::new(t.clone()))?;
+    let back = store.get(account)?.map(|s| s.expose().to_string());
+    if back.as_deref() != Some(t.as_str()) {
+        return Err(Error::Secrets(format!(
+            "the key store did not return the token just stored under \"{account}\""
+        )));
+    }
+    if legacy.exists() {
+        std::fs::remove_file(legacy).ctx(|| format!("removing {}", legacy.display()))?;
+        tracing::info!("moved the token from {} into the key store (account {account}); `codex-free token show` prints it", legacy.display());
+    }
+    Ok(Token(t))
+}
+
 /// Replace one token with a new random one (`codex-free token rotate [--admin]`); the
-/// other token file is not touched. Errors: the file cannot be written.
+/// other token is not touched. Errors: the store or file cannot be written.
 pub fn rotate(home: &Path, kind: TokenKind) -> Result<Token> {
-    let path = token_path(home, kind);
+    rotate_in(home, kind, &TokenVault::for_home(home, kind))
+}
+
+/// [`rotate`] with an explicit vault.
+pub fn rotate_in(home: &Path, kind: TokenKind, vault: &TokenVault) -> Result<Token> {
     let t = generate();
-    codex_free_core::home::with_lock(&path, || write_private(&path, &t))?;
+    match vault {
+        TokenVault::Store { store, account, .. } => {
+            store.set(account, &Secret::new(t.clone()))?;
+            let marker = rotated_marker(home, kind);
+            codex_free_core::home::write_atomic(&marker, chrono::Utc::now().to_rfc3339().as_bytes())?;
+        }
+        TokenVault::File(path) => {
+            codex_free_core::home::with_lock(path, || write_private(path, &t))?;
+        }
+    }
     Ok(Token(t))
 }
 
@@ -140,11 +268,11 @@ fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// A token backed by its file and re-read when the file's mtime or size changes (one
-/// `stat` per request), so a rotation applies to the running server. A file that vanishes
-/// or becomes unreadable keeps the last token.
+/// A token re-read when its file (or, for a store-held token, its rotation marker)
+/// changes mtime or size: one `stat` per request, so a rotation applies to the running
+/// server. A file that vanishes or becomes unreadable keeps the last token.
 pub struct LiveToken {
-    path: Option<PathBuf>,
+    watch: Option<(PathBuf, TokenVault, PathBuf, TokenKind)>,
     state: RwLock<(Option<(SystemTime, u64)>, Token)>,
 }
 
@@ -156,25 +284,33 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
 impl LiveToken {
     /// Load (creating on first use) the `kind` token of `home`. Errors: as [`load_or_create`].
     pub fn load(home: &Path, kind: TokenKind) -> Result<Self> {
-        let token = load_or_create(home, kind)?;
-        let path = token_path(home, kind);
+        Self::load_in(home, kind, TokenVault::for_home(home, kind))
+    }
+
+    /// [`LiveToken::load`] with an explicit vault.
+    pub fn load_in(home: &Path, kind: TokenKind, vault: TokenVault) -> Result<Self> {
+        let token = load_or_create_in(home, kind, &vault)?;
+        let watched = match &vault {
+            TokenVault::Store { .. } => rotated_marker(home, kind),
+            TokenVault::File(p) => p.clone(),
+        };
         Ok(Self {
-            state: RwLock::new((stamp(&path), token)),
-            path: Some(path),
+            state: RwLock::new((stamp(&watched), token)),
+            watch: Some((watched, vault, home.to_path_buf(), kind)),
         })
     }
 
     /// A token that never changes (tests).
     pub fn fixed(token: Token) -> Self {
         Self {
-            path: None,
+            watch: None,
             state: RwLock::new((None, token)),
         }
     }
 
     /// The current token.
     pub fn get(&self) -> Token {
-        let Some(path) = &self.path else {
+        let Some((watched, vault, home, kind)) = &self.watch else {
             return self
                 .state
                 .read()
@@ -182,7 +318,7 @@ impl LiveToken {
                 .1
                 .clone();
         };
-        let now = stamp(path);
+        let now = stamp(watched);
         {
             let s = self.state.read().unwrap_or_else(|p| p.into_inner());
             if s.0 == now || now.is_none() {
@@ -190,10 +326,12 @@ impl LiveToken {
             }
         }
         let mut s = self.state.write().unwrap_or_else(|p| p.into_inner());
-        if let Ok(text) = std::fs::read_to_string(path)
-            && text.trim().len() >= 32
-        {
-            s.1 = Token(text.trim().to_owned());
+        let fresh = match vault {
+            TokenVault::File(p) => read_file_token(p).ok().flatten(),
+            TokenVault::Store { .. } => load_or_create_in(home, *kind, vault).ok().map(|t| t.0),
+        };
+        if let Some(t) = fresh {
+            s.1 = Token(t);
         }
         s.0 = now;
         s.1.clone()
@@ -580,6 +718,65 @@ mod tests {
         let admin2 = rotate(d.path(), TokenKind::Admin).unwrap();
         assert_ne!(admin2.expose(), admin.expose());
         assert_eq!(live.get().expose(), c.expose());
+    }
+
+    fn persistent_memory_store() -> Opened {
+        Opened {
+            persistent: true,
+            label: "test store".into(),
+            ..Opened::in_memory()
+        }
+    }
+
+    #[test]
+    fn tokens_live_in_a_persistent_store_and_move_there_from_the_old_file() {
+        let d = tempfile::tempdir().unwrap();
+        let keys = persistent_memory_store();
+        // An old install left its token in the file: it moves into the store unchanged.
+        let old = "old-token-old-token-old-token-old-token-0000";
+        std::fs::write(token_path(d.path(), TokenKind::Mcp), format!("{old}\n")).unwrap();
+        let vault = TokenVault::new(d.path(), TokenKind::Mcp, &keys);
+        assert!(vault.describe().contains("test store") && !vault.describe().contains(old));
+        let t = load_or_create_in(d.path(), TokenKind::Mcp, &vault).unwrap();
+        assert_eq!(t.expose(), old, "clients holding the old token keep working");
+        assert!(!token_path(d.path(), TokenKind::Mcp).exists(), "no clear copy left on disk");
+        let account = token_account(d.path(), TokenKind::Mcp);
+        assert_eq!(keys.store.get(&account).unwrap().unwrap().expose(), old);
+        // Another state home gets its own account and token.
+        let d2 = tempfile::tempdir().unwrap();
+        assert_ne!(account, token_account(d2.path(), TokenKind::Mcp));
+        let v2 = TokenVault::new(d2.path(), TokenKind::Mcp, &keys);
+        assert_ne!(load_or_create_in(d2.path(), TokenKind::Mcp, &v2).unwrap().expose(), old);
+        // Rotation reaches a live token through the marker file, not a store call per request.
+        let live = LiveToken::load_in(d.path(), TokenKind::Mcp, vault.clone()).unwrap();
+        assert_eq!(live.get().expose(), old);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let new = rotate_in(d.path(), TokenKind::Mcp, &vault).unwrap();
+        assert_ne!(new.expose(), old);
+        assert_eq!(live.get().expose(), new.expose());
+        assert!(!std::fs::read_to_string(rotated_marker(d.path(), TokenKind::Mcp)).unwrap().contains(new.expose()));
+        // The admin token is separate.
+        let admin = TokenVault::new(d.path(), TokenKind::Admin, &keys);
+        assert_ne!(load_or_create_in(d.path(), TokenKind::Admin, &admin).unwrap().expose(), new.expose());
+    }
+
+    #[test]
+    fn a_volatile_or_failing_store_keeps_the_token_in_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        // keyutils-like: not persistent → the file.
+        let v = TokenVault::new(d.path(), TokenKind::Mcp, &Opened::in_memory());
+        assert!(matches!(v, TokenVault::File(_)));
+        // A persistent store that fails every call: the server still gets a token, in the file.
+        let broken = TokenVault::Store {
+            store: Arc::new(codex_free_secrets::keyring::Unavailable("locked".into())),
+            label: "broken".into(),
+            account: token_account(d.path(), TokenKind::Mcp),
+        };
+        let t = load_or_create_in(d.path(), TokenKind::Mcp, &broken).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(token_path(d.path(), TokenKind::Mcp)).unwrap().trim(),
+            t.expose()
+        );
     }
 
     #[test]
