@@ -139,27 +139,7 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
         ))
         .manage(core.clone())
         .invoke_handler(tauri::generate_handler![
-            commands::status,
-            commands::get_config,
-            commands::validate_config,
-            commands::save_config,
-            commands::models,
-            commands::set_key,
-            commands::delete_key,
-            commands::test_connection,
-            commands::runs,
-            commands::runs_csv,
-            commands::memory,
-            commands::refusals,
-            commands::pipeline_run,
-            commands::pipeline_pause,
-            commands::pipeline_resume,
-            commands::server_start,
-            commands::server_stop,
-            commands::connect_view,
-            commands::connect_preview,
-            commands::connect_apply,
-            commands::diagnostics,
+            commands::api,
             commands::autostart_get,
             commands::autostart_set,
         ])

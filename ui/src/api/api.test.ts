@@ -76,19 +76,30 @@ describe("HTTP backend", () => {
 });
 
 describe("Tauri backend", () => {
-  it("invokes the matching command with named arguments", async () => {
-    const inv = vi.fn(async () => ({ saved: true, errors: [], overrides: {}, restart_required: [] }));
+  const answer = (status: number, body: unknown) => ({ status, content_type: "application/json", body: JSON.stringify(body) });
+  it("sends the HTTP backend's requests through the one `api` command", async () => {
+    const inv = vi.fn(async (_cmd: string, _args?: Record<string, unknown>) => answer(200, { saved: true, errors: [], overrides: {}, restart_required: [] }));
     const a = new TauriApi(inv);
+    expect(a.kind).toBe("tauri");
     await a.saveConfig({ output: { maxFileLines: 5 } });
-    expect(inv).toHaveBeenCalledWith("save_config", { patch: { output: { maxFileLines: 5 } } });
+    expect(inv).toHaveBeenCalledWith("api", { method: "PUT", path: "/api/config", body: { output: { maxFileLines: 5 } } });
+    inv.mockResolvedValueOnce(answer(200, { runs: [] }));
     await a.runs({ since_ms: null, until_ms: null, phase: "phase2", model: null, outcome: null });
-    expect(inv).toHaveBeenLastCalledWith("runs", { filter: { phase: "phase2" } });
+    expect(inv).toHaveBeenLastCalledWith("api", { method: "GET", path: "/api/runs?phase=phase2", body: null });
   });
-  it("turns rejected ApiError objects into ApiFailure", async () => {
-    const a = new TauriApi(async () => {
-      throw { code: "secrets", message: "no Secret Service", fields: [] };
+  it("turns error answers and rejected commands into ApiFailure", async () => {
+    const a = new TauriApi(async () => answer(503, { code: "secrets", message: "no Secret Service", fields: [] }));
+    await expect(a.setKey("openai", "k")).rejects.toMatchObject({ code: "secrets", message: "no Secret Service", status: 503 });
+    const b = new TauriApi(async () => {
+      throw new Error("ipc down");
     });
-    await expect(a.setKey("openai", "k")).rejects.toMatchObject({ code: "secrets", message: "no Secret Service" });
+    await expect(b.status()).rejects.toMatchObject({ code: "network" });
     expect(toFailure("boom").code).toBe("network");
+  });
+  it("has its own launch-at-login commands", async () => {
+    const inv = vi.fn(async () => ({ available: true, enabled: true }));
+    const a = new TauriApi(inv);
+    expect(await a.setAutostart(true)).toEqual({ available: true, enabled: true });
+    expect(inv).toHaveBeenCalledWith("autostart_set", { enabled: true });
   });
 });

@@ -25,10 +25,14 @@ import type {
 type Fetch = typeof fetch;
 
 export class HttpApi implements Api {
-  readonly kind = "http" as const;
+  /**
+   * `base` is the server's origin ("" with a custom transport); `fetchImpl` carries the
+   * requests (the browser's fetch, or the Tauri window's `api` command); `kind` names it.
+   */
   constructor(
     private readonly base: string,
     private readonly fetchImpl: Fetch = (...a) => fetch(...a),
+    readonly kind: "http" | "tauri" = "http",
   ) {}
 
   private async call<T>(method: string, path: string, body?: unknown, accept422 = false): Promise<T> {
@@ -106,7 +110,7 @@ export class HttpApi implements Api {
   diagnostics() { return this.call<string>("GET", "/api/diagnostics"); }
   /** The headless server cannot register itself to start at login. */
   autostart(): Promise<Autostart> { return Promise.resolve({ available: false, enabled: false }); }
-  setAutostart(): Promise<Autostart> {
+  setAutostart(_enabled: boolean): Promise<Autostart> {
     return Promise.reject(new ApiFailure({ code: "unsupported", message: "launch at login is a setting of the desktop app", fields: [] }));
   }
 }

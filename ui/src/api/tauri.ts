@@ -1,62 +1,51 @@
-// Tauri backend: each call is one command of src-tauri (thin wrappers over the same Rust
-// ApiService the HTTP routes use). Rejections carry the Rust ApiError object.
+// Tauri backend: the same requests as the HTTP backend (one list of endpoints, in
+// http.ts and on the Rust side in crates/server/src/api/http.rs), carried by one Tauri
+// command, `api`, which runs each request in process through the server's own /api router.
+// Only launch-at-login, which the headless server cannot do, has its own commands.
 
 import { invoke as tauriInvoke } from "@tauri-apps/api/core";
-import { cleanFilter, toFailure } from "./contract";
-import type { Api, Autostart, ConfigPatch } from "./contract";
-import type {
-  ActionResult,
-  ConfigSaveResult,
-  ConfigView,
-  ConnectionTest,
-  ConnectPlanView,
-  ConnectView,
-  KeyStatus,
-  MemoryView,
-  ModelsView,
-  RefusalsView,
-  RunFilter,
-  RunsView,
-  Status,
-} from "./types";
+import { toFailure } from "./contract";
+import type { Autostart } from "./contract";
+import { HttpApi } from "./http";
 
 type Invoke = (cmd: string, args?: Record<string, unknown>) => Promise<unknown>;
 
-export class TauriApi implements Api {
-  readonly kind = "tauri" as const;
-  constructor(private readonly invokeImpl: Invoke = tauriInvoke) {}
+/** What the `api` command answers (`codex_free_server::api::http::Dispatched`). */
+interface Dispatched {
+  status: number;
+  content_type: string;
+  body: string;
+}
 
-  private async call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+/** A `fetch` over the `api` command: the HTTP backend's requests, answered in process. */
+export function invokeFetch(invokeImpl: Invoke): typeof fetch {
+  return async (input, init) => {
+    const path = typeof input === "string" ? input : input instanceof URL ? input.pathname + input.search : input.url;
+    const raw = init?.body;
+    const body = typeof raw === "string" ? (JSON.parse(raw) as unknown) : null;
+    const r = (await invokeImpl("api", { method: init?.method ?? "GET", path, body })) as Dispatched;
+    return new Response(r.status === 204 ? null : r.body, { status: r.status, headers: { "Content-Type": r.content_type } });
+  };
+}
+
+export class TauriApi extends HttpApi {
+  constructor(private readonly invokeImpl: Invoke = tauriInvoke) {
+    super("", invokeFetch(invokeImpl), "tauri");
+  }
+
+  override async autostart(): Promise<Autostart> {
     try {
-      return (await this.invokeImpl(cmd, args)) as T;
+      return (await this.invokeImpl("autostart_get")) as Autostart;
     } catch (e) {
       throw toFailure(e);
     }
   }
 
-  status() { return this.call<Status>("status"); }
-  getConfig() { return this.call<ConfigView>("get_config"); }
-  validateConfig(patch: ConfigPatch) { return this.call<ConfigSaveResult>("validate_config", { patch }); }
-  saveConfig(patch: ConfigPatch) { return this.call<ConfigSaveResult>("save_config", { patch }); }
-  models() { return this.call<ModelsView>("models"); }
-  setKey(provider: string, key: string) { return this.call<KeyStatus>("set_key", { provider, key }); }
-  deleteKey(provider: string) { return this.call<KeyStatus>("delete_key", { provider }); }
-  testConnection(provider: string) { return this.call<ConnectionTest>("test_connection", { provider }); }
-  runs(filter: RunFilter) { return this.call<RunsView>("runs", { filter: cleanFilter(filter) }); }
-  runsCsv(filter: RunFilter) { return this.call<string>("runs_csv", { filter: cleanFilter(filter) }); }
-  memory() { return this.call<MemoryView>("memory"); }
-  refusals(limit = 20) { return this.call<RefusalsView>("refusals", { limit }); }
-  pipelineRun() { return this.call<ActionResult>("pipeline_run"); }
-  pipelinePause() { return this.call<ActionResult>("pipeline_pause"); }
-  pipelineResume() { return this.call<ActionResult>("pipeline_resume"); }
-  serverStart() { return this.call<ActionResult>("server_start"); }
-  serverStop() { return this.call<ActionResult>("server_stop"); }
-  connectView() { return this.call<ConnectView>("connect_view"); }
-  connectPreview(client: string, undo: boolean) { return this.call<ConnectPlanView>("connect_preview", { client, undo }); }
-  connectApply(client: string, undo: boolean, digest?: string) {
-    return this.call<ConnectPlanView>("connect_apply", { client, request: { undo, digest: digest ?? null } });
+  override async setAutostart(enabled: boolean): Promise<Autostart> {
+    try {
+      return (await this.invokeImpl("autostart_set", { enabled })) as Autostart;
+    } catch (e) {
+      throw toFailure(e);
+    }
   }
-  diagnostics() { return this.call<string>("diagnostics"); }
-  autostart() { return this.call<Autostart>("autostart_get"); }
-  setAutostart(enabled: boolean) { return this.call<Autostart>("autostart_set", { enabled }); }
 }

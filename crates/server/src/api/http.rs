@@ -283,6 +283,79 @@ pub fn api_router(service: Svc) -> Router {
         .with_state(service)
 }
 
+/// The answer of [`dispatch`]: status, content type and body text.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Dispatched {
+    /// HTTP status code.
+    pub status: u16,
+    /// `Content-Type` of the answer (`application/json`, `text/csv; …`).
+    pub content_type: String,
+    /// The body as text (JSON or CSV).
+    pub body: String,
+}
+
+/// Largest answer [`dispatch`] returns, bytes: far above any view (runs are paged) and
+/// small enough that a runaway answer cannot exhaust the app's memory.
+pub const MAX_DISPATCH_BYTES: usize = 64 * 1024 * 1024;
+
+/// Run one `/api` request in process through the same router the HTTP server mounts, so
+/// the desktop window's calls (one Tauri command) and the browser's reach the same
+/// handlers: the route table above is the only list of endpoints. `path` includes the
+/// query (`/api/runs?phase=phase1`); only `/api/…` paths are accepted. No auth here: the
+/// caller is the app's own window.
+///
+/// Errors: a path outside `/api/` or a body that is not JSON → a 400 answer, never a panic.
+pub async fn dispatch(service: Svc, method: &str, path: &str, body: Option<Value>) -> Dispatched {
+    use tower::ServiceExt as _;
+    let bad = |message: String| Dispatched {
+        status: 400,
+        content_type: "application/json".into(),
+        body: serde_json::to_string(&ApiError {
+            code: ErrorCode::InvalidArgument.into(),
+            message,
+            fields: Vec::new(),
+        })
+        .unwrap_or_default(),
+    };
+    if !path.starts_with("/api/") || path.contains("..") {
+        return bad(format!("not an API path: {path}"));
+    }
+    let Ok(method) = axum::http::Method::from_bytes(method.as_bytes()) else {
+        return bad(format!("not an HTTP method: {method}"));
+    };
+    let mut req = axum::http::Request::builder().method(method).uri(path);
+    let body = match body {
+        Some(v) => {
+            req = req.header(header::CONTENT_TYPE, "application/json");
+            axum::body::Body::from(v.to_string())
+        }
+        None => axum::body::Body::empty(),
+    };
+    let req = match req.body(body) {
+        Ok(r) => r,
+        Err(e) => return bad(format!("bad request: {e}")),
+    };
+    let resp = match api_router(service).oneshot(req).await {
+        Ok(r) => r,
+        Err(e) => match e {},
+    };
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    match axum::body::to_bytes(resp.into_body(), MAX_DISPATCH_BYTES).await {
+        Ok(b) => Dispatched {
+            status,
+            content_type,
+            body: String::from_utf8_lossy(&b).into_owned(),
+        },
+        Err(e) => bad(format!("answer unreadable or over {MAX_DISPATCH_BYTES} bytes: {e}")),
+    }
+}
+
 /// The built web UI (`ui/dist`). Embedded at compile time in release builds; read from
 /// the source tree at run time in debug builds (rebuild the UI without rebuilding Rust).
 #[derive(rust_embed::RustEmbed)]
@@ -365,6 +438,44 @@ mod tests {
         let url = format!("http://{}", l.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(l, router(svc)).await.unwrap() });
         (d, url, store)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dispatch_answers_as_the_http_server_does() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryStore::default());
+        let ks = KeyringStatus {
+            backend: store.label(),
+            fallback: false,
+            error: None,
+        };
+        let svc = Arc::new(ApiService::new(d.path(), store.clone(), ks));
+        let st = dispatch(svc.clone(), "GET", "/api/status", None).await;
+        assert_eq!((st.status, st.content_type.as_str()), (200, "application/json"));
+        assert!(st.body.contains("\"pipeline\""), "{}", st.body);
+        // A body and a query reach the same handlers.
+        let bad = dispatch(svc.clone(), "PUT", "/api/config", Some(json!({"output": {"maxFileLines": -1}}))).await;
+        assert_eq!(bad.status, 422, "{}", bad.body);
+        let csv = dispatch(svc.clone(), "GET", "/api/runs.csv?phase=phase1", None).await;
+        assert!(csv.content_type.starts_with("text/csv"), "{csv:?}");
+        // Not an endpoint, not an API path, not a method: clear errors.
+        assert_eq!(dispatch(svc.clone(), "GET", "/api/nope", None).await.status, 404);
+        assert_eq!(dispatch(svc.clone(), "GET", "/health", None).await.status, 400);
+        assert_eq!(dispatch(svc.clone(), "GET", "/api/../etc/passwd", None).await.status, 400);
+        assert_eq!(dispatch(svc.clone(), "GE T", "/api/status", None).await.status, 400);
+        // Every route of the one table is reachable through dispatch (none answers the
+        // catch-all 404 or 405), so the window can call all that the browser can.
+        for r in api_routes() {
+            let path = r
+                .path
+                .replace("{provider}", "openai")
+                .replace("{client}", "codex")
+                .replace("{*rest}", "x");
+            let body = matches!(r.method, "PUT" | "POST").then(|| json!({}));
+            let a = dispatch(svc.clone(), r.method, &path, body).await;
+            let no_route = a.status == 404 && a.body.contains("no API route");
+            assert!(!no_route && a.status != 405, "{} {path}: {a:?}", r.method);
+        }
     }
 
     #[tokio::test]
