@@ -444,8 +444,13 @@ impl ApiService {
                     .is_ok_and(|r| r.provider == provider || r.provider.starts_with(&format!("{provider}-")))
             })
         };
-        let spec = of_provider(&cfg.memories.extract_model)
-            .or_else(|| of_provider(&cfg.memories.consolidation_model))
+        // A stage without a model uses the default one: that is the model to test.
+        let stage = |m: &Option<String>| {
+            m.clone()
+                .or_else(|| Some(codex_free_pipeline::providers::DEFAULT_EXTRACT_MODEL.to_string()))
+        };
+        let spec = of_provider(&stage(&cfg.memories.extract_model))
+            .or_else(|| of_provider(&stage(&cfg.memories.consolidation_model)))
             .or_else(|| {
                 cheap_choices(&self.catalog.models())
                     .into_iter()
