@@ -46,7 +46,8 @@ xvfb-run -a -s "-screen 0 1280x900x24" dbus-run-session -- bash -euo pipefail -c
   curl -fsS "http://127.0.0.1:$PORT/health" | grep -q "\"ok\"" || fail "/health did not answer"
   TOKEN=$("$CLI" token show) ADMIN=$("$CLI" token show --admin)
   [ ! -e "$CODEX_FREE_HOME/server-token" ] || fail "the MCP token is on disk although a Secret Service is running"
-  secret-tool search --all service codex-free 2>/dev/null | grep -q "server-token@" || fail "the MCP token is not in the Secret Service"
+  id=$(printf %s "$(realpath "$CODEX_FREE_HOME")" | sha256sum | cut -c1-12)
+  [ "$(secret-tool lookup service codex-free username "server-token@$id")" = "$TOKEN" ] || fail "the MCP token is not in the Secret Service (account server-token@$id)"
   curl -fsS -H "Authorization: Bearer $ADMIN" "http://127.0.0.1:$PORT/api/status" | grep -q "\"state\":\"running\"" || fail "/api/status does not report a running server"
   code=$(curl -s -o /dev/null -w "%{http_code}" -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/status")
   [ "$code" = 401 ] || fail "/api/status with the MCP token answered $code"
