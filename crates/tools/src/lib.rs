@@ -8,8 +8,10 @@
 //! ([`ToolCtx::jail`]), protected directories included; no tool output exceeds
 //! `output.maxToolOutputTokens` (tokens estimated as bytes / 4, see [`codex_free_core::tokens`]).
 
+pub mod changes;
 pub mod doc;
 pub mod fs;
+pub mod image;
 pub mod grep;
 pub mod patch;
 
