@@ -306,7 +306,10 @@ async fn per_client_output_overrides_apply_to_that_client_only() {
     );
     let (page, _) = call(&c, "read_file", json!({"path": "big.txt"})).await;
     c.cancel().await.unwrap();
-    assert_eq!(page, text, "7000 tokens hold the 25,000-byte file in one page");
+    assert_eq!(
+        page, text,
+        "7000 tokens hold the 25,000-byte file in one page"
+    );
     let c = single(&env, user.path(), "mcp-inspector").await;
     let (page, _) = call(&c, "read_file", json!({"path": "big.txt"})).await;
     let (envtext, _) = call(&c, "get_environment", json!({})).await;
@@ -314,7 +317,10 @@ async fn per_client_output_overrides_apply_to_that_client_only() {
     let (content, next) = pages::split_page(&page);
     assert_eq!(content.lines().count(), 10, "{page}");
     assert_eq!(next.unwrap().offset(), Some(10));
-    assert!(envtext.contains("client: \"mcp-inspector\"\npage budget for this client: 10000 tokens"), "{envtext}");
+    assert!(
+        envtext.contains("client: \"mcp-inspector\"\npage budget for this client: 10000 tokens"),
+        "{envtext}"
+    );
     // A client without an entry keeps the top-level budgets.
     let c = single(&env, user.path(), "claude-code").await;
     let (page, _) = call(&c, "read_file", json!({"path": "big.txt"})).await;

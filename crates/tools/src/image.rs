@@ -85,7 +85,9 @@ pub fn view_image(ctx: &ToolCtx, a: &ViewImageArgs) -> Result<Image> {
             jail.check_path(&a.path, &real)?;
         }
     }
-    let meta = file.metadata().ctx(|| format!("reading metadata of {shown}"))?;
+    let meta = file
+        .metadata()
+        .ctx(|| format!("reading metadata of {shown}"))?;
     if !meta.is_file() {
         return Err(Error::InvalidArgument(format!(
             "{shown} is not a regular file (a directory, FIFO or device), not an image"
@@ -130,7 +132,8 @@ mod tests {
     use codex_free_core::jail::Protected;
     use std::sync::Arc;
 
-    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+    const PNG: &[u8] =
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
 
     fn ctx(root: &std::path::Path) -> ToolCtx {
         ToolCtx::open(root, Arc::new(Protected::none()), Config::default(), root).unwrap()
@@ -161,8 +164,14 @@ mod tests {
         assert_eq!((i.mime, i.bytes.as_slice()), ("image/png", PNG));
         let e = view(&c, "fake.png").unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-        assert!(e.to_string().contains("not a PNG, JPEG, GIF or WebP"), "{e}");
-        assert!(matches!(view(&c, ".").unwrap_err(), Error::InvalidArgument(_)));
+        assert!(
+            e.to_string().contains("not a PNG, JPEG, GIF or WebP"),
+            "{e}"
+        );
+        assert!(matches!(
+            view(&c, ".").unwrap_err(),
+            Error::InvalidArgument(_)
+        ));
     }
 
     #[test]
@@ -189,12 +198,19 @@ mod tests {
         let f = std::fs::File::create(root.join("huge.png")).unwrap();
         f.set_len(MAX_IMAGE_BYTES + 1).unwrap();
         let e = view(&c, "huge.png").unwrap_err();
-        assert!(e.to_string().contains(&format!("{} bytes", MAX_IMAGE_BYTES + 1)), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("{} bytes", MAX_IMAGE_BYTES + 1)),
+            "{e}"
+        );
         // Exactly at the cap is served (a PNG header then zeros).
         let mut big = PNG.to_vec();
         big.resize(MAX_IMAGE_BYTES as usize, 0);
         std::fs::write(root.join("max.png"), &big).unwrap();
-        assert_eq!(view(&c, "max.png").unwrap().bytes.len() as u64, MAX_IMAGE_BYTES);
+        assert_eq!(
+            view(&c, "max.png").unwrap().bytes.len() as u64,
+            MAX_IMAGE_BYTES
+        );
     }
 
     #[test]

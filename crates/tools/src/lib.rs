@@ -11,8 +11,8 @@
 pub mod changes;
 pub mod doc;
 pub mod fs;
-pub mod image;
 pub mod grep;
+pub mod image;
 pub mod patch;
 
 use std::path::{Path, PathBuf};

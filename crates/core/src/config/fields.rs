@@ -1171,7 +1171,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("output.clients.codex-mcp-client.maxFileBytes = 10"), "{err}");
+        assert!(
+            err.contains("output.clients.codex-mcp-client.maxFileBytes = 10"),
+            "{err}"
+        );
         let (c, w) = crate::config::Config::parse(
             r#"{"output":{"clients":{"Codex-MCP-Client":{"maxToolOutputTokens":2000}}}}"#,
         )

@@ -213,6 +213,7 @@ pub(super) fn codex_set(
     text: Option<&str>,
     t: &Target,
     opts: &Options,
+    output_limit: usize,
 ) -> Result<Option<String>> {
     let src = text.unwrap_or("");
     let mut doc = codex_parse(path, src)?;
@@ -239,13 +240,17 @@ pub(super) fn codex_set(
                 args.push(a);
             }
             want.push(("args", toml_edit::Value::Array(args)));
-            if !t.server_env.is_empty() {
-                let mut env = toml_edit::InlineTable::new();
-                for (k, v) in &t.server_env {
-                    env.insert(k, v.as_str().into());
-                }
-                want.push(("env", toml_edit::Value::InlineTable(env)));
+            let mut env = toml_edit::InlineTable::new();
+            for (k, v) in &t.server_env {
+                env.insert(k, v.as_str().into());
             }
+            // Tells the spawned server the limit below is in force, so it pages for it
+            // instead of for Codex's default cut.
+            env.insert(
+                super::CLIENT_OUTPUT_TOKENS_ENV,
+                output_limit.to_string().as_str().into(),
+            );
+            want.push(("env", toml_edit::Value::InlineTable(env)));
             &[
                 "url",
                 "bearer_token_env_var",
@@ -259,11 +264,10 @@ pub(super) fn codex_set(
             &["command", "args", "env", "cwd"]
         }
     };
+    // Codex's own cut of this server's results (tokens), raised to fit our pages.
+    want.push(("output_token_limit", (output_limit as i64).into()));
     for k in drop {
         tb.remove(k);
-    }
-    if opts.http.is_none() && t.server_env.is_empty() {
-        tb.remove("env");
     }
     for (k, v) in want {
         let same = tb

@@ -511,3 +511,46 @@ fn a_summary_imitating_our_markers_cannot_escape_the_block() {
     undo(&fx, Client::Codex);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), AGENTS_MD);
 }
+
+/// `connect codex` raises Codex's cut of our results to our ceiling plus headroom, tells the
+/// spawned server so in its environment, follows a per-client override, and undo takes
+/// both away with the entry.
+#[test]
+fn codex_entry_raises_codex_output_limit_to_fit_our_pages() {
+    let mut fx = fixture();
+    let plan = plan_connect(&fx.t, Client::Codex, &Options::default(), &fx.cfg).unwrap();
+    assert!(
+        plan.diff().contains("+output_token_limit = 12500"),
+        "{}",
+        plan.diff()
+    );
+    apply(&fx.t, &plan).unwrap();
+    let path = fx.t.mcp_file(Client::Codex).unwrap().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let doc: toml_edit::DocumentMut = text.parse().unwrap();
+    let entry = &doc["mcp_servers"]["codex_free"];
+    assert_eq!(entry["output_token_limit"].as_integer(), Some(12_500));
+    assert_eq!(
+        entry["env"][CLIENT_OUTPUT_TOKENS_ENV].as_str(),
+        Some("12500"),
+        "{text}"
+    );
+    // A per-client budget for Codex decides the limit; a second run updates it in place.
+    fx.cfg.output.clients.insert(
+        "codex-mcp-client".into(),
+        codex_free_core::config::ClientOutput {
+            max_tool_output_tokens: Some(4_000),
+            ..Default::default()
+        },
+    );
+    let plan = plan_connect(&fx.t, Client::Codex, &Options::default(), &fx.cfg).unwrap();
+    apply(&fx.t, &plan).unwrap();
+    let doc: toml_edit::DocumentMut = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+    assert_eq!(
+        doc["mcp_servers"]["codex_free"]["output_token_limit"].as_integer(),
+        Some(5_000)
+    );
+    let undo = plan_undo(&fx.t, Client::Codex).unwrap();
+    apply(&fx.t, &undo).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), CODEX_TOML);
+}

@@ -239,6 +239,10 @@ pub struct Shared {
     /// `show_changes` snapshots of every conversation (`None` when no temporary folder
     /// could be made: the tool then says so).
     pub changes: Option<codex_free_tools::changes::ChangeTracker>,
+    /// Tokens of a result the client that spawned this process passes to the model whole,
+    /// from `CODEX_FREE_CLIENT_OUTPUT_TOKENS` (set by `connect codex` beside the
+    /// `output_token_limit` it writes into Codex's entry); read once at start.
+    pub client_output_tokens: Option<usize>,
 }
 
 impl Shared {
@@ -370,6 +374,12 @@ impl CodexFree {
                 .with_protected(config_dir.into_iter().collect()),
             transcripts: Default::default(),
             clients: Default::default(),
+            client_output_tokens: std::env::var(
+                codex_free_pipeline::connect::CLIENT_OUTPUT_TOKENS_ENV,
+            )
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| *n > 0),
             changes: codex_free_tools::changes::ChangeTracker::new()
                 .inspect_err(|e| tracing::warn!("show_changes is unavailable: {e}"))
                 .ok(),
@@ -408,6 +418,11 @@ impl CodexFree {
         let o = &mut config.output;
         match o.client(name).cloned() {
             Some(entry) if !name.is_empty() => o.apply_client(&entry),
+            // The client's own limit was raised for this server by `connect codex`.
+            _ if self.shared.client_output_tokens.is_some() => {
+                let n = self.shared.client_output_tokens.unwrap_or(usize::MAX);
+                o.max_tool_output_tokens = o.max_tool_output_tokens.min(n);
+            }
             _ => {
                 if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes) {
                     o.max_tool_output_tokens = o
@@ -455,6 +470,11 @@ impl CodexFree {
         };
         let why = if !name.is_empty() && config.output.client(name).is_some() {
             format!("output.clients.\"{name}\" in codex.config.json")
+        } else if let Some(n) = self.shared.client_output_tokens {
+            format!(
+                "output.maxToolOutputTokens; the client's registration says it passes {n} tokens whole ({})",
+                codex_free_pipeline::connect::CLIENT_OUTPUT_TOKENS_ENV
+            )
         } else if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes)
             && tokens < base
         {
@@ -507,10 +527,7 @@ impl CodexFree {
         };
         let shared = self.shared.clone();
         let r = tokio::task::spawn_blocking(move || {
-            shared
-                .changes
-                .as_ref()
-                .map(|t| t.ensure_start(&ctx, &key))
+            shared.changes.as_ref().map(|t| t.ensure_start(&ctx, &key))
         })
         .await;
         if let Ok(Some(Err(e))) = r {
