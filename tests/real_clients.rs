@@ -53,7 +53,7 @@ fn fresh() -> Fresh {
     // Pipeline off in the spawned servers (no model key here, and no background work).
     std::fs::write(
         state.join("codex.config.json"),
-        r#"{"memories": {"generateMemories": false}}"#,
+        r#"{"memories": {"generate_memories": false}}"#,
     )
     .unwrap();
     std::fs::write(project.join("README.md"), "a project\n").unwrap();
@@ -621,8 +621,15 @@ async fn codex_passes_a_whole_page_after_connect_raises_its_limit() {
                 String::from_utf8_lossy(&out.stderr)
             )
         });
+    let at = answer.find("function_call_output").unwrap_or(0);
+    let shown = &answer[at..answer.len().min(at + 60_000)];
     for want in ["line 0001", "line 0500", "line 0765", "line 1000"] {
-        assert!(answer.contains(want), "{want} did not reach the model");
+        assert!(
+            answer.contains(want),
+            "{want} did not reach the model: {}…{}",
+            &shown[..shown.len().min(1500)],
+            &shown[shown.len().saturating_sub(3000)..]
+        );
     }
     assert!(!answer.contains("tokens truncated"), "Codex cut the page");
     assert!(

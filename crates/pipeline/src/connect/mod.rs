@@ -3,8 +3,9 @@
 //!
 //! What is written, per client:
 //! - **Codex CLI**: `[mcp_servers.codex_free]` in `$CODEX_HOME/config.toml` (edited with
-//!   `toml_edit`, so comments, order and other entries are kept), its `output_token_limit`
-//!   raised to fit our pages ([`codex_output_limit`]), and a managed block in
+//!   `toml_edit`, so comments, order and other entries are kept), Codex's
+//!   `tool_output_token_limit` and the entry's `output_token_limit` raised to fit our pages
+//!   ([`codex_output_limit`]; a value the user set is kept), and a managed block in
 //!   `$CODEX_HOME/AGENTS.md` (Codex's global instructions) holding the memory summary and
 //!   every project's saved plan and notes ([`saved`]), rewritten after each consolidation
 //!   and each saved note or plan.

@@ -530,6 +530,11 @@ fn codex_entry_raises_codex_output_limit_to_fit_our_pages() {
     let doc: toml_edit::DocumentMut = text.parse().unwrap();
     let entry = &doc["mcp_servers"]["codex_free"];
     assert_eq!(entry["output_token_limit"].as_integer(), Some(12_500));
+    assert_eq!(doc["tool_output_token_limit"].as_integer(), Some(12_500));
+    assert!(
+        text.starts_with("tool_output_token_limit = 12500 # raised by codex-free connect"),
+        "{text}"
+    );
     assert_eq!(
         entry["env"][CLIENT_OUTPUT_TOKENS_ENV].as_str(),
         Some("12500"),
@@ -553,4 +558,37 @@ fn codex_entry_raises_codex_output_limit_to_fit_our_pages() {
     let undo = plan_undo(&fx.t, Client::Codex).unwrap();
     apply(&fx.t, &undo).unwrap();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), CODEX_TOML);
+}
+
+/// A `tool_output_token_limit` the user set is never replaced: a higher one stays and is
+/// enough; a lower one stays too, and the server is then not told the limit was raised.
+#[test]
+fn a_users_own_codex_output_limit_is_kept() {
+    let fx = fixture();
+    let path = fx.t.mcp_file(Client::Codex).unwrap().unwrap();
+    for (mine, told) in [(50_000, true), (3_000, false)] {
+        std::fs::write(
+            &path,
+            format!("tool_output_token_limit = {mine}\n{CODEX_TOML}"),
+        )
+        .unwrap();
+        let plan = plan_connect(&fx.t, Client::Codex, &Options::default(), &fx.cfg).unwrap();
+        let after = plan.changes[0].after.clone().unwrap();
+        let doc: toml_edit::DocumentMut = after.parse().unwrap();
+        assert_eq!(doc["tool_output_token_limit"].as_integer(), Some(mine));
+        assert_eq!(
+            doc["mcp_servers"]["codex_free"]
+                .get("env")
+                .and_then(|e| e.get(CLIENT_OUTPUT_TOKENS_ENV))
+                .is_some(),
+            told,
+            "{after}"
+        );
+        // Undo leaves the user's value alone.
+        let undone = files::codex_remove(&path, Some(&after)).unwrap().unwrap();
+        assert!(
+            undone.starts_with(&format!("tool_output_token_limit = {mine}\n")),
+            "{undone}"
+        );
+    }
 }
