@@ -506,6 +506,7 @@ async fn claude_second_conversation_sees_the_plan_the_notes_that_fit_and_recall(
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("DISABLE_AUTOUPDATER", "1")
             .args(["-p", "--model", "claude-sonnet-4-5"])
+            .arg("--allowedTools=mcp__codex_free__get_environment")
             .arg("Continue the saved plan.");
         cmd
     };

@@ -123,9 +123,14 @@ fn codex_entry_is_added_with_comments_profiles_and_other_servers_kept() {
     connect(&fx, Client::Codex);
     let toml =
         std::fs::read_to_string(fx.t.agents.codex.as_ref().unwrap().join("config.toml")).unwrap();
+    let ours = toml
+        .lines()
+        .find(|l| l.starts_with("tool_output_token_limit = "))
+        .unwrap();
     assert!(
-        toml.starts_with(CODEX_TOML),
-        "original text kept verbatim:\n{toml}"
+        toml.replacen(&format!("{ours}\n"), "", 1)
+            .starts_with(CODEX_TOML),
+        "original text kept verbatim around the raised limit:\n{toml}"
     );
     let doc: toml_edit::DocumentMut = toml.parse().unwrap();
     let e = &doc["mcp_servers"]["codex_free"];
@@ -532,8 +537,8 @@ fn codex_entry_raises_codex_output_limit_to_fit_our_pages() {
     assert_eq!(entry["output_token_limit"].as_integer(), Some(12_500));
     assert_eq!(doc["tool_output_token_limit"].as_integer(), Some(12_500));
     assert!(
-        text.starts_with("tool_output_token_limit = 12500 # raised by codex-free connect"),
-        "{text}"
+        text.contains("\napproval_policy = \"on-request\"\ntool_output_token_limit = 12500 # raised by codex-free connect"),
+        "after the user's top-level keys: {text}"
     );
     assert_eq!(
         entry["env"][CLIENT_OUTPUT_TOKENS_ENV].as_str(),
