@@ -137,7 +137,7 @@ impl ChangeTracker {
                     )
                 })?
         } else {
-            if !self.lock().get(key).is_some_and(|t| t.root == ctx.root()) {
+            if self.lock().get(key).is_none_or(|t| t.root != ctx.root()) {
                 self.ensure_start(ctx, key)?;
                 note = "(changes are tracked from this call on: this project had no snapshot in this conversation yet)\n".into();
             }
