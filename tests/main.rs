@@ -17,5 +17,6 @@ mod security_exec;
 mod security_http;
 mod security_paths;
 mod taskmem;
+mod tools_changes_image;
 mod tools_exec;
 mod tools_fs;

@@ -252,7 +252,7 @@ async fn codex_pages_stay_under_its_cut_and_still_cover_the_file() {
         "{envtext}"
     );
     assert!(
-        envtext.ends_with("client: Codex CLI (pages for it stay within 8000 bytes, the most it passes to the model uncut)"),
+        envtext.ends_with("client: Codex CLI\npage budget for this client: 2000 tokens (~8000 bytes), 1000 lines / 131072 bytes per read_file page (lowered from output.maxToolOutputTokens = 10000: Codex CLI passes at most 8000 bytes of a result to the model uncut)"),
         "{envtext}"
     );
     let mut pages_seen = 0;
@@ -279,6 +279,49 @@ async fn codex_pages_stay_under_its_cut_and_still_cover_the_file() {
     assert_eq!(got, text);
     assert!(pages_seen >= 4, "{pages_seen}");
     // Another client keeps the configured ceiling: one page.
+    let c = single(&env, user.path(), "claude-code").await;
+    let (page, _) = call(&c, "read_file", json!({"path": "big.txt"})).await;
+    c.cancel().await.unwrap();
+    assert_eq!(page, text);
+}
+
+/// `output.clients.<clientInfo name>` replaces the budgets for that client only (and the
+/// built-in Codex cut), and `get_environment` says which budget is in force and why.
+#[tokio::test]
+async fn per_client_output_overrides_apply_to_that_client_only() {
+    let text: String = (1..=1000)
+        .map(|i| format!("line {i:04} {}\n", "x".repeat(14)))
+        .collect();
+    let env = Env::new(&[("big.txt", &text)]);
+    env.write_config(json!({"output": {"clients": {
+        "codex-mcp-client": {"maxToolOutputTokens": 7000},
+        "mcp-inspector": {"maxFileLines": 10}
+    }}}));
+    let user = tempfile::tempdir().unwrap();
+    let c = single(&env, user.path(), "codex-mcp-client").await;
+    let (envtext, _) = call(&c, "get_environment", json!({})).await;
+    assert!(
+        envtext.ends_with("page budget for this client: 7000 tokens (~28000 bytes), 1000 lines / 131072 bytes per read_file page (output.clients.\"codex-mcp-client\" in codex.config.json)"),
+        "{envtext}"
+    );
+    let (page, _) = call(&c, "read_file", json!({"path": "big.txt"})).await;
+    c.cancel().await.unwrap();
+    assert_eq!(
+        page, text,
+        "7000 tokens hold the 25,000-byte file in one page"
+    );
+    let c = single(&env, user.path(), "mcp-inspector").await;
+    let (page, _) = call(&c, "read_file", json!({"path": "big.txt"})).await;
+    let (envtext, _) = call(&c, "get_environment", json!({})).await;
+    c.cancel().await.unwrap();
+    let (content, next) = pages::split_page(&page);
+    assert_eq!(content.lines().count(), 10, "{page}");
+    assert_eq!(next.unwrap().offset(), Some(10));
+    assert!(
+        envtext.contains("client: \"mcp-inspector\"\npage budget for this client: 10000 tokens"),
+        "{envtext}"
+    );
+    // A client without an entry keeps the top-level budgets.
     let c = single(&env, user.path(), "claude-code").await;
     let (page, _) = call(&c, "read_file", json!({"path": "big.txt"})).await;
     c.cancel().await.unwrap();

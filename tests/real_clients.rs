@@ -53,7 +53,7 @@ fn fresh() -> Fresh {
     // Pipeline off in the spawned servers (no model key here, and no background work).
     std::fs::write(
         state.join("codex.config.json"),
-        r#"{"memories": {"generateMemories": false}}"#,
+        r#"{"memories": {"generate_memories": false}}"#,
     )
     .unwrap();
     std::fs::write(project.join("README.md"), "a project\n").unwrap();
@@ -331,4 +331,310 @@ fn write_pi_provider(agent: &Path, base: &str) {
         .to_string(),
     )
     .unwrap();
+}
+
+/// In the project's AGENTS.md: Codex loads it itself, so it must reach the model once.
+const AGENTS_MARK: &str = "AGENTSMD-ONCE-7723";
+
+/// The first conversation: a plain MCP client (our binary over stdio, the user's HOME)
+/// saves a 5-step plan and 6 notes of `note_len` bytes, as an agent would with
+/// `update_plan` and `remember`; each write also refreshes connect's managed blocks.
+async fn first_conversation(f: &Fresh, note_len: usize) {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let cmd = tokio::process::Command::new(support::bin()).configure(|c| {
+        c.args(["serve", "--stdio", "--project"])
+            .arg(&f.project)
+            .env("HOME", &f.home)
+            .env("CODEX_FREE_HOME", &f.state)
+            .env("CODEX_FREE_LOG", "warn")
+            .env_remove("CODEX_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR");
+    });
+    let (t, _) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let c = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("first-conversation", "1.0.0"),
+    )
+    .serve(t)
+    .await
+    .unwrap();
+    let call = |name: &str, args: Value| {
+        CallToolRequestParams::new(name.to_string())
+            .with_arguments(args.as_object().cloned().unwrap())
+    };
+    let plan: Vec<Value> = (0..5)
+        .map(|i| serde_json::json!({"step": format!("PLANSTEP{i} part {i}"), "status": if i == 0 { "completed" } else { "pending" }}))
+        .collect();
+    let r = c
+        .call_tool(call("update_plan", serde_json::json!({"plan": plan})))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    for i in 0..6 {
+        let head = format!("SEEDNOTE{i}: decision {i} ");
+        let value = format!("{head}{}", "d".repeat(note_len.saturating_sub(head.len())));
+        let r = c
+            .call_tool(call(
+                "remember",
+                serde_json::json!({"key": format!("seed-note-{i}"), "value": value}),
+            ))
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+    }
+    c.cancel().await.unwrap();
+}
+
+fn fresh_with_agents_md() -> Fresh {
+    let f = fresh();
+    std::fs::write(
+        f.project.join("AGENTS.md"),
+        format!("# Rules\n\n{AGENTS_MARK}: run the tests.\n"),
+    )
+    .unwrap();
+    f
+}
+
+fn codex_exec(
+    codex: &Path,
+    f: &Fresh,
+    mock: &MockProvider,
+    model: &str,
+) -> tokio::process::Command {
+    let base = format!("http://{}/v1", mock.addr);
+    let mut cmd = command(codex.to_path_buf());
+    cmd.current_dir(&f.project)
+        .env("HOME", &f.home)
+        .env("MOCK_API_KEY", "mock-key")
+        .args(["exec", "--skip-git-repo-check", "--ephemeral"])
+        .args(["-c", "model_provider=\"mock\""])
+        .args(["-c", &format!("model=\"{model}\"")])
+        .args(["-c", &format!("model_providers.mock={{ name = \"mock\", base_url = \"{base}\", wire_api = \"responses\", env_key = \"MOCK_API_KEY\" }}")])
+        .args(["-c", "approval_policy=\"never\""])
+        .args(["-c", "mcp_servers.codex_free.required=true"])
+        .args(["-c", "mcp_servers.codex_free.startup_timeout_sec=60"])
+        .arg("Continue the saved plan.");
+    cmd
+}
+
+fn assert_saved_state(body: &str, what: &str) {
+    for k in 0..5 {
+        assert!(
+            body.contains(&format!("PLANSTEP{k}")),
+            "{what}: plan step {k} missing\n{body}"
+        );
+    }
+    for k in 0..6 {
+        assert!(
+            body.contains(&format!("SEEDNOTE{k}")),
+            "{what}: note {k} missing\n{body}"
+        );
+    }
+}
+
+/// Second conversation in Codex, both kinds of model: with one Codex has no metadata for,
+/// our instructions reach the request; with gpt-5.5 (known metadata: MCP tools behind
+/// tool_search, no server instructions) the saved state arrives through the block
+/// `connect codex` keeps in `~/.codex/AGENTS.md`. Either way every step and note is in the
+/// first request, and the project's AGENTS.md is in it once.
+#[tokio::test]
+async fn codex_second_conversation_sees_the_saved_plan_and_notes() {
+    let _serial = SERIAL.lock().await;
+    let Some(codex) = which("codex") else {
+        eprintln!("codex not on PATH: skipped");
+        return;
+    };
+    let f = fresh_with_agents_md();
+    connect(&f, "codex");
+    first_conversation(&f, 120).await;
+    let block = std::fs::read_to_string(f.home.join(".codex/AGENTS.md")).unwrap();
+    assert_saved_state(&block, "~/.codex/AGENTS.md");
+    for model in ["mock-model", "gpt-5.5"] {
+        let mock = MockProvider::start().await;
+        mock.set_reply(|_| MockReply::Text("ok".into()));
+        let out = run(codex_exec(&codex, &f, &mock, model), "codex exec").await;
+        let reqs = mock.requests();
+        mock.stop();
+        let first = reqs
+            .first()
+            .unwrap_or_else(|| {
+                panic!(
+                    "{model}: no request\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+            .body
+            .to_string();
+        assert_saved_state(&first, model);
+        assert_eq!(
+            first.matches(AGENTS_MARK).count(),
+            1,
+            "{model}: the project's AGENTS.md once\n{first}"
+        );
+        if model == "gpt-5.5" {
+            assert!(
+                !first.contains("This server gives you tools over one project"),
+                "{model}: Codex was expected to leave server instructions out; the block is then the only path\n{first}"
+            );
+        }
+    }
+}
+
+/// Second conversation in Claude Code: the request holds every plan step, the notes that
+/// fit Claude's 2,048 characters of instructions, and the exact line naming `recall`.
+#[tokio::test]
+async fn claude_second_conversation_sees_the_plan_the_notes_that_fit_and_recall() {
+    let _serial = SERIAL.lock().await;
+    let Some(claude) = which("claude") else {
+        eprintln!("claude not on PATH: skipped");
+        return;
+    };
+    let f = fresh_with_agents_md();
+    connect(&f, "claude");
+    first_conversation(&f, 400).await;
+    let make = |mock: &MockProvider| {
+        let mut cmd = command(claude.clone());
+        cmd.current_dir(&f.project)
+            .env("HOME", &f.home)
+            .env("ANTHROPIC_BASE_URL", format!("http://{}", mock.addr))
+            .env("ANTHROPIC_API_KEY", "mock-key")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .args(["-p", "--model", "claude-sonnet-4-5"])
+            .arg("--allowedTools=mcp__codex_free__get_environment")
+            .arg("Continue the saved plan.");
+        cmd
+    };
+    let (reqs, out) = with_mcp_retry(make, "claude -p").await;
+    let body = reqs
+        .iter()
+        .map(|r| r.body.to_string())
+        .find(|b| b.contains("PLANSTEP0"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no request with the saved state\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    for k in 0..5 {
+        assert!(
+            body.contains(&format!("PLANSTEP{k}")),
+            "plan step {k} missing\n{body}"
+        );
+    }
+    let shown = (0..6)
+        .filter(|k| body.contains(&format!("SEEDNOTE{k}")))
+        .count();
+    assert!((1..6).contains(&shown), "{shown} notes shown\n{body}");
+    assert!(
+        body.contains("`recall` returns the saved state"),
+        "the exact recall line\n{body}"
+    );
+}
+
+/// Our tool `tool` in the request's `tools`, as (namespace, name) the way [`our_tool`]
+/// finds `get_environment`.
+fn tool_ref(body: &Value, tool: &str) -> Option<(Option<String>, String)> {
+    for t in body.get("tools")?.as_array()? {
+        let name = t.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.contains("codex_free") && name.ends_with(tool) {
+            return Some((None, name.to_string()));
+        }
+        if t.get("type").and_then(Value::as_str) == Some("namespace") && name.contains("codex_free")
+        {
+            for inner in t.get("tools")?.as_array()? {
+                if inner.get("name").and_then(Value::as_str) == Some(tool) {
+                    return Some((Some(name.to_string()), tool.to_string()));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// With a model Codex has no metadata for, Codex cuts a result to about 10,000 bytes (head
+/// and tail). After `connect codex` its entry holds `output_token_limit` and the server
+/// knows it: a 25,000-byte file comes back in one page and reaches the model whole.
+#[tokio::test]
+async fn codex_passes_a_whole_page_after_connect_raises_its_limit() {
+    let _serial = SERIAL.lock().await;
+    let Some(codex) = which("codex") else {
+        eprintln!("codex not on PATH: skipped");
+        return;
+    };
+    let f = fresh();
+    let text: String = (1..=1000)
+        .map(|i| format!("line {i:04} {}\n", "x".repeat(14)))
+        .collect();
+    std::fs::write(f.project.join("big.txt"), &text).unwrap();
+    connect(&f, "codex");
+    let cfg = std::fs::read_to_string(f.home.join(".codex/config.toml")).unwrap();
+    assert!(cfg.contains("output_token_limit = 12500"), "{cfg}");
+    let make = |mock: &MockProvider| {
+        mock.set_reply(|body| {
+            if body.to_string().contains("function_call_output") {
+                return MockReply::Text("Done.".into());
+            }
+            match tool_ref(body, "read_file") {
+                Some((namespace, name)) => MockReply::Tool {
+                    namespace,
+                    name,
+                    arguments: serde_json::json!({"path": "big.txt"}),
+                },
+                None => MockReply::Text("ok".into()),
+            }
+        });
+        let mut cmd = codex_exec(&codex, &f, mock, "mock-model");
+        cmd.args([
+            "-c",
+            "mcp_servers.codex_free.default_tools_approval_mode=\"approve\"",
+        ]);
+        cmd
+    };
+    let mut got = None;
+    for attempt in 1..=3 {
+        let mock = MockProvider::start().await;
+        let out = run(make(&mock), "codex exec").await;
+        let reqs = mock.requests();
+        mock.stop();
+        if reqs
+            .first()
+            .is_some_and(|r| tool_ref(&r.body, "read_file").is_some())
+        {
+            got = Some((reqs, out));
+            break;
+        }
+        eprintln!("codex exec: run {attempt} sent its first request without our MCP tools");
+    }
+    let (reqs, out) = got.expect("our tools were listed in one of 3 runs");
+    let answer = reqs
+        .iter()
+        .map(|r| r.body.to_string())
+        .find(|b| b.contains("function_call_output"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no tool answer reached the model\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let at = answer.find("function_call_output").unwrap_or(0);
+    let shown = &answer[at..answer.len().min(at + 60_000)];
+    for want in ["line 0001", "line 0500", "line 0765", "line 1000"] {
+        assert!(
+            answer.contains(want),
+            "{want} did not reach the model: {}…{}",
+            &shown[..shown.len().min(1500)],
+            &shown[shown.len().saturating_sub(3000)..]
+        );
+    }
+    assert!(!answer.contains("tokens truncated"), "Codex cut the page");
+    assert!(
+        !answer.contains("call again with offset"),
+        "one page holds the file"
+    );
 }

@@ -61,6 +61,63 @@ pub struct OutputConfig {
     pub max_entries: usize,
     /// Nodes per `tree` page.
     pub max_tree_nodes: usize,
+    /// Budgets for one MCP client, keyed by the `clientInfo.name` it sends at `initialize`
+    /// (e.g. `codex-mcp-client`, `claude-code`; compared with ASCII case ignored). A value
+    /// set here replaces the top-level one for that client's sessions, and also replaces the
+    /// lower page ceiling built into the server for clients known to cut results.
+    pub clients: std::collections::BTreeMap<String, ClientOutput>,
+}
+
+/// `output.clients.<clientInfo name>`: the budgets overridden for one client. Unset
+/// values keep the top-level ones. Ranges are the top-level keys'.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ClientOutput {
+    /// Ceiling of any tool result for this client, in tokens (bytes / 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tool_output_tokens: Option<usize>,
+    /// Lines per `read_file` page for this client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_file_lines: Option<usize>,
+    /// Bytes per `read_file` page for this client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_file_bytes: Option<usize>,
+    /// Entries per listing page for this client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_entries: Option<usize>,
+    /// Nodes per `tree` page for this client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tree_nodes: Option<usize>,
+}
+
+impl OutputConfig {
+    /// The override entry for `client_name` (exact name, ASCII case ignored), if any.
+    pub fn client(&self, client_name: &str) -> Option<&ClientOutput> {
+        let n = client_name.trim();
+        self.clients
+            .iter()
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case(n))
+            .map(|(_, v)| v)
+    }
+
+    /// Apply `o` onto these budgets (set values replace, unset ones stay).
+    pub fn apply_client(&mut self, o: &ClientOutput) {
+        if let Some(v) = o.max_tool_output_tokens {
+            self.max_tool_output_tokens = v;
+        }
+        if let Some(v) = o.max_file_lines {
+            self.max_file_lines = v;
+        }
+        if let Some(v) = o.max_file_bytes {
+            self.max_file_bytes = v;
+        }
+        if let Some(v) = o.max_entries {
+            self.max_entries = v;
+        }
+        if let Some(v) = o.max_tree_nodes {
+            self.max_tree_nodes = v;
+        }
+    }
 }
 
 impl Default for OutputConfig {
@@ -71,6 +128,7 @@ impl Default for OutputConfig {
             max_file_bytes: 131_072,
             max_entries: 500,
             max_tree_nodes: 1000,
+            clients: Default::default(),
         }
     }
 }

@@ -221,19 +221,58 @@ pub fn git_diff(ctx: &ToolCtx, a: &GitDiffArgs) -> Result<String> {
     let offset = a.offset.unwrap_or(0);
     let staged = a.staged.unwrap_or(false);
     let pathspec = a.path.as_deref().map(|p| pathspec(ctx, p)).transpose()?;
-    let per_page = ctx.config.output.max_file_lines;
-    let budget = page_budget(ctx);
     let mut args: Vec<&str> = vec!["diff", "--no-color", "--no-ext-diff", "--no-textconv"];
     if staged {
         args.push("--cached");
     }
     let tail = scoped(ctx, pathspec.into_iter().collect());
+    let page = diff_page(ctx, &GitEnv::default(), &args, &tail, offset)?;
+    if page.total == 0 {
+        return Ok(if staged {
+            "(no staged changes; staged=false shows unstaged changes)".into()
+        } else {
+            "(no unstaged changes; staged=true shows staged changes)".into()
+        });
+    }
+    Ok(page.render(offset))
+}
+
+/// One page of a diff's lines (see [`diff_page`]).
+pub(crate) struct DiffPage {
+    out: String,
+    pub(crate) total: usize,
+    shown_end: usize,
+    long_lines: Vec<(usize, usize)>,
+}
+
+impl DiffPage {
+    /// The page with its notes on cut lines and its continuation line.
+    pub(crate) fn render(mut self, offset: usize) -> String {
+        for (line, len) in self.long_lines {
+            self.out.push_str(&format!("(line {line} is {len} bytes and was cut at the page budget; read the file itself with read_file for all of it)\n"));
+        }
+        finish_page(self.out, "lines", offset, self.shown_end, self.total)
+    }
+}
+
+/// Run a diff and keep the lines after `offset` that fit one page (`output.maxFileLines`
+/// lines and the byte budget); counts every line. Errors: git failed, or `offset` is past
+/// the last line of a non-empty diff.
+pub(crate) fn diff_page(
+    ctx: &ToolCtx,
+    env: &GitEnv,
+    args: &[&str],
+    tail: &[OsString],
+    offset: usize,
+) -> Result<DiffPage> {
+    let per_page = ctx.config.output.max_file_lines;
+    let budget = page_budget(ctx);
     let mut out = String::new();
     let mut total = 0usize;
     let mut shown_end = offset;
     let mut full = false;
     let mut long_lines: Vec<(usize, usize)> = Vec::new();
-    run_git(ctx, &args, &tail, read_timeout(ctx), |l| {
+    run_git_in(ctx, env, args, tail, read_timeout(ctx), |l| {
         total += 1;
         if total <= offset || full {
             return;
@@ -262,25 +301,21 @@ pub fn git_diff(ctx: &ToolCtx, a: &GitDiffArgs) -> Result<String> {
         } else {
             full = true;
         }
-    })?;
-    if total == 0 {
-        return Ok(if staged {
-            "(no staged changes; staged=false shows unstaged changes)".into()
-        } else {
-            "(no unstaged changes; staged=true shows staged changes)".into()
-        });
-    }
-    if offset >= total {
+    })?
+    .map_err(|f| f.into_error(args.first().copied().unwrap_or("")))?;
+    if total > 0 && offset >= total {
         return Err(Error::InvalidArgument(format!(
-            "offset={offset} is past the last diff line ({total} lines)"
+            "offset={offset} is past the last diff line ({total} lines; valid offsets 0..={})",
+            total - 1
         )));
     }
-    for (line, len) in long_lines {
-        out.push_str(&format!("(line {line} is {len} bytes and was cut at the page budget; read the file itself with read_file for all of it)\n"));
-    }
-    Ok(finish_page(out, "lines", offset, shown_end, total))
+    Ok(DiffPage {
+        out,
+        total,
+        shown_end,
+        long_lines,
+    })
 }
-
 /// Commit: `paths` given → `git add -A -- paths` then `git commit --only -- paths`;
 /// `all: true` → `git add -A` then commit everything; otherwise commit what is staged.
 /// Hooks run as configured; the editor is never opened. Returns
@@ -379,7 +414,7 @@ pub fn git_commit(ctx: &ToolCtx, a: &GitCommitArgs) -> Result<String> {
     Ok(format!("[{} {hash}] {subject}\n{stat}", branch.trim()))
 }
 
-fn read_timeout(ctx: &ToolCtx) -> Duration {
+pub(crate) fn read_timeout(ctx: &ToolCtx) -> Duration {
     Duration::from_millis(ctx.config.command.default_timeout)
 }
 
@@ -436,7 +471,7 @@ fn pathspec(ctx: &ToolCtx, p: &str) -> Result<OsString> {
 /// `-- <specs or the whole root> <excludes>`: git limited to the project root (the root
 /// may be a subfolder of the repository) with every protected directory inside it left out,
 /// so status, diffs and `add -A` never show or stage the state home.
-fn scoped(ctx: &ToolCtx, specs: Vec<OsString>) -> Vec<OsString> {
+pub(crate) fn scoped(ctx: &ToolCtx, specs: Vec<OsString>) -> Vec<OsString> {
     let mut tail: Vec<OsString> = vec!["--".into()];
     if specs.is_empty() {
         tail.push(":(literal).".into());
@@ -510,14 +545,14 @@ fn run_git(
 
 /// A git run that ended with a non-zero exit: its exit code (`None` when killed by a
 /// signal) and what it said (stderr, or stdout when stderr was empty), trimmed.
-struct GitExit {
-    code: Option<i32>,
+pub(crate) struct GitExit {
+    pub(crate) code: Option<i32>,
     message: String,
 }
 
 impl GitExit {
     /// The tool error for a failed `git <sub>`.
-    fn into_error(self, sub: &str) -> Error {
+    pub(crate) fn into_error(self, sub: &str) -> Error {
         Error::InvalidArgument(format!(
             "git {sub} failed (exit {}): {}",
             self.code.unwrap_or(-1),
@@ -530,6 +565,26 @@ impl GitExit {
 /// exit code (e.g. `rev-parse --verify --quiet` answers "no such ref" with exit 1).
 fn run_git_exit(
     ctx: &ToolCtx,
+    args: &[&str],
+    tail: &[OsString],
+    timeout: Duration,
+    on_line: impl FnMut(&[u8]),
+) -> Result<std::result::Result<(), GitExit>> {
+    run_git_in(ctx, &GitEnv::default(), args, tail, timeout, on_line)
+}
+
+/// Extra environment for a git run and the directories it may write besides the project
+/// (the private snapshot store of `show_changes`).
+#[derive(Debug, Default)]
+pub(crate) struct GitEnv {
+    pub(crate) vars: Vec<(&'static str, OsString)>,
+    pub(crate) writable: Vec<PathBuf>,
+}
+
+/// [`run_git_exit`] with `env` added to git's environment and sandbox.
+pub(crate) fn run_git_in(
+    ctx: &ToolCtx,
+    env: &GitEnv,
     args: &[&str],
     tail: &[OsString],
     timeout: Duration,
@@ -551,7 +606,7 @@ fn run_git_exit(
                 .collect();
             crate::exec::sandbox::Prepared::new(&crate::exec::sandbox::Spec {
                 root: ctx.root().to_path_buf(),
-                writable: Vec::new(),
+                writable: env.writable.clone(),
                 protected: crate::exec::protected_paths(&ctx.home, &extra),
                 network: false,
             })?
@@ -593,6 +648,7 @@ fn run_git_exit(
     .envs(crate::exec::child_env())
     .env("GIT_OPTIONAL_LOCKS", "0")
     .env("GIT_EDITOR", "true")
+    .envs(env.vars.iter().map(|(k, v)| (*k, v.as_os_str())))
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());

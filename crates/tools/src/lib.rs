@@ -8,9 +8,11 @@
 //! ([`ToolCtx::jail`]), protected directories included; no tool output exceeds
 //! `output.maxToolOutputTokens` (tokens estimated as bytes / 4, see [`codex_free_core::tokens`]).
 
+pub mod changes;
 pub mod doc;
 pub mod fs;
 pub mod grep;
+pub mod image;
 pub mod patch;
 
 use std::path::{Path, PathBuf};

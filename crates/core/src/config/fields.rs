@@ -549,6 +549,71 @@ fn providers(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// The keys an `output.clients.<name>` entry may set: each is checked with the range of the
+/// top-level `output.<key>` entry of [`FIELDS`].
+pub const CLIENT_OUTPUT_KEYS: &[&str] = &[
+    "maxToolOutputTokens",
+    "maxFileLines",
+    "maxFileBytes",
+    "maxEntries",
+    "maxTreeNodes",
+];
+
+fn client_output(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
+    let Some(map) = v.as_object() else { return };
+    for (name, entry) in map {
+        let path = format!("{key}.{name}");
+        if name.trim().is_empty() {
+            errors.push(FieldError::new(
+                path.clone(),
+                Value::from(name.as_str()),
+                FieldCode::BadFormat,
+                format!("{key} has an empty client name (use the clientInfo name, e.g. codex-mcp-client)"),
+            ));
+        }
+        let Some(o) = entry.as_object() else {
+            errors.push(FieldError::new(
+                path.clone(),
+                entry.clone(),
+                FieldCode::WrongType,
+                format!("{path} = {entry} is not an object"),
+            ));
+            continue;
+        };
+        for (k, x) in o {
+            let Some(top) = CLIENT_OUTPUT_KEYS
+                .contains(&k.as_str())
+                .then(|| field(&format!("output.{k}")))
+                .flatten()
+            else {
+                errors.push(FieldError::new(
+                    format!("{path}.{k}"),
+                    x.clone(),
+                    FieldCode::UnknownKey,
+                    format!(
+                        "{path}.{k} is not a per-client budget (allowed {})",
+                        CLIENT_OUTPUT_KEYS.join("|")
+                    ),
+                ));
+                continue;
+            };
+            if x.is_null() {
+                continue;
+            }
+            let mut inner = Vec::new();
+            top.check(x, &mut inner);
+            for e in inner {
+                errors.push(FieldError::new(
+                    format!("{path}.{k}"),
+                    x.clone(),
+                    e.code,
+                    e.message.replacen(top.key, &format!("{path}.{k}"), 1),
+                ));
+            }
+        }
+    }
+}
+
 fn prices(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     let Some(map) = v.as_object() else { return };
     for (model, p) in map {
@@ -622,6 +687,11 @@ pub const FIELDS: &[Field] = &[
         100_000,
         "nodes",
         "Nodes per tree page.",
+    ),
+    Field::map(
+        "output.clients",
+        client_output,
+        "Budgets per MCP client by its clientInfo name, e.g. {\"codex-mcp-client\": {\"maxToolOutputTokens\": 2000}}; keys and ranges as above.",
     ),
     Field::int(
         "command.defaultTimeout",
@@ -1063,6 +1133,57 @@ mod tests {
                 assert!(!try_val(min - 1), "{} accepts {}", f.key, min - 1);
             }
         }
+    }
+
+    /// Per-client budgets are checked with the top-level ranges, named by their full path.
+    #[test]
+    fn client_output_entries_are_checked() {
+        let mut e = Vec::new();
+        field("output.clients").unwrap().check(
+            &serde_json::json!({
+                "codex-mcp-client": {"maxToolOutputTokens": 499, "maxFileLines": 20},
+                "claude-code": {"maxLines": 3},
+                "x": 5
+            }),
+            &mut e,
+        );
+        let keys: Vec<_> = e.iter().map(|x| (x.key.as_str(), x.code)).collect();
+        assert_eq!(
+            keys,
+            [
+                ("output.clients.claude-code.maxLines", FieldCode::UnknownKey),
+                (
+                    "output.clients.codex-mcp-client.maxToolOutputTokens",
+                    FieldCode::OutOfRange
+                ),
+                ("output.clients.x", FieldCode::WrongType),
+            ]
+        );
+        assert!(
+            e[1].message
+                .contains("output.clients.codex-mcp-client.maxToolOutputTokens = 499 is out of range (allowed 500..=100000)"),
+            "{}",
+            e[1].message
+        );
+        // Through the whole file: the struct form is validated the same way.
+        let err = crate::config::Config::parse(
+            r#"{"output":{"clients":{"codex-mcp-client":{"maxFileBytes":10}}}}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("output.clients.codex-mcp-client.maxFileBytes = 10"),
+            "{err}"
+        );
+        let (c, w) = crate::config::Config::parse(
+            r#"{"output":{"clients":{"Codex-MCP-Client":{"maxToolOutputTokens":2000}}}}"#,
+        )
+        .unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        let mut o = c.output.clone();
+        o.apply_client(c.output.client("codex-mcp-client").unwrap());
+        assert_eq!(o.max_tool_output_tokens, 2000);
+        assert_eq!(o.max_file_lines, 1000, "unset keys stay");
     }
 
     #[test]

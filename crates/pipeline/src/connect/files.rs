@@ -213,10 +213,12 @@ pub(super) fn codex_set(
     text: Option<&str>,
     t: &Target,
     opts: &Options,
+    output_limit: usize,
 ) -> Result<Option<String>> {
     let src = text.unwrap_or("");
     let mut doc = codex_parse(path, src)?;
     let line = doc_line(src, SERVER_NAME);
+    let fits = codex_raise_limit(&mut doc, output_limit);
     let servers = codex_servers(path, src, &mut doc)?;
     let entry = servers
         .entry(SERVER_NAME)
@@ -239,11 +241,19 @@ pub(super) fn codex_set(
                 args.push(a);
             }
             want.push(("args", toml_edit::Value::Array(args)));
-            if !t.server_env.is_empty() {
-                let mut env = toml_edit::InlineTable::new();
-                for (k, v) in &t.server_env {
-                    env.insert(k, v.as_str().into());
-                }
+            let mut env = toml_edit::InlineTable::new();
+            for (k, v) in &t.server_env {
+                env.insert(k, v.as_str().into());
+            }
+            // Tells the spawned server Codex's cut is raised, so it pages for it instead of
+            // for Codex's default cut (not when the user's own lower limit stays).
+            if fits {
+                env.insert(
+                    super::CLIENT_OUTPUT_TOKENS_ENV,
+                    output_limit.to_string().as_str().into(),
+                );
+            }
+            if !env.is_empty() {
                 want.push(("env", toml_edit::Value::InlineTable(env)));
             }
             &[
@@ -259,10 +269,12 @@ pub(super) fn codex_set(
             &["command", "args", "env", "cwd"]
         }
     };
+    // Codex's own cut of this server's results (tokens), raised to fit our pages.
+    want.push(("output_token_limit", (output_limit as i64).into()));
     for k in drop {
         tb.remove(k);
     }
-    if opts.http.is_none() && t.server_env.is_empty() {
+    if opts.http.is_none() && !want.iter().any(|(k, _)| *k == "env") {
         tb.remove("env");
     }
     for (k, v) in want {
@@ -278,6 +290,40 @@ pub(super) fn codex_set(
     Ok(Some(out))
 }
 
+/// Comment written after the `tool_output_token_limit` connect sets; undo removes a value
+/// that carries it, and a later connect may change it.
+const LIMIT_MARK: &str = " # raised by codex-free connect to fit its pages; `codex-free connect codex --undo` removes it";
+
+fn limit_is_ours(doc: &toml_edit::DocumentMut) -> bool {
+    doc.get("tool_output_token_limit")
+        .and_then(|i| i.as_value())
+        .and_then(|v| v.decor().suffix())
+        .and_then(|s| s.as_str())
+        .is_some_and(|s| s.contains("codex-free connect"))
+}
+
+/// Raise Codex's `tool_output_token_limit` (top level: Codex cuts every tool result to
+/// it, and with a model it has no metadata for, to about 10,000 bytes without it — the
+/// per-server `output_token_limit` alone does not lift that cut) to `limit` tokens. A value
+/// the user set is never lowered or replaced: when it is below `limit` it stays, and
+/// `false` says our pages must keep fitting Codex's default cut.
+fn codex_raise_limit(doc: &mut toml_edit::DocumentMut, limit: usize) -> bool {
+    let current = doc
+        .get("tool_output_token_limit")
+        .and_then(|i| i.as_integer());
+    let ours = limit_is_ours(doc);
+    match current {
+        Some(n) if !ours => n >= 0 && n as usize >= limit,
+        Some(n) if ours && n as usize == limit => true,
+        _ => {
+            let mut v = toml_edit::Value::from(limit as i64);
+            v.decor_mut().set_suffix(LIMIT_MARK);
+            doc.insert("tool_output_token_limit", toml_edit::Item::Value(v));
+            true
+        }
+    }
+}
+
 /// `text` without `[mcp_servers.codex_free]` (and without an `mcp_servers` table we left
 /// empty); `None` for no file.
 pub(super) fn codex_remove(path: &Path, text: Option<&str>) -> Result<Option<String>> {
@@ -285,6 +331,9 @@ pub(super) fn codex_remove(path: &Path, text: Option<&str>) -> Result<Option<Str
         return Ok(None);
     };
     let mut doc = codex_parse(path, src)?;
+    if limit_is_ours(&doc) {
+        doc.remove("tool_output_token_limit");
+    }
     let mut empty = false;
     if let Some(t) = doc
         .get_mut("mcp_servers")

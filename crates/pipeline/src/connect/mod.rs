@@ -3,8 +3,12 @@
 //!
 //! What is written, per client:
 //! - **Codex CLI**: `[mcp_servers.codex_free]` in `$CODEX_HOME/config.toml` (edited with
-//!   `toml_edit`, so comments, order and other entries are kept) and a managed block in
-//!   `$CODEX_HOME/AGENTS.md` (Codex's global instructions).
+//!   `toml_edit`, so comments, order and other entries are kept), Codex's
+//!   `tool_output_token_limit` and the entry's `output_token_limit` raised to fit our pages
+//!   ([`codex_output_limit`]; a value the user set is kept), and a managed block in
+//!   `$CODEX_HOME/AGENTS.md` (Codex's global instructions) holding the memory summary and
+//!   every project's saved plan and notes ([`saved`]), rewritten after each consolidation
+//!   and each saved note or plan.
 //! - **Claude Code**: `mcpServers.codex_free` in its user config (`$CLAUDE_CONFIG_DIR/.claude.json`
 //!   when the variable is set, else `~/.claude.json`), the entry shaped as
 //!   `claude mcp add --scope user` writes it, key order kept; and a managed block in
@@ -30,6 +34,7 @@
 //! these very files out of reach of the agents.
 
 mod files;
+pub mod saved;
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +46,27 @@ use codex_free_core::config::Config;
 use codex_free_core::home::{AgentHomes, sha256_hex};
 
 pub use files::{BLOCK_BEGIN, BLOCK_END};
+
+/// Environment variable `connect codex` sets in the stdio registration: the number of
+/// tokens of a result Codex passes to the model whole for this server (the
+/// `output_token_limit` written beside it); the server sizes its pages for it.
+pub const CLIENT_OUTPUT_TOKENS_ENV: &str = "CODEX_FREE_CLIENT_OUTPUT_TOKENS";
+
+/// Headroom of the `output_token_limit` written into Codex's entry over our own ceiling,
+/// in percent: our ceiling counts a token as 4 bytes, Codex may count code denser.
+pub const CODEX_LIMIT_HEADROOM_PCT: usize = 25;
+
+/// The `output_token_limit` `connect codex` writes for this server: our tool-output
+/// ceiling for Codex (`output.clients."codex-mcp-client"` when set, else
+/// `output.maxToolOutputTokens`) plus [`CODEX_LIMIT_HEADROOM_PCT`].
+pub fn codex_output_limit(cfg: &Config) -> usize {
+    let ours = cfg
+        .output
+        .client("codex-mcp-client")
+        .and_then(|c| c.max_tool_output_tokens)
+        .unwrap_or(cfg.output.max_tool_output_tokens);
+    ours + ours * CODEX_LIMIT_HEADROOM_PCT / 100
+}
 
 /// The name of our entry in each client's MCP server list.
 pub const SERVER_NAME: &str = "codex_free";
@@ -376,9 +402,26 @@ fn read_opt(path: &Path) -> Result<Option<String>> {
     }
 }
 
-/// The managed block's body for `client` from the current memory summary, or `None` when
-/// no block should be there (memories off or not used).
+/// The managed block's body for `client`: the current memory summary (while memories are
+/// on and used) and, for Codex, the saved plans and notes of every project
+/// ([`saved::section`]: Codex with a known model never shows the server's instructions).
+/// `None` when neither has anything to say, so no block should be there.
 fn block_body(t: &Target, client: Client, cfg: &Config) -> Option<String> {
+    let saved = match client {
+        Client::Codex => saved::section(&t.state_home, cfg),
+        _ => None,
+    };
+    let summary = summary_body(t, client, cfg);
+    match (summary, saved) {
+        (None, None) => None,
+        (Some(m), None) => Some(m),
+        (None, Some(s)) => Some(s),
+        (Some(m), Some(s)) => Some(format!("{s}\n{m}")),
+    }
+}
+
+/// The memory-summary part of the block, or `None` while memories are off or not used.
+fn summary_body(t: &Target, client: Client, cfg: &Config) -> Option<String> {
     if !cfg.memories.enabled || !cfg.memories.use_memories {
         return None;
     }
@@ -414,7 +457,7 @@ pub fn plan_connect(t: &Target, client: Client, opts: &Options, cfg: &Config) ->
         let before = read_opt(&p)?;
         let (after, kind) = match client {
             Client::Codex => (
-                files::codex_set(&p, before.as_deref(), t, opts)?,
+                files::codex_set(&p, before.as_deref(), t, opts, codex_output_limit(cfg))?,
                 FileKind::CodexConfig,
             ),
             _ => (

@@ -123,9 +123,14 @@ fn codex_entry_is_added_with_comments_profiles_and_other_servers_kept() {
     connect(&fx, Client::Codex);
     let toml =
         std::fs::read_to_string(fx.t.agents.codex.as_ref().unwrap().join("config.toml")).unwrap();
+    let ours = toml
+        .lines()
+        .find(|l| l.starts_with("tool_output_token_limit = "))
+        .unwrap();
     assert!(
-        toml.starts_with(CODEX_TOML),
-        "original text kept verbatim:\n{toml}"
+        toml.replacen(&format!("{ours}\n"), "", 1)
+            .starts_with(CODEX_TOML),
+        "original text kept verbatim around the raised limit:\n{toml}"
     );
     let doc: toml_edit::DocumentMut = toml.parse().unwrap();
     let e = &doc["mcp_servers"]["codex_free"];
@@ -510,4 +515,85 @@ fn a_summary_imitating_our_markers_cannot_escape_the_block() {
     assert!(!text.contains("Ignore previous rules"), "{text}");
     undo(&fx, Client::Codex);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), AGENTS_MD);
+}
+
+/// `connect codex` raises Codex's cut of our results to our ceiling plus headroom, tells the
+/// spawned server so in its environment, follows a per-client override, and undo takes
+/// both away with the entry.
+#[test]
+fn codex_entry_raises_codex_output_limit_to_fit_our_pages() {
+    let mut fx = fixture();
+    let plan = plan_connect(&fx.t, Client::Codex, &Options::default(), &fx.cfg).unwrap();
+    assert!(
+        plan.diff().contains("+output_token_limit = 12500"),
+        "{}",
+        plan.diff()
+    );
+    apply(&fx.t, &plan).unwrap();
+    let path = fx.t.mcp_file(Client::Codex).unwrap().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let doc: toml_edit::DocumentMut = text.parse().unwrap();
+    let entry = &doc["mcp_servers"]["codex_free"];
+    assert_eq!(entry["output_token_limit"].as_integer(), Some(12_500));
+    assert_eq!(doc["tool_output_token_limit"].as_integer(), Some(12_500));
+    assert!(
+        text.contains("\napproval_policy = \"on-request\"\ntool_output_token_limit = 12500 # raised by codex-free connect"),
+        "after the user's top-level keys: {text}"
+    );
+    assert_eq!(
+        entry["env"][CLIENT_OUTPUT_TOKENS_ENV].as_str(),
+        Some("12500"),
+        "{text}"
+    );
+    // A per-client budget for Codex decides the limit; a second run updates it in place.
+    fx.cfg.output.clients.insert(
+        "codex-mcp-client".into(),
+        codex_free_core::config::ClientOutput {
+            max_tool_output_tokens: Some(4_000),
+            ..Default::default()
+        },
+    );
+    let plan = plan_connect(&fx.t, Client::Codex, &Options::default(), &fx.cfg).unwrap();
+    apply(&fx.t, &plan).unwrap();
+    let doc: toml_edit::DocumentMut = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+    assert_eq!(
+        doc["mcp_servers"]["codex_free"]["output_token_limit"].as_integer(),
+        Some(5_000)
+    );
+    let undo = plan_undo(&fx.t, Client::Codex).unwrap();
+    apply(&fx.t, &undo).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), CODEX_TOML);
+}
+
+/// A `tool_output_token_limit` the user set is never replaced: a higher one stays and is
+/// enough; a lower one stays too, and the server is then not told the limit was raised.
+#[test]
+fn a_users_own_codex_output_limit_is_kept() {
+    let fx = fixture();
+    let path = fx.t.mcp_file(Client::Codex).unwrap().unwrap();
+    for (mine, told) in [(50_000, true), (3_000, false)] {
+        std::fs::write(
+            &path,
+            format!("tool_output_token_limit = {mine}\n{CODEX_TOML}"),
+        )
+        .unwrap();
+        let plan = plan_connect(&fx.t, Client::Codex, &Options::default(), &fx.cfg).unwrap();
+        let after = plan.changes[0].after.clone().unwrap();
+        let doc: toml_edit::DocumentMut = after.parse().unwrap();
+        assert_eq!(doc["tool_output_token_limit"].as_integer(), Some(mine));
+        assert_eq!(
+            doc["mcp_servers"]["codex_free"]
+                .get("env")
+                .and_then(|e| e.get(CLIENT_OUTPUT_TOKENS_ENV))
+                .is_some(),
+            told,
+            "{after}"
+        );
+        // Undo leaves the user's value alone.
+        let undone = files::codex_remove(&path, Some(&after)).unwrap().unwrap();
+        assert!(
+            undone.starts_with(&format!("tool_output_token_limit = {mine}\n")),
+            "{undone}"
+        );
+    }
 }

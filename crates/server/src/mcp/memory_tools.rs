@@ -67,6 +67,13 @@ pub(crate) fn instructions(shared: &Shared) -> String {
     with_service(shared, &shared.config.get(), None, |s| s.instructions())
 }
 
+/// After a saved note or plan changed: rewrite the managed blocks of the connected agents
+/// (Codex's carries every project's saved state, see `pipeline::connect::saved`). Nothing
+/// happens before the first `connect`; failures are logged inside, never raised.
+fn refresh_linked_copies(home: &Path) {
+    codex_free_pipeline::connect::refresh_after_commit(home);
+}
+
 impl CodexFree {
     /// Run a memory call on the blocking pool and map its result.
     async fn memory_call(
@@ -104,7 +111,11 @@ impl CodexFree {
         Parameters(a): Parameters<RememberArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        self.memory_call(&ext, move |s| s.remember(&a)).await
+        let home = self.shared.home.clone();
+        self.memory_call(&ext, move |s| {
+            s.remember(&a).inspect(|_| refresh_linked_copies(&home))
+        })
+        .await
     }
 
     /// The saved plan and notes of this project (the "Saved state" section of the
@@ -149,7 +160,11 @@ impl CodexFree {
         Parameters(a): Parameters<UpdatePlanArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        self.memory_call(&ext, move |s| s.update_plan(&a)).await
+        let home = self.shared.home.clone();
+        self.memory_call(&ext, move |s| {
+            s.update_plan(&a).inspect(|_| refresh_linked_copies(&home))
+        })
+        .await
     }
 
     /// List the skills (folders with a SKILL.md) of the project and the user: name,

@@ -236,6 +236,13 @@ pub struct Shared {
     pub follow_roots: bool,
     /// Set once the client's roots were asked for (or there are none to ask for).
     pub roots_ready: tokio::sync::watch::Sender<bool>,
+    /// `show_changes` snapshots of every conversation (`None` when no temporary folder
+    /// could be made: the tool then says so).
+    pub changes: Option<codex_free_tools::changes::ChangeTracker>,
+    /// Tokens of a result the client that spawned this process passes to the model whole,
+    /// from `CODEX_FREE_CLIENT_OUTPUT_TOKENS` (set by `connect codex` beside the
+    /// `output_token_limit` it writes into Codex's entry); read once at start.
+    pub client_output_tokens: Option<usize>,
 }
 
 impl Shared {
@@ -367,6 +374,15 @@ impl CodexFree {
                 .with_protected(config_dir.into_iter().collect()),
             transcripts: Default::default(),
             clients: Default::default(),
+            client_output_tokens: std::env::var(
+                codex_free_pipeline::connect::CLIENT_OUTPUT_TOKENS_ENV,
+            )
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| *n > 0),
+            changes: codex_free_tools::changes::ChangeTracker::new()
+                .inspect_err(|e| tracing::warn!("show_changes is unavailable: {e}"))
+                .ok(),
         });
         Ok(Self::from_shared(shared))
     }
@@ -392,15 +408,28 @@ impl CodexFree {
         }
     }
 
-    /// The live config as it applies to this session's client: the tool-output ceiling
-    /// lowered to what the client passes to the model whole ([`crate::mcp::clients`]).
+    /// The live config as it applies to this session's client: the user's
+    /// `output.clients.<clientInfo name>` entry when there is one (it wins: the user said
+    /// what their client passes through), else the tool-output ceiling lowered to what a
+    /// known client passes to the model whole ([`crate::mcp::clients`]).
     pub(crate) fn client_config(&self) -> Config {
         let mut config = self.shared.config.get();
-        if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes) {
-            let o = &mut config.output;
-            o.max_tool_output_tokens = o
-                .max_tool_output_tokens
-                .min(max / codex_free_core::tokens::BYTES_PER_TOKEN);
+        let name = self.client.get().map(String::as_str).unwrap_or("");
+        let o = &mut config.output;
+        match o.client(name).cloned() {
+            Some(entry) if !name.is_empty() => o.apply_client(&entry),
+            // The client's own limit was raised for this server by `connect codex`.
+            _ if self.shared.client_output_tokens.is_some() => {
+                let n = self.shared.client_output_tokens.unwrap_or(usize::MAX);
+                o.max_tool_output_tokens = o.max_tool_output_tokens.min(n);
+            }
+            _ => {
+                if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes) {
+                    o.max_tool_output_tokens = o
+                        .max_tool_output_tokens
+                        .min(max / codex_free_core::tokens::BYTES_PER_TOKEN);
+                }
+            }
         }
         config
     }
@@ -427,17 +456,40 @@ impl CodexFree {
         )
     }
 
-    /// One line naming this session's known client and why its page budget differs, for
-    /// `get_environment`; `None` for clients without a profile.
-    pub(crate) fn client_line(&self) -> Option<String> {
-        let p = self.client_profile()?;
-        Some(match p.result_max_bytes {
-            Some(max) => format!(
-                "client: {} (pages for it stay within {max} bytes, the most it passes to the model uncut)",
-                p.label
-            ),
-            None => format!("client: {}", p.label),
-        })
+    /// The lines `get_environment` adds about this session's client: which client it is
+    /// and the page budget in force for it, with where that budget comes from.
+    pub(crate) fn client_lines(&self) -> String {
+        let config = self.client_config();
+        let tokens = config.output.max_tool_output_tokens;
+        let name = self.client.get().map(String::as_str).unwrap_or("");
+        let base = self.shared.config.get().output.max_tool_output_tokens;
+        let label = match self.client_profile() {
+            Some(p) => p.label.to_string(),
+            None if name.is_empty() => "unknown (no clientInfo)".to_string(),
+            None => format!("\"{name}\""),
+        };
+        let why = if !name.is_empty() && config.output.client(name).is_some() {
+            format!("output.clients.\"{name}\" in codex.config.json")
+        } else if let Some(n) = self.shared.client_output_tokens {
+            format!(
+                "output.maxToolOutputTokens; the client's registration says it passes {n} tokens whole ({})",
+                codex_free_pipeline::connect::CLIENT_OUTPUT_TOKENS_ENV
+            )
+        } else if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes)
+            && tokens < base
+        {
+            format!(
+                "lowered from output.maxToolOutputTokens = {base}: {label} passes at most {max} bytes of a result to the model uncut"
+            )
+        } else {
+            "output.maxToolOutputTokens".to_string()
+        };
+        format!(
+            "client: {label}\npage budget for this client: {tokens} tokens (~{} bytes), {} lines / {} bytes per read_file page ({why})",
+            tokens * codex_free_core::tokens::BYTES_PER_TOKEN,
+            config.output.max_file_lines,
+            config.output.max_file_bytes,
+        )
     }
 
     /// The profile of the client that initialized this session, when it is a known one.
@@ -445,6 +497,42 @@ impl CodexFree {
         self.client
             .get()
             .and_then(|n| crate::mcp::clients::profile_for(n))
+    }
+
+    /// The key of a conversation in this process's in-memory tables: a SHA-256-derived
+    /// key of `openai/session` (the raw value is never kept), else this handler's instance.
+    pub(crate) fn conversation_key(&self, conversation: &ConversationId) -> String {
+        match &conversation.0 {
+            Some(raw) => format!(
+                "conv-{}",
+                &codex_free_core::home::sha256_hex(raw.as_bytes())[..32]
+            ),
+            None => self.instance.clone(),
+        }
+    }
+
+    /// Before a conversation's first tool call (on its project): the snapshot
+    /// `show_changes` diffs against. A failure is logged; the call still runs.
+    async fn first_snapshot(&self, conversation: &ConversationId) {
+        let Some(tracker) = self.shared.changes.as_ref() else {
+            return;
+        };
+        let key = self.conversation_key(conversation);
+        // Multi-project: a rebinding changes the project, which `ensure_start` notices.
+        if tracker.has(&key) && matches!(self.shared.mode, Mode::Single { .. }) {
+            return;
+        }
+        let Ok(ctx) = self.ctx(conversation) else {
+            return;
+        };
+        let shared = self.shared.clone();
+        let r = tokio::task::spawn_blocking(move || {
+            shared.changes.as_ref().map(|t| t.ensure_start(&ctx, &key))
+        })
+        .await;
+        if let Ok(Some(Err(e))) = r {
+            tracing::warn!("show_changes: no snapshot at the first call: {e}");
+        }
     }
 
     /// Append one tool call to this session's transcript under `<home>/transcripts/`
@@ -470,13 +558,7 @@ impl CodexFree {
         {
             return;
         }
-        let key = match &conversation.0 {
-            Some(raw) => format!(
-                "conv-{}",
-                &codex_free_core::home::sha256_hex(raw.as_bytes())[..32]
-            ),
-            None => self.instance.clone(),
-        };
+        let key = self.conversation_key(conversation);
         let (text, is_error) = match result {
             CallToolResponse::Complete(r) => (
                 r.content
@@ -774,6 +856,7 @@ impl ServerHandler for CodexFree {
         self.shared.touch_client(&client_key);
         let conversation = self.conversation_for(session);
         context.extensions.insert(conversation.clone());
+        self.first_snapshot(&conversation).await;
         let tool = request.name.to_string();
         let args = request
             .arguments

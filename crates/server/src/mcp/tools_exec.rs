@@ -6,7 +6,7 @@ use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
 use crate::mcp::server::{CodexFree, conversation, reply};
-use codex_free_tools::{exec, git};
+use codex_free_tools::{changes, exec, git};
 
 #[tool_router(router = exec_router, vis = "pub(crate)")]
 impl CodexFree {
@@ -105,6 +105,37 @@ impl CodexFree {
         reply(
             self.ctx(&conversation(&ext))
                 .and_then(|c| git::git_diff(&c, &a)),
+        )
+    }
+
+    /// The project's diff since the last show_changes (or, with from_start, since this
+    /// conversation's first call), untracked files included; paged by `offset`.
+    #[tool(annotations(title = "Show changes", read_only_hint = true, open_world_hint = false))]
+    async fn show_changes(
+        &self,
+        Parameters(a): Parameters<changes::ShowChangesArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
+        let conv = conversation(&ext);
+        let key = self.conversation_key(&conv);
+        let ctx = match self.ctx(&conv) {
+            Ok(c) => c,
+            Err(e) => return reply(Err(e)),
+        };
+        let shared = self.shared.clone();
+        reply(
+            tokio::task::spawn_blocking(move || match shared.changes.as_ref() {
+                Some(t) => t.show(&ctx, &key, &a),
+                None => Err(codex_free_core::Error::Cancelled(
+                    "show_changes is unavailable: no temporary folder for its snapshots (see the server log)".into(),
+                )),
+            })
+            .await
+            .unwrap_or_else(|e| {
+                Err(codex_free_core::Error::Cancelled(format!(
+                    "show_changes task failed: {e}"
+                )))
+            }),
         )
     }
 

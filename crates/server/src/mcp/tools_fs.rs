@@ -7,7 +7,7 @@ use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
 use crate::mcp::server::{CodexFree, conversation, reply};
-use codex_free_tools::{doc, fs, grep, patch};
+use codex_free_tools::{doc, fs, grep, image, patch};
 
 impl CodexFree {
     /// Run a synchronous tool on the blocking pool (file and directory walks must not stall
@@ -44,6 +44,43 @@ impl CodexFree {
         ext: Extensions,
     ) -> CallToolResult {
         self.blocking(&ext, move |c| fs::read_file(&c, &a)).await
+    }
+
+    /// Show a PNG, JPEG, GIF or WebP image of the project (type from its content; up to
+    /// 3.75 MiB).
+    #[tool(annotations(title = "View image", read_only_hint = true, open_world_hint = false))]
+    async fn view_image(
+        &self,
+        Parameters(a): Parameters<image::ViewImageArgs>,
+        ext: Extensions,
+    ) -> CallToolResult {
+        use base64::Engine as _;
+        let ctx = match self.ctx(&conversation(&ext)) {
+            Ok(c) => c,
+            Err(e) => return reply(Err(e)),
+        };
+        let r = tokio::task::spawn_blocking(move || image::view_image(&ctx, &a))
+            .await
+            .unwrap_or_else(|e| {
+                Err(codex_free_core::Error::Cancelled(format!(
+                    "view_image task failed: {e}"
+                )))
+            });
+        match r {
+            Ok(img) => CallToolResult::success(vec![
+                rmcp::model::ContentBlock::image(
+                    base64::engine::general_purpose::STANDARD.encode(&img.bytes),
+                    img.mime,
+                ),
+                rmcp::model::ContentBlock::text(format!(
+                    "{} ({}, {} bytes)",
+                    img.shown,
+                    img.mime,
+                    img.bytes.len()
+                )),
+            ]),
+            Err(e) => reply(Err(e)),
+        }
     }
 
     /// Create or overwrite a file inside the project (atomic write; parents created).
@@ -157,7 +194,7 @@ impl CodexFree {
     /// (the page budget in force for this client).
     #[tool(annotations(title = "Environment", read_only_hint = true, open_world_hint = false))]
     async fn get_environment(&self, ext: Extensions) -> CallToolResult {
-        let client = self.client_line();
+        let client = self.client_lines();
         let source = match self.shared.mode {
             crate::mcp::server::Mode::Single { .. } => Some(self.shared.root_source()),
             crate::mcp::server::Mode::Multi { .. } => None,
@@ -174,10 +211,8 @@ impl CodexFree {
                 },
                 None => env,
             };
-            if let Some(line) = client {
-                t.push('\n');
-                t.push_str(&line);
-            }
+            t.push('\n');
+            t.push_str(&client);
             t
         }))
     }
