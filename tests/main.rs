@@ -19,3 +19,4 @@ mod security_paths;
 mod taskmem;
 mod tools_exec;
 mod tools_fs;
+mod usage;
