@@ -329,3 +329,146 @@ pub fn import_from_env(
     let mut pricer = Pricer::new(PriceTable::bundled(), prices);
     import(store, &roots, &AGENTS, &mut pricer)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use super::*;
+    use codex_free_store::ManualClock;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/usage/codex/sessions/2026/11/29")
+            .join(name);
+        std::fs::read(p).unwrap()
+    }
+
+    const WEBAPP: &str = "rollout-2026-11-29T12-52-11-01a2275c-efdc-77a0-96ee-02aaa639a804.jsonl";
+    const BROKEN: &str = "rollout-2026-11-29T12-52-10-01a2275c-eb1b-70f2-b7d6-f53c198a2181.jsonl";
+
+    struct T {
+        _d: tempfile::TempDir,
+        roots: SourceRoots,
+        file: PathBuf,
+        store: Store,
+    }
+
+    impl T {
+        fn new() -> T {
+            let d = tempfile::tempdir().unwrap();
+            let dir = d.path().join("codex/sessions/2026/11/29");
+            std::fs::create_dir_all(&dir).unwrap();
+            T {
+                roots: SourceRoots {
+                    codex_home: Some(d.path().join("codex")),
+                    ..Default::default()
+                },
+                file: dir.join("rollout-x.jsonl"),
+                store: Store::open_in_memory(Arc::new(ManualClock::new(1))).unwrap(),
+                _d: d,
+            }
+        }
+        fn import(&self) -> ImportReport {
+            let none = BTreeMap::new();
+            import(
+                &self.store,
+                &self.roots,
+                &AGENTS,
+                &mut Pricer::new(PriceTable::bundled(), &none),
+            )
+            .unwrap()
+        }
+        fn rows(&self) -> usize {
+            self.store.agent_usage_rows(None, None).unwrap().len()
+        }
+    }
+
+    /// Byte offset just after the `n`-th newline.
+    fn after_line(b: &[u8], n: usize) -> usize {
+        b.iter()
+            .enumerate()
+            .filter(|(_, c)| **c == b'\n')
+            .nth(n - 1)
+            .unwrap()
+            .0
+            + 1
+    }
+
+    #[test]
+    fn a_grown_file_is_read_from_its_cursor_and_a_half_line_waits() {
+        let t = T::new();
+        let full = fixture(WEBAPP);
+        // Everything up to the first turn's end (two token_count events of four).
+        let lines = full.iter().filter(|c| **c == b'\n').count();
+        let cut = after_line(&full, lines / 2);
+        std::fs::write(&t.file, &full[..cut]).unwrap();
+        let r1 = t.import();
+        let first = t.rows();
+        assert!(first >= 1 && first < 4, "{first}");
+        assert_eq!(r1.bytes_read, cut as u64);
+        // Half of the next line: not consumed yet.
+        let half = cut + (after_line(&full, lines / 2 + 1) - cut) / 2;
+        std::fs::write(&t.file, &full[..half]).unwrap();
+        t.import();
+        // The rest: read from the cursor only, only the new rows.
+        std::fs::write(&t.file, &full).unwrap();
+        let r3 = t.import();
+        assert_eq!(r3.files_read, 1);
+        assert_eq!(r3.files_rewritten, 0);
+        assert_eq!(r3.bytes_read, (full.len() - cut) as u64);
+        assert_eq!(t.rows(), 4);
+        assert_eq!(r3.rows_written, 4 - first);
+        assert_eq!(r3.duplicates, 0);
+        // Unchanged: not opened.
+        let r4 = t.import();
+        assert_eq!((r4.files_read, r4.rows_written), (0, 0));
+        // Same as importing the whole file at once.
+        let whole = T::new();
+        std::fs::write(&whole.file, &full).unwrap();
+        whole.import();
+        let key = |s: &Store| {
+            s.agent_usage_rows(None, None)
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.dedup_key, r.input_tokens, r.output_tokens))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(key(&t.store), key(&whole.store));
+    }
+
+    #[test]
+    fn a_rewritten_file_is_read_again_and_deleted_transcripts_keep_their_rows() {
+        let t = T::new();
+        std::fs::write(&t.file, fixture(BROKEN)).unwrap();
+        t.import();
+        assert_eq!(t.rows(), 3);
+        // Rewritten in place with another session (longer, different prefix).
+        std::fs::write(&t.file, fixture(WEBAPP)).unwrap();
+        let r = t.import();
+        assert_eq!((r.files_read, r.files_rewritten), (1, 1));
+        assert_eq!(r.rows_written, 4, "read from the start");
+        assert_eq!(t.rows(), 7, "the earlier rows stay");
+        // Read again unchanged from the start (rewritten to the same bytes): no double count.
+        std::fs::write(&t.file, fixture(BROKEN)).unwrap();
+        t.import();
+        assert_eq!(t.rows(), 7);
+        // The agent deletes its transcript: the history stays.
+        std::fs::remove_file(&t.file).unwrap();
+        let r = t.import();
+        assert_eq!(r.files, 0);
+        assert_eq!(t.rows(), 7);
+    }
+
+    #[test]
+    fn the_transcript_is_not_modified() {
+        let t = T::new();
+        let bytes = fixture(WEBAPP);
+        std::fs::write(&t.file, &bytes).unwrap();
+        let before = std::fs::metadata(&t.file).unwrap().modified().unwrap();
+        t.import();
+        assert_eq!(std::fs::read(&t.file).unwrap(), bytes);
+        assert_eq!(std::fs::metadata(&t.file).unwrap().modified().unwrap(), before);
+    }
+}
