@@ -1,5 +1,12 @@
 // Generated from src/api/dto.rs by ts-rs; do not edit.
 export type { ActionResult } from "./ActionResult";
+export type { ActiveBlock } from "./ActiveBlock";
+export type { AgentSession } from "./AgentSession";
+export type { AgentSpend } from "./AgentSpend";
+export type { AgentTotals } from "./AgentTotals";
+export type { AgentUsageBucket } from "./AgentUsageBucket";
+export type { AgentUsageFilter } from "./AgentUsageFilter";
+export type { AgentUsageView } from "./AgentUsageView";
 export type { ApiError } from "./ApiError";
 export type { AuditRefusal } from "./AuditRefusal";
 export type { ConfigField } from "./ConfigField";
@@ -14,6 +21,7 @@ export type { FieldError } from "./FieldError";
 export type { FieldKind } from "./FieldKind";
 export type { KeySource } from "./KeySource";
 export type { KeyStatus } from "./KeyStatus";
+export type { KeyedTotals } from "./KeyedTotals";
 export type { KeyringStatus } from "./KeyringStatus";
 export type { MemoryFile } from "./MemoryFile";
 export type { MemoryView } from "./MemoryView";
@@ -37,4 +45,5 @@ export type { ServerStatus } from "./ServerStatus";
 export type { SetKeyRequest } from "./SetKeyRequest";
 export type { Spend } from "./Spend";
 export type { Status } from "./Status";
+export type { UnknownPriceRow } from "./UnknownPriceRow";
 export type { UsageTotals } from "./UsageTotals";
