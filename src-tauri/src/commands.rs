@@ -90,6 +90,25 @@ pub async fn runs_csv(core: State<'_, Arc<Core>>, filter: RunFilter) -> Result<S
     run(core, move |s| s.runs_csv(&filter)).await
 }
 #[tauri::command]
+pub async fn agent_usage(
+    core: State<'_, Arc<Core>>,
+    filter: AgentUsageFilter,
+) -> Result<AgentUsageView, ApiError> {
+    run(core, move |s| s.agent_usage(&filter)).await
+}
+#[tauri::command]
+pub async fn agent_usage_csv(
+    core: State<'_, Arc<Core>>,
+    filter: AgentUsageFilter,
+) -> Result<String, ApiError> {
+    run(core, move |s| s.agent_usage_csv(&filter)).await
+}
+/// Today's and this month's spend across the agents and the pipeline (for the tray).
+#[tauri::command]
+pub async fn agent_spend(core: State<'_, Arc<Core>>) -> Result<AgentSpend, ApiError> {
+    run(core, |s| s.agent_spend()).await
+}
+#[tauri::command]
 pub async fn memory(core: State<'_, Arc<Core>>) -> Result<MemoryView, ApiError> {
     run(core, |s| s.memory()).await
 }

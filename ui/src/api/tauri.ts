@@ -17,6 +17,9 @@ import type {
   RefusalsView,
   RunFilter,
   RunsView,
+  AgentSpend,
+  AgentUsageFilter,
+  AgentUsageView,
   Status,
 } from "./types";
 
@@ -44,6 +47,9 @@ export class TauriApi implements Api {
   testConnection(provider: string) { return this.call<ConnectionTest>("test_connection", { provider }); }
   runs(filter: RunFilter) { return this.call<RunsView>("runs", { filter: cleanFilter(filter) }); }
   runsCsv(filter: RunFilter) { return this.call<string>("runs_csv", { filter: cleanFilter(filter) }); }
+  agentUsage(filter: AgentUsageFilter) { return this.call<AgentUsageView>("agent_usage", { filter: cleanFilter(filter) }); }
+  agentUsageCsv(filter: AgentUsageFilter) { return this.call<string>("agent_usage_csv", { filter: cleanFilter(filter) }); }
+  agentSpend() { return this.call<AgentSpend>("agent_spend"); }
   memory() { return this.call<MemoryView>("memory"); }
   refusals(limit = 20) { return this.call<RefusalsView>("refusals", { limit }); }
   pipelineRun() { return this.call<ActionResult>("pipeline_run"); }
