@@ -77,12 +77,20 @@ fn expected(root: &Path) -> Expect {
                 let total = n(t, "total_tokens");
                 let d = day(l["timestamp"].as_str().unwrap());
                 let slot = best.entry(sid.clone()).or_insert((-1, d.clone(), [0; 3]));
-                assert_eq!(slot.0 < 0 || slot.1 == d, true, "fixture sessions stay on one day");
+                assert_eq!(
+                    slot.0 < 0 || slot.1 == d,
+                    true,
+                    "fixture sessions stay on one day"
+                );
                 if total > slot.0 {
                     *slot = (
                         total,
                         d,
-                        [n(t, "input_tokens"), n(t, "cached_input_tokens"), n(t, "output_tokens")],
+                        [
+                            n(t, "input_tokens"),
+                            n(t, "cached_input_tokens"),
+                            n(t, "output_tokens"),
+                        ],
                     );
                 }
             }
@@ -109,7 +117,10 @@ fn expected(root: &Path) -> Expect {
             let input = n(u, "input_tokens") + n(u, "cache_creation_input_tokens") + read;
             msgs.insert(
                 key,
-                (day(l["timestamp"].as_str().unwrap()), [input, read, n(u, "output_tokens")]),
+                (
+                    day(l["timestamp"].as_str().unwrap()),
+                    [input, read, n(u, "output_tokens")],
+                ),
             );
         }
     }
@@ -202,7 +213,10 @@ fn reported(v: &Value) -> Expect {
 fn daily_totals_match_the_agents_records_and_duplicates_count_once() {
     let env = Env::new();
     let want = expected(&env.root);
-    assert!(want.len() >= 4, "codex, claude, pi and the second day: {want:?}");
+    assert!(
+        want.len() >= 4,
+        "codex, claude, pi and the second day: {want:?}"
+    );
     let v = env.json(&["usage", "daily", "--json"]);
     assert_eq!(reported(&v), want);
     // Every transcript was read; the duplicates were recognised as such.
@@ -216,7 +230,12 @@ fn daily_totals_match_the_agents_records_and_duplicates_count_once() {
         .expect("mock model listed as price unknown");
     assert!(mock["totals"]["input_tokens"].as_i64().unwrap() > 0);
     assert_eq!(mock["totals"]["cost_usd"], Value::Null);
-    assert!(mock["how_to_price"].as_str().unwrap().contains("memories.prices"));
+    assert!(
+        mock["how_to_price"]
+            .as_str()
+            .unwrap()
+            .contains("memories.prices")
+    );
     // The resumed session's new gpt-5 turn is priced from the bundled table.
     let prices: Value = serde_json::from_str(
         &std::fs::read_to_string(
@@ -256,7 +275,10 @@ fn daily_totals_match_the_agents_records_and_duplicates_count_once() {
     )
     .unwrap();
     let priced = env.json(&["usage", "daily", "--json", "--agent", "pi"]);
-    assert!(priced["unknown_prices"].as_array().unwrap().is_empty(), "{priced}");
+    assert!(
+        priced["unknown_prices"].as_array().unwrap().is_empty(),
+        "{priced}"
+    );
     let pi = &priced["total"];
     let expect = n(pi, "input_tokens") as f64 * 1e-6 + n(pi, "output_tokens") as f64 * 2e-6;
     assert!((pi["cost_usd"].as_f64().unwrap() - expect).abs() < 1e-9);
@@ -288,7 +310,10 @@ fn sessions_blocks_and_filters_answer() {
         .collect();
     assert_eq!(periods, ["2026-11-30"]);
     let text = String::from_utf8(env.run(&["usage", "daily"]).stdout).unwrap();
-    assert!(text.contains("PRICE UNKNOWN") && text.contains("mock/mock-model"), "{text}");
+    assert!(
+        text.contains("PRICE UNKNOWN") && text.contains("mock/mock-model"),
+        "{text}"
+    );
     let bad = Command::new(bin())
         .env("CODEX_FREE_HOME", env.state())
         .args(["usage", "daily", "--since", "yesterday"])

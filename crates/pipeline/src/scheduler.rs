@@ -222,12 +222,21 @@ async fn run_loop(
             let (store2, prices) = (store.clone(), config.memories.prices.clone());
             let r = tokio::task::spawn_blocking(move || {
                 let mut pricer = crate::agent_usage::Pricer::new(PriceTable::bundled(), &prices);
-                crate::agent_usage::import(&store2, &roots, &crate::agent_usage::AGENTS, &mut pricer)
+                crate::agent_usage::import(
+                    &store2,
+                    &roots,
+                    &crate::agent_usage::AGENTS,
+                    &mut pricer,
+                )
             })
             .await;
             match r {
                 Ok(Ok(r)) if r.rows_written > 0 => {
-                    tracing::debug!(rows = r.rows_written, ms = r.duration_ms, "agent usage imported")
+                    tracing::debug!(
+                        rows = r.rows_written,
+                        ms = r.duration_ms,
+                        "agent usage imported"
+                    )
                 }
                 Ok(Err(e)) => tracing::warn!(error = %e, "agent usage import failed"),
                 _ => {}

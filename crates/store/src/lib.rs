@@ -32,11 +32,11 @@ use rusqlite::Connection;
 use codex_free_core::Error;
 use codex_free_core::Result;
 
+pub use agent_usage::{AgentUsageRow, UsageCursor, UsageWrite};
 pub use stage1::{
     ClaimOutcome, ClaimParams, JobCounts, SourceCounts, Stage1Claim, Stage1Output,
     Stage1OutputInput, ThreadRow, ThreadUpsert,
 };
-pub use agent_usage::{AgentUsageRow, UsageCursor, UsageWrite};
 pub use usage::{RunRow, RunSummary, Spend, UsageRow};
 
 /// File name of the database inside the state home.

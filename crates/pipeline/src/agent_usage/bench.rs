@@ -79,7 +79,11 @@ fn write_rollout(path: &std::path::Path, n: usize, kib: usize) -> Result<(u64, u
             out,
             r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"function_call_output","call_id":"c{k}","output":"{filler}"}}}}"#
         );
-        let (i, c, o) = (10_000 + (k as i64) * 300, 5_000 + (k as i64) * 150, 80 + (k as i64 % 7) * 10);
+        let (i, c, o) = (
+            10_000 + (k as i64) * 300,
+            5_000 + (k as i64) * 150,
+            80 + (k as i64 % 7) * 10,
+        );
         ti += i;
         tc += c;
         to += o;
@@ -131,10 +135,20 @@ pub fn measure(args: &BenchImportArgs) -> Result<BenchImportReport> {
     };
     let none = Default::default();
     let t = Instant::now();
-    let mut first = import(&store, &roots, &AGENTS, &mut Pricer::new(PriceTable::bundled(), &none))?;
+    let mut first = import(
+        &store,
+        &roots,
+        &AGENTS,
+        &mut Pricer::new(PriceTable::bundled(), &none),
+    )?;
     first.duration_ms = t.elapsed().as_millis() as u64;
     let t = Instant::now();
-    let mut again = import(&store, &roots, &AGENTS, &mut Pricer::new(PriceTable::bundled(), &none))?;
+    let mut again = import(
+        &store,
+        &roots,
+        &AGENTS,
+        &mut Pricer::new(PriceTable::bundled(), &none),
+    )?;
     again.duration_ms = t.elapsed().as_millis() as u64;
     Ok(BenchImportReport {
         files: args.files,

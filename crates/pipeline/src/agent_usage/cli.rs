@@ -170,7 +170,13 @@ pub fn run(
                     sessions: &'a [report::SessionRow],
                     unknown_prices: &'a [report::UnknownPrice],
                 }
-                return json(&imported, B { sessions: &v, unknown_prices: &unknown });
+                return json(
+                    &imported,
+                    B {
+                        sessions: &v,
+                        unknown_prices: &unknown,
+                    },
+                );
             }
             let _ = writeln!(
                 s,
@@ -242,7 +248,15 @@ pub fn run(
             let _ = writeln!(
                 s,
                 "{:<11} {:<9} {:>12} {:>12} {:>12} {:>10} {:>10} {:>13} {:>14}",
-                "period", "agent", "input", "cache read", "cache write", "output", "reasoning", "total", "cost"
+                "period",
+                "agent",
+                "input",
+                "cache read",
+                "cache write",
+                "output",
+                "reasoning",
+                "total",
+                "cost"
             );
             for b in &p.buckets {
                 for (agent, t) in &b.by_agent {
@@ -264,8 +278,11 @@ pub fn run(
 }
 
 fn json<T: Serialize>(imported: &Option<ImportReport>, body: T) -> Result<String> {
-    serde_json::to_string_pretty(&JsonOut { import: imported, body })
-        .map_err(|e| Error::InvalidArgument(format!("cannot encode the report: {e}")))
+    serde_json::to_string_pretty(&JsonOut {
+        import: imported,
+        body,
+    })
+    .map_err(|e| Error::InvalidArgument(format!("cannot encode the report: {e}")))
 }
 
 fn line(s: &mut String, period: &str, agent: &str, t: &Totals) {

@@ -145,7 +145,10 @@ fn read_one(c: &Candidate, old: Option<&UsageCursor>) -> std::io::Result<FileRea
     let (start, mut carry) = match old {
         Some(k) if k.offset <= size && k.offset > 0 => {
             if prefix_hash(&mut f, k.offset)? == k.prefix_hash {
-                (k.offset, serde_json::from_str::<Carry>(&k.state).unwrap_or_default())
+                (
+                    k.offset,
+                    serde_json::from_str::<Carry>(&k.state).unwrap_or_default(),
+                )
             } else {
                 rewritten = true;
                 (0, Carry::default())
@@ -218,9 +221,9 @@ pub fn import(
         .iter()
         .filter(|c| {
             let key = c.path.to_string_lossy();
-            !cursors.get(key.as_ref()).is_some_and(|k| {
-                k.offset == c.size && k.mtime_ms == mtime_ms(c.mtime)
-            })
+            !cursors
+                .get(key.as_ref())
+                .is_some_and(|k| k.offset == c.size && k.mtime_ms == mtime_ms(c.mtime))
         })
         .collect();
     let threads = std::thread::available_parallelism()
@@ -469,6 +472,9 @@ mod tests {
         let before = std::fs::metadata(&t.file).unwrap().modified().unwrap();
         t.import();
         assert_eq!(std::fs::read(&t.file).unwrap(), bytes);
-        assert_eq!(std::fs::metadata(&t.file).unwrap().modified().unwrap(), before);
+        assert_eq!(
+            std::fs::metadata(&t.file).unwrap().modified().unwrap(),
+            before
+        );
     }
 }

@@ -326,7 +326,10 @@ fn pi_line(v: &Value, carry: &mut Carry, fallback: &str, out: &mut Vec<Parsed>) 
                 cache_write: write,
                 output,
                 reasoning: 0,
-                provider_cost: u.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64),
+                provider_cost: u
+                    .get("cost")
+                    .and_then(|c| c.get("total"))
+                    .and_then(Value::as_f64),
             });
         }
         _ => {}
@@ -348,9 +351,14 @@ mod tests {
 
     fn tc(ts: &str, total: Option<(i64, i64, i64, i64)>, last: (i64, i64, i64, i64)) -> String {
         let u = |(a, b, c, d): (i64, i64, i64, i64)| {
-            format!(r#"{{"input_tokens":{a},"cached_input_tokens":{b},"output_tokens":{c},"reasoning_output_tokens":{d},"total_tokens":{}}}"#, a + c)
+            format!(
+                r#"{{"input_tokens":{a},"cached_input_tokens":{b},"output_tokens":{c},"reasoning_output_tokens":{d},"total_tokens":{}}}"#,
+                a + c
+            )
         };
-        let total = total.map(|t| format!(r#""total_token_usage":{},"#, u(t))).unwrap_or_default();
+        let total = total
+            .map(|t| format!(r#""total_token_usage":{},"#, u(t)))
+            .unwrap_or_default();
         format!(
             r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"token_count","info":{{{total}"last_token_usage":{}}}}}}}"#,
             u(last)
@@ -365,26 +373,50 @@ mod tests {
         let rows = codex(&[
             meta,
             ctx,
-            &tc("2026-01-01T00:00:01Z", Some((100, 40, 10, 5)), (100, 40, 10, 5)),
+            &tc(
+                "2026-01-01T00:00:01Z",
+                Some((100, 40, 10, 5)),
+                (100, 40, 10, 5),
+            ),
             // Repeated event: same totals (its `last` would double count).
-            &tc("2026-01-01T00:00:02Z", Some((100, 40, 10, 5)), (100, 40, 10, 5)),
+            &tc(
+                "2026-01-01T00:00:02Z",
+                Some((100, 40, 10, 5)),
+                (100, 40, 10, 5),
+            ),
             null,
-            &tc("2026-01-01T00:00:04Z", Some((250, 90, 30, 5)), (150, 50, 20, 0)),
+            &tc(
+                "2026-01-01T00:00:04Z",
+                Some((250, 90, 30, 5)),
+                (150, 50, 20, 0),
+            ),
         ]);
         assert_eq!(rows.len(), 2);
         assert_eq!(
-            (rows[1].input, rows[1].cached, rows[1].output, rows[1].reasoning),
+            (
+                rows[1].input,
+                rows[1].cached,
+                rows[1].output,
+                rows[1].reasoning
+            ),
             (150, 50, 20, 0)
         );
         assert_eq!(rows[0].model, "openai/gpt-5");
-        assert_eq!((rows[0].session.as_str(), rows[0].project.as_deref()), ("S", Some("/w")));
+        assert_eq!(
+            (rows[0].session.as_str(), rows[0].project.as_deref()),
+            ("S", Some("/w"))
+        );
         // Reasoning stays inside output (not added again).
         assert_eq!(rows[0].output, 10);
     }
 
     #[test]
     fn codex_first_event_of_a_resumed_file_charges_only_its_last_request() {
-        let rows = codex(&[&tc("2026-01-01T00:00:01Z", Some((5000, 0, 500, 0)), (300, 0, 20, 0))]);
+        let rows = codex(&[&tc(
+            "2026-01-01T00:00:01Z",
+            Some((5000, 0, 500, 0)),
+            (300, 0, 20, 0),
+        )]);
         assert_eq!((rows[0].input, rows[0].output), (300, 20));
         assert_eq!(rows[0].model, "openai/unknown");
     }
@@ -393,9 +425,21 @@ mod tests {
     fn claude_sums_cache_into_input_and_keys_on_message_and_request() {
         let line = r#"{"type":"assistant","timestamp":"2026-01-01T00:00:00Z","sessionId":"S","cwd":"/w","requestId":"req_1","message":{"id":"msg_1","model":"claude-sonnet-4-5","usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":7}}}"#;
         let mut out = Vec::new();
-        parse_lines(Source::Claude, format!("{line}\n").as_bytes(), &mut Carry::default(), "f", &mut out);
+        parse_lines(
+            Source::Claude,
+            format!("{line}\n").as_bytes(),
+            &mut Carry::default(),
+            "f",
+            &mut out,
+        );
         let r = &out[0];
-        assert_eq!((r.input, r.cached, r.cache_write, r.output), (1103, 1000, 100, 7));
-        assert_eq!((r.key.as_str(), r.model.as_str()), ("msg_1:req_1", "anthropic/claude-sonnet-4-5"));
+        assert_eq!(
+            (r.input, r.cached, r.cache_write, r.output),
+            (1103, 1000, 100, 7)
+        );
+        assert_eq!(
+            (r.key.as_str(), r.model.as_str()),
+            ("msg_1:req_1", "anthropic/claude-sonnet-4-5")
+        );
     }
 }

@@ -19,7 +19,7 @@ use super::dto::{
 use codex_free_core::{Error, Result};
 use codex_free_pipeline::agent_usage::cli::all_rows;
 use codex_free_pipeline::agent_usage::report::{self, Filter, Granularity, Totals};
-use codex_free_pipeline::agent_usage::{import_from_env, ImportReport};
+use codex_free_pipeline::agent_usage::{ImportReport, import_from_env};
 use codex_free_store::{AgentUsageRow, Store};
 
 /// Most sessions listed on the page.
@@ -63,9 +63,7 @@ fn granularity(f: &AgentUsageFilter) -> Result<Granularity> {
     match f.granularity.as_deref() {
         None | Some("") => Ok(Granularity::Day),
         Some(g) => Granularity::parse(g).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "granularity \"{g}\": expected day, week or month"
-            ))
+            Error::InvalidArgument(format!("granularity \"{g}\": expected day, week or month"))
         }),
     }
 }
@@ -334,7 +332,10 @@ mod tests {
         ];
         let s = spend(&rows, 100, 0);
         assert_eq!((s.today_usd, s.month_usd), (2.0, 3.0));
-        assert_eq!((s.today_unpriced_requests, s.month_unpriced_requests), (1, 1));
+        assert_eq!(
+            (s.today_unpriced_requests, s.month_unpriced_requests),
+            (1, 1)
+        );
         assert_eq!(s.today_by_agent.len(), 2);
     }
 
@@ -351,10 +352,16 @@ mod tests {
         assert_eq!(v.agents, ["codex", "pi"]);
         assert_eq!(v.unknown_prices.len(), 1);
         assert!((v.total.cache_hit_rate - 0.25).abs() < 1e-9);
-        assert!(v.active_block.is_some(), "a request 1 ms ago is in the running block");
+        assert!(
+            v.active_block.is_some(),
+            "a request 1 ms ago is in the running block"
+        );
         let c = csv(&rows, &Filter::default());
         assert_eq!(c.lines().count(), 3);
         assert!(c.contains(",'=cmd,"), "{c}");
-        assert!(c.lines().nth(2).unwrap().ends_with(",,"), "unpriced: empty cost");
+        assert!(
+            c.lines().nth(2).unwrap().ends_with(",,"),
+            "unpriced: empty cost"
+        );
     }
 }
