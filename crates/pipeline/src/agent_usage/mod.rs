@@ -409,7 +409,7 @@ mod tests {
         std::fs::write(&t.file, &full[..cut]).unwrap();
         let r1 = t.import();
         let first = t.rows();
-        assert!(first >= 1 && first < 4, "{first}");
+        assert!((1..4).contains(&first), "{first}");
         assert_eq!(r1.bytes_read, cut as u64);
         // Half of the next line: not consumed yet.
         let half = cut + (after_line(&full, lines / 2 + 1) - cut) / 2;

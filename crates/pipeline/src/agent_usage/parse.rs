@@ -284,11 +284,9 @@ fn claude_line(v: &Value, fallback: &str, out: &mut Vec<Parsed>) {
 
 fn pi_line(v: &Value, carry: &mut Carry, fallback: &str, out: &mut Vec<Parsed>) {
     match v.get("type").and_then(Value::as_str) {
-        Some("session") => {
-            if carry.session.is_none() {
-                carry.session = s(v, "id");
-                carry.project = s(v, "cwd");
-            }
+        Some("session") if carry.session.is_none() => {
+            carry.session = s(v, "id");
+            carry.project = s(v, "cwd");
         }
         Some("message") => {
             let Some(m) = v.get("message") else { return };

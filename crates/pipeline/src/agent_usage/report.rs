@@ -130,7 +130,7 @@ pub struct Filter {
 impl Filter {
     /// Whether `r` passes.
     pub fn keeps(&self, r: &AgentUsageRow) -> bool {
-        (self.agents.is_empty() || self.agents.iter().any(|a| *a == r.agent))
+        (self.agents.is_empty() || self.agents.contains(&r.agent))
             && self.model.as_ref().is_none_or(|m| *m == r.model)
             && self
                 .project
