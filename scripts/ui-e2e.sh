@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Browser end-to-end tests of the web UI (tests/ui/, playwright-core + Debian's chromium).
 # Builds the UI and `codex-free`, seeds a temp state home (demo usage rows written into
-# state.sqlite by examples/seed_usage.rs, memory files), starts
+# state.sqlite by examples/seed_usage.rs, memory files, agent transcripts for the Usage page), starts
 # `codex-free serve --http --ui` on it inside a private D-Bus session with an unlocked
 # gnome-keyring (so keys go to a real Secret Service), runs the tests, and saves one
 # screenshot per page to docs/screenshots/. Also runs the keyring unit test against that
@@ -36,6 +36,12 @@ cat > "$CODEX_FREE_HOME/projects/project-e2e0000000000000/memory.json" <<JSON
  "plan":{"steps":[{"step":"write the browser tests","status":"in_progress"},{"step":"ship","status":"pending"}],"updatedAt":"2026-01-01T00:00:00Z"}}
 JSON
 echo "== seed: $("$TARGET/debug/examples/seed_usage" "$SEED_DAYS") runs over $SEED_DAYS days into state.sqlite"
+# The agents' transcripts for the Usage page: copies of the real-CLI fixtures (Codex, Claude
+# Code, pi, with duplicated rows, a resumed session and a side-chain), in agent homes of
+# their own (the server imports from them; the test adds a live Codex session).
+mkdir -p "$TMP/agents"
+cp -r tests/data/usage/codex tests/data/usage/claude tests/data/usage/pi "$TMP/agents/"
+export CODEX_HOME=$TMP/agents/codex CLAUDE_CONFIG_DIR=$TMP/agents/claude PI_CODING_AGENT_DIR=$TMP/agents/pi
 
 # Everything below runs in a private session bus with an unlocked Secret Service, with
 # HOME in the temp dir (gnome-keyring and chromium write there); keep the toolchain's homes.

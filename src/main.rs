@@ -1,5 +1,5 @@
-//! The `codex-free` command line: `serve`, `connect`, `config`, `token` (and `memories`
-//! with the pipeline). See README.md. Logs go to stderr; stdout carries only command results (and
+//! The `codex-free` command line: `serve`, `connect`, `config`, `token`, `usage` (and
+//! `memories` with the pipeline). See README.md. Logs go to stderr; stdout carries only command results (and
 //! the MCP protocol itself under `serve --stdio`).
 
 use std::path::PathBuf;
@@ -44,6 +44,13 @@ enum Cmd {
     Memories {
         #[command(subcommand)]
         cmd: MemoriesTop,
+    },
+    /// What the coding agents (Codex CLI, Claude Code, pi) and the pipeline cost: imports
+    /// their transcripts' token usage, then reports per day/week/month, session or 5-hour
+    /// block.
+    Usage {
+        #[command(subcommand)]
+        cmd: codex_free_pipeline::agent_usage::cli::UsageCmd,
     },
 }
 
@@ -224,6 +231,20 @@ fn main() -> anyhow::Result<()> {
         Cmd::Serve(args) => serve(args, home, config_path),
         Cmd::Connect(args) => connect_cmd(args, &home, &config_path),
         Cmd::Memories { cmd } => memories(cmd, home, config_path),
+        Cmd::Usage { cmd } => {
+            let config = Config::load(&config_path)?.config;
+            let out = codex_free_pipeline::agent_usage::cli::run(
+                &cmd,
+                &home,
+                &config.memories.prices,
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as i64)
+                    .unwrap_or(0),
+            )?;
+            println!("{}", out.trim_end());
+            Ok(())
+        }
     }
 }
 

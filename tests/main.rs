@@ -20,3 +20,4 @@ mod taskmem;
 mod tools_changes_image;
 mod tools_exec;
 mod tools_fs;
+mod usage;

@@ -172,17 +172,35 @@ impl Core {
             })
     }
 
-    /// Spend line, e.g. `Spend: $0.04 today · $1.20 this month of $5.00`.
+    /// Pipeline spend line, e.g. `Pipeline: $0.04 today · $1.20 this month of $5.00`.
     pub fn spend_line(&self) -> String {
         match self.service.spend() {
             Ok(s) => format!(
-                "Spend: {} today · {} this month{}{}",
+                "Pipeline: {} today · {} this month{}{}",
                 usd(s.today_usd),
                 usd(s.month_usd),
                 s.cap_usd.map(|c| format!(" of {}", usd(c))).unwrap_or_default(),
                 if s.cap_reached { " (cap reached)" } else { "" }
             ),
-            Err(e) => format!("Spend: unavailable ({})", e.code()),
+            Err(e) => format!("Pipeline spend: unavailable ({})", e.code()),
+        }
+    }
+
+    /// All agents' spend line (Codex, Claude Code, pi and the pipeline), e.g.
+    /// `All agents: $3.10 today · $41.00 this month`, with unpriced requests named.
+    pub fn agents_line(&self) -> String {
+        match self.service.agent_spend() {
+            Ok(s) => format!(
+                "All agents: {} today · {} this month{}",
+                usd(s.today_usd),
+                usd(s.month_usd),
+                if s.today_unpriced_requests > 0 {
+                    format!(" (+{} unpriced today)", s.today_unpriced_requests)
+                } else {
+                    String::new()
+                }
+            ),
+            Err(e) => format!("All agents: unavailable ({})", e.code()),
         }
     }
 
@@ -352,7 +370,8 @@ mod tests {
         assert_eq!(c.pause_label(), "Resume pipeline");
         assert!(c.toggle_pipeline().ok);
         assert_eq!(c.pause_label(), "Pause pipeline");
-        assert_eq!(c.spend_line(), "Spend: $0.00 today · $0.00 this month");
+        assert_eq!(c.spend_line(), "Pipeline: $0.00 today · $0.00 this month");
+        assert!(c.agents_line().starts_with("All agents: $0.00 today"), "{}", c.agents_line());
         assert_eq!(c.last_error_line(), "Last error: none");
         assert!(c.diagnostics().is_some_and(|d| d.contains("Key store: ") && !d.contains(&token)));
         assert!(

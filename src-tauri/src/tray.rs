@@ -43,6 +43,7 @@ pub struct TrayHandles {
     toggle_server: MenuItem<Wry>,
     toggle_pipeline: MenuItem<Wry>,
     spend_line: MenuItem<Wry>,
+    agents_line: MenuItem<Wry>,
     next_line: MenuItem<Wry>,
     error_line: MenuItem<Wry>,
     autostart: CheckMenuItem<Wry>,
@@ -171,6 +172,7 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
         None::<&str>,
     )?;
     let spend_line = MenuItem::with_id(app, "spend_line", core.spend_line(), false, None::<&str>)?;
+    let agents_line = MenuItem::with_id(app, "agents_line", core.agents_line(), false, None::<&str>)?;
     let next_line = MenuItem::with_id(app, "next_line", core.next_run_line(), false, None::<&str>)?;
     let error_line = MenuItem::with_id(app, "error_line", core.last_error_line(), false, None::<&str>)?;
     let copy_diag = MenuItem::with_id(
@@ -202,6 +204,7 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
             &PredefinedMenuItem::separator(app)?,
             &run_pipeline,
             &toggle_pipeline,
+            &agents_line,
             &spend_line,
             &next_line,
             &error_line,
@@ -225,6 +228,7 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
         toggle_server,
         toggle_pipeline,
         spend_line,
+        agents_line,
         next_line,
         error_line,
         autostart,
@@ -241,6 +245,7 @@ pub fn refresh(app: &AppHandle) {
     let _ = h.toggle_server.set_text(core.toggle_label());
     let _ = h.toggle_pipeline.set_text(core.pause_label());
     let _ = h.spend_line.set_text(core.spend_line());
+    let _ = h.agents_line.set_text(core.agents_line());
     let _ = h.next_line.set_text(core.next_run_line());
     let _ = h.error_line.set_text(core.last_error_line());
     let _ = h

@@ -5,6 +5,8 @@
 //   CODEX_FREE_HOME the server's state home; PROJECT_DIR the project it serves
 //   KEYRING         "secret-service" when the server uses a real Secret Service
 //   SEED_DAYS       days of demo usage rows the server was seeded with
+//   CODEX_HOME      the Codex home the server imports agent usage from (with CLAUDE_CONFIG_DIR,
+//                   PI_CODING_AGENT_DIR); TARGET the cargo target dir holding debug/codex-free
 //   SHOTS           where to write one screenshot per page
 // Run: node --test tests/ui/
 
@@ -329,4 +331,71 @@ test("the connect page previews the exact diff, applies it, and undo removes it 
 test("no script errors on any page", async () => {
   await go("dashboard");
   assert.deepEqual(consoleErrors, []);
+});
+
+test("the Usage page shows the same totals as `codex-free usage daily --json`, with the active block", async () => {
+  // A Codex session running now (two requests), beside the fixture transcripts of all three
+  // agents and the pipeline's seeded runs, so the page has an active 5-hour block.
+  const codexHome = env("CODEX_HOME");
+  const now = Date.now();
+  const iso = (ms) => new Date(ms).toISOString();
+  const usage = (i, c, o) => ({ input_tokens: i, cached_input_tokens: c, output_tokens: o, reasoning_output_tokens: 0, total_tokens: i + o });
+  const dir = path.join(codexHome, "sessions", iso(now).slice(0, 4), iso(now).slice(5, 7), iso(now).slice(8, 10));
+  fs.mkdirSync(dir, { recursive: true });
+  const lines = [
+    { timestamp: iso(now - 40 * 60_000), type: "session_meta", payload: { id: "e2e-live-session", cwd: "/home/dev/work/live", model_provider: "openai" } },
+    { timestamp: iso(now - 40 * 60_000), type: "turn_context", payload: { model: "gpt-5" } },
+    { timestamp: iso(now - 39 * 60_000), type: "event_msg", payload: { type: "token_count", info: { total_token_usage: usage(40000, 30000, 900), last_token_usage: usage(40000, 30000, 900) } } },
+    { timestamp: iso(now - 10 * 60_000), type: "event_msg", payload: { type: "token_count", info: { total_token_usage: usage(95000, 70000, 2100), last_token_usage: usage(55000, 40000, 1200) } } },
+  ];
+  fs.writeFileSync(path.join(dir, "rollout-e2e-live.jsonl"), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+
+  await go("usage");
+  await page.getByTestId("usage-total-row").waitFor();
+  await page.getByTestId("block-countdown").waitFor();
+  const cli = JSON.parse(execFileSync(path.join(env("TARGET"), "debug", "codex-free"), ["usage", "daily", "--json"], { encoding: "utf8" }));
+  const cells = async (testid) => (await page.getByTestId(testid).locator("td").allTextContents()).map((s) => s.trim());
+  const int = (n) => new Intl.NumberFormat("en-US").format(n);
+  const cost = (t) => {
+    if (t.cost_usd === null) return "price unknown";
+    const usd = t.cost_usd < 0.01 ? `$${Number(t.cost_usd.toPrecision(2))}` : `$${new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(t.cost_usd)}`;
+    return t.unpriced_requests > 0 ? `${usd} + ${t.unpriced_requests} unpriced` : usd;
+  };
+  const expectRow = (got, t, label) => {
+    assert.deepEqual(
+      [got[1], got[2], got[3], got[5], got[8]],
+      [int(t.requests), int(t.input_tokens), int(t.cached_input_tokens), int(t.output_tokens), cost(t)],
+      label,
+    );
+  };
+  expectRow(await cells("usage-total-row"), cli.total, "total");
+  assert.ok(cli.total.requests > 0 && Object.keys(cli.buckets.at(-1).by_agent).includes("codex"));
+  for (const b of cli.buckets) {
+    expectRow(await cells(`period-${b.period}`), b.totals, b.period);
+    for (const [agent, t] of Object.entries(b.by_agent)) expectRow(await cells(`period-${b.period}-${agent}`), t, `${b.period} ${agent}`);
+  }
+  // The fixture transcripts' mock model has no price: listed, never $0.
+  const unknown = await page.getByTestId("unknown-row").allTextContents();
+  assert.ok(unknown.some((t) => t.includes("mock/mock-model") && t.includes("memories.prices")), unknown.join("\n"));
+  assert.equal(unknown.length, cli.unknown_prices.length);
+  // The pipeline's own spend is one more series.
+  assert.ok(await page.getByTestId("agent-pipeline").count(), "pipeline series shown");
+  assert.match(await page.getByTestId("block-countdown").textContent(), /^[0-4]:\d\d:\d\d$/);
+  // The agent filter narrows the page to what `--agent claude` reports.
+  await page.getByTestId("usage-filter-agent").selectOption("claude");
+  await page.waitForFunction(() => !document.querySelector('[data-testid="agent-codex"]'));
+  const claude = JSON.parse(execFileSync(path.join(env("TARGET"), "debug", "codex-free"), ["usage", "daily", "--json", "--agent", "claude", "--no-import"], { encoding: "utf8" }));
+  expectRow(await cells("usage-total-row"), claude.total, "claude total");
+  // CSV export: one line per request of the filtered view.
+  const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("usage-export-csv").click()]);
+  const csv = fs.readFileSync(await download.path(), "utf8").trim().split("\n");
+  assert.equal(csv.length - 1, claude.total.requests);
+  await page.getByTestId("usage-filter-agent").selectOption("");
+  await page.getByTestId("agent-codex").waitFor();
+  await page.getByTestId("split-model").click();
+  await shot("usage");
+  // The tray's figure: today's spend across agents and the pipeline.
+  const spend = await page.evaluate(async () => (await fetch("/api/usage/spend")).json());
+  assert.ok(spend.today_usd > 0, JSON.stringify(spend));
+  assert.ok(spend.today_by_agent.some((a) => a.key === "codex"));
 });

@@ -5,6 +5,7 @@ import { Dashboard } from "./pages/Dashboard";
 import { Settings } from "./pages/Settings";
 import { Models } from "./pages/Models";
 import { Runs } from "./pages/Runs";
+import { Usage } from "./pages/Usage";
 import { Memory } from "./pages/Memory";
 import { Connect } from "./pages/Connect";
 
@@ -13,6 +14,7 @@ const PAGES = [
   { id: "settings", title: "Settings", view: Settings },
   { id: "models", title: "Models & keys", view: Models },
   { id: "runs", title: "Runs & costs", view: Runs },
+  { id: "usage", title: "Agent usage", view: Usage },
   { id: "memory", title: "Memory", view: Memory },
   { id: "connect", title: "Connect", view: Connect },
 ];

@@ -134,6 +134,33 @@ pub fn discover(roots: &SourceRoots, enabled: &[Source]) -> Vec<Candidate> {
     out
 }
 
+/// Every transcript that can carry the agents' token usage, for the usage import: as
+/// [`discover`] for Codex and pi, but Claude Code's sub-agent files (`subagents/`,
+/// `agent-*.jsonl`) are included, since their requests are billed too (copies of one
+/// request are de-duplicated by the import, not by skipping files). The MCP source
+/// records no model usage and is never listed. Order: by path.
+pub fn discover_usage(roots: &SourceRoots, agents: &[Source]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for &source in agents {
+        for dir in roots.dirs(source) {
+            match source {
+                Source::Codex => walk(
+                    &dir,
+                    6,
+                    &mut |p| name_matches(p, "rollout-"),
+                    source,
+                    &mut out,
+                ),
+                Source::Claude => walk(&dir, 4, &mut |_| true, source, &mut out),
+                Source::Pi => walk_exact(&dir, 2, &|_| true, source, &mut out),
+                Source::Mcp => {}
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
 fn name_matches(p: &Path, prefix: &str) -> bool {
     p.file_name()
         .and_then(|n| n.to_str())

@@ -7,11 +7,13 @@
 //! phase 1 then phase 2 in the background, [`control`] drives them from the CLI, and
 //! [`usage`] writes `memories.log`, [`alerts`] raises spend, failure and key alerts. [`hygiene`] lints and tidies memory folders
 //! (layers, stale facts, duplicates, conflicts) without a model. [`providers`] reaches the models.
+//! [`agent_usage`] imports the coding agents' own token usage and reports what they cost.
 //!
 //! Invariant: nothing here modifies an agent's transcript, and no transcript text leaves
 //! [`render`] unredacted.
 
 pub mod alerts;
+pub mod agent_usage;
 pub mod bench;
 pub mod compact;
 pub mod connect;

@@ -268,6 +268,33 @@ async fn run_loop(
             Ok(l) => config = l.config,
             Err(e) => tracing::warn!(error = %e, "config unreadable; keeping the previous one"),
         }
+        // The agents' usage is imported on every tick, memory pipeline on or off, so the
+        // Usage page and the tray's spend stay fresh (incremental: unchanged files are not
+        // opened).
+        if let Some(roots) = deps.watch.clone() {
+            let (store2, prices) = (store.clone(), config.memories.prices.clone());
+            let r = tokio::task::spawn_blocking(move || {
+                let mut pricer = crate::agent_usage::Pricer::new(PriceTable::bundled(), &prices);
+                crate::agent_usage::import(
+                    &store2,
+                    &roots,
+                    &crate::agent_usage::AGENTS,
+                    &mut pricer,
+                )
+            })
+            .await;
+            match r {
+                Ok(Ok(r)) if r.rows_written > 0 => {
+                    tracing::debug!(
+                        rows = r.rows_written,
+                        ms = r.duration_ms,
+                        "agent usage imported"
+                    )
+                }
+                Ok(Err(e)) => tracing::warn!(error = %e, "agent usage import failed"),
+                _ => {}
+            }
+        }
         if !config.memories.enabled {
             continue;
         }

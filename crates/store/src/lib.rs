@@ -1,5 +1,5 @@
 //! `state.sqlite`: the pipeline's shared database (threads seen, phase-1 jobs,
-//! stage-1 outputs, runs and per-request usage). Several processes (the tray app, each
+//! stage-1 outputs, runs and per-request usage, the coding agents' own usage). Several processes (the tray app, each
 //! `serve --stdio`, a `memories run`) open the same file; every job is claimed through
 //! SQLite so no two of them do the same work.
 //!
@@ -15,6 +15,7 @@
 //! all-or-nothing (claim, success + output, reset) is one transaction; a job row is only
 //! changed by the holder of its current `ownership_token` (or after its lease expired).
 
+pub mod agent_usage;
 pub mod fts;
 pub mod migrations;
 pub mod phase2;
@@ -31,6 +32,7 @@ use rusqlite::Connection;
 use codex_free_core::Error;
 use codex_free_core::Result;
 
+pub use agent_usage::{AgentUsageRow, UsageCursor, UsageWrite};
 pub use stage1::{
     ClaimOutcome, ClaimParams, JobCounts, SourceCounts, Stage1Claim, Stage1Output,
     Stage1OutputInput, ThreadRow, ThreadUpsert,

@@ -139,8 +139,47 @@ CREATE TABLE citations (
 );
 "#;
 
+/// v5: the coding agents' own usage (Codex CLI, Claude Code, pi), one row per model request
+/// (per Codex `token_count` delta), unique per agent and de-duplication key so a replayed
+/// copy of a request (a side-chain, a resumed or forked session) is stored once; and one
+/// read cursor per transcript so a grown file is read from where the last import stopped.
+/// Rows outlive their transcript (agents delete old sessions; this is the history).
+const V5: &str = r#"
+CREATE TABLE agent_usage (
+    id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent                TEXT NOT NULL,
+    dedup_key            TEXT NOT NULL,
+    session_id           TEXT NOT NULL,
+    project              TEXT,
+    model                TEXT NOT NULL,
+    at_ms                INTEGER NOT NULL,
+    input_tokens         INTEGER NOT NULL DEFAULT 0,
+    cached_input_tokens  INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens   INTEGER NOT NULL DEFAULT 0,
+    output_tokens        INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens     INTEGER NOT NULL DEFAULT 0,
+    cost_usd             REAL,
+    provider_cost_usd    REAL,
+    source_path          TEXT NOT NULL,
+    imported_at          INTEGER NOT NULL,
+    UNIQUE (agent, dedup_key)
+);
+CREATE INDEX agent_usage_at ON agent_usage(at_ms);
+CREATE INDEX agent_usage_unpriced ON agent_usage(model) WHERE cost_usd IS NULL;
+
+CREATE TABLE usage_cursors (
+    path         TEXT PRIMARY KEY,
+    agent        TEXT NOT NULL,
+    offset       INTEGER NOT NULL,
+    mtime_ms     INTEGER NOT NULL,
+    prefix_hash  TEXT NOT NULL,
+    state        TEXT NOT NULL,
+    updated_at   INTEGER NOT NULL
+);
+"#;
+
 /// Every migration, in order. Append only.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
@@ -249,12 +288,14 @@ mod tests {
         assert_eq!(
             tables(&c),
             [
+                "agent_usage",
                 "citations",
                 "jobs",
                 "runs",
                 "stage1_outputs",
                 "threads",
-                "usage"
+                "usage",
+                "usage_cursors"
             ]
         );
         assert!(!backup_path(&p, 0).exists(), "a fresh file needs no backup");

@@ -4,6 +4,9 @@
 
 import type {
   ActionResult,
+  AgentSpend,
+  AgentUsageFilter,
+  AgentUsageView,
   ApiError,
   ConfigSaveResult,
   ConfigView,
@@ -38,6 +41,12 @@ export interface Api {
   testConnection(provider: string): Promise<ConnectionTest>;
   runs(filter: RunFilter): Promise<RunsView>;
   runsCsv(filter: RunFilter): Promise<string>;
+  /** What the coding agents and the pipeline used and cost (imports the transcripts first). */
+  agentUsage(filter: AgentUsageFilter): Promise<AgentUsageView>;
+  /** The rows behind agentUsage as CSV, one request a line. */
+  agentUsageCsv(filter: AgentUsageFilter): Promise<string>;
+  /** Today's and this month's spend across agents and the pipeline. */
+  agentSpend(): Promise<AgentSpend>;
   memory(): Promise<MemoryView>;
   /** The newest failed or refused tool calls of the audit trail. */
   refusals(limit?: number): Promise<RefusalsView>;
@@ -94,11 +103,11 @@ export function toFailure(e: unknown, status = 0): ApiFailure {
 }
 
 /** Drop empty filter values so they are not sent. */
-export function cleanFilter(f: RunFilter): Partial<RunFilter> {
+export function cleanFilter<F extends object>(f: F): Partial<F> {
   const out: Record<string, string | number> = {};
   for (const [k, v] of Object.entries(f)) {
     if (v !== null && v !== undefined && v !== "") out[k] = v as string | number;
   }
-  return out as Partial<RunFilter>;
+  return out as Partial<F>;
 }
 

@@ -19,6 +19,9 @@ import type {
   RefusalsView,
   RunFilter,
   RunsView,
+  AgentSpend,
+  AgentUsageFilter,
+  AgentUsageView,
   Status,
 } from "./types";
 
@@ -69,7 +72,7 @@ export class HttpApi implements Api {
     throw f;
   }
 
-  private query(f: RunFilter): string {
+  private query(f: object): string {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(cleanFilter(f))) q.set(k, String(v));
     const s = q.toString();
@@ -93,6 +96,12 @@ export class HttpApi implements Api {
     const res = await this.send("GET", `/api/runs.csv${this.query(filter)}`, undefined, false, "text/csv");
     return res.text();
   }
+  agentUsage(filter: AgentUsageFilter) { return this.call<AgentUsageView>("GET", `/api/usage${this.query(filter)}`); }
+  async agentUsageCsv(filter: AgentUsageFilter): Promise<string> {
+    const res = await this.send("GET", `/api/usage.csv${this.query(filter)}`, undefined, false, "text/csv");
+    return res.text();
+  }
+  agentSpend() { return this.call<AgentSpend>("GET", "/api/usage/spend"); }
   memory() { return this.call<MemoryView>("GET", "/api/memory"); }
   refusals(limit = 20) { return this.call<RefusalsView>("GET", `/api/audit/refusals?limit=${limit}`); }
   pipelineRun() { return this.call<ActionResult>("POST", "/api/pipeline/run"); }

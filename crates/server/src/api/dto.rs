@@ -711,3 +711,162 @@ pub struct ConnectRequest {
     #[serde(default)]
     pub digest: Option<String>,
 }
+
+/// Filter of the Usage page (`GET /api/usage`, `/api/usage.csv`); empty fields match all.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct AgentUsageFilter {
+    /// Earliest request (Unix ms, inclusive).
+    pub since_ms: Option<i64>,
+    /// Latest request (Unix ms, exclusive).
+    pub until_ms: Option<i64>,
+    /// Only this agent: `codex`, `claude`, `pi` or `pipeline`.
+    pub agent: Option<String>,
+    /// Only this model (`provider/model-id`).
+    pub model: Option<String>,
+    /// Bucket size: `day` (default), `week` or `month`.
+    pub granularity: Option<String>,
+}
+
+/// Sums over some usage rows. Tokens are counts, money USD.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct AgentTotals {
+    /// Requests.
+    pub requests: i64,
+    /// Input tokens, cache reads and writes included.
+    pub input_tokens: i64,
+    /// Of input, cache reads.
+    pub cached_input_tokens: i64,
+    /// Of input, cache writes.
+    pub cache_write_tokens: i64,
+    /// Output tokens, reasoning included.
+    pub output_tokens: i64,
+    /// Of output, reasoning.
+    pub reasoning_tokens: i64,
+    /// Input + output.
+    pub total_tokens: i64,
+    /// Cost of the priced requests, USD; `null` when none is priced ("price unknown").
+    pub cost_usd: Option<f64>,
+    /// Requests without a price (not in `cost_usd`).
+    pub unpriced_requests: i64,
+    /// Share of input read from the cache, 0..1.
+    pub cache_hit_rate: f64,
+}
+
+/// Totals under a key (an agent or a model).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct KeyedTotals {
+    /// The agent or model.
+    pub key: String,
+    /// Its totals.
+    pub totals: AgentTotals,
+}
+
+/// One period of the Usage page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct AgentUsageBucket {
+    /// `2026-11-29`, `2026-W48` or `2026-11` (UTC).
+    pub period: String,
+    /// All rows of the period.
+    pub totals: AgentTotals,
+    /// Split by agent (`pipeline` is this app's own spend).
+    pub by_agent: Vec<KeyedTotals>,
+    /// Split by model.
+    pub by_model: Vec<KeyedTotals>,
+}
+
+/// One agent session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct AgentSession {
+    /// Agent.
+    pub agent: String,
+    /// Session id.
+    pub session_id: String,
+    /// Working directory.
+    pub project: Option<String>,
+    /// Models used.
+    pub models: Vec<String>,
+    /// First request, Unix ms.
+    pub first_ms: i64,
+    /// Last request, Unix ms.
+    pub last_ms: i64,
+    /// Its usage.
+    pub totals: AgentTotals,
+}
+
+/// The running 5-hour block: usage so far, pace and projection to its end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct ActiveBlock {
+    /// Block start (the first request's hour), Unix ms.
+    pub start_ms: i64,
+    /// Block end (start + 5 h), Unix ms.
+    pub end_ms: i64,
+    /// Usage so far.
+    pub totals: AgentTotals,
+    /// Tokens per minute (first to last request).
+    pub tokens_per_min: f64,
+    /// USD per hour; `null` when nothing is priced.
+    pub usd_per_hour: Option<f64>,
+    /// Tokens at the end at this pace.
+    pub projected_tokens: i64,
+    /// USD at the end at this pace.
+    pub projected_usd: Option<f64>,
+}
+
+/// A model without a price, with its usage and how to give it one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct UnknownPriceRow {
+    /// `provider/model-id`.
+    pub model: String,
+    /// Agents that used it.
+    pub agents: Vec<String>,
+    /// Its usage.
+    pub totals: AgentTotals,
+    /// The config entry to add.
+    pub how_to_price: String,
+}
+
+/// The Usage page: what every agent and the pipeline used and cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct AgentUsageView {
+    /// `day`, `week` or `month`.
+    pub granularity: String,
+    /// Periods oldest first.
+    pub buckets: Vec<AgentUsageBucket>,
+    /// All matching rows.
+    pub total: AgentTotals,
+    /// All matching rows by agent.
+    pub by_agent: Vec<KeyedTotals>,
+    /// All matching rows by model.
+    pub by_model: Vec<KeyedTotals>,
+    /// The most expensive sessions (at most 20).
+    pub top_sessions: Vec<AgentSession>,
+    /// The running 5-hour block, if any.
+    pub active_block: Option<ActiveBlock>,
+    /// Models without a price.
+    pub unknown_prices: Vec<UnknownPriceRow>,
+    /// Agents in the unfiltered data (filter menu).
+    pub agents: Vec<String>,
+    /// Models in the unfiltered data (filter menu).
+    pub models: Vec<String>,
+    /// The import's problem, when it failed (the view shows what is stored).
+    pub import_error: Option<String>,
+    /// Server time of the view, Unix ms (for the block countdown).
+    pub now_ms: i64,
+}
+
+/// Today's and this month's spend (UTC) across the agents and the pipeline (the tray's
+/// figure).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct AgentSpend {
+    /// Today, priced requests, USD.
+    pub today_usd: f64,
+    /// This month, priced requests, USD.
+    pub month_usd: f64,
+    /// Today's requests without a price.
+    pub today_unpriced_requests: i64,
+    /// This month's requests without a price.
+    pub month_unpriced_requests: i64,
+    /// Today by agent.
+    pub today_by_agent: Vec<KeyedTotals>,
+}

@@ -12,6 +12,9 @@
 //! | POST | `/api/keys/{provider}/test` | | [`ConnectionTest`] |
 //! | GET | `/api/runs` | [`RunFilter`] as query | [`RunsView`] |
 //! | GET | `/api/runs.csv` | [`RunFilter`] as query | `text/csv` attachment |
+//! | GET | `/api/usage` | [`AgentUsageFilter`] as query | [`AgentUsageView`] (imports the agents' transcripts first) |
+//! | GET | `/api/usage.csv` | [`AgentUsageFilter`] as query | `text/csv` attachment, one request a line |
+//! | GET | `/api/usage/spend` | | [`AgentSpend`]: today's and this month's spend, agents + pipeline |
 //! | GET | `/api/memory` | | [`MemoryView`] |
 //! | GET | `/api/audit/refusals` | `?limit=N` (1..=200, default 20) | [`RefusalsView`] |
 //! | POST | `/api/pipeline/{run,pause,resume}` | | [`ActionResult`] |
@@ -221,6 +224,34 @@ fn table() -> Table {
             ))
         },
     )
+    .get(
+        "/api/usage",
+        |State(s): State<Svc>, Query(f): Query<AgentUsageFilter>| json(move || s.agent_usage(&f)),
+    )
+    .get(
+        "/api/usage.csv",
+        |State(s): State<Svc>, Query(f): Query<AgentUsageFilter>| async move {
+            let text = blocking(move || s.agent_usage_csv(&f)).await?;
+            Ok::<_, Fail>((
+                [
+                    (
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/csv; charset=utf-8"),
+                    ),
+                    (
+                        header::CONTENT_DISPOSITION,
+                        HeaderValue::from_static(
+                            "attachment; filename=\"codex-free-agent-usage.csv\"",
+                        ),
+                    ),
+                ],
+                text,
+            ))
+        },
+    )
+    .get("/api/usage/spend", |State(s): State<Svc>| {
+        json(move || s.agent_spend())
+    })
     .get("/api/memory", |State(s): State<Svc>| {
         json(move || s.memory())
     })

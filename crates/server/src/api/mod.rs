@@ -11,6 +11,7 @@
 //! 4-character hint; a config change with any field error writes nothing; config writes
 //! hold only overrides and happen under the file's lock (read-merge-validate-write).
 
+pub mod agent_usage;
 pub mod catalog;
 pub mod connect;
 pub mod dto;
@@ -1039,6 +1040,9 @@ mod tests {
         ConnectView::export_all(&cfg).unwrap();
         ConnectPlanView::export_all(&cfg).unwrap();
         ConnectRequest::export_all(&cfg).unwrap();
+        AgentUsageView::export_all(&cfg).unwrap();
+        AgentUsageFilter::export_all(&cfg).unwrap();
+        AgentSpend::export_all(&cfg).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -1,5 +1,12 @@
 // Generated from src/api/dto.rs by ts-rs; do not edit.
 export type { ActionResult } from "./ActionResult";
+export type { ActiveBlock } from "./ActiveBlock";
+export type { AgentSession } from "./AgentSession";
+export type { AgentSpend } from "./AgentSpend";
+export type { AgentTotals } from "./AgentTotals";
+export type { AgentUsageBucket } from "./AgentUsageBucket";
+export type { AgentUsageFilter } from "./AgentUsageFilter";
+export type { AgentUsageView } from "./AgentUsageView";
 export type { ApiError } from "./ApiError";
 export type { AuditRefusal } from "./AuditRefusal";
 export type { CheapChoice } from "./CheapChoice";
@@ -16,6 +23,7 @@ export type { FieldKind } from "./FieldKind";
 export type { Fix } from "./Fix";
 export type { KeySource } from "./KeySource";
 export type { KeyStatus } from "./KeyStatus";
+export type { KeyedTotals } from "./KeyedTotals";
 export type { KeyringStatus } from "./KeyringStatus";
 export type { LocalModels } from "./LocalModels";
 export type { MemoryFile } from "./MemoryFile";
@@ -40,4 +48,5 @@ export type { ServerStatus } from "./ServerStatus";
 export type { SetKeyRequest } from "./SetKeyRequest";
 export type { Spend } from "./Spend";
 export type { Status } from "./Status";
+export type { UnknownPriceRow } from "./UnknownPriceRow";
 export type { UsageTotals } from "./UsageTotals";

@@ -1,0 +1,427 @@
+//! Reports over usage rows: totals per UTC day / ISO week / month (each split by agent and
+//! by model), per session, per 5-hour block, and the models whose price is unknown.
+//!
+//! Blocks follow ccusage's definition (the window subscription plans bill by): a block
+//! starts at the hour (UTC) of its first request and lasts 5 hours; a request more than
+//! 5 hours after the block's start, or after the previous request, opens a new block. The
+//! active block (its end still ahead, its last request under 5 hours ago) gets a burn
+//! rate over its first-to-last request span and a projection to its end.
+//!
+//! Invariant: a bucket's `cost_usd` sums only priced rows and is `None` when none of its
+//! rows is priced; `unpriced_requests` says how many rows it leaves out. Never $0 for
+//! "unknown".
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Datelike, Utc};
+use serde::Serialize;
+
+use codex_free_store::AgentUsageRow;
+
+/// Length of a billing block: 5 hours, in ms.
+pub const BLOCK_MS: i64 = 5 * 3_600_000;
+
+/// Bucket size of a period report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Granularity {
+    /// UTC calendar day, `2026-11-29`.
+    Day,
+    /// ISO week (Monday first), `2026-W48`.
+    Week,
+    /// Calendar month, `2026-11`.
+    Month,
+}
+
+impl Granularity {
+    /// Parse `day`/`daily`, `week`/`weekly`, `month`/`monthly`.
+    pub fn parse(s: &str) -> Option<Granularity> {
+        Some(match s {
+            "day" | "daily" => Granularity::Day,
+            "week" | "weekly" => Granularity::Week,
+            "month" | "monthly" => Granularity::Month,
+            _ => return None,
+        })
+    }
+
+    /// The label of the bucket holding `at_ms`.
+    pub fn label(self, at_ms: i64) -> String {
+        let t = DateTime::<Utc>::from_timestamp_millis(at_ms).unwrap_or_default();
+        match self {
+            Granularity::Day => t.format("%Y-%m-%d").to_string(),
+            Granularity::Week => {
+                let w = t.iso_week();
+                format!("{}-W{:02}", w.year(), w.week())
+            }
+            Granularity::Month => t.format("%Y-%m").to_string(),
+        }
+    }
+}
+
+/// Summed usage of some rows. Tokens are counts; money is USD.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Totals {
+    /// Requests (rows).
+    pub requests: i64,
+    /// Input tokens, cached reads and cache writes included.
+    pub input_tokens: i64,
+    /// Of input, cache reads.
+    pub cached_input_tokens: i64,
+    /// Of input, cache writes.
+    pub cache_write_tokens: i64,
+    /// Output tokens, reasoning included.
+    pub output_tokens: i64,
+    /// Of output, reasoning.
+    pub reasoning_tokens: i64,
+    /// Input + output.
+    pub total_tokens: i64,
+    /// Sum of the priced rows, USD; `None` when no row is priced.
+    pub cost_usd: Option<f64>,
+    /// Rows without a price (not in `cost_usd`).
+    pub unpriced_requests: i64,
+    /// Sum of the agents' own cost figures where recorded (pi), USD.
+    pub provider_cost_usd: Option<f64>,
+}
+
+impl Totals {
+    /// Add one row.
+    pub fn add(&mut self, r: &AgentUsageRow) {
+        self.requests += 1;
+        self.input_tokens += r.input_tokens;
+        self.cached_input_tokens += r.cached_input_tokens;
+        self.cache_write_tokens += r.cache_write_tokens;
+        self.output_tokens += r.output_tokens;
+        self.reasoning_tokens += r.reasoning_tokens;
+        self.total_tokens += r.input_tokens + r.output_tokens;
+        match r.cost_usd {
+            Some(c) => self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c),
+            None => self.unpriced_requests += 1,
+        }
+        if let Some(c) = r.provider_cost_usd {
+            self.provider_cost_usd = Some(self.provider_cost_usd.unwrap_or(0.0) + c);
+        }
+    }
+
+    /// Share of input tokens read from the cache (0..=1; 0 without input).
+    pub fn cache_hit_rate(&self) -> f64 {
+        if self.input_tokens == 0 {
+            0.0
+        } else {
+            self.cached_input_tokens as f64 / self.input_tokens as f64
+        }
+    }
+}
+
+/// Which rows a report covers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    /// Only these agents (`codex`, `claude`, `pi`, `pipeline`); empty = all.
+    pub agents: Vec<String>,
+    /// Only this model (`provider/model-id`).
+    pub model: Option<String>,
+    /// Only this project (working directory).
+    pub project: Option<String>,
+    /// Earliest request, Unix ms (inclusive).
+    pub since_ms: Option<i64>,
+    /// Latest request, Unix ms (exclusive).
+    pub until_ms: Option<i64>,
+}
+
+impl Filter {
+    /// Whether `r` passes.
+    pub fn keeps(&self, r: &AgentUsageRow) -> bool {
+        (self.agents.is_empty() || self.agents.contains(&r.agent))
+            && self.model.as_ref().is_none_or(|m| *m == r.model)
+            && self
+                .project
+                .as_ref()
+                .is_none_or(|p| r.project.as_deref() == Some(p.as_str()))
+            && self.since_ms.is_none_or(|s| r.at_ms >= s)
+            && self.until_ms.is_none_or(|u| r.at_ms < u)
+    }
+}
+
+/// One bucket of a period report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Bucket {
+    /// `2026-11-29`, `2026-W48` or `2026-11`.
+    pub period: String,
+    /// All rows of the bucket.
+    pub totals: Totals,
+    /// Split by agent.
+    pub by_agent: BTreeMap<String, Totals>,
+    /// Split by model.
+    pub by_model: BTreeMap<String, Totals>,
+}
+
+/// A model without a price, with what it used (so the gap is visible, never $0).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct UnknownPrice {
+    /// `provider/model-id`.
+    pub model: String,
+    /// Agents that used it.
+    pub agents: Vec<String>,
+    /// Its usage.
+    pub totals: Totals,
+    /// How to give it a price.
+    pub how_to_price: String,
+}
+
+/// A period report: buckets oldest first, the grand total, the unknown prices.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PeriodReport {
+    /// `day`, `week` or `month`.
+    pub granularity: String,
+    /// Buckets with at least one row, oldest first.
+    pub buckets: Vec<Bucket>,
+    /// All rows.
+    pub total: Totals,
+    /// Models without a price.
+    pub unknown_prices: Vec<UnknownPrice>,
+}
+
+/// The line telling how to price `model`.
+pub fn how_to_price(model: &str) -> String {
+    format!(
+        "add \"{model}\": {{\"input_per_mtok\": <USD>, \"output_per_mtok\": <USD>, \"cached_input_per_mtok\": <USD>}} under memories.prices in codex.config.json (USD per 1M tokens)"
+    )
+}
+
+/// The models among `rows` that have unpriced rows, with their usage.
+pub fn unknown_prices(rows: &[&AgentUsageRow]) -> Vec<UnknownPrice> {
+    let mut m: BTreeMap<&str, UnknownPrice> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.cost_usd.is_none()) {
+        let e = m.entry(r.model.as_str()).or_insert_with(|| UnknownPrice {
+            model: r.model.clone(),
+            how_to_price: how_to_price(&r.model),
+            ..Default::default()
+        });
+        e.totals.add(r);
+        if !e.agents.contains(&r.agent) {
+            e.agents.push(r.agent.clone());
+        }
+    }
+    m.into_values().collect()
+}
+
+/// Totals of `rows` passing `f` per `g` bucket.
+pub fn periods(rows: &[AgentUsageRow], f: &Filter, g: Granularity) -> PeriodReport {
+    let kept: Vec<&AgentUsageRow> = rows.iter().filter(|r| f.keeps(r)).collect();
+    let mut buckets: BTreeMap<String, Bucket> = BTreeMap::new();
+    let mut total = Totals::default();
+    for r in &kept {
+        let label = g.label(r.at_ms);
+        let b = buckets.entry(label.clone()).or_insert_with(|| Bucket {
+            period: label,
+            ..Default::default()
+        });
+        b.totals.add(r);
+        b.by_agent.entry(r.agent.clone()).or_default().add(r);
+        b.by_model.entry(r.model.clone()).or_default().add(r);
+        total.add(r);
+    }
+    PeriodReport {
+        granularity: match g {
+            Granularity::Day => "day",
+            Granularity::Week => "week",
+            Granularity::Month => "month",
+        }
+        .into(),
+        buckets: buckets.into_values().collect(),
+        total,
+        unknown_prices: unknown_prices(&kept),
+    }
+}
+
+/// One session's usage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SessionRow {
+    /// Agent.
+    pub agent: String,
+    /// The agent's session id.
+    pub session_id: String,
+    /// Working directory, when recorded.
+    pub project: Option<String>,
+    /// Models used, in order of first use.
+    pub models: Vec<String>,
+    /// First request, Unix ms.
+    pub first_ms: i64,
+    /// Last request, Unix ms.
+    pub last_ms: i64,
+    /// Its usage.
+    pub totals: Totals,
+}
+
+/// Sessions of `rows` passing `f`, most expensive first (unpriced ones by tokens after).
+pub fn sessions(rows: &[AgentUsageRow], f: &Filter) -> Vec<SessionRow> {
+    let mut m: BTreeMap<(String, String), SessionRow> = BTreeMap::new();
+    for r in rows.iter().filter(|r| f.keeps(r)) {
+        let e = m
+            .entry((r.agent.clone(), r.session_id.clone()))
+            .or_insert_with(|| SessionRow {
+                agent: r.agent.clone(),
+                session_id: r.session_id.clone(),
+                project: r.project.clone(),
+                first_ms: r.at_ms,
+                last_ms: r.at_ms,
+                ..Default::default()
+            });
+        e.first_ms = e.first_ms.min(r.at_ms);
+        e.last_ms = e.last_ms.max(r.at_ms);
+        if e.project.is_none() {
+            e.project = r.project.clone();
+        }
+        if !e.models.contains(&r.model) {
+            e.models.push(r.model.clone());
+        }
+        e.totals.add(r);
+    }
+    let mut v: Vec<SessionRow> = m.into_values().collect();
+    v.sort_by(|a, b| {
+        b.totals
+            .cost_usd
+            .unwrap_or(-1.0)
+            .total_cmp(&a.totals.cost_usd.unwrap_or(-1.0))
+            .then(b.totals.total_tokens.cmp(&a.totals.total_tokens))
+            .then(a.session_id.cmp(&b.session_id))
+    });
+    v
+}
+
+/// The active block's pace and where it ends up at this pace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Burn {
+    /// Tokens per minute over the block's first-to-last request span (at least 1 minute).
+    pub tokens_per_min: f64,
+    /// USD per hour over the same span; `None` when nothing is priced.
+    pub usd_per_hour: Option<f64>,
+    /// Milliseconds left until the block ends.
+    pub remaining_ms: i64,
+    /// Tokens at the block's end at this pace.
+    pub projected_tokens: i64,
+    /// USD at the block's end at this pace.
+    pub projected_usd: Option<f64>,
+}
+
+/// One 5-hour block.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Block {
+    /// Start (the first request's hour, UTC), Unix ms.
+    pub start_ms: i64,
+    /// End (start + 5 h), Unix ms.
+    pub end_ms: i64,
+    /// First request, Unix ms.
+    pub first_ms: i64,
+    /// Last request, Unix ms.
+    pub last_ms: i64,
+    /// Whether it is still running at `now`.
+    pub active: bool,
+    /// Models used.
+    pub models: Vec<String>,
+    /// Its usage.
+    pub totals: Totals,
+    /// Pace and projection (active block only).
+    pub burn: Option<Burn>,
+}
+
+/// The 5-hour blocks of `rows` passing `f`, oldest first, judged active against `now_ms`.
+pub fn blocks(rows: &[AgentUsageRow], f: &Filter, now_ms: i64) -> Vec<Block> {
+    let mut kept: Vec<&AgentUsageRow> = rows.iter().filter(|r| f.keeps(r)).collect();
+    kept.sort_by_key(|r| r.at_ms);
+    let mut out: Vec<Block> = Vec::new();
+    for r in kept {
+        let open = out
+            .last()
+            .is_some_and(|b| r.at_ms < b.end_ms && r.at_ms - b.last_ms <= BLOCK_MS);
+        if !open {
+            let start = r.at_ms - r.at_ms.rem_euclid(3_600_000);
+            out.push(Block {
+                start_ms: start,
+                end_ms: start + BLOCK_MS,
+                first_ms: r.at_ms,
+                last_ms: r.at_ms,
+                ..Default::default()
+            });
+        }
+        let Some(b) = out.last_mut() else { continue };
+        b.last_ms = r.at_ms;
+        if !b.models.contains(&r.model) {
+            b.models.push(r.model.clone());
+        }
+        b.totals.add(r);
+    }
+    if let Some(b) = out.last_mut()
+        && now_ms < b.end_ms
+        && now_ms - b.last_ms < BLOCK_MS
+    {
+        b.active = true;
+        let minutes = ((b.last_ms - b.first_ms) as f64 / 60_000.0).max(1.0);
+        let tpm = b.totals.total_tokens as f64 / minutes;
+        let usd_h = b.totals.cost_usd.map(|c| c / minutes * 60.0);
+        let remaining = (b.end_ms - now_ms).max(0);
+        let rem_min = remaining as f64 / 60_000.0;
+        b.burn = Some(Burn {
+            tokens_per_min: tpm,
+            usd_per_hour: usd_h,
+            remaining_ms: remaining,
+            projected_tokens: b.totals.total_tokens + (tpm * rem_min).round() as i64,
+            projected_usd: b
+                .totals
+                .cost_usd
+                .zip(usd_h)
+                .map(|(c, h)| c + h * rem_min / 60.0),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(at_ms: i64, tokens: i64, cost: Option<f64>) -> AgentUsageRow {
+        AgentUsageRow {
+            agent: "codex".into(),
+            session_id: "s".into(),
+            model: "openai/gpt-5".into(),
+            at_ms,
+            input_tokens: tokens,
+            cost_usd: cost,
+            ..Default::default()
+        }
+    }
+
+    const H: i64 = 3_600_000;
+
+    #[test]
+    fn blocks_start_at_the_hour_and_split_after_five_hours_or_a_gap() {
+        let t0 = 1_780_000_000_000 - 1_780_000_000_000 % H; // an exact hour
+        let rows = [
+            r(t0 + 10 * 60_000, 100, Some(1.0)),
+            r(t0 + 4 * H + 50 * 60_000, 100, Some(1.0)), // still inside [t0, t0+5h)
+            r(t0 + 5 * H + 1, 100, Some(1.0)),           // past the end: new block
+            r(t0 + 11 * H, 100, None),                   // new block; unpriced
+        ];
+        let b = blocks(&rows, &Filter::default(), t0 + 11 * H + 30 * 60_000);
+        assert_eq!(b.len(), 3);
+        assert_eq!((b[0].start_ms, b[0].totals.requests), (t0, 2));
+        assert_eq!(b[1].start_ms, t0 + 5 * H);
+        assert!(!b[0].active && !b[1].active && b[2].active);
+        let burn = b[2].burn.as_ref().unwrap();
+        // One request: the span is clamped to a minute; cost unknown stays unknown.
+        assert_eq!(burn.tokens_per_min, 100.0);
+        assert_eq!((burn.usd_per_hour, burn.projected_usd), (None, None));
+        assert_eq!(burn.remaining_ms, 4 * H + 30 * 60_000);
+    }
+
+    #[test]
+    fn unpriced_rows_are_never_zero_dollars() {
+        let rows = [r(0, 10, None), r(1, 10, Some(0.5)), r(86_400_000, 5, None)];
+        let p = periods(&rows, &Filter::default(), Granularity::Day);
+        assert_eq!(p.buckets[0].totals.cost_usd, Some(0.5));
+        assert_eq!(p.buckets[0].totals.unpriced_requests, 1);
+        assert_eq!(p.buckets[1].totals.cost_usd, None);
+        assert_eq!(p.unknown_prices[0].totals.requests, 2);
+        assert!(p.unknown_prices[0].how_to_price.contains("memories.prices"));
+    }
+}

@@ -1,0 +1,367 @@
+//! The Usage page's data: the coding agents' own usage (imported from their transcripts by
+//! `pipeline::agent_usage` just before each view, incrementally) plus the pipeline's own
+//! requests as the `pipeline` series, grouped with the same report code as the
+//! `codex-free usage` CLI so the page and `usage daily --json` agree; CSV export; and
+//! today's / this month's spend for the tray.
+//!
+//! Invariant: an unpriced request is counted in `unpriced_requests`, never as $0; buckets
+//! are UTC.
+
+use std::collections::BTreeMap;
+
+use chrono::Utc;
+
+use super::ApiService;
+use super::dto::{
+    ActiveBlock, AgentSession, AgentSpend, AgentTotals, AgentUsageBucket, AgentUsageFilter,
+    AgentUsageView, KeyedTotals, UnknownPriceRow,
+};
+use codex_free_core::{Error, Result};
+use codex_free_pipeline::agent_usage::cli::all_rows;
+use codex_free_pipeline::agent_usage::report::{self, Filter, Granularity, Totals};
+use codex_free_pipeline::agent_usage::{ImportReport, import_from_env};
+use codex_free_store::{AgentUsageRow, Store};
+
+/// Most sessions listed on the page.
+pub const TOP_SESSIONS: usize = 20;
+
+fn totals(t: &Totals) -> AgentTotals {
+    AgentTotals {
+        requests: t.requests,
+        input_tokens: t.input_tokens,
+        cached_input_tokens: t.cached_input_tokens,
+        cache_write_tokens: t.cache_write_tokens,
+        output_tokens: t.output_tokens,
+        reasoning_tokens: t.reasoning_tokens,
+        total_tokens: t.total_tokens,
+        cost_usd: t.cost_usd,
+        unpriced_requests: t.unpriced_requests,
+        cache_hit_rate: t.cache_hit_rate(),
+    }
+}
+
+fn keyed(m: &BTreeMap<String, Totals>) -> Vec<KeyedTotals> {
+    m.iter()
+        .map(|(k, t)| KeyedTotals {
+            key: k.clone(),
+            totals: totals(t),
+        })
+        .collect()
+}
+
+fn filter_of(f: &AgentUsageFilter) -> Filter {
+    Filter {
+        agents: f.agent.iter().filter(|a| !a.is_empty()).cloned().collect(),
+        model: f.model.clone().filter(|m| !m.is_empty()),
+        project: None,
+        since_ms: f.since_ms,
+        until_ms: f.until_ms,
+    }
+}
+
+fn granularity(f: &AgentUsageFilter) -> Result<Granularity> {
+    match f.granularity.as_deref() {
+        None | Some("") => Ok(Granularity::Day),
+        Some(g) => Granularity::parse(g).ok_or_else(|| {
+            Error::InvalidArgument(format!("granularity \"{g}\": expected day, week or month"))
+        }),
+    }
+}
+
+impl ApiService {
+    fn usage_store(&self) -> Result<Store> {
+        Store::open_in_home(self.home())
+    }
+
+    /// Import the agents' transcripts (incremental) into the state home's database.
+    ///
+    /// Errors: [`Error::Store`] when the database cannot be opened or written.
+    pub fn import_agent_usage(&self) -> Result<ImportReport> {
+        let (cfg, _) = self.current_config();
+        import_from_env(&self.usage_store()?, self.home(), &cfg.memories.prices)
+    }
+
+    fn agent_rows(&self) -> (Vec<AgentUsageRow>, Option<String>) {
+        let import_error = self.import_agent_usage().err().map(|e| {
+            let m = e.to_string();
+            self.record_error("usage", m.clone());
+            m
+        });
+        let rows = self
+            .usage_store()
+            .and_then(|s| all_rows(&s, &Filter::default()))
+            .unwrap_or_else(|e| {
+                self.record_error("usage", e.to_string());
+                Vec::new()
+            });
+        (rows, import_error)
+    }
+
+    /// The Usage page for `f` (the import runs first; its failure is reported in
+    /// `import_error` and the stored rows are shown).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an unknown granularity.
+    pub fn agent_usage(&self, f: &AgentUsageFilter) -> Result<AgentUsageView> {
+        let g = granularity(f)?;
+        let (rows, import_error) = self.agent_rows();
+        let now_ms = Utc::now().timestamp_millis();
+        Ok(view(&rows, f, g, now_ms, import_error))
+    }
+
+    /// CSV of the rows matching `f`, one request a line: `time_utc, agent, session,
+    /// project, model, input_tokens, cached_input_tokens, cache_write_tokens,
+    /// output_tokens, reasoning_tokens, cost_usd, provider_cost_usd` (cost empty =
+    /// price unknown).
+    ///
+    /// Errors: as [`Self::agent_usage`].
+    pub fn agent_usage_csv(&self, f: &AgentUsageFilter) -> Result<String> {
+        granularity(f)?;
+        let (rows, _) = self.agent_rows();
+        Ok(csv(&rows, &filter_of(f)))
+    }
+
+    /// Today's and this month's spend (UTC) across the agents and the pipeline, for the
+    /// tray. Reads what is stored (the scheduler's tick keeps it fresh; no import here,
+    /// so the call stays cheap).
+    ///
+    /// Errors: [`Error::Store`] when the database cannot be read.
+    pub fn agent_spend(&self) -> Result<AgentSpend> {
+        let now = Utc::now();
+        let month_start = codex_free_store::usage::month_start(now.timestamp()) * 1000;
+        let day_start = now.timestamp_millis() - now.timestamp_millis().rem_euclid(86_400_000);
+        let store = self.usage_store()?;
+        let rows = all_rows(
+            &store,
+            &Filter {
+                since_ms: Some(month_start.min(day_start)),
+                ..Default::default()
+            },
+        )?;
+        Ok(spend(&rows, day_start, month_start))
+    }
+}
+
+/// [`AgentSpend`] of `rows` for the day starting at `day_start` and the month starting at
+/// `month_start` (Unix ms).
+pub fn spend(rows: &[AgentUsageRow], day_start: i64, month_start: i64) -> AgentSpend {
+    let mut today = Totals::default();
+    let mut month = Totals::default();
+    let mut by_agent: BTreeMap<String, Totals> = BTreeMap::new();
+    for r in rows {
+        if r.at_ms >= month_start {
+            month.add(r);
+        }
+        if r.at_ms >= day_start {
+            today.add(r);
+            by_agent.entry(r.agent.clone()).or_default().add(r);
+        }
+    }
+    AgentSpend {
+        today_usd: today.cost_usd.unwrap_or(0.0),
+        month_usd: month.cost_usd.unwrap_or(0.0),
+        today_unpriced_requests: today.unpriced_requests,
+        month_unpriced_requests: month.unpriced_requests,
+        today_by_agent: keyed(&by_agent),
+    }
+}
+
+/// The page's view of `rows` (all rows; `f` filters).
+pub fn view(
+    rows: &[AgentUsageRow],
+    f: &AgentUsageFilter,
+    g: Granularity,
+    now_ms: i64,
+    import_error: Option<String>,
+) -> AgentUsageView {
+    let flt = filter_of(f);
+    let p = report::periods(rows, &flt, g);
+    let mut by_agent: BTreeMap<String, Totals> = BTreeMap::new();
+    let mut by_model: BTreeMap<String, Totals> = BTreeMap::new();
+    let mut agents: Vec<String> = Vec::new();
+    let mut models: Vec<String> = Vec::new();
+    for r in rows {
+        if !agents.contains(&r.agent) {
+            agents.push(r.agent.clone());
+        }
+        if !models.contains(&r.model) {
+            models.push(r.model.clone());
+        }
+        if flt.keeps(r) {
+            by_agent.entry(r.agent.clone()).or_default().add(r);
+            by_model.entry(r.model.clone()).or_default().add(r);
+        }
+    }
+    agents.sort();
+    models.sort();
+    // The block is about now: judged on the agent/model filter only, not the dates.
+    let block_filter = Filter {
+        since_ms: None,
+        until_ms: None,
+        ..flt.clone()
+    };
+    let active_block = report::blocks(rows, &block_filter, now_ms)
+        .into_iter()
+        .rev()
+        .find(|b| b.active)
+        .and_then(|b| {
+            let burn = b.burn?;
+            Some(ActiveBlock {
+                start_ms: b.start_ms,
+                end_ms: b.end_ms,
+                totals: totals(&b.totals),
+                tokens_per_min: burn.tokens_per_min,
+                usd_per_hour: burn.usd_per_hour,
+                projected_tokens: burn.projected_tokens,
+                projected_usd: burn.projected_usd,
+            })
+        });
+    AgentUsageView {
+        granularity: p.granularity.clone(),
+        buckets: p
+            .buckets
+            .iter()
+            .map(|b| AgentUsageBucket {
+                period: b.period.clone(),
+                totals: totals(&b.totals),
+                by_agent: keyed(&b.by_agent),
+                by_model: keyed(&b.by_model),
+            })
+            .collect(),
+        total: totals(&p.total),
+        by_agent: keyed(&by_agent),
+        by_model: keyed(&by_model),
+        top_sessions: report::sessions(rows, &flt)
+            .into_iter()
+            .take(TOP_SESSIONS)
+            .map(|s| AgentSession {
+                agent: s.agent,
+                session_id: s.session_id,
+                project: s.project,
+                models: s.models,
+                first_ms: s.first_ms,
+                last_ms: s.last_ms,
+                totals: totals(&s.totals),
+            })
+            .collect(),
+        active_block,
+        unknown_prices: p
+            .unknown_prices
+            .iter()
+            .map(|u| UnknownPriceRow {
+                model: u.model.clone(),
+                agents: u.agents.clone(),
+                totals: totals(&u.totals),
+                how_to_price: u.how_to_price.clone(),
+            })
+            .collect(),
+        agents,
+        models,
+        import_error,
+        now_ms,
+    }
+}
+
+fn cell(s: &str) -> String {
+    // Quote per RFC 4180; a leading formula character is neutralised for spreadsheets.
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+/// CSV of `rows` passing `f` (see [`ApiService::agent_usage_csv`]).
+pub fn csv(rows: &[AgentUsageRow], f: &Filter) -> String {
+    let mut out = String::from(
+        "time_utc,agent,session,project,model,input_tokens,cached_input_tokens,cache_write_tokens,output_tokens,reasoning_tokens,cost_usd,provider_cost_usd\n",
+    );
+    for r in rows.iter().filter(|r| f.keeps(r)) {
+        let t = chrono::DateTime::<Utc>::from_timestamp_millis(r.at_ms)
+            .unwrap_or_default()
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ");
+        out.push_str(&format!(
+            "{t},{},{},{},{},{},{},{},{},{},{},{}\n",
+            cell(&r.agent),
+            cell(&r.session_id),
+            cell(r.project.as_deref().unwrap_or("")),
+            cell(&r.model),
+            r.input_tokens,
+            r.cached_input_tokens,
+            r.cache_write_tokens,
+            r.output_tokens,
+            r.reasoning_tokens,
+            r.cost_usd.map(|c| format!("{c:.6}")).unwrap_or_default(),
+            r.provider_cost_usd
+                .map(|c| format!("{c:.6}"))
+                .unwrap_or_default(),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(agent: &str, at_ms: i64, cost: Option<f64>) -> AgentUsageRow {
+        AgentUsageRow {
+            agent: agent.into(),
+            session_id: "s".into(),
+            model: "openai/gpt-5".into(),
+            at_ms,
+            input_tokens: 100,
+            cached_input_tokens: 25,
+            output_tokens: 10,
+            cost_usd: cost,
+            project: Some("=cmd".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn spend_splits_day_and_month_and_keeps_unpriced_apart() {
+        let rows = [
+            r("codex", 10, Some(1.0)),
+            r("claude", 100, Some(2.0)),
+            r("pipeline", 150, None),
+        ];
+        let s = spend(&rows, 100, 0);
+        assert_eq!((s.today_usd, s.month_usd), (2.0, 3.0));
+        assert_eq!(
+            (s.today_unpriced_requests, s.month_unpriced_requests),
+            (1, 1)
+        );
+        assert_eq!(s.today_by_agent.len(), 2);
+    }
+
+    #[test]
+    fn view_filters_and_csv_neutralises_formulas() {
+        let rows = [r("codex", 0, Some(1.0)), r("pi", 1, None)];
+        let f = AgentUsageFilter {
+            agent: Some("pi".into()),
+            ..Default::default()
+        };
+        let v = view(&rows, &f, Granularity::Day, 2, None);
+        assert_eq!(v.total.requests, 1);
+        assert_eq!(v.total.cost_usd, None);
+        assert_eq!(v.agents, ["codex", "pi"]);
+        assert_eq!(v.unknown_prices.len(), 1);
+        assert!((v.total.cache_hit_rate - 0.25).abs() < 1e-9);
+        assert!(
+            v.active_block.is_some(),
+            "a request 1 ms ago is in the running block"
+        );
+        let c = csv(&rows, &Filter::default());
+        assert_eq!(c.lines().count(), 3);
+        assert!(c.contains(",'=cmd,"), "{c}");
+        assert!(
+            c.lines().nth(2).unwrap().ends_with(",,"),
+            "unpriced: empty cost"
+        );
+    }
+}

@@ -1,0 +1,404 @@
+//! The coding agents' own usage (Codex CLI, Claude Code, pi): one row per model request
+//! (per Codex `token_count` delta) and one read cursor per transcript. The pipeline parses
+//! the transcripts (`pipeline::agent_usage`); this module only stores and reads.
+//!
+//! Token convention (the same as the pipeline's `usage` table): `input_tokens` counts every
+//! input token, cached reads and cache writes included; `output_tokens` counts reasoning.
+//! Times are Unix milliseconds (UTC); money is USD.
+//!
+//! Invariants: a row is unique per `(agent, dedup_key)`, so a replayed copy of a request
+//! is stored once, and a later copy replaces an earlier one only when it carries more
+//! tokens (Claude Code writes one API message over several lines, the last one complete);
+//! a cost is NULL when the model's price is unknown, never 0; rows are never deleted when
+//! their transcript disappears (they are the history).
+
+use std::collections::HashMap;
+
+use rusqlite::params;
+use serde::Serialize;
+
+use super::{Store, db_err};
+use codex_free_core::Result;
+
+/// One model request of a coding agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentUsageRow {
+    /// `codex`, `claude`, `pi` (or `pipeline` for this app's own requests when read back
+    /// through [`Store::pipeline_usage_rows`]).
+    pub agent: String,
+    /// What makes the request unique across copies of it (message id + request id, pi
+    /// entry id + time, Codex event time + cumulative totals).
+    pub dedup_key: String,
+    /// The agent's session id.
+    pub session_id: String,
+    /// The session's working directory, when recorded.
+    pub project: Option<String>,
+    /// `provider/model-id` as priced (e.g. `openai/gpt-5`, `anthropic/claude-sonnet-4-5`).
+    pub model: String,
+    /// When the request was recorded, Unix ms.
+    pub at_ms: i64,
+    /// Input tokens, cached reads and cache writes included.
+    pub input_tokens: i64,
+    /// Of `input_tokens`, read from the prompt cache.
+    pub cached_input_tokens: i64,
+    /// Of `input_tokens`, written to the prompt cache.
+    pub cache_write_tokens: i64,
+    /// Output tokens, reasoning included.
+    pub output_tokens: i64,
+    /// Of `output_tokens`, reasoning.
+    pub reasoning_tokens: i64,
+    /// USD from the price table; `None` when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+    /// USD as the agent itself recorded it (pi's `cost.total`), when it does.
+    pub provider_cost_usd: Option<f64>,
+    /// The transcript the row was first read from.
+    pub source_path: String,
+}
+
+/// Where the last import stopped in one transcript.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct UsageCursor {
+    /// Absolute path of the transcript.
+    pub path: String,
+    /// `codex`, `claude` or `pi`.
+    pub agent: String,
+    /// Bytes consumed: the end of the last complete line read.
+    pub offset: u64,
+    /// The file's modification time at that read, Unix ms.
+    pub mtime_ms: i64,
+    /// Hash of the consumed prefix's first and last bytes; a different value means the
+    /// file was rewritten and is read again from the start.
+    pub prefix_hash: String,
+    /// The parser's carry-over state as JSON (model, session, Codex running totals).
+    pub state: String,
+}
+
+/// What [`Store::apply_usage_import`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct UsageWrite {
+    /// Rows inserted or replaced by a more complete copy.
+    pub written: usize,
+    /// Rows already stored (a duplicate or a replayed copy), left as they were.
+    pub duplicates: usize,
+}
+
+/// Per-token USD rates used by [`Store::reprice_unpriced`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    /// Uncached input, USD per token.
+    pub input: f64,
+    /// Cached input read, USD per token.
+    pub cached_input: f64,
+    /// Cache write, USD per token.
+    pub cache_write: f64,
+    /// Output, USD per token.
+    pub output: f64,
+}
+
+const COLS: &str = "agent, dedup_key, session_id, project, model, at_ms, input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, provider_cost_usd, source_path";
+
+fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentUsageRow> {
+    Ok(AgentUsageRow {
+        agent: r.get(0)?,
+        dedup_key: r.get(1)?,
+        session_id: r.get(2)?,
+        project: r.get(3)?,
+        model: r.get(4)?,
+        at_ms: r.get(5)?,
+        input_tokens: r.get(6)?,
+        cached_input_tokens: r.get(7)?,
+        cache_write_tokens: r.get(8)?,
+        output_tokens: r.get(9)?,
+        reasoning_tokens: r.get(10)?,
+        cost_usd: r.get(11)?,
+        provider_cost_usd: r.get(12)?,
+        source_path: r.get(13)?,
+    })
+}
+
+impl Store {
+    /// Every transcript cursor, by path.
+    ///
+    /// Errors: [`codex_free_core::Error::Store`] on database failure.
+    pub fn usage_cursors(&self) -> Result<HashMap<String, UsageCursor>> {
+        let c = self.conn();
+        let mut st = c
+            .prepare("SELECT path, agent, offset, mtime_ms, prefix_hash, state FROM usage_cursors")
+            .map_err(db_err)?;
+        let rows = st
+            .query_map([], |r| {
+                Ok(UsageCursor {
+                    path: r.get(0)?,
+                    agent: r.get(1)?,
+                    offset: r.get::<_, i64>(2)?.max(0) as u64,
+                    mtime_ms: r.get(3)?,
+                    prefix_hash: r.get(4)?,
+                    state: r.get(5)?,
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(rows.into_iter().map(|c| (c.path.clone(), c)).collect())
+    }
+
+    /// Store `rows` (de-duplicated on `(agent, dedup_key)`) and move `cursors`, in one
+    /// transaction: a crash leaves either both or neither, so no row is read twice.
+    ///
+    /// Errors: [`codex_free_core::Error::Store`] on database failure (nothing is kept).
+    pub fn apply_usage_import(
+        &self,
+        rows: &[AgentUsageRow],
+        cursors: &[UsageCursor],
+    ) -> Result<UsageWrite> {
+        let now = self.now();
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(db_err)?;
+        let mut out = UsageWrite::default();
+        {
+            let mut ins = tx
+                .prepare_cached(&format!(
+                    "INSERT INTO agent_usage ({COLS}, imported_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                     ON CONFLICT (agent, dedup_key) DO UPDATE SET
+                        input_tokens = excluded.input_tokens,
+                        cached_input_tokens = excluded.cached_input_tokens,
+                        cache_write_tokens = excluded.cache_write_tokens,
+                        output_tokens = excluded.output_tokens,
+                        reasoning_tokens = excluded.reasoning_tokens,
+                        cost_usd = excluded.cost_usd,
+                        provider_cost_usd = excluded.provider_cost_usd
+                     WHERE excluded.output_tokens > agent_usage.output_tokens
+                        OR excluded.input_tokens > agent_usage.input_tokens"
+                ))
+                .map_err(db_err)?;
+            for r in rows {
+                let n = ins
+                    .execute(params![
+                        r.agent,
+                        r.dedup_key,
+                        r.session_id,
+                        r.project,
+                        r.model,
+                        r.at_ms,
+                        r.input_tokens,
+                        r.cached_input_tokens,
+                        r.cache_write_tokens,
+                        r.output_tokens,
+                        r.reasoning_tokens,
+                        r.cost_usd,
+                        r.provider_cost_usd,
+                        r.source_path,
+                        now
+                    ])
+                    .map_err(db_err)?;
+                if n > 0 {
+                    out.written += 1;
+                } else {
+                    out.duplicates += 1;
+                }
+            }
+            let mut cur = tx
+                .prepare_cached(
+                    "INSERT INTO usage_cursors (path, agent, offset, mtime_ms, prefix_hash, state, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (path) DO UPDATE SET agent = excluded.agent, offset = excluded.offset,
+                        mtime_ms = excluded.mtime_ms, prefix_hash = excluded.prefix_hash,
+                        state = excluded.state, updated_at = excluded.updated_at",
+                )
+                .map_err(db_err)?;
+            for k in cursors {
+                cur.execute(params![
+                    k.path,
+                    k.agent,
+                    k.offset as i64,
+                    k.mtime_ms,
+                    k.prefix_hash,
+                    k.state,
+                    now
+                ])
+                .map_err(db_err)?;
+            }
+        }
+        tx.commit().map_err(db_err)?;
+        Ok(out)
+    }
+
+    /// The agents' rows with `since_ms <= at_ms < until_ms` (bounds optional), oldest
+    /// first.
+    ///
+    /// Errors: [`codex_free_core::Error::Store`] on database failure.
+    pub fn agent_usage_rows(
+        &self,
+        since_ms: Option<i64>,
+        until_ms: Option<i64>,
+    ) -> Result<Vec<AgentUsageRow>> {
+        let c = self.conn();
+        let mut st = c
+            .prepare_cached(&format!(
+                "SELECT {COLS} FROM agent_usage WHERE at_ms >= ?1 AND at_ms < ?2 ORDER BY at_ms, id"
+            ))
+            .map_err(db_err)?;
+        st.query_map(
+            params![since_ms.unwrap_or(i64::MIN), until_ms.unwrap_or(i64::MAX)],
+            row_from,
+        )
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)
+    }
+
+    /// This app's own pipeline requests (the `usage` table) in the same shape, with agent
+    /// `pipeline`, the run as session and the request time (`created_at`, whole seconds)
+    /// as `at_ms`, so reports can show them as one more series.
+    ///
+    /// Errors: [`codex_free_core::Error::Store`] on database failure.
+    pub fn pipeline_usage_rows(
+        &self,
+        since_ms: Option<i64>,
+        until_ms: Option<i64>,
+    ) -> Result<Vec<AgentUsageRow>> {
+        let c = self.conn();
+        let mut st = c
+            .prepare_cached(
+                "SELECT id, run_id, phase, model, created_at * 1000, input_tokens, cached_input_tokens,
+                        cache_write_tokens, output_tokens, reasoning_tokens, cost_usd
+                 FROM usage WHERE created_at * 1000 >= ?1 AND created_at * 1000 < ?2 ORDER BY created_at, id",
+            )
+            .map_err(db_err)?;
+        st.query_map(
+            params![since_ms.unwrap_or(i64::MIN), until_ms.unwrap_or(i64::MAX)],
+            |r| {
+                Ok(AgentUsageRow {
+                    agent: "pipeline".into(),
+                    dedup_key: format!("usage:{}", r.get::<_, i64>(0)?),
+                    session_id: r.get(1)?,
+                    project: Some(format!("memory {}", r.get::<_, String>(2)?)),
+                    model: r.get(3)?,
+                    at_ms: r.get(4)?,
+                    input_tokens: r.get(5)?,
+                    cached_input_tokens: r.get(6)?,
+                    cache_write_tokens: r.get(7)?,
+                    output_tokens: r.get(8)?,
+                    reasoning_tokens: r.get(9)?,
+                    cost_usd: r.get(10)?,
+                    provider_cost_usd: None,
+                    source_path: String::new(),
+                })
+            },
+        )
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)
+    }
+
+    /// Models with at least one unpriced agent row.
+    ///
+    /// Errors: [`codex_free_core::Error::Store`] on database failure.
+    pub fn unpriced_agent_models(&self) -> Result<Vec<String>> {
+        let c = self.conn();
+        let mut st = c
+            .prepare_cached("SELECT DISTINCT model FROM agent_usage WHERE cost_usd IS NULL")
+            .map_err(db_err)?;
+        st.query_map([], |r| r.get(0))
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)
+    }
+
+    /// Price the unpriced rows of `model` at `rates` (after the user added a price).
+    /// Returns how many rows were priced.
+    ///
+    /// Errors: [`codex_free_core::Error::Store`] on database failure.
+    pub fn reprice_unpriced(&self, model: &str, rates: Rates) -> Result<usize> {
+        let c = self.conn();
+        c.execute(
+            "UPDATE agent_usage SET cost_usd =
+                max(input_tokens - cached_input_tokens - cache_write_tokens, 0) * ?2
+                + cached_input_tokens * ?3 + cache_write_tokens * ?4 + output_tokens * ?5
+             WHERE model = ?1 AND cost_usd IS NULL",
+            params![
+                model,
+                rates.input,
+                rates.cached_input,
+                rates.cache_write,
+                rates.output
+            ],
+        )
+        .map_err(db_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ManualClock;
+
+    fn row(key: &str, out: i64) -> AgentUsageRow {
+        AgentUsageRow {
+            agent: "claude".into(),
+            dedup_key: key.into(),
+            session_id: "s".into(),
+            model: "anthropic/x".into(),
+            at_ms: 1000,
+            input_tokens: 10,
+            output_tokens: out,
+            source_path: "/p".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn duplicates_kept_once_and_a_fuller_copy_replaces() {
+        let s = Store::open_in_memory(Arc::new(ManualClock::new(5))).unwrap();
+        let w = s
+            .apply_usage_import(&[row("a", 1), row("a", 1), row("b", 2)], &[])
+            .unwrap();
+        assert_eq!((w.written, w.duplicates), (2, 1));
+        // A later, complete copy of `a` (more output) replaces it; a smaller one does not.
+        let w = s
+            .apply_usage_import(&[row("a", 7), row("b", 1)], &[])
+            .unwrap();
+        assert_eq!((w.written, w.duplicates), (1, 1));
+        let rows = s.agent_usage_rows(None, None).unwrap();
+        let outs: Vec<i64> = rows.iter().map(|r| r.output_tokens).collect();
+        assert_eq!(outs, [7, 2]);
+    }
+
+    #[test]
+    fn unpriced_rows_are_repriced_and_cursors_round_trip() {
+        let s = Store::open_in_memory(Arc::new(ManualClock::new(5))).unwrap();
+        let mut r = row("a", 100);
+        r.input_tokens = 1000;
+        r.cached_input_tokens = 400;
+        let k = UsageCursor {
+            path: "/p".into(),
+            agent: "claude".into(),
+            offset: 42,
+            mtime_ms: 7,
+            prefix_hash: "h".into(),
+            state: "{}".into(),
+        };
+        s.apply_usage_import(&[r], std::slice::from_ref(&k))
+            .unwrap();
+        assert_eq!(s.usage_cursors().unwrap()["/p"], k);
+        assert_eq!(s.unpriced_agent_models().unwrap(), ["anthropic/x"]);
+        let n = s
+            .reprice_unpriced(
+                "anthropic/x",
+                Rates {
+                    input: 1.0,
+                    cached_input: 0.1,
+                    cache_write: 2.0,
+                    output: 10.0,
+                },
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+        let c = s.agent_usage_rows(None, None).unwrap()[0].cost_usd.unwrap();
+        assert!((c - (600.0 + 40.0 + 1000.0)).abs() < 1e-9, "{c}");
+        assert!(s.unpriced_agent_models().unwrap().is_empty());
+    }
+}

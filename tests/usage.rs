@@ -1,0 +1,323 @@
+//! `codex-free usage` through the real binary, on copies of real Codex CLI, Claude Code and
+//! pi transcripts plus the traps (tests/data/usage/build.py): duplicated `token_count`
+//! rows, a resumed Codex session, a Claude side-chain and a resumed Claude session. The
+//! expected daily totals are computed here by a different, simpler method than the
+//! import's: Codex by the largest cumulative total per session, Claude by the last line
+//! per message, pi by distinct entries.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::support::bin;
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/usage")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+fn jsonl(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn n(v: &Value, k: &str) -> i64 {
+    v.get(k).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn day(ts: &str) -> String {
+    ts[..10].to_string()
+}
+
+/// (day, agent) -> [input incl. cache, cache read, output].
+type Expect = BTreeMap<(String, String), [i64; 3]>;
+
+fn expected(root: &Path) -> Expect {
+    let mut e: Expect = BTreeMap::new();
+    // Codex: the largest cumulative total of each session is what it used.
+    let mut fs = Vec::new();
+    files(&root.join("codex"), &mut fs);
+    let mut best: HashMap<String, (i64, String, [i64; 3])> = HashMap::new();
+    for f in &fs {
+        let lines = jsonl(f);
+        let sid = lines[0]["payload"]["id"].as_str().unwrap().to_string();
+        for l in &lines {
+            let info = &l["payload"]["info"];
+            if l["payload"]["type"] == "token_count" && info.is_object() {
+                let t = &info["total_token_usage"];
+                let total = n(t, "total_tokens");
+                let d = day(l["timestamp"].as_str().unwrap());
+                let slot = best.entry(sid.clone()).or_insert((-1, d.clone(), [0; 3]));
+                assert!(
+                    slot.0 < 0 || slot.1 == d,
+                    "fixture sessions stay on one day"
+                );
+                if total > slot.0 {
+                    *slot = (
+                        total,
+                        d,
+                        [
+                            n(t, "input_tokens"),
+                            n(t, "cached_input_tokens"),
+                            n(t, "output_tokens"),
+                        ],
+                    );
+                }
+            }
+        }
+    }
+    for (_, (_, d, v)) in best {
+        let s = e.entry((d, "codex".into())).or_default();
+        for i in 0..3 {
+            s[i] += v[i];
+        }
+    }
+    // Claude: one request per message id (+ request id); its last line is complete.
+    let mut fs = Vec::new();
+    files(&root.join("claude"), &mut fs);
+    let mut msgs: HashMap<String, (String, [i64; 3])> = HashMap::new();
+    for f in &fs {
+        for l in jsonl(f) {
+            let u = &l["message"]["usage"];
+            if l["type"] != "assistant" || !u.is_object() {
+                continue;
+            }
+            let key = format!("{}:{}", l["message"]["id"], l["requestId"]);
+            let read = n(u, "cache_read_input_tokens");
+            let input = n(u, "input_tokens") + n(u, "cache_creation_input_tokens") + read;
+            msgs.insert(
+                key,
+                (
+                    day(l["timestamp"].as_str().unwrap()),
+                    [input, read, n(u, "output_tokens")],
+                ),
+            );
+        }
+    }
+    for (_, (d, v)) in msgs {
+        let s = e.entry((d, "claude".into())).or_default();
+        for i in 0..3 {
+            s[i] += v[i];
+        }
+    }
+    // pi: every assistant entry with usage, once.
+    let mut fs = Vec::new();
+    files(&root.join("pi"), &mut fs);
+    for f in &fs {
+        for l in jsonl(f) {
+            let u = &l["message"]["usage"];
+            if l["type"] != "message" || l["message"]["role"] != "assistant" || !u.is_object() {
+                continue;
+            }
+            let read = n(u, "cacheRead");
+            let s = e
+                .entry((day(l["timestamp"].as_str().unwrap()), "pi".into()))
+                .or_default();
+            s[0] += n(u, "input") + read + n(u, "cacheWrite");
+            s[1] += read;
+            s[2] += n(u, "output");
+        }
+    }
+    e
+}
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("agents");
+        copy_dir(&data(), &root);
+        std::fs::create_dir_all(tmp.path().join("state")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("home")).unwrap();
+        Env { root, _tmp: tmp }
+    }
+    fn state(&self) -> PathBuf {
+        self.root.parent().unwrap().join("state")
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        let o = Command::new(bin())
+            .env("CODEX_FREE_HOME", self.state())
+            .env("HOME", self.root.parent().unwrap().join("home"))
+            .env("CODEX_HOME", self.root.join("codex"))
+            .env("CLAUDE_CONFIG_DIR", self.root.join("claude"))
+            .env("PI_CODING_AGENT_DIR", self.root.join("pi"))
+            .env("CODEX_FREE_LOG", "warn")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o
+    }
+    fn json(&self, args: &[&str]) -> Value {
+        let o = self.run(args);
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+}
+
+fn reported(v: &Value) -> Expect {
+    let mut got: Expect = BTreeMap::new();
+    for b in v["buckets"].as_array().unwrap() {
+        for (agent, t) in b["by_agent"].as_object().unwrap() {
+            got.insert(
+                (b["period"].as_str().unwrap().to_string(), agent.clone()),
+                [
+                    n(t, "input_tokens"),
+                    n(t, "cached_input_tokens"),
+                    n(t, "output_tokens"),
+                ],
+            );
+        }
+    }
+    got
+}
+
+#[test]
+fn daily_totals_match_the_agents_records_and_duplicates_count_once() {
+    let env = Env::new();
+    let want = expected(&env.root);
+    assert!(
+        want.len() >= 4,
+        "codex, claude, pi and the second day: {want:?}"
+    );
+    let v = env.json(&["usage", "daily", "--json"]);
+    assert_eq!(reported(&v), want);
+    // Every transcript was read; the duplicates were recognised as such.
+    assert_eq!(v["import"]["files_failed"], 0);
+    assert!(v["import"]["duplicates"].as_i64().unwrap() > 0);
+    // The mock model has no price: listed loudly with its tokens, never $0.
+    let unknown = v["unknown_prices"].as_array().unwrap();
+    let mock = unknown
+        .iter()
+        .find(|u| u["model"] == "mock/mock-model")
+        .expect("mock model listed as price unknown");
+    assert!(mock["totals"]["input_tokens"].as_i64().unwrap() > 0);
+    assert_eq!(mock["totals"]["cost_usd"], Value::Null);
+    assert!(
+        mock["how_to_price"]
+            .as_str()
+            .unwrap()
+            .contains("memories.prices")
+    );
+    // The resumed session's new gpt-5 turn is priced from the bundled table.
+    let prices: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("crates/pipeline/src/providers/model_prices.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let g = &prices["models"]["gpt-5"];
+    let f = |k: &str| g[k].as_f64().unwrap();
+    let gpt5 = 4000.0 * f("input_cost_per_token")
+        + 8000.0 * f("cache_read_input_token_cost")
+        + 300.0 * f("output_cost_per_token");
+    let day29 = v["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["period"] == "2026-11-29")
+        .unwrap();
+    let codex = &day29["by_agent"]["codex"];
+    assert!(
+        (codex["cost_usd"].as_f64().unwrap() - gpt5).abs() < 1e-9,
+        "{codex}"
+    );
+    assert!(codex["unpriced_requests"].as_i64().unwrap() > 0);
+
+    // A second run reads nothing new and reports the same.
+    let again = env.json(&["usage", "daily", "--json"]);
+    assert_eq!(again["import"]["files_read"], 0);
+    assert_eq!(reported(&again), want);
+
+    // Adding a price prices the stored rows: no unknown left for that model.
+    std::fs::write(
+        env.state().join("codex.config.json"),
+        r#"{"memories":{"prices":{"mock/mock-model":{"input_per_mtok":1.0,"output_per_mtok":2.0}}}}"#,
+    )
+    .unwrap();
+    let priced = env.json(&["usage", "daily", "--json", "--agent", "pi"]);
+    assert!(
+        priced["unknown_prices"].as_array().unwrap().is_empty(),
+        "{priced}"
+    );
+    let pi = &priced["total"];
+    let expect = n(pi, "input_tokens") as f64 * 1e-6 + n(pi, "output_tokens") as f64 * 2e-6;
+    assert!((pi["cost_usd"].as_f64().unwrap() - expect).abs() < 1e-9);
+}
+
+#[test]
+fn sessions_blocks_and_filters_answer() {
+    let env = Env::new();
+    let s = env.json(&["usage", "sessions", "--json", "--agent", "claude"]);
+    let sessions = s["sessions"].as_array().unwrap();
+    assert!(sessions.iter().all(|x| x["agent"] == "claude"));
+    // The resumed Claude session replays old messages only: it adds no request.
+    assert!(
+        !sessions
+            .iter()
+            .any(|x| x["session_id"] == "aaaa781e-79ed-44a6-af39-d7f79b9d1541"),
+        "{s}"
+    );
+    let b = env.json(&["usage", "blocks", "--json", "--no-import"]);
+    let blocks = b["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2, "one block per fixture day: {b}");
+    assert!(blocks.iter().all(|x| x["active"] == false));
+    let since = env.json(&["usage", "daily", "--json", "--since", "2026-11-30"]);
+    let periods: Vec<&str> = since["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["period"].as_str().unwrap())
+        .collect();
+    assert_eq!(periods, ["2026-11-30"]);
+    let text = String::from_utf8(env.run(&["usage", "daily"]).stdout).unwrap();
+    assert!(
+        text.contains("PRICE UNKNOWN") && text.contains("mock/mock-model"),
+        "{text}"
+    );
+    let bad = Command::new(bin())
+        .env("CODEX_FREE_HOME", env.state())
+        .args(["usage", "daily", "--since", "yesterday"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("YYYY-MM-DD"));
+}

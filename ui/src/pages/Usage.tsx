@@ -1,0 +1,331 @@
+// Usage: what every coding agent (Codex CLI, Claude Code, pi) and the pipeline itself
+// used and cost, from the same rows and report code as `codex-free usage ... --json`.
+// Unknown prices are shown as "price unknown" with their token counts, never as $0.
+import { useEffect, useState } from "preact/hooks";
+import { api, toFailure } from "../api";
+import type { AgentTotals, AgentUsageBucket, AgentUsageFilter, ApiFailure, KeyedTotals } from "../api";
+import { useLoad } from "../hooks";
+import { Card, ErrorBox } from "../components/ui";
+import { formatInt, formatPercent, formatTime, formatTokens, formatUsd } from "../format";
+
+type Gran = "day" | "week" | "month";
+type Split = "agent" | "model";
+
+const COLORS = ["#2563eb", "#d97706", "#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#dc2626", "#475569"];
+
+function dateToMs(s: string, endOfDay = false): number | null {
+  if (!s) return null;
+  const t = Date.parse(`${s}T00:00:00Z`);
+  return Number.isNaN(t) ? null : t + (endOfDay ? 86_400_000 : 0);
+}
+
+/** "$1.23", "price unknown", or "$1.23 + 4 unpriced". */
+export function costCell(t: AgentTotals): string {
+  if (t.cost_usd === null) return "price unknown";
+  return t.unpriced_requests > 0 ? `${formatUsd(t.cost_usd)} + ${t.unpriced_requests} unpriced` : formatUsd(t.cost_usd);
+}
+
+/** Stacked cost bars per period, one colour per agent or model (CSS only, no canvas). */
+function StackedCost({ buckets, split }: { buckets: AgentUsageBucket[]; split: Split }) {
+  const keys: string[] = [];
+  for (const b of buckets) for (const k of split === "agent" ? b.by_agent : b.by_model) if (!keys.includes(k.key)) keys.push(k.key);
+  const max = Math.max(0, ...buckets.map((b) => b.totals.cost_usd ?? 0));
+  if (buckets.length === 0) return <p class="muted">No usage in this range.</p>;
+  const color = (k: string) => COLORS[keys.indexOf(k) % COLORS.length];
+  return (
+    <div data-testid="stacked-chart">
+      <div class="stack-chart">
+        {buckets.map((b) => {
+          const parts: KeyedTotals[] = split === "agent" ? b.by_agent : b.by_model;
+          return (
+            <div class="stack-col" key={b.period} title={`${b.period}: ${costCell(b.totals)}`}>
+              <div class="stack-bar">
+                {parts.map((p) => (
+                  <div
+                    key={p.key}
+                    class="stack-seg"
+                    title={`${p.key}: ${costCell(p.totals)}`}
+                    style={{ height: `${max > 0 ? ((p.totals.cost_usd ?? 0) / max) * 100 : 0}%`, background: color(p.key) }}
+                  />
+                ))}
+              </div>
+              <div class="stack-label">{b.period}</div>
+              {b.totals.unpriced_requests > 0 && <div class="stack-unpriced" title="requests without a price">?{b.totals.unpriced_requests}</div>}
+            </div>
+          );
+        })}
+      </div>
+      <div class="legend">
+        {keys.map((k) => (
+          <span key={k}>
+            <i style={{ background: color(k) }} /> {k}
+          </span>
+        ))}
+        <span class="muted small">bar height: priced cost; ?N = requests with price unknown</span>
+      </div>
+    </div>
+  );
+}
+
+function Countdown({ endMs, nowMs }: { endMs: number; nowMs: number }) {
+  // The server's clock at load, advanced by the browser's.
+  const [t0] = useState(() => Date.now());
+  const [tick, setTick] = useState(Date.now());
+  useEffect(() => {
+    const id = setInterval(() => setTick(Date.now()), 1000);
+    return () => clearInterval(id);
+  }, []);
+  const left = Math.max(0, endMs - (nowMs + (tick - t0)));
+  const h = Math.floor(left / 3_600_000);
+  const m = Math.floor((left % 3_600_000) / 60_000);
+  const s = Math.floor((left % 60_000) / 1000);
+  return (
+    <span data-testid="block-countdown">
+      {h}:{String(m).padStart(2, "0")}:{String(s).padStart(2, "0")}
+    </span>
+  );
+}
+
+function TotalsLine({ label, t, testid }: { label: string; t: AgentTotals; testid?: string }) {
+  return (
+    <tr data-testid={testid}>
+      <td>{label}</td>
+      <td>{formatInt(t.requests)}</td>
+      <td title={formatInt(t.input_tokens)}>{formatInt(t.input_tokens)}</td>
+      <td title={formatInt(t.cached_input_tokens)}>{formatInt(t.cached_input_tokens)}</td>
+      <td>{formatInt(t.cache_write_tokens)}</td>
+      <td>{formatInt(t.output_tokens)}</td>
+      <td>{formatInt(t.reasoning_tokens)}</td>
+      <td>{formatPercent(t.cache_hit_rate)}</td>
+      <td>{costCell(t)}</td>
+    </tr>
+  );
+}
+
+export function Usage() {
+  const [filter, setFilter] = useState<AgentUsageFilter>({ since_ms: null, until_ms: null, agent: null, model: null, granularity: "day" });
+  const [since, setSince] = useState("");
+  const [until, setUntil] = useState("");
+  const [split, setSplit] = useState<Split>("agent");
+  const [csvErr, setCsvErr] = useState<ApiFailure | null>(null);
+  const { data, error } = useLoad((a) => a.agentUsage(filter), [JSON.stringify(filter)]);
+  const set = (k: keyof AgentUsageFilter, v: string) => setFilter({ ...filter, [k]: v || null });
+  const gran = (filter.granularity ?? "day") as Gran;
+
+  const exportCsv = async () => {
+    try {
+      const text = await (await api()).agentUsageCsv(filter);
+      const url = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = "codex-free-agent-usage.csv";
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+    } catch (e) {
+      setCsvErr(toFailure(e));
+    }
+  };
+
+  return (
+    <div class="grid">
+      <ErrorBox error={error ?? csvErr} />
+      {data?.import_error && (
+        <div class="alert error" role="alert">
+          Import failed (showing what is stored): {data.import_error}
+        </div>
+      )}
+      <div class="filters" data-testid="usage-filters">
+        <label>
+          Agent
+          <select value={filter.agent ?? ""} onChange={(e) => set("agent", (e.target as HTMLSelectElement).value)} data-testid="usage-filter-agent">
+            <option value="">any</option>
+            {data?.agents.map((p) => <option key={p} value={p}>{p}</option>)}
+          </select>
+        </label>
+        <label>
+          Model
+          <select value={filter.model ?? ""} onChange={(e) => set("model", (e.target as HTMLSelectElement).value)} data-testid="usage-filter-model">
+            <option value="">any</option>
+            {data?.models.map((p) => <option key={p} value={p}>{p}</option>)}
+          </select>
+        </label>
+        <label>
+          From (UTC)
+          <input
+            type="date"
+            value={since}
+            data-testid="usage-since"
+            onChange={(e) => {
+              const v = (e.target as HTMLInputElement).value;
+              setSince(v);
+              setFilter({ ...filter, since_ms: dateToMs(v) });
+            }}
+          />
+        </label>
+        <label>
+          To (UTC)
+          <input
+            type="date"
+            value={until}
+            onChange={(e) => {
+              const v = (e.target as HTMLInputElement).value;
+              setUntil(v);
+              setFilter({ ...filter, until_ms: dateToMs(v, true) });
+            }}
+          />
+        </label>
+        <button onClick={() => void exportCsv()} data-testid="usage-export-csv">
+          Export CSV
+        </button>
+      </div>
+      {data && (
+        <>
+          <div class="stats" data-testid="usage-totals">
+            <div>
+              <span class="stat" data-testid="usage-total-cost">{formatUsd(data.total.cost_usd)}</span>
+              <span class="stat-label">
+                cost{data.total.unpriced_requests > 0 && ` (+ ${data.total.unpriced_requests} requests, price unknown)`}
+              </span>
+            </div>
+            <div>
+              <span class="stat" data-testid="usage-total-requests">{formatInt(data.total.requests)}</span>
+              <span class="stat-label">requests</span>
+            </div>
+            <div>
+              <span class="stat" data-testid="usage-total-input" title={formatInt(data.total.input_tokens)}>
+                {formatTokens(data.total.input_tokens)}
+              </span>
+              <span class="stat-label">input tokens</span>
+            </div>
+            <div>
+              <span class="stat" data-testid="usage-total-output" title={formatInt(data.total.output_tokens)}>
+                {formatTokens(data.total.output_tokens)}
+              </span>
+              <span class="stat-label">output tokens</span>
+            </div>
+            <div>
+              <span class="stat" data-testid="usage-cache-hit">{formatPercent(data.total.cache_hit_rate)}</span>
+              <span class="stat-label">cache-hit rate (input read from cache)</span>
+            </div>
+          </div>
+          <Card title="Active 5-hour block" testid="usage-block">
+            {data.active_block ? (
+              <div class="stats">
+                <div>
+                  <span class="stat"><Countdown endMs={data.active_block.end_ms} nowMs={data.now_ms} /></span>
+                  <span class="stat-label">left (ends {formatTime(data.active_block.end_ms)})</span>
+                </div>
+                <div>
+                  <span class="stat" data-testid="block-cost">{costCell(data.active_block.totals)}</span>
+                  <span class="stat-label">{formatTokens(data.active_block.totals.total_tokens)} tokens so far</span>
+                </div>
+                <div>
+                  <span class="stat">{formatInt(data.active_block.tokens_per_min)}</span>
+                  <span class="stat-label">tokens/min · {formatUsd(data.active_block.usd_per_hour)}/h</span>
+                </div>
+                <div>
+                  <span class="stat">{formatUsd(data.active_block.projected_usd)}</span>
+                  <span class="stat-label">projected at block end ({formatTokens(data.active_block.projected_tokens)} tokens)</span>
+                </div>
+              </div>
+            ) : (
+              <p class="muted" data-testid="no-block">No active block: no request in the last 5 hours.</p>
+            )}
+          </Card>
+          <Card
+            title="Cost"
+            testid="usage-chart"
+            actions={
+              <>
+                <div class="seg">
+                  {(["agent", "model"] as Split[]).map((p) => (
+                    <button key={p} class={p === split ? "active" : ""} onClick={() => setSplit(p)} data-testid={`split-${p}`}>
+                      by {p}
+                    </button>
+                  ))}
+                </div>
+                <div class="seg">
+                  {(["day", "week", "month"] as Gran[]).map((g) => (
+                    <button key={g} class={g === gran ? "active" : ""} onClick={() => setFilter({ ...filter, granularity: g })} data-testid={`gran-${g}`}>
+                      {g}
+                    </button>
+                  ))}
+                </div>
+              </>
+            }
+          >
+            <StackedCost buckets={data.buckets} split={split} />
+          </Card>
+          {data.unknown_prices.length > 0 && (
+            <Card title="Price unknown" testid="usage-unknown">
+              <p class="muted small">These requests are not in the costs above. Add a price to price them (stored rows are repriced at the next import).</p>
+              <table class="table num">
+                <thead>
+                  <tr><th>Model</th><th>Agents</th><th>Requests</th><th>Input</th><th>Output</th><th>How to add a price</th></tr>
+                </thead>
+                <tbody>
+                  {data.unknown_prices.map((u) => (
+                    <tr key={u.model} data-testid="unknown-row">
+                      <td><code>{u.model}</code></td>
+                      <td>{u.agents.join(", ")}</td>
+                      <td>{formatInt(u.totals.requests)}</td>
+                      <td>{formatInt(u.totals.input_tokens)}</td>
+                      <td>{formatInt(u.totals.output_tokens)}</td>
+                      <td class="small"><code>{u.how_to_price}</code></td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </Card>
+          )}
+          <Card title={`Totals per ${gran}`} testid="usage-periods">
+            <table class="table num">
+              <thead>
+                <tr><th>{gran === "day" ? "Day (UTC)" : gran === "week" ? "ISO week" : "Month"}</th><th>Requests</th><th>Input</th><th>Cache read</th><th>Cache write</th><th>Output</th><th>Reasoning</th><th>Cache hits</th><th>Cost</th></tr>
+              </thead>
+              <tbody>
+                {[...data.buckets].reverse().flatMap((b) => [
+                  <TotalsLine key={b.period} label={b.period} t={b.totals} testid={`period-${b.period}`} />,
+                  ...b.by_agent.map((a) => <TotalsLine key={`${b.period}-${a.key}`} label={`  ${a.key}`} t={a.totals} testid={`period-${b.period}-${a.key}`} />),
+                ])}
+                <TotalsLine label="total" t={data.total} testid="usage-total-row" />
+              </tbody>
+            </table>
+          </Card>
+          <Card title="By agent and model" testid="usage-split">
+            <table class="table num">
+              <thead>
+                <tr><th>Agent / model</th><th>Requests</th><th>Input</th><th>Cache read</th><th>Cache write</th><th>Output</th><th>Reasoning</th><th>Cache hits</th><th>Cost</th></tr>
+              </thead>
+              <tbody>
+                {data.by_agent.map((a) => <TotalsLine key={a.key} label={a.key} t={a.totals} testid={`agent-${a.key}`} />)}
+                {data.by_model.map((a) => <TotalsLine key={`m-${a.key}`} label={a.key} t={a.totals} />)}
+              </tbody>
+            </table>
+          </Card>
+          <Card title="Top sessions" testid="usage-sessions">
+            <table class="table num">
+              <thead>
+                <tr><th>Agent</th><th>Session</th><th>Project</th><th>Models</th><th>Last request</th><th>Tokens</th><th>Cost</th></tr>
+              </thead>
+              <tbody>
+                {data.top_sessions.map((s) => (
+                  <tr key={`${s.agent}-${s.session_id}`} data-testid="session-row">
+                    <td>{s.agent}</td>
+                    <td><code title={s.session_id}>{s.session_id.slice(0, 13)}</code></td>
+                    <td>{s.project ?? "—"}</td>
+                    <td class="small">{s.models.join(", ")}</td>
+                    <td>{formatTime(s.last_ms)}</td>
+                    <td title={formatInt(s.totals.total_tokens)}>{formatTokens(s.totals.total_tokens)}</td>
+                    <td>{costCell(s.totals)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            {data.top_sessions.length === 0 && <p class="muted">No sessions match.</p>}
+          </Card>
+        </>
+      )}
+    </div>
+  );
+}
