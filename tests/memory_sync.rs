@@ -555,6 +555,7 @@ async fn a_read_only_home_gets_a_clear_error_and_nothing_changes() {
             err.contains("error") && (err.contains(&a.home.display().to_string()) || err.contains("readonly") || err.contains("ermission")),
             "{args:?}: {err}"
         );
+        eprintln!("read-only {args:?}: {}", err.trim());
         assert!(!err.contains("panicked"), "{err}");
         assert_eq!(snapshot(&a.home), before, "{args:?} changed the home");
     }

@@ -656,7 +656,16 @@ pub async fn sync_now(home: &Path, remote: Option<&str>, running: bool) -> Resul
 ///
 /// Errors: the database cannot be opened.
 pub fn consolidation_running(home: &Path) -> Result<bool> {
-    codex_free_store::Store::open_in_home(home)?.phase2_running()
+    let db = home.join(codex_free_store::DB_FILE);
+    codex_free_store::Store::open_in_home(home)
+        .and_then(|s| s.phase2_running())
+        .map_err(|e| {
+            Error::Store(format!(
+                "{} (state home {}; is it writable by this user?)",
+                e,
+                db.parent().unwrap_or(home).display()
+            ))
+        })
 }
 
 /// Status facts, `None` when no remote is configured.
