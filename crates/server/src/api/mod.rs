@@ -16,6 +16,7 @@ pub mod connect;
 pub mod dto;
 pub mod hooks;
 pub mod http;
+pub mod memops;
 pub mod memview;
 pub mod schema;
 pub mod store_usage;
@@ -749,6 +750,13 @@ mod tests {
         ConnectView::export_all(&cfg).unwrap();
         ConnectPlanView::export_all(&cfg).unwrap();
         ConnectRequest::export_all(&cfg).unwrap();
+        MemoryFolders::export_all(&cfg).unwrap();
+        MemoryInspect::export_all(&cfg).unwrap();
+        HistoryView::export_all(&cfg).unwrap();
+        CommitDiff::export_all(&cfg).unwrap();
+        TidyPlanView::export_all(&cfg).unwrap();
+        ReviewView::export_all(&cfg).unwrap();
+        MemoryActionRequest::export_all(&cfg).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
