@@ -94,6 +94,77 @@ pub async fn memory(core: State<'_, Arc<Core>>) -> Result<MemoryView, ApiError> 
     run(core, |s| s.memory()).await
 }
 #[tauri::command]
+pub async fn memory_folders(core: State<'_, Arc<Core>>) -> Result<MemoryFolders, ApiError> {
+    run(core, |s| Ok(s.memory_folders())).await
+}
+#[tauri::command]
+pub async fn memory_inspect(
+    core: State<'_, Arc<Core>>,
+    folder: String,
+) -> Result<MemoryInspect, ApiError> {
+    run(core, move |s| s.memory_inspect(&folder)).await
+}
+#[tauri::command]
+pub async fn memory_history(
+    core: State<'_, Arc<Core>>,
+    folder: String,
+) -> Result<HistoryView, ApiError> {
+    run(core, move |s| s.memory_history(&folder)).await
+}
+#[tauri::command]
+pub async fn memory_commit(
+    core: State<'_, Arc<Core>>,
+    folder: String,
+    rev: String,
+) -> Result<CommitDiff, ApiError> {
+    run(core, move |s| s.memory_commit(&folder, &rev)).await
+}
+#[tauri::command]
+pub async fn memory_rollback(
+    core: State<'_, Arc<Core>>,
+    folder: String,
+    rev: String,
+) -> Result<ActionResult, ApiError> {
+    run(core, move |s| s.memory_rollback(&folder, &rev)).await
+}
+#[tauri::command]
+pub async fn memory_tidy_plan(
+    core: State<'_, Arc<Core>>,
+    folder: String,
+) -> Result<TidyPlanView, ApiError> {
+    run(core, move |s| s.memory_tidy_plan(&folder)).await
+}
+#[tauri::command]
+pub async fn memory_tidy_apply(
+    core: State<'_, Arc<Core>>,
+    folder: String,
+) -> Result<ActionResult, ApiError> {
+    run(core, move |s| s.memory_tidy_apply(&folder)).await
+}
+#[tauri::command]
+pub async fn memory_review(core: State<'_, Arc<Core>>) -> Result<ReviewView, ApiError> {
+    run(core, |s| s.memory_review(None)).await
+}
+#[tauri::command]
+pub async fn memory_review_decide(
+    core: State<'_, Arc<Core>>,
+    action: String,
+) -> Result<ReviewView, ApiError> {
+    run(core, move |s| {
+        let a = match action.as_str() {
+            "accept" => codex_free_pipeline::phase2::review::ReviewAction::Accept,
+            "reject" => codex_free_pipeline::phase2::review::ReviewAction::Reject,
+            _ => {
+                return Err(codex_free_core::Error::InvalidArgument(format!(
+                    "review action {action:?}: accept or reject"
+                )));
+            }
+        };
+        s.memory_review(Some(a))
+    })
+    .await
+}
+#[tauri::command]
 pub async fn refusals(
     core: State<'_, Arc<Core>>,
     limit: Option<usize>,

@@ -13,6 +13,12 @@ import type {
   ConnectView,
   KeyStatus,
   MemoryView,
+  CommitDiff,
+  HistoryView,
+  MemoryFolders,
+  MemoryInspect,
+  ReviewView,
+  TidyPlanView,
   ModelsView,
   RefusalsView,
   RunFilter,
@@ -45,6 +51,15 @@ export class TauriApi implements Api {
   runs(filter: RunFilter) { return this.call<RunsView>("runs", { filter: cleanFilter(filter) }); }
   runsCsv(filter: RunFilter) { return this.call<string>("runs_csv", { filter: cleanFilter(filter) }); }
   memory() { return this.call<MemoryView>("memory"); }
+  memoryFolders() { return this.call<MemoryFolders>("memory_folders"); }
+  memoryInspect(folder: string) { return this.call<MemoryInspect>("memory_inspect", { folder }); }
+  memoryHistory(folder: string) { return this.call<HistoryView>("memory_history", { folder }); }
+  memoryCommit(folder: string, rev: string) { return this.call<CommitDiff>("memory_commit", { folder, rev }); }
+  memoryRollback(folder: string, rev: string) { return this.call<ActionResult>("memory_rollback", { folder, rev }); }
+  memoryTidyPlan(folder: string) { return this.call<TidyPlanView>("memory_tidy_plan", { folder }); }
+  memoryTidyApply(folder: string) { return this.call<ActionResult>("memory_tidy_apply", { folder }); }
+  memoryReview() { return this.call<ReviewView>("memory_review"); }
+  memoryReviewDecide(action: "accept" | "reject") { return this.call<ReviewView>("memory_review_decide", { action }); }
   refusals(limit = 20) { return this.call<RefusalsView>("refusals", { limit }); }
   pipelineRun() { return this.call<ActionResult>("pipeline_run"); }
   pipelinePause() { return this.call<ActionResult>("pipeline_pause"); }
