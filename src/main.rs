@@ -341,7 +341,9 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                             serde_json::json!({"error": e.to_string(), "code": e.code().as_str()})
                         );
                     } else {
-                        eprintln!("error: {e}\nnothing was lost: local commits stay and are pushed by the next sync");
+                        eprintln!(
+                            "error: {e}\nnothing was lost: local commits stay and are pushed by the next sync"
+                        );
                     }
                     std::process::exit(1);
                 }
@@ -353,8 +355,7 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             let st = match args.action {
                 None => review::state(&home, config.memories.review)?,
                 Some(a) => {
-                    let running =
-                        codex_free_pipeline::phase2::sync::consolidation_running(&home)?;
+                    let running = codex_free_pipeline::phase2::sync::consolidation_running(&home)?;
                     review::decide(&home, config.memories.review, a, running)?
                 }
             };

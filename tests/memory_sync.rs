@@ -43,8 +43,10 @@ fn summary(ids: &str) -> String {
 async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> Json<Value> {
     let text = body.to_string();
     let reply = |message: Value, finish: &str| {
-        Json(json!({"id": "c", "object": "chat.completion", "created": 0, "model": "mock-model",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage()}))
+        Json(
+            json!({"id": "c", "object": "chat.completion", "created": 0, "model": "mock-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage()}),
+        )
     };
     if body
         .get("tools")
@@ -308,7 +310,10 @@ async fn two_machines_consolidate_concurrently_and_end_with_the_union() {
             .stderr(std::process::Stdio::piped());
     }
     let (pa, pb) = (ca.spawn().unwrap(), cb.spawn().unwrap());
-    let (oa, ob) = (pa.wait_with_output().unwrap(), pb.wait_with_output().unwrap());
+    let (oa, ob) = (
+        pa.wait_with_output().unwrap(),
+        pb.wait_with_output().unwrap(),
+    );
     for o in [&oa, &ob] {
         let v: Value = serde_json::from_str(&ok(o)).unwrap();
         assert_eq!(v["status"], "consolidated", "{v}");
@@ -329,10 +334,17 @@ async fn two_machines_consolidate_concurrently_and_end_with_the_union() {
         };
         assert_eq!(count(&ma), 2, "{files:?}");
         assert_eq!(count(&mb), 1, "{files:?}");
-        assert!(files.contains(&format!("raw_memories/{ma}.md")), "{files:?}");
-        assert!(files.contains(&format!("raw_memories/{mb}.md")), "{files:?}");
+        assert!(
+            files.contains(&format!("raw_memories/{ma}.md")),
+            "{files:?}"
+        );
+        assert!(
+            files.contains(&format!("raw_memories/{mb}.md")),
+            "{files:?}"
+        );
         assert!(!files.contains("raw_memories.md"), "{files:?}");
-        let raw = std::fs::read_to_string(m.folder().join(format!("raw_memories/{ma}.md"))).unwrap();
+        let raw =
+            std::fs::read_to_string(m.folder().join(format!("raw_memories/{ma}.md"))).unwrap();
         assert!(raw.contains("a-002"), "{raw}");
     }
     let listed = git(&["--git-dir", &remote, "ls-tree", "-r", "--name-only", "main"]);
@@ -362,7 +374,10 @@ async fn two_machines_consolidate_concurrently_and_end_with_the_union() {
     assert!(out.contains("consolidated"), "{out}");
     let a_local = a.head().unwrap();
     let st = a.status();
-    let err = st["sync"]["last_error"].as_str().unwrap_or_default().to_string();
+    let err = st["sync"]["last_error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert!(err.contains("memory sync: git"), "{st}");
     let failed = a.run(&["memories", "sync"]);
     assert!(!failed.status.success());
@@ -411,25 +426,35 @@ async fn a_refusing_remote_and_injected_urls_lose_nothing() {
     let refusing = d.path().join("refusing.git");
     let url = bare(&refusing);
     let hook = refusing.join("hooks").join("pre-receive");
-    std::fs::write(&hook, "#!/bin/sh\necho 'push refused by policy' >&2\nexit 1\n").unwrap();
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'push refused by policy' >&2\nexit 1\n",
+    )
+    .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     let a = Machine::new(d.path(), "a");
     a.configure(&base, json!({"sync": {"remote": url}}));
     a.extract(&["r-001"]).await;
     let out = ok(&a.run(&["memories", "consolidate", "--force"]));
-    assert!(out.contains("consolidated"), "a refused push does not fail the consolidation: {out}");
+    assert!(
+        out.contains("consolidated"),
+        "a refused push does not fail the consolidation: {out}"
+    );
     let head = a.head().unwrap();
     let st = a.status();
     assert!(
-        st["sync"]["last_error"]
-            .as_str()
-            .is_some_and(|e| e.contains("pre-receive hook declined") || e.contains("push refused by policy")),
+        st["sync"]["last_error"].as_str().is_some_and(
+            |e| e.contains("pre-receive hook declined") || e.contains("push refused by policy")
+        ),
         "{st}"
     );
     assert_eq!(st["sync"]["ahead"], 1, "{st}");
     let text = ok(&a.run(&["memories", "status"]));
-    assert!(text.contains("1 ahead") && text.contains("LAST ERROR"), "{text}");
+    assert!(
+        text.contains("1 ahead") && text.contains("LAST ERROR"),
+        "{text}"
+    );
     let o = a.run(&["memories", "sync"]);
     assert!(!o.status.success());
     assert_eq!(a.head().unwrap(), head);
@@ -468,8 +493,8 @@ async fn a_refusing_remote_and_injected_urls_lose_nothing() {
     assert!(e.to_string().contains("starts with '-'"), "{e}");
     assert!(!pwned.exists());
     // The config check names the key.
-    let e = Config::parse(&json!({"memories": {"sync": {"remote": "fd::3"}}}).to_string())
-        .unwrap_err();
+    let e =
+        Config::parse(&json!({"memories": {"sync": {"remote": "fd::3"}}}).to_string()).unwrap_err();
     assert!(e.to_string().contains("memories.sync.remote"), "{e}");
 }
 
@@ -486,9 +511,14 @@ fn unprivileged() -> Option<Vec<String>> {
         .ok()?
         .success();
     ok.then(|| {
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-            .map(String::from)
-            .to_vec()
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]
+        .map(String::from)
+        .to_vec()
     })
 }
 
@@ -528,6 +558,12 @@ async fn a_read_only_home_gets_a_clear_error_and_nothing_changes() {
     // Readable by everyone, writable by the owner (root) only.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Readable by everyone (so the failure is the write, not the read), writable by root.
+    std::process::Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&a.home)
+        .status()
+        .unwrap();
     let before = snapshot(&a.home);
     let run_as = |args: &[&str]| -> Output {
         let mut argv: Vec<String> = prefix.clone();
@@ -550,9 +586,15 @@ async fn a_read_only_home_gets_a_clear_error_and_nothing_changes() {
     ] {
         let o = run_as(args);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{args:?} succeeded on a read-only home: {err}");
         assert!(
-            err.contains("error") && (err.contains(&a.home.display().to_string()) || err.contains("readonly") || err.contains("ermission")),
+            !o.status.success(),
+            "{args:?} succeeded on a read-only home: {err}"
+        );
+        assert!(
+            err.contains("error")
+                && (err.contains(&a.home.display().to_string())
+                    || err.contains("readonly")
+                    || err.contains("ermission")),
             "{args:?}: {err}"
         );
         eprintln!("read-only {args:?}: {}", err.trim());
@@ -581,7 +623,10 @@ async fn review_holds_a_consolidation_until_accepted() {
     let cfg = Config::load(&a.home.join(CONFIG_FILE)).unwrap().config;
     let served =
         codex_free_pipeline::phase2::readpath::summary_for_instructions(&a.home, &cfg).unwrap();
-    assert!(!served.contains("r-002") && served.contains("r-001"), "{served}");
+    assert!(
+        !served.contains("r-002") && served.contains("r-001"),
+        "{served}"
+    );
     let st = a.status();
     assert_eq!(st["review_pending"], true, "{st}");
     let show = ok(&a.run(&["memories", "review"]));
@@ -591,7 +636,13 @@ async fn review_holds_a_consolidation_until_accepted() {
     );
     let v: Value = serde_json::from_str(&ok(&a.run(&["memories", "review", "--json"]))).unwrap();
     assert_eq!(v["pending"], true);
-    assert!(v["changes"].as_array().unwrap().iter().any(|c| c["path"] == "memory_summary.md"));
+    assert!(
+        v["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["path"] == "memory_summary.md")
+    );
     // Accept: the new summary is served.
     let out = ok(&a.run(&["memories", "review", "accept"]));
     assert!(out.contains("accepted"), "{out}");
@@ -608,7 +659,59 @@ async fn review_holds_a_consolidation_until_accepted() {
     assert!(out.contains("rejected"), "{out}");
     let now = std::fs::read_to_string(a.folder().join("memory_summary.md")).unwrap();
     assert!(!now.contains("r-003") && now.contains("r-002"), "{now}");
-    assert!(ancestor(&a.folder(), &held, &a.head().unwrap()), "history kept");
+    assert!(
+        ancestor(&a.folder(), &held, &a.head().unwrap()),
+        "history kept"
+    );
     let v: Value = serde_json::from_str(&ok(&a.run(&["memories", "review", "--json"]))).unwrap();
     assert_eq!(v["pending"], false);
+}
+
+/// `memories tidy` on the state home checks the summary as the read path serves it
+/// (structure, tokens) before reporting success; the same folder elsewhere is tidied.
+#[test]
+fn tidy_on_the_state_home_refuses_a_summary_that_could_not_be_served() {
+    let d = tempfile::tempdir().unwrap();
+    let a = Machine::new(d.path(), "t");
+    let (f, _) = codex_free_pipeline::phase2::folder::MemoryFolder::open_or_init(&a.home).unwrap();
+    let memory: String = (1..=160)
+        .map(|i| format!("- 2026-11-2{}: finished migration step {i}\n", i % 10))
+        .collect();
+    std::fs::write(
+        f.root().join("MEMORY.md"),
+        format!("# Memory\n\n- always pnpm\n{memory}"),
+    )
+    .unwrap();
+    std::fs::write(
+        f.root().join("memory_summary.md"),
+        "v1\n- no sections at all\n",
+    )
+    .unwrap();
+    f.commit_all("seed").unwrap();
+    let head = a.head();
+    let before = snapshot(&a.folder());
+    let o = a.run(&["memories", "tidy", "--apply"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("section `## User Profile` is missing"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert_eq!(snapshot(&a.folder()), before);
+    assert_eq!(a.head(), head);
+    // A copy outside the state home has no served summary: it is tidied.
+    let copy = d.path().join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    for n in ["MEMORY.md", "memory_summary.md"] {
+        std::fs::copy(f.root().join(n), copy.join(n)).unwrap();
+    }
+    let out = ok(&a.run(&[
+        "memories",
+        "tidy",
+        "--apply",
+        "--dir",
+        copy.to_str().unwrap(),
+    ]));
+    assert!(out.contains("Tidy applied and verified"), "{out}");
 }

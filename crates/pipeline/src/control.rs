@@ -504,11 +504,10 @@ impl Status {
             ));
         }
         match &self.sync {
-            Some(sy) => s.push_str(&format!(
-                "sync: {}\n",
-                crate::phase2::sync::status_line(sy)
-            )),
-            None => s.push_str("sync: off (set memories.sync.remote to share the memory between machines)\n"),
+            Some(sy) => s.push_str(&format!("sync: {}\n", crate::phase2::sync::status_line(sy))),
+            None => s.push_str(
+                "sync: off (set memories.sync.remote to share the memory between machines)\n",
+            ),
         }
         if self.review_pending {
             s.push_str("review: a consolidation waits (`memories review` shows it, `memories review accept` uses it)\n");

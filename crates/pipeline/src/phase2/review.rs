@@ -80,7 +80,9 @@ impl ReviewState {
             return s;
         }
         if !self.enabled {
-            s.push_str("review is off (memories.review: false): every consolidation is used at once\n");
+            s.push_str(
+                "review is off (memories.review: false): every consolidation is used at once\n",
+            );
         }
         if !self.pending {
             s.push_str("nothing waits for review\n");
@@ -290,8 +292,13 @@ pub fn decide(
                 "rejected: the folder already matches the accepted state".to_string()
             } else {
                 let r = f.rollback(&acc.to_string())?;
-                repo.reference(ACCEPTED_REF, git2::Oid::from_str(&r.commit).map_err(git_err("oid"))?, true, "rejected")
-                    .map_err(git_err("accepted ref"))?;
+                repo.reference(
+                    ACCEPTED_REF,
+                    git2::Oid::from_str(&r.commit).map_err(git_err("oid"))?,
+                    true,
+                    "rejected",
+                )
+                .map_err(git_err("accepted ref"))?;
                 format!(
                     "rejected: restored {} as new commit {} (the rejected state is kept at {})",
                     &r.restored[..10],

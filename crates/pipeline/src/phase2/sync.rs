@@ -203,8 +203,7 @@ pub fn machine_id(home: &Path) -> Result<String> {
 fn valid_machine(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 48
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !s.starts_with('-')
 }
@@ -319,9 +318,8 @@ async fn git(root: &Path, what: &str, args: &[OsString]) -> Result<String> {
 }
 
 fn checked(url: &str) -> Result<()> {
-    codex_free_core::config::check_sync_remote(url).map_err(|why| {
-        Error::InvalidArgument(format!("memories.sync.remote = {url:?} {why}"))
-    })
+    codex_free_core::config::check_sync_remote(url)
+        .map_err(|why| Error::InvalidArgument(format!("memories.sync.remote = {url:?} {why}")))
 }
 
 /// Fetch the remote's branches into [`TRACKING_PREFIX`] (pruned, no tags).
