@@ -42,8 +42,8 @@ gitc add -A && gitc commit -qm "Initialize memory (accepted)"
 ACCEPTED=$(git -C "$M" rev-parse HEAD)
 { for i in $(seq 1 30); do echo "- rule $i: always use pnpm in workspace $i"; done
   for i in $(seq 1 150); do echo "- 2026-11-2$((i % 10)): finished migration step $i"; done; } > "$M/MEMORY.md"
-{ echo v1; echo "## User Profile"; echo "## User preferences"; echo "## General Tips"
-  for i in $(seq 4 18); do echo "- summary $i"; done; echo "## What's in Memory"; echo "- summary 19"; } > "$M/memory_summary.md"
+{ echo v1; echo "## User Profile"; echo "- summary 5"; echo "## User preferences"; echo "- summary 6"; echo "## General Tips"
+  for i in $(seq 7 18); do echo "- summary $i"; done; echo "## What's in Memory"; echo "- summary 19"; } > "$M/memory_summary.md"
 gitc add -A && gitc commit -qm "Consolidate memory: MEMORY.md, memory_summary.md updated (held)"
 git -C "$M" update-ref refs/codex-free/review/accepted "$ACCEPTED"
 git -C "$M" update-ref refs/codex-free/review/pending HEAD

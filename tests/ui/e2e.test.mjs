@@ -335,12 +335,12 @@ test("the memory page: lint findings, a history diff, review accept, tidy apply,
   fs.writeFileSync(configFile(), JSON.stringify(cfg));
   await go("dashboard");
   await go("memory");
-  // Lint findings with their suggested rewrites (MEMORY.md is over its 150-line budget).
+  // Lint findings with their suggested rewrites (dated progress stored as values).
   const lint = page.getByTestId("memory-lint");
   await lint.getByTestId("lint-finding").first().waitFor();
   const findings = await lint.textContent();
-  assert.match(findings, /budget/);
-  assert.match(findings, /suggested: /);
+  assert.match(findings, /stale_fact MEMORY.md:31 dynamic fact stored as a value/);
+  assert.match(findings, /suggested: move the line to daily\/ or archive\/ and keep the check instead/);
   assert.match(await page.getByTestId("layer-loaded").textContent(), /180 lines/);
   await shot("memory-lint");
   // The history, with one commit's diff opened.
