@@ -124,8 +124,8 @@ fn summary_block(home: &Path, cfg: &Config, detail: &str, reserved: usize) -> Op
     enabled(cfg).ok()?;
     // Review before use: while a consolidation waits, the last accepted summary is served.
     let raw = match super::review::served_summary(home, cfg.memories.review) {
-        Ok(held) => crate::redact::redact_string(held?),
-        Err(()) => {
+        Some(held) => crate::redact::redact_string(held?),
+        None => {
             let j = jail(home).ok()??;
             j.read_to_string(SUMMARY_MD).ok()?
         }

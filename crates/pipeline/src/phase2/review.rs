@@ -141,22 +141,18 @@ pub fn hold(f: &MemoryFolder, before: Option<Oid>) -> Result<()> {
     Ok(())
 }
 
-/// The summary text to serve: with review on and a pending commit, the accepted commit's
-/// `memory_summary.md` (`None` before any acceptance); `Ok(None)` from here means "serve
-/// nothing"; `Err(())` means "no review in effect, read the working tree".
-pub fn served_summary(home: &Path, review_on: bool) -> std::result::Result<Option<String>, ()> {
+/// The summary text to serve while a review holds a commit: `Some(text)` is the accepted
+/// commit's `memory_summary.md` (`Some(None)`: nothing accepted yet, serve nothing);
+/// `None` means no review is in effect and the working tree's file is served.
+pub fn served_summary(home: &Path, review_on: bool) -> Option<Option<String>> {
     if !review_on {
-        return Err(());
+        return None;
     }
     let root = folder::folder_path(home);
-    let Ok(repo) = git2::Repository::open(&root) else {
-        return Err(());
-    };
-    if ref_target(&repo, PENDING_REF).is_none() {
-        return Err(());
-    }
+    let repo = git2::Repository::open(&root).ok()?;
+    ref_target(&repo, PENDING_REF)?;
     let Some(acc) = ref_target(&repo, ACCEPTED_REF) else {
-        return Ok(None);
+        return Some(None);
     };
     let text = repo
         .find_commit(acc)
@@ -167,7 +163,7 @@ pub fn served_summary(home: &Path, review_on: bool) -> std::result::Result<Optio
             let b = repo.find_blob(e.id()).ok()?;
             Some(String::from_utf8_lossy(b.content()).into_owned())
         });
-    Ok(text)
+    Some(text)
 }
 
 /// The review queue of the folder in `home` (see [`ReviewState`]).
@@ -285,7 +281,7 @@ pub fn decide(
                 )
             })?;
             let head = f.head()?;
-            let text = if head.is_some_and(|h| {
+            if head.is_some_and(|h| {
                 repo.find_commit(h).map(|c| c.tree_id()).ok()
                     == repo.find_commit(acc).map(|c| c.tree_id()).ok()
             }) {
@@ -305,8 +301,7 @@ pub fn decide(
                     &r.commit[..10],
                     r.backup_ref
                 )
-            };
-            text
+            }
         }
     };
     if let Ok(mut r) = repo.find_reference(PENDING_REF) {

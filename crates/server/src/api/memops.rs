@@ -155,35 +155,36 @@ impl ApiService {
         let folder = self.folder_by_id(id)?;
         let root = PathBuf::from(&folder.path);
         let layers = list_files(&root);
-        let (findings, lint_error) = match lint::sources_for(&self.home, &[root.clone()]) {
-            Ok(files) => {
-                let rep = lint::lint(&files, &[], &self.budget(), lint::Checks { all: true });
-                let rel = |f: &str| {
-                    Path::new(f)
-                        .strip_prefix(&root)
-                        .map(|p| p.to_string_lossy().into_owned())
-                        .unwrap_or_else(|_| f.to_string())
-                };
-                (
-                    rep.findings
-                        .iter()
-                        .map(|f| LintFindingView {
-                            file: rel(&f.file),
-                            line: f.line as u64,
-                            kind: f.kind.name().into(),
-                            severity: match f.severity {
-                                lint::Severity::Error => "error".into(),
-                                lint::Severity::Warning => "warning".into(),
-                            },
-                            message: f.message.clone(),
-                            suggestion: f.suggestion.clone(),
-                        })
-                        .collect(),
-                    None,
-                )
-            }
-            Err(e) => (Vec::new(), Some(e.to_string())),
-        };
+        let (findings, lint_error) =
+            match lint::sources_for(&self.home, std::slice::from_ref(&root)) {
+                Ok(files) => {
+                    let rep = lint::lint(&files, &[], &self.budget(), lint::Checks { all: true });
+                    let rel = |f: &str| {
+                        Path::new(f)
+                            .strip_prefix(&root)
+                            .map(|p| p.to_string_lossy().into_owned())
+                            .unwrap_or_else(|_| f.to_string())
+                    };
+                    (
+                        rep.findings
+                            .iter()
+                            .map(|f| LintFindingView {
+                                file: rel(&f.file),
+                                line: f.line as u64,
+                                kind: f.kind.name().into(),
+                                severity: match f.severity {
+                                    lint::Severity::Error => "error".into(),
+                                    lint::Severity::Warning => "warning".into(),
+                                },
+                                message: f.message.clone(),
+                                suggestion: f.suggestion.clone(),
+                            })
+                            .collect(),
+                        None,
+                    )
+                }
+                Err(e) => (Vec::new(), Some(e.to_string())),
+            };
         Ok(MemoryInspect {
             folder,
             layers,
