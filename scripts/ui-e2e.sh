@@ -29,8 +29,24 @@ for i in $(seq 1 2000); do echo "line $i of big.txt"; done > "$PROJECT_DIR/big.t
 # Memory files for the Memory page: MEMORY.md over its 150-line budget, a small summary,
 # and one project's task memory in the layout src/memory writes.
 mkdir -p "$CODEX_FREE_HOME/memories" "$CODEX_FREE_HOME/projects/project-e2e0000000000000"
-for i in $(seq 1 180); do echo "- rule $i"; done > "$CODEX_FREE_HOME/memories/MEMORY.md"
-{ echo v1; for i in $(seq 1 19); do echo "summary $i"; done; } > "$CODEX_FREE_HOME/memories/memory_summary.md"
+# The folder is a git repository with two commits: a small accepted memory, then an
+# over-budget one held for review (the memory test turns memories.review on), for the history, rollback, tidy
+# and review tests. 30 rules + 150 dated progress lines = 180 lines; tidy moves the progress
+# to daily/.
+M=$CODEX_FREE_HOME/memories
+git -C "$M" init -q
+gitc() { git -C "$M" -c user.name=e2e -c user.email=e2e@localhost -c commit.gpgsign=false "$@"; }
+printf '# Memory\n\n- rule 1: always use pnpm\n' > "$M/MEMORY.md"
+printf 'v1\n## User Profile\n- e2e user\n## User preferences\n- summary 19 (accepted)\n## General Tips\n- verify CI live\n## What'"'"'s in Memory\n- MEMORY.md: rules\n' > "$M/memory_summary.md"
+gitc add -A && gitc commit -qm "Initialize memory (accepted)"
+ACCEPTED=$(git -C "$M" rev-parse HEAD)
+{ for i in $(seq 1 30); do echo "- rule $i: always use pnpm in workspace $i"; done
+  for i in $(seq 1 150); do echo "- 2026-11-2$((i % 10)): finished migration step $i"; done; } > "$M/MEMORY.md"
+{ echo v1; echo "## User Profile"; echo "- summary 5"; echo "## User preferences"; echo "- summary 6"; echo "## General Tips"
+  for i in $(seq 7 18); do echo "- summary $i"; done; echo "## What's in Memory"; echo "- summary 19"; } > "$M/memory_summary.md"
+gitc add -A && gitc commit -qm "Consolidate memory: MEMORY.md, memory_summary.md updated (held)"
+git -C "$M" update-ref refs/codex-free/review/accepted "$ACCEPTED"
+git -C "$M" update-ref refs/codex-free/review/pending HEAD
 cat > "$CODEX_FREE_HOME/projects/project-e2e0000000000000/memory.json" <<JSON
 {"version":1,"projectRoot":"$PROJECT_DIR","notes":{"db":{"value":"use the e2e database","updatedAt":"2026-01-01T00:00:00Z"}},
  "plan":{"steps":[{"step":"write the browser tests","status":"in_progress"},{"step":"ship","status":"pending"}],"updatedAt":"2026-01-01T00:00:00Z"}}

@@ -72,6 +72,16 @@ enum MemoriesTop {
     },
     #[command(flatten)]
     History(codex_free_pipeline::phase2::folder::MemoryHistoryCmd),
+    /// Pull the memory folder from memories.sync.remote (merging another machine's
+    /// commits) and push this machine's; never forces. Exits 1 when a step failed.
+    Sync {
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// With memories.review on: show the consolidation waiting for review, or accept /
+    /// reject it (reject restores the accepted state as a new commit).
+    Review(codex_free_pipeline::phase2::review::ReviewArgs),
     /// Find stale facts, duplicates, conflicts, summary drift, dangling references, secrets
     /// and budget overruns in memory files (no model call); exits 1 on an error finding.
     Lint(codex_free_pipeline::hygiene::lint::LintArgs),
@@ -345,6 +355,49 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 println!("{}", serde_json::to_string_pretty(&cases)?);
             } else {
                 bench::print(&cases, &mut std::io::stdout().lock())?;
+            }
+        }
+        MemoriesTop::Sync { json } => {
+            use codex_free_pipeline::phase2::sync;
+            let config = Config::load(&config_path)?.config;
+            let running = sync::consolidation_running(&home)?;
+            let r = rt.block_on(sync::sync_now(
+                &home,
+                config.memories.sync.remote.as_deref(),
+                running,
+            ));
+            match r {
+                Ok(report) if json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Ok(report) => print!("{}", report.describe()),
+                Err(e) => {
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"error": e.to_string(), "code": e.code().as_str()})
+                        );
+                    } else {
+                        eprintln!(
+                            "error: {e}\nnothing was lost: local commits stay and are pushed by the next sync"
+                        );
+                    }
+                    std::process::exit(1);
+                }
+            }
+        }
+        MemoriesTop::Review(args) => {
+            use codex_free_pipeline::phase2::review;
+            let config = Config::load(&config_path)?.config;
+            let st = match args.action {
+                None => review::state(&home, config.memories.review)?,
+                Some(a) => {
+                    let running = codex_free_pipeline::phase2::sync::consolidation_running(&home)?;
+                    review::decide(&home, config.memories.review, a, running)?
+                }
+            };
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&st)?);
+            } else {
+                print!("{}", st.render());
             }
         }
         MemoriesTop::Consolidate { force, json } => {

@@ -8,6 +8,7 @@ mod mcp_clients;
 mod mcp_fit;
 mod mcp_transport;
 mod memory_hygiene;
+mod memory_sync;
 mod pipeline_phase1;
 mod pipeline_phase1_fixtures;
 mod pipeline_phase2;

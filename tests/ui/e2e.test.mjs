@@ -328,6 +328,66 @@ test("the connect page previews the exact diff, applies it, and undo removes it 
   assert.equal(fs.existsSync(agents), false, "undo removes the file connect created");
 });
 
+test("the memory page: lint findings, a history diff, review accept, tidy apply, rollback", async () => {
+  const M = path.join(HOME, "memories");
+  const git = (...a) => execFileSync("git", ["-C", M, ...a], { encoding: "utf8" }).trim();
+  // Review before use on (the server reads the file live); the seed holds the last commit.
+  const cfg = readConfig() ?? {};
+  cfg.memories = { ...(cfg.memories ?? {}), review: true };
+  fs.writeFileSync(configFile(), JSON.stringify(cfg));
+  await go("dashboard");
+  await go("memory");
+  // Lint findings with their suggested rewrites (dated progress stored as values).
+  const lint = page.getByTestId("memory-lint");
+  await lint.getByTestId("lint-finding").first().waitFor();
+  const findings = await lint.textContent();
+  assert.match(findings, /stale_fact MEMORY.md:31 dynamic fact stored as a value/);
+  assert.match(findings, /suggested: move the line to daily\/ or archive\/ and keep the check instead/);
+  assert.match(await page.getByTestId("layer-loaded").textContent(), /180 lines/);
+  await shot("memory-lint");
+  // The history, with one commit's diff opened.
+  const commits = page.getByTestId("history-commit");
+  await commits.first().waitFor();
+  assert.equal(await commits.count(), 2);
+  await commits.first().getByTestId("history-diff").click();
+  const diff = page.getByTestId("history-diff-text");
+  await diff.waitFor();
+  assert.match(await diff.textContent(), /\+- 2026-11-2\d: finished migration step 150/);
+  await shot("memory-history");
+  // The held consolidation: its diff, then accept.
+  const review = page.getByTestId("memory-review");
+  await review.getByTestId("review-diff").waitFor();
+  assert.match(await review.getByTestId("review-diff").textContent(), /\+- rule 30: always use pnpm in workspace 30/);
+  await shot("memory-review");
+  const held = git("rev-parse", "HEAD");
+  await review.getByTestId("review-accept").click();
+  await review.getByTestId("review-done").waitFor();
+  assert.match(await review.textContent(), /Nothing waits for review/);
+  assert.equal(git("rev-parse", "refs/codex-free/review/accepted"), held);
+  // The tidy plan, then apply: progress moves to daily/, MEMORY.md fits, committed.
+  await page.getByTestId("tidy-plan").click();
+  await page.getByTestId("tidy-plan-text").waitFor();
+  assert.match(await page.getByTestId("tidy-plan-text").textContent(), /Plan only: nothing was changed/);
+  assert.equal(git("rev-parse", "HEAD"), held, "a plan writes nothing");
+  await page.getByTestId("tidy-apply").click();
+  const result = page.getByTestId("memory-action-result");
+  await result.waitFor();
+  assert.match(await result.textContent(), /Tidy applied and verified/);
+  await shot("memory-tidy");
+  assert.ok(fs.readFileSync(path.join(M, "MEMORY.md"), "utf8").split("\n").length <= 151);
+  assert.ok(fs.readdirSync(path.join(M, "daily")).length > 0);
+  assert.equal(git("status", "--short"), "");
+  // Roll back to the first commit: a new commit, the old state back, history kept.
+  await page.getByTestId("history-commit").nth(2).waitFor();
+  assert.equal(await page.getByTestId("history-commit").count(), 3);
+  await page.getByTestId("history-commit").nth(2).getByTestId("history-rollback").click();
+  await page.waitForFunction(() => /Rolled back the memory folder/.test(document.querySelector('[data-testid="memory-action-result"]')?.textContent ?? ""));
+  await page.getByTestId("history-commit").nth(3).waitFor();
+  assert.equal(fs.readFileSync(path.join(M, "MEMORY.md"), "utf8"), "# Memory\n\n- rule 1: always use pnpm\n");
+  assert.equal(git("merge-base", "--is-ancestor", held, "HEAD") === "" ? "ok" : "no", "ok");
+  await shot("memory-rollback");
+});
+
 test("no script errors on any page", async () => {
   await go("dashboard");
   assert.deepEqual(consoleErrors, []);

@@ -374,6 +374,22 @@ pub struct MemoriesConfig {
     pub memory_summary_max_lines: usize,
     /// Most bytes `memory_summary.md` may have.
     pub memory_summary_max_bytes: usize,
+    /// Hold every new consolidation for the user's review: sessions and the agents' linked
+    /// copies keep the last accepted summary until `memories review accept`.
+    pub review: bool,
+    /// Sharing the memory folder between machines through a git remote.
+    pub sync: SyncConfig,
+}
+
+/// `memories.sync`: the memory folder pulled from and pushed to a git remote around every
+/// consolidation. Credentials are git's own (SSH agent, credential helper); none are stored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SyncConfig {
+    /// Any git remote URL (`git@host:me/memory.git`, `https://...`, `ssh://...`, a path to a
+    /// bare repository); `null` = no sync. Option-like values (`-...`) and the `ext::`/`fd::`
+    /// transports are refused because they make git run commands.
+    pub remote: Option<String>,
 }
 
 /// `memories.providers.<name>`: where and how to reach a model provider.
@@ -433,8 +449,33 @@ impl Default for MemoriesConfig {
             memory_md_max_bytes: 15 * 1024,
             memory_summary_max_lines: 60,
             memory_summary_max_bytes: 4 * 1024,
+            review: false,
+            sync: SyncConfig::default(),
         }
     }
+}
+
+/// Why `url` cannot be a sync remote, or `Ok`. The rules (also applied by the sync code
+/// before every git call, so a hand-edited file cannot bypass them): not empty, no leading
+/// `-` (an option such as `--upload-pack=...`), no control characters, and not the
+/// `ext::` or `fd::` transport (git would run a command or use a file descriptor).
+///
+/// Errors: a phrase completing "`memories.sync.remote` = URL ...".
+pub fn check_sync_remote(url: &str) -> std::result::Result<(), String> {
+    let lower = url.trim_start().to_ascii_lowercase();
+    if url.trim().is_empty() {
+        return Err("is empty (use null for no sync)".into());
+    }
+    if url.trim_start().starts_with('-') {
+        return Err("starts with '-' and would be read as a git option".into());
+    }
+    if url.chars().any(char::is_control) {
+        return Err("contains a control character".into());
+    }
+    if lower.starts_with("ext::") || lower.starts_with("fd::") {
+        return Err("uses a git transport that runs a command (ext::, fd::); use ssh://, https://, git@host:path or a path".into());
+    }
+    Ok(())
 }
 
 /// Settings read only when the server starts, as dotted prefixes: the exec policy and

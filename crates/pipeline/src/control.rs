@@ -233,6 +233,11 @@ pub struct Status {
     /// The coding agents `codex-free connect` knows: installed, connected, linked, and when
     /// their memory block was last refreshed.
     pub clients: Vec<crate::connect::ClientStatus>,
+    /// Git sync of the memory folder (`memories.sync.remote`): ahead/behind, last sync and
+    /// its error; `None` when no remote is configured.
+    pub sync: Option<crate::phase2::sync::SyncStatus>,
+    /// `memories.review` is on and a consolidation waits for `memories review accept`.
+    pub review_pending: bool,
 }
 
 fn describe_model(
@@ -340,6 +345,10 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         clients: crate::connect::Target::from_env(&env.home, &env.config_path)
             .map(|t| crate::connect::status(&t))
             .unwrap_or_default(),
+        sync: crate::phase2::sync::status(&env.home, m.sync.remote.as_deref()),
+        review_pending: crate::phase2::review::state(&env.home, m.review)
+            .map(|r| r.pending)
+            .unwrap_or(false),
     })
 }
 
@@ -494,6 +503,15 @@ impl Status {
                 cost,
                 r.summary.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
             ));
+        }
+        match &self.sync {
+            Some(sy) => s.push_str(&format!("sync: {}\n", crate::phase2::sync::status_line(sy))),
+            None => s.push_str(
+                "sync: off (set memories.sync.remote to share the memory between machines)\n",
+            ),
+        }
+        if self.review_pending {
+            s.push_str("review: a consolidation waits (`memories review` shows it, `memories review accept` uses it)\n");
         }
         s.push_str(&format!(
             "scheduler: {}\n",

@@ -16,6 +16,12 @@ import type {
   FieldError,
   KeyStatus,
   MemoryView,
+  CommitDiff,
+  HistoryView,
+  MemoryFolders,
+  MemoryInspect,
+  ReviewView,
+  TidyPlanView,
   ModelsView,
   RefusalsView,
   RunFilter,
@@ -48,6 +54,20 @@ export interface Api {
   /** Today's and this month's spend across agents and the pipeline. */
   agentSpend(): Promise<AgentSpend>;
   memory(): Promise<MemoryView>;
+  /** Memory folders found: this state home's, Codex's, Claude Code's auto-memory. */
+  memoryFolders(): Promise<MemoryFolders>;
+  /** Layers and lint findings of one folder (no model call). */
+  memoryInspect(folder: string): Promise<MemoryInspect>;
+  memoryHistory(folder: string): Promise<HistoryView>;
+  memoryCommit(folder: string, rev: string): Promise<CommitDiff>;
+  /** Restore `rev` as a new commit (this state home's folder only). */
+  memoryRollback(folder: string, rev: string): Promise<ActionResult>;
+  /** What a tidy would move; writes nothing. */
+  memoryTidyPlan(folder: string): Promise<TidyPlanView>;
+  /** Back up, move, commit and read back. */
+  memoryTidyApply(folder: string): Promise<ActionResult>;
+  memoryReview(): Promise<ReviewView>;
+  memoryReviewDecide(action: "accept" | "reject"): Promise<ReviewView>;
   /** The newest failed or refused tool calls of the audit trail. */
   refusals(limit?: number): Promise<RefusalsView>;
   pipelineRun(): Promise<ActionResult>;

@@ -15,6 +15,12 @@ import type {
   ConnectView,
   KeyStatus,
   MemoryView,
+  CommitDiff,
+  HistoryView,
+  MemoryFolders,
+  MemoryInspect,
+  ReviewView,
+  TidyPlanView,
   ModelsView,
   RefusalsView,
   RunFilter,
@@ -103,6 +109,17 @@ export class HttpApi implements Api {
   }
   agentSpend() { return this.call<AgentSpend>("GET", "/api/usage/spend"); }
   memory() { return this.call<MemoryView>("GET", "/api/memory"); }
+  memoryFolders() { return this.call<MemoryFolders>("GET", "/api/memory/folders"); }
+  memoryInspect(folder: string) { return this.call<MemoryInspect>("GET", `/api/memory/inspect?folder=${encodeURIComponent(folder)}`); }
+  memoryHistory(folder: string) { return this.call<HistoryView>("GET", `/api/memory/history?folder=${encodeURIComponent(folder)}`); }
+  memoryCommit(folder: string, rev: string) {
+    return this.call<CommitDiff>("GET", `/api/memory/commit?folder=${encodeURIComponent(folder)}&rev=${encodeURIComponent(rev)}`);
+  }
+  memoryRollback(folder: string, rev: string) { return this.call<ActionResult>("POST", "/api/memory/rollback", { folder, rev }); }
+  memoryTidyPlan(folder: string) { return this.call<TidyPlanView>("GET", `/api/memory/tidy?folder=${encodeURIComponent(folder)}`); }
+  memoryTidyApply(folder: string) { return this.call<ActionResult>("POST", "/api/memory/tidy", { folder, rev: null }); }
+  memoryReview() { return this.call<ReviewView>("GET", "/api/memory/review"); }
+  memoryReviewDecide(action: "accept" | "reject") { return this.call<ReviewView>("POST", `/api/memory/review/${action}`); }
   refusals(limit = 20) { return this.call<RefusalsView>("GET", `/api/audit/refusals?limit=${limit}`); }
   pipelineRun() { return this.call<ActionResult>("POST", "/api/pipeline/run"); }
   pipelinePause() { return this.call<ActionResult>("POST", "/api/pipeline/pause"); }

@@ -460,6 +460,22 @@ fn provider_model(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// `memories.sync.remote`: a git remote URL handed to `git fetch`/`git push` after `--`.
+/// Refused: a leading `-` (would read as an option in other tools), control characters
+/// (a newline splits a config line), and the `ext::`/`fd::` transports (they run a command
+/// or talk to a file descriptor instead of a repository).
+fn sync_remote(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
+    let Some(s) = v.as_str() else { return };
+    if let Err(why) = crate::config::check_sync_remote(s) {
+        errors.push(FieldError::new(
+            key,
+            v.clone(),
+            FieldCode::BadFormat,
+            format!("{key} = {s:?} {why}"),
+        ));
+    }
+}
+
 /// `exec.writableRoots`: at most 64 entries, each absolute or `~/...` (a relative root
 /// would depend on the working directory of whoever starts the server).
 fn writable_root(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
@@ -994,6 +1010,17 @@ pub const FIELDS: &[Field] = &[
         "USD",
         "Monthly model spend after which the pipeline stops calling models (empty = no cap).",
     ),
+    Field::boolean(
+        "memories.review",
+        false,
+        "Hold each new consolidation until `memories review accept`; sessions keep the last accepted summary.",
+    ),
+    Field::optional_text(
+        "memories.sync.remote",
+        "Git remote URL the memory folder pulls from before and pushes to after each consolidation (empty = no sync).",
+    )
+    .with_rule(sync_remote)
+    .file_only(),
     Field::map(
         "memories.providers",
         providers,

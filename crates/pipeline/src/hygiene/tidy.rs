@@ -495,6 +495,11 @@ fn render_part(sections: &[Section], pick: &dyn Fn(&Dest) -> bool) -> String {
     out
 }
 
+/// True when `dir` (canonical) is the memory folder of the state home `home`.
+fn is_state_home_folder(home: &Path, dir: &Path) -> bool {
+    std::fs::canonicalize(super::default_folder(home)).is_ok_and(|own| own == dir)
+}
+
 /// Resolve and check the folder: an existing directory; returns its canonical path.
 fn resolve_dir(dir: &Path) -> Result<PathBuf> {
     let md = std::fs::metadata(dir).map_err(|_| Error::NotFound(dir.to_path_buf()))?;
@@ -763,6 +768,13 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
             .into_iter()
             .map(|p| format!("{SUMMARY_MD}: {}", p.message)),
         );
+    }
+    // The state home's summary is served to every new session: it must keep the served
+    // shape (tokens, structure) whatever the tidy does to it.
+    if is_state_home_folder(&opts.home, &dir)
+        && let Some(s) = new_summary.as_deref().or(summary.as_deref())
+    {
+        over_budget.extend(crate::phase2::gate::summary_shape_problems(s));
     }
     let before = LoadSize::of(&memory, summary.as_deref());
     let after = LoadSize::of(&new_memory, new_summary.as_deref());
@@ -1216,6 +1228,18 @@ fn write_and_verify(
             .into_iter()
             .map(|p| format!("{SUMMARY_MD}: {}", p.message)),
         );
+    }
+    if is_state_home_folder(&opts.home, dir) {
+        let served = match sum {
+            Some(s) => Some(s.clone()),
+            None => std::fs::symlink_metadata(dir.join(SUMMARY_MD))
+                .ok()
+                .map(|_| read_memory_file(Some(dir), &dir.join(SUMMARY_MD)))
+                .transpose()?,
+        };
+        if let Some(s) = served {
+            budget_problems.extend(crate::phase2::gate::summary_shape_problems(&s));
+        }
     }
     // The memory folder's write gate: nothing a tidy writes may carry a credential.
     for (name, text) in &plan.outputs {

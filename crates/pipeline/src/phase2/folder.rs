@@ -52,7 +52,7 @@ pub fn folder_path(home: &Path) -> PathBuf {
     home.join(FOLDER_DIR)
 }
 
-fn git_err(what: &str) -> impl Fn(git2::Error) -> Error + '_ {
+pub(crate) fn git_err(what: &str) -> impl Fn(git2::Error) -> Error + '_ {
     move |e| Error::Io {
         context: format!("memory folder git: {what}"),
         source: std::io::Error::other(e.message().to_string()),
@@ -210,7 +210,7 @@ impl MemoryFolder {
         &self.root
     }
 
-    fn repo(&self) -> Result<Repository> {
+    pub(crate) fn repo(&self) -> Result<Repository> {
         Repository::open(&self.root).map_err(git_err("open"))
     }
 
@@ -265,6 +265,18 @@ impl MemoryFolder {
     /// unified diff cut at `max_patch_bytes` (a marker line names the cut). Leaves the
     /// index matching `HEAD` (nothing stays staged).
     pub fn workspace_diff(&self, max_patch_bytes: usize) -> Result<WorkspaceDiff> {
+        self.workspace_diff_from(None, max_patch_bytes)
+    }
+
+    /// As [`Self::workspace_diff`], against commit `base` instead of `HEAD` when given (a
+    /// sync merge shows the agent what the union holds beyond the commit it kept).
+    ///
+    /// Errors: git errors, including a `base` that names no commit.
+    pub fn workspace_diff_from(
+        &self,
+        base: Option<Oid>,
+        max_patch_bytes: usize,
+    ) -> Result<WorkspaceDiff> {
         let repo = self.repo()?;
         let head_tree = match self.head()? {
             Some(id) => Some(
@@ -274,11 +286,19 @@ impl MemoryFolder {
             ),
             None => None,
         };
+        let base_tree = match base {
+            Some(b) => Some(
+                repo.find_commit(b)
+                    .and_then(|c| c.tree())
+                    .map_err(git_err("base tree"))?,
+            ),
+            None => head_tree.clone(),
+        };
         let mut index = self.stage_all(&repo)?;
         let mut opts = DiffOptions::new();
         opts.context_lines(2);
         let diff = repo
-            .diff_tree_to_index(head_tree.as_ref(), Some(&index), Some(&mut opts))
+            .diff_tree_to_index(base_tree.as_ref(), Some(&index), Some(&mut opts))
             .map_err(git_err("diff"))?;
         let mut changes: Vec<FileChange> = diff
             .deltas()
@@ -663,7 +683,7 @@ impl MemoryFolder {
 /// The commit `rev` names (an id, a prefix, or a rev such as `HEAD~1`).
 ///
 /// Errors: [`Error::InvalidArgument`] naming `memories history` when it names none.
-fn commit_at<'r>(repo: &'r Repository, rev: &str) -> Result<git2::Commit<'r>> {
+pub(crate) fn commit_at<'r>(repo: &'r Repository, rev: &str) -> Result<git2::Commit<'r>> {
     repo.revparse_single(rev)
         .and_then(|o| o.peel_to_commit())
         .map_err(|_| {
@@ -673,7 +693,7 @@ fn commit_at<'r>(repo: &'r Repository, rev: &str) -> Result<git2::Commit<'r>> {
         })
 }
 
-fn signature() -> Result<Signature<'static>> {
+pub(crate) fn signature() -> Result<Signature<'static>> {
     Signature::now(AUTHOR_NAME, AUTHOR_EMAIL).map_err(git_err("signature"))
 }
 
@@ -699,7 +719,7 @@ pub fn change_lines(changes: &[FileChange]) -> String {
         .collect()
 }
 
-fn patch_text(diff: &git2::Diff<'_>, max: usize) -> Result<(String, bool)> {
+pub(crate) fn patch_text(diff: &git2::Diff<'_>, max: usize) -> Result<(String, bool)> {
     let mut out = Vec::new();
     let mut cut = false;
     diff.print(DiffFormat::Patch, |_, _, line| {
@@ -781,7 +801,7 @@ fn remove_any(p: &Path) -> Result<()> {
 
 /// Remove every visible entry not in `HEAD`'s tree (`git clean -fd` for visible names:
 /// untracked files, symbolic links, and directories left empty).
-fn remove_untracked_leftovers(root: &Path, repo: &Repository) -> Result<()> {
+pub(crate) fn remove_untracked_leftovers(root: &Path, repo: &Repository) -> Result<()> {
     let head_tree = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
     fn walk(dir: &Path, rel: &str, tree: Option<&git2::Tree<'_>>) -> Result<()> {
         for e in fs::read_dir(dir)

@@ -55,20 +55,31 @@ pub fn check_text(file: &str, text: &str, b: &ArtifactBudget) -> Vec<String> {
         ));
     }
     if file == SUMMARY_MD {
-        let room = readpath::summary_token_room();
-        let t = tokens::count(text);
-        if t > room {
-            out.push(format!(
-                "{file}: {t} tokens, over the {room} tokens the injected summary may use"
-            ));
-        }
-        out.extend(
-            budget::summary_structure(text)
-                .into_iter()
-                .map(|p| format!("{file}: {p}")),
-        );
+        out.extend(summary_shape_problems(text));
     }
     out.extend(secret_lines(file, text));
+    out
+}
+
+/// The summary's own checks beyond lines and bytes: its tokens must leave the read path's
+/// policy room within [`readpath::SUMMARY_TOKEN_BUDGET`], and it must have the structure of
+/// [`budget::summary_structure`] (the `v1` line and the four sections in order). Used by
+/// [`check_text`] and by `memories tidy` on the state home's folder, so a tidy never
+/// reports success for a summary the next session could not be served.
+pub fn summary_shape_problems(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let room = readpath::summary_token_room();
+    let t = tokens::count(text);
+    if t > room {
+        out.push(format!(
+            "{SUMMARY_MD}: {t} tokens, over the {room} tokens the injected summary may use"
+        ));
+    }
+    out.extend(
+        budget::summary_structure(text)
+            .into_iter()
+            .map(|p| format!("{SUMMARY_MD}: {p}")),
+    );
     out
 }
 

@@ -30,7 +30,9 @@ pub mod jail;
 pub mod model;
 pub mod prompt;
 pub mod readpath;
+pub mod review;
 pub mod select;
+pub mod sync;
 
 use std::path::Path;
 use std::time::Duration;
@@ -307,6 +309,14 @@ pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
     let outcome = match result {
         Ok(o) => {
             clear_inflight(deps.home);
+            // Publish what this run committed (or a merge, or an earlier push that failed);
+            // a failure is recorded in the sync state and the commits stay for the next sync.
+            if let Some(url) = &deps.config.sync.remote
+                && let Ok(Some(f)) = MemoryFolder::open(deps.home)
+                && let Err(e) = sync::push_if_ahead(&f, deps.home, url).await
+            {
+                tracing::warn!("memory sync: push failed, kept locally: {e}");
+            }
             o
         }
         Err(e) => {
@@ -356,6 +366,23 @@ async fn claimed(
     let budget = budget::ArtifactBudget::from_config(cfg);
     let rescued = adopt_or_rescue(deps.home, &folder, &budget)?;
     mark_inflight(deps.home)?;
+    // Shared between machines: take the remote's commits first (a failed pull is recorded
+    // and the run consolidates locally; the next sync retries).
+    let machine = match &cfg.sync.remote {
+        Some(url) => {
+            if let Err(e) = sync::pull(&folder, deps.home, url).await {
+                tracing::warn!("memory sync: pull failed, consolidating locally: {e}");
+            }
+            Some(sync::machine_id(deps.home)?)
+        }
+        None => None,
+    };
+    let reconcile_base = match &machine {
+        Some(_) => sync::load_state(deps.home)
+            .reconcile_base
+            .and_then(|b| git2::Oid::from_str(&b).ok()),
+        None => None,
+    };
     let mode = if folder.head()?.is_some() && folder.root().join(folder::MEMORY_MD).is_file() {
         prompt::Mode::Incremental
     } else {
@@ -389,15 +416,23 @@ async fn claimed(
         None => sel,
     };
     let ids: Vec<String> = sel.iter().map(|m| m.thread_id.clone()).collect();
-    let sync = select::sync(folder.root(), deps.home, &sel, now, cfg.max_unused_days)?;
+    let sync = select::sync_scoped(
+        folder.root(),
+        deps.home,
+        &sel,
+        now,
+        cfg.max_unused_days,
+        machine.as_deref(),
+    )?;
     let diff_cap = window.map_or(prompt::MAX_DIFF_BYTES, |w| {
         // ~3 bytes per token is the conservative end for prose and markdown.
         ((w as f64 * DIFF_SHARE_OF_WINDOW) as usize * 3).min(prompt::MAX_DIFF_BYTES)
     });
-    let diff = folder.workspace_diff(diff_cap)?;
+    let diff = folder.workspace_diff_from(reconcile_base, diff_cap)?;
     let violations = gate::check_folder(&folder, &budget);
     if !diff.has_changes() && violations.is_empty() {
         deps.store.succeed_global(token, watermark, &ids)?;
+        sync::clear_reconcile(deps.home)?;
         tracing::info!(
             inputs = sel.len(),
             "phase 2: no changes, artifacts valid; no model call"
@@ -436,7 +471,10 @@ async fn claimed(
     };
     let jail = Jail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
     let system = prompt::system(&budget);
-    let task = prompt::task(mode, sel.len(), &diff);
+    let mut task = prompt::task(mode, sel.len(), &diff);
+    if reconcile_base.is_some() {
+        task = format!("{}\n\n{task}", prompt::RECONCILE_NOTE);
+    }
     let opts = AgentOptions {
         reasoning_effort: cfg.consolidation_thinking.clone(),
         cancel: deps.cancel.child_token(),
@@ -488,6 +526,10 @@ async fn claimed(
     }
     deps.store.succeed_global(token, watermark, &ids)?;
     remove_inbox_notes(&sync.notes_moved_in);
+    sync::clear_reconcile(deps.home)?;
+    if cfg.review {
+        review::hold(&folder, before)?;
+    }
     let commit = match commit {
         Some(c) => c.to_string(),
         None => before.map(|c| c.to_string()).unwrap_or_default(),

@@ -14,6 +14,10 @@ use super::folder::{FileChange, WorkspaceDiff, change_lines};
 /// Most bytes of workspace diff handed to the agent (4 MiB); the agent reads files for more.
 pub const MAX_DIFF_BYTES: usize = 4 * 1024 * 1024;
 
+/// Put before the task after a sync merge: the memory came from another machine and the
+/// diff shows what the union of the evidence holds beyond it.
+pub const RECONCILE_NOTE: &str = "RECONCILE: this memory folder is shared between machines and two of them consolidated at the same time. MEMORY.md and memory_summary.md are the other machine's version; the diff below shows the evidence (raw_memories/, rollout_summaries/, notes) that version has not seen. Read the raw memories of every machine and rewrite MEMORY.md and memory_summary.md so they rest on the union of the evidence.";
+
 /// INIT when the folder has no consolidated memory yet, incremental otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -32,6 +36,7 @@ pub fn system(b: &ArtifactBudget) -> String {
 Folder layout:
 - raw_memories.md: what earlier sessions taught us, one section per rollout (input, read-only).
 - rollout_summaries/<stem>.md: one summary per rollout, with its rollout_id (input, read-only).
+- raw_memories/<machine>.md and rollout_summaries/<machine>/: the same inputs, one set per machine, when the memory is shared between machines (input, read-only).
 - ad_hoc_notes/: notes the user asked to remember explicitly (input, read-only).
 - MEMORY.md: the consolidated memory you maintain; loaded by default, so it holds only what passes the keep test below.
 - memory_summary.md: the short digest every new session loads first; you maintain it.

@@ -122,8 +122,14 @@ pub fn summary_for_linked_copy(
 
 fn summary_block(home: &Path, cfg: &Config, detail: &str, reserved: usize) -> Option<String> {
     enabled(cfg).ok()?;
-    let j = jail(home).ok()??;
-    let raw = j.read_to_string(SUMMARY_MD).ok()?;
+    // Review before use: while a consolidation waits, the last accepted summary is served.
+    let raw = match super::review::served_summary(home, cfg.memories.review) {
+        Some(held) => crate::redact::redact_string(held?),
+        None => {
+            let j = jail(home).ok()??;
+            j.read_to_string(SUMMARY_MD).ok()?
+        }
+    };
     if raw.trim().is_empty() {
         return None;
     }

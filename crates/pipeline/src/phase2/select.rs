@@ -141,6 +141,12 @@ pub fn rollout_file(m: &RawMemory) -> String {
 
 /// Content of `raw_memories.md` for the selection (in the given order).
 pub fn raw_memories_file(sel: &[RawMemory]) -> String {
+    raw_memories_file_in(sel, ROLLOUT_SUMMARIES_DIR)
+}
+
+/// As [`raw_memories_file`], naming the rollout summaries under `summaries_dir` (relative
+/// to the folder: `rollout_summaries`, or `rollout_summaries/<machine>` while sync is on).
+pub fn raw_memories_file_in(sel: &[RawMemory], summaries_dir: &str) -> String {
     let mut s = String::from("# Raw memories\n\n");
     if sel.is_empty() {
         s.push_str("No raw memories are selected for consolidation.\n");
@@ -153,7 +159,7 @@ pub fn raw_memories_file(sel: &[RawMemory]) -> String {
     for m in sel {
         let stem = rollout_stem(m.source_updated_at, &m.thread_id, m.rollout_slug.as_deref());
         s.push_str(&format!(
-            "\n## {ROLLOUT_ID_KEY}{}\n\nupdated_at: {}\nrollout_summary_file: {ROLLOUT_SUMMARIES_DIR}/{stem}.md\n\n{}\n",
+            "\n## {ROLLOUT_ID_KEY}{}\n\nupdated_at: {}\nrollout_summary_file: {summaries_dir}/{stem}.md\n\n{}\n",
             m.thread_id,
             iso(m.source_updated_at),
             if m.raw_memory.trim().is_empty() { "(no raw memory; see the rollout summary)" } else { m.raw_memory.trim() }
@@ -203,9 +209,60 @@ pub fn sync(
     now: i64,
     max_unused_days: u32,
 ) -> Result<SyncReport> {
+    sync_scoped(root, home, sel, now, max_unused_days, None)
+}
+
+/// As [`sync`]; with `machine` (the folder is shared through a git remote) this machine's
+/// evidence goes to `raw_memories/<machine>.md` and `rollout_summaries/<machine>/`, only
+/// those are rewritten or pruned, and every other machine's files are left as they are.
+/// The unscoped files of the time before sync (`raw_memories.md`, files directly in
+/// `rollout_summaries/`) were this machine's and are removed.
+pub fn sync_scoped(
+    root: &Path,
+    home: &Path,
+    sel: &[RawMemory],
+    now: i64,
+    max_unused_days: u32,
+    machine: Option<&str>,
+) -> Result<SyncReport> {
     let mut rep = SyncReport::default();
-    let dir = root.join(ROLLOUT_SUMMARIES_DIR);
-    ensure_plain_dir(&dir)?;
+    let top = root.join(ROLLOUT_SUMMARIES_DIR);
+    ensure_plain_dir(&top)?;
+    let (dir, summaries_rel, raw) = match machine {
+        Some(m) => {
+            // Unscoped leftovers from before sync (this machine's) leave; other machines'
+            // directories stay.
+            for e in fs::read_dir(&top)
+                .ctx(|| format!("listing {}", top.display()))?
+                .flatten()
+            {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let md = fs::symlink_metadata(e.path()).ctx(|| format!("inspecting {name}"))?;
+                if !name.starts_with('.') && !md.is_dir() {
+                    fs::remove_file(e.path()).ctx(|| format!("removing {name}"))?;
+                    rep.removed += 1;
+                }
+            }
+            let legacy = root.join(RAW_MEMORIES_MD);
+            if fs::symlink_metadata(&legacy).is_ok_and(|m| m.is_file()) {
+                fs::remove_file(&legacy).ctx(|| format!("removing {}", legacy.display()))?;
+            }
+            let d = top.join(m);
+            ensure_plain_dir(&d)?;
+            let raw_dir = root.join(super::sync::RAW_MEMORIES_DIR);
+            ensure_plain_dir(&raw_dir)?;
+            (
+                d,
+                format!("{ROLLOUT_SUMMARIES_DIR}/{m}"),
+                raw_dir.join(format!("{m}.md")),
+            )
+        }
+        None => (
+            top.clone(),
+            ROLLOUT_SUMMARIES_DIR.to_string(),
+            root.join(RAW_MEMORIES_MD),
+        ),
+    };
     let mut want: BTreeMap<String, String> = BTreeMap::new();
     for m in sel {
         want.insert(
@@ -240,14 +297,13 @@ pub fn sync(
             rep.written += 1;
         }
     }
-    let raw = root.join(RAW_MEMORIES_MD);
     if fs::symlink_metadata(&raw).is_ok_and(|m| !m.is_file()) {
         return Err(Error::PathOutsideRoot(format!(
             "{} is not a regular file; remove it",
             raw.display()
         )));
     }
-    write_if_changed(&raw, &raw_memories_file(sel))?;
+    write_if_changed(&raw, &raw_memories_file_in(sel, &summaries_rel))?;
 
     // Ad-hoc notes: copy queued ones in, prune old ones.
     let notes = root.join(AD_HOC_DIR);

@@ -870,3 +870,144 @@ pub struct AgentSpend {
     /// Today by agent.
     pub today_by_agent: Vec<KeyedTotals>,
 }
+
+/// A memory folder the Memory page can work on: this state home's, Codex's own
+/// (`$CODEX_HOME/memories`) or a Claude Code auto-memory folder
+/// (`$CLAUDE_CONFIG_DIR/projects/<slug>/memory`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemoryFolderRef {
+    /// Stable id used by the other memory calls: `home`, `codex` or `claude:<slug>`.
+    pub id: String,
+    /// For people, e.g. "Codex Free (this state home)".
+    pub label: String,
+    /// Absolute path.
+    pub path: String,
+    /// The folder is a git work tree (history, diffs and rollback work).
+    pub git: bool,
+}
+
+/// One file of a memory folder with its layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct LayerFile {
+    /// Path relative to the folder, `/`-separated.
+    pub path: String,
+    /// `loaded` (MEMORY.md), `summary`, `daily`, `archive`, `evidence` (raw memories,
+    /// rollout summaries), `notes`, `skills` or `other`.
+    pub layer: String,
+    /// Lines.
+    pub lines: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// One lint finding as the page shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct LintFindingView {
+    /// The file, relative to the folder.
+    pub file: String,
+    /// 1-based line.
+    pub line: u64,
+    /// `stale_fact`, `duplicate`, `conflict`, `summary_drift`, `dangling_reference`,
+    /// `secret` or `budget`.
+    pub kind: String,
+    /// `warning` or `error`.
+    pub severity: String,
+    /// What is wrong.
+    pub message: String,
+    /// The suggested rewrite.
+    pub suggestion: String,
+}
+
+/// Layers and lint findings of one folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemoryInspect {
+    /// The folder.
+    pub folder: MemoryFolderRef,
+    /// Every visible file with its layer (at most 2,000).
+    pub layers: Vec<LayerFile>,
+    /// Lint findings (no model call).
+    pub findings: Vec<LintFindingView>,
+    /// Why lint could not run (e.g. no MEMORY.md yet).
+    pub lint_error: Option<String>,
+}
+
+/// Every memory folder found, this state home's first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemoryFolders {
+    /// The folders.
+    pub folders: Vec<MemoryFolderRef>,
+}
+
+/// One commit of a folder's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CommitView {
+    /// Full id.
+    pub id: String,
+    /// Commit time, Unix ms.
+    pub time_ms: i64,
+    /// First line of the message.
+    pub subject: String,
+    /// Files changed.
+    pub files_changed: u64,
+    /// Lines added.
+    pub insertions: u64,
+    /// Lines removed.
+    pub deletions: u64,
+}
+
+/// A folder's history, newest first (at most 50 commits).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct HistoryView {
+    /// The folder id.
+    pub folder: String,
+    /// Commits, newest first.
+    pub commits: Vec<CommitView>,
+}
+
+/// What one commit changed (`git show` text, cut at 1 MiB).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CommitDiff {
+    /// The commit.
+    pub id: String,
+    /// Header and unified diff.
+    pub text: String,
+}
+
+/// A tidy plan (nothing written).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TidyPlanView {
+    /// The folder id.
+    pub folder: String,
+    /// Lines that would move out of the loaded layer (or be dropped as exact duplicates).
+    pub moves: u64,
+    /// The plan as `memories tidy --plan` prints it.
+    pub text: String,
+}
+
+/// The review queue (`memories.review`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ReviewView {
+    /// `memories.review` is on.
+    pub enabled: bool,
+    /// A consolidation waits.
+    pub pending: bool,
+    /// The commit whose summary is served.
+    pub accepted: Option<String>,
+    /// The waiting commit.
+    pub head: Option<String>,
+    /// Changed paths.
+    pub changes: Vec<String>,
+    /// Unified diff accepted → waiting.
+    pub patch: String,
+    /// What accept/reject did.
+    pub done: Option<String>,
+}
+
+/// Body of the memory actions that name a folder and maybe a commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemoryActionRequest {
+    /// Folder id (see [`MemoryFolderRef::id`]).
+    pub folder: String,
+    /// A commit id for rollback.
+    pub rev: Option<String>,
+}

@@ -16,6 +16,15 @@
 //! | GET | `/api/usage.csv` | [`AgentUsageFilter`] as query | `text/csv` attachment, one request a line |
 //! | GET | `/api/usage/spend` | | [`AgentSpend`]: today's and this month's spend, agents + pipeline |
 //! | GET | `/api/memory` | | [`MemoryView`] |
+//! | GET | `/api/memory/folders` | | [`MemoryFolders`] |
+//! | GET | `/api/memory/inspect` | `?folder=ID` | [`MemoryInspect`] (layers, lint findings) |
+//! | GET | `/api/memory/history` | `?folder=ID` | [`HistoryView`] |
+//! | GET | `/api/memory/commit` | `?folder=ID&rev=C` | [`CommitDiff`] |
+//! | POST | `/api/memory/rollback` | [`MemoryActionRequest`] | [`ActionResult`] (state home's folder only) |
+//! | GET | `/api/memory/tidy` | `?folder=ID` | [`TidyPlanView`] (never writes) |
+//! | POST | `/api/memory/tidy` | [`MemoryActionRequest`] | [`ActionResult`] (backup, apply, read-back) |
+//! | GET | `/api/memory/review` | | [`ReviewView`] |
+//! | POST | `/api/memory/review/{accept,reject}` | | [`ReviewView`] |
 //! | GET | `/api/audit/refusals` | `?limit=N` (1..=200, default 20) | [`RefusalsView`] |
 //! | POST | `/api/pipeline/{run,pause,resume}` | | [`ActionResult`] |
 //! | POST | `/api/server/{start,stop}` | | [`ActionResult`] |
@@ -258,6 +267,65 @@ fn table() -> Table {
     .get("/api/diagnostics", |State(s): State<Svc>| {
         json(move || s.diagnostics())
     })
+    .get("/api/memory/folders", |State(s): State<Svc>| {
+        json(move || Ok(s.memory_folders()))
+    })
+    .get(
+        "/api/memory/inspect",
+        |State(s): State<Svc>, Query(q): Query<FolderQuery>| {
+            json(move || s.memory_inspect(&q.folder))
+        },
+    )
+    .get(
+        "/api/memory/history",
+        |State(s): State<Svc>, Query(q): Query<FolderQuery>| {
+            json(move || s.memory_history(&q.folder))
+        },
+    )
+    .get(
+        "/api/memory/commit",
+        |State(s): State<Svc>, Query(q): Query<FolderQuery>| {
+            json(move || s.memory_commit(&q.folder, q.rev.as_deref().unwrap_or("HEAD")))
+        },
+    )
+    .post(
+        "/api/memory/rollback",
+        |State(s): State<Svc>, Json(r): Json<MemoryActionRequest>| {
+            json(move || s.memory_rollback(&r.folder, r.rev.as_deref().unwrap_or_default()))
+        },
+    )
+    .get(
+        "/api/memory/tidy",
+        |State(s): State<Svc>, Query(q): Query<FolderQuery>| {
+            json(move || s.memory_tidy_plan(&q.folder))
+        },
+    )
+    .post(
+        "/api/memory/tidy",
+        |State(s): State<Svc>, Json(r): Json<MemoryActionRequest>| {
+            json(move || s.memory_tidy_apply(&r.folder))
+        },
+    )
+    .get("/api/memory/review", |State(s): State<Svc>| {
+        json(move || s.memory_review(None))
+    })
+    .post(
+        "/api/memory/review/{action}",
+        |State(s): State<Svc>, Path(action): Path<String>| {
+            json(move || {
+                let a = match action.as_str() {
+                    "accept" => codex_free_pipeline::phase2::review::ReviewAction::Accept,
+                    "reject" => codex_free_pipeline::phase2::review::ReviewAction::Reject,
+                    _ => {
+                        return Err(codex_free_core::Error::InvalidArgument(format!(
+                            "review action {action:?}: accept or reject"
+                        )));
+                    }
+                };
+                s.memory_review(Some(a))
+            })
+        },
+    )
     .get(
         "/api/audit/refusals",
         |State(s): State<Svc>, Query(q): Query<RefusalsQuery>| {
@@ -279,6 +347,20 @@ fn table() -> Table {
     .post("/api/server/stop", |State(s): State<Svc>| {
         json(move || s.server_stop())
     })
+}
+
+/// Query of the memory folder routes: `?folder=<id>[&rev=<commit>]`.
+#[derive(Debug, Default, serde::Deserialize)]
+struct FolderQuery {
+    /// Folder id from `GET /api/memory/folders` (default `home`).
+    #[serde(default = "home_id")]
+    folder: String,
+    /// A commit (for `/api/memory/commit`).
+    rev: Option<String>,
+}
+
+fn home_id() -> String {
+    "home".into()
 }
 
 /// Query of `GET /api/audit/refusals`.

@@ -17,6 +17,7 @@ pub mod connect;
 pub mod dto;
 pub mod hooks;
 pub mod http;
+pub mod memops;
 pub mod memview;
 pub mod schema;
 pub mod store_usage;
@@ -1043,6 +1044,13 @@ mod tests {
         AgentUsageView::export_all(&cfg).unwrap();
         AgentUsageFilter::export_all(&cfg).unwrap();
         AgentSpend::export_all(&cfg).unwrap();
+        MemoryFolders::export_all(&cfg).unwrap();
+        MemoryInspect::export_all(&cfg).unwrap();
+        HistoryView::export_all(&cfg).unwrap();
+        CommitDiff::export_all(&cfg).unwrap();
+        TidyPlanView::export_all(&cfg).unwrap();
+        ReviewView::export_all(&cfg).unwrap();
+        MemoryActionRequest::export_all(&cfg).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
