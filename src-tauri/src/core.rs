@@ -179,7 +179,9 @@ impl Core {
                 "Pipeline: {} today · {} this month{}{}",
                 usd(s.today_usd),
                 usd(s.month_usd),
-                s.cap_usd.map(|c| format!(" of {}", usd(c))).unwrap_or_default(),
+                s.cap_usd
+                    .map(|c| format!(" of {}", usd(c)))
+                    .unwrap_or_default(),
                 if s.cap_reached { " (cap reached)" } else { "" }
             ),
             Err(e) => format!("Pipeline spend: unavailable ({})", e.code()),
@@ -371,9 +373,16 @@ mod tests {
         assert!(c.toggle_pipeline().ok);
         assert_eq!(c.pause_label(), "Pause pipeline");
         assert_eq!(c.spend_line(), "Pipeline: $0.00 today · $0.00 this month");
-        assert!(c.agents_line().starts_with("All agents: $0.00 today"), "{}", c.agents_line());
+        assert!(
+            c.agents_line().starts_with("All agents: $0.00 today"),
+            "{}",
+            c.agents_line()
+        );
         assert_eq!(c.last_error_line(), "Last error: none");
-        assert!(c.diagnostics().is_some_and(|d| d.contains("Key store: ") && !d.contains(&token)));
+        assert!(
+            c.diagnostics()
+                .is_some_and(|d| d.contains("Key store: ") && !d.contains(&token))
+        );
         assert!(
             !c.run_pipeline().ok,
             "no pipeline in this build must not claim a run"

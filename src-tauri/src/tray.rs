@@ -172,9 +172,16 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
         None::<&str>,
     )?;
     let spend_line = MenuItem::with_id(app, "spend_line", core.spend_line(), false, None::<&str>)?;
-    let agents_line = MenuItem::with_id(app, "agents_line", core.agents_line(), false, None::<&str>)?;
+    let agents_line =
+        MenuItem::with_id(app, "agents_line", core.agents_line(), false, None::<&str>)?;
     let next_line = MenuItem::with_id(app, "next_line", core.next_run_line(), false, None::<&str>)?;
-    let error_line = MenuItem::with_id(app, "error_line", core.last_error_line(), false, None::<&str>)?;
+    let error_line = MenuItem::with_id(
+        app,
+        "error_line",
+        core.last_error_line(),
+        false,
+        None::<&str>,
+    )?;
     let copy_diag = MenuItem::with_id(
         app,
         "copy_diagnostics",

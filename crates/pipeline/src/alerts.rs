@@ -60,7 +60,9 @@ impl Alert {
     pub fn title(&self) -> String {
         match self {
             Alert::Spend { percent: 100, .. } => "Codex Free: monthly spend cap reached".into(),
-            Alert::Spend { percent, .. } => format!("Codex Free: {percent}% of the monthly cap spent"),
+            Alert::Spend { percent, .. } => {
+                format!("Codex Free: {percent}% of the monthly cap spent")
+            }
             Alert::RunsFailing { .. } => "Codex Free: the memory pipeline keeps failing".into(),
             Alert::KeyRejected { .. } => "Codex Free: the provider rejected your key".into(),
         }
@@ -137,7 +139,12 @@ pub fn month_key(ts: i64) -> String {
 ///
 /// Errors: the state file cannot be written (an unreadable or malformed one is treated as
 /// empty, so at worst an alert repeats).
-pub fn spend_alerts(home: &Path, month: &str, month_usd: f64, cap_usd: Option<f64>) -> Result<Vec<Alert>> {
+pub fn spend_alerts(
+    home: &Path,
+    month: &str,
+    month_usd: f64,
+    cap_usd: Option<f64>,
+) -> Result<Vec<Alert>> {
     let Some(cap) = cap_usd.filter(|c| *c > 0.0) else {
         return Ok(Vec::new());
     };
@@ -297,7 +304,12 @@ mod tests {
         for usd in [1.0, 5.0, 7.99, 8.0, 8.5, 9.0, 9.9, 10.0, 12.0, 15.0] {
             w.after_pass(d.path(), &PassEnd::Ok, month, usd, cap);
         }
-        assert_eq!(sink.0.load(Ordering::SeqCst), 3, "{:?}", sink.1.lock().unwrap());
+        assert_eq!(
+            sink.0.load(Ordering::SeqCst),
+            3,
+            "{:?}",
+            sink.1.lock().unwrap()
+        );
         // The next run in the same month, even from a new process: nothing.
         let w2 = Watch::new(sink.clone());
         w2.after_pass(d.path(), &PassEnd::Ok, month, 15.0, cap);
@@ -317,7 +329,11 @@ mod tests {
         assert_eq!(sink.0.load(Ordering::SeqCst), 4);
         // No cap: never.
         let d2 = tempfile::tempdir().unwrap();
-        assert!(spend_alerts(d2.path(), month, 1e9, None).unwrap().is_empty());
+        assert!(
+            spend_alerts(d2.path(), month, 1e9, None)
+                .unwrap()
+                .is_empty()
+        );
         // Each alert is in memories.log.
         let log = std::fs::read_to_string(d.path().join(crate::usage::LOG_FILE)).unwrap();
         assert_eq!(log.matches("monthly").count(), 4, "{log}");
@@ -336,8 +352,14 @@ mod tests {
         assert!(w.after_pass(d.path(), &fail, m, 0.0, None).is_empty());
         assert!(w.after_pass(d.path(), &fail, m, 0.0, None).is_empty());
         let a = w.after_pass(d.path(), &fail, m, 0.0, None);
-        assert!(matches!(a.as_slice(), [Alert::RunsFailing { count: 3, .. }]), "{a:?}");
-        assert!(w.after_pass(d.path(), &fail, m, 0.0, None).is_empty(), "once per streak");
+        assert!(
+            matches!(a.as_slice(), [Alert::RunsFailing { count: 3, .. }]),
+            "{a:?}"
+        );
+        assert!(
+            w.after_pass(d.path(), &fail, m, 0.0, None).is_empty(),
+            "once per streak"
+        );
         let rej = PassEnd::KeyRejected {
             model: "openai/gpt-5-mini".into(),
             error: "Auth (HTTP 401)".into(),
@@ -354,6 +376,10 @@ mod tests {
         std::fs::write(d.path().join(ALERTS_FILE), b"\xff{not json").unwrap();
         let a = spend_alerts(d.path(), "2026-12", 9.5, Some(10.0)).unwrap();
         assert_eq!(a.len(), 1);
-        assert!(spend_alerts(d.path(), "2026-12", 9.5, Some(10.0)).unwrap().is_empty());
+        assert!(
+            spend_alerts(d.path(), "2026-12", 9.5, Some(10.0))
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -12,8 +12,8 @@
 //! Invariant: nothing here modifies an agent's transcript, and no transcript text leaves
 //! [`render`] unredacted.
 
-pub mod alerts;
 pub mod agent_usage;
+pub mod alerts;
 pub mod bench;
 pub mod compact;
 pub mod connect;

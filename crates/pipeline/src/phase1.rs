@@ -775,9 +775,9 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
                     FailureKind::Auth => {
                         sh.key_rejected.store(true, Ordering::SeqCst);
                         format!(
-                        "provider rejected the credentials for {}: {}",
-                        ctx.model.model, e.message
-                    )
+                            "provider rejected the credentials for {}: {}",
+                            ctx.model.model, e.message
+                        )
                     }
                     _ => "cancelled".into(),
                 };

@@ -110,7 +110,10 @@ impl SchedulerState {
     }
     /// The last failure, if the last pass failed.
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -246,7 +249,9 @@ async fn run_loop(
     let every_ms = i64::try_from(deps.rescan_every.as_millis()).unwrap_or(i64::MAX / 2);
     let schedule_next = || {
         state.next_run_ms.store(
-            chrono::Utc::now().timestamp_millis().saturating_add(every_ms),
+            chrono::Utc::now()
+                .timestamp_millis()
+                .saturating_add(every_ms),
             Ordering::SeqCst,
         )
     };
@@ -314,7 +319,12 @@ async fn run_loop(
                         error: r.summary.error.clone().unwrap_or_default(),
                     }
                 } else if r.summary.outcome == "failed" {
-                    PassEnd::Failed(r.summary.error.clone().unwrap_or_else(|| "phase 1 failed".into()))
+                    PassEnd::Failed(
+                        r.summary
+                            .error
+                            .clone()
+                            .unwrap_or_else(|| "phase 1 failed".into()),
+                    )
                 } else {
                     PassEnd::Ok
                 });
@@ -361,14 +371,22 @@ async fn run_loop(
             Err(e) => tracing::warn!(error = %e, "phase 2 not run"),
         }
         *state.last_error.lock().unwrap_or_else(|p| p.into_inner()) = match &end {
-            Some(PassEnd::Failed(e)) | Some(PassEnd::KeyRejected { error: e, .. }) => Some(e.clone()),
+            Some(PassEnd::Failed(e)) | Some(PassEnd::KeyRejected { error: e, .. }) => {
+                Some(e.clone())
+            }
             Some(PassEnd::Ok) => None,
             None => last_error.clone(),
         };
         if let Some(end) = end {
             let spent = store.spend_this_month().map(|s| s.usd).unwrap_or(0.0);
             let month = crate::alerts::month_key(store.now());
-            watch.after_pass(&home, &end, &month, spent, config.memories.monthly_spend_cap_usd);
+            watch.after_pass(
+                &home,
+                &end,
+                &month,
+                spent,
+                config.memories.monthly_spend_cap_usd,
+            );
         }
     }
 }

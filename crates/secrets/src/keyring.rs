@@ -198,9 +198,8 @@ pub fn mac_keychain() -> Result<OsStore> {
 /// Errors: [`Error::Secrets`] when it cannot be opened.
 #[cfg(target_os = "windows")]
 pub fn windows_credentials() -> Result<OsStore> {
-    let s = windows_native_keyring_store::Store::new().map_err(|e| {
-        Error::Secrets(format!("cannot open the Windows Credential Manager ({e})"))
-    })?;
+    let s = windows_native_keyring_store::Store::new()
+        .map_err(|e| Error::Secrets(format!("cannot open the Windows Credential Manager ({e})")))?;
     Ok(OsStore::new(s, LABEL_WINDOWS_CREDENTIALS))
 }
 
@@ -274,7 +273,9 @@ pub fn plan(os: &str, choice: &str) -> std::result::Result<Vec<Backend>, String>
         None if native.is_empty() => Err(format!("no supported key store on {os}")),
         None => Ok(native.to_vec()),
         Some(b) if native.contains(&b) => Ok(vec![b]),
-        Some(b) => Err(format!("{BACKEND_ENV}={choice}: {b:?} is not available on {os}")),
+        Some(b) => Err(format!(
+            "{BACKEND_ENV}={choice}: {b:?} is not available on {os}"
+        )),
     }
 }
 
@@ -363,9 +364,15 @@ mod tests {
     fn plan_per_operating_system() {
         use Backend::*;
         assert_eq!(plan("linux", "").unwrap(), vec![SecretService, Keyutils]);
-        assert_eq!(plan("linux", "auto").unwrap(), vec![SecretService, Keyutils]);
+        assert_eq!(
+            plan("linux", "auto").unwrap(),
+            vec![SecretService, Keyutils]
+        );
         assert_eq!(plan("linux", "keyutils").unwrap(), vec![Keyutils]);
-        assert_eq!(plan("linux", "secret-service").unwrap(), vec![SecretService]);
+        assert_eq!(
+            plan("linux", "secret-service").unwrap(),
+            vec![SecretService]
+        );
         assert_eq!(plan("macos", "").unwrap(), vec![MacKeychain]);
         assert_eq!(plan("macos", "keychain").unwrap(), vec![MacKeychain]);
         assert_eq!(plan("windows", "").unwrap(), vec![WindowsCredentials]);
@@ -374,7 +381,11 @@ mod tests {
             vec![WindowsCredentials]
         );
         // A store the OS does not have, an unknown OS, a typo: an explanation, no store.
-        assert!(plan("macos", "keyutils").unwrap_err().contains("not available on macos"));
+        assert!(
+            plan("macos", "keyutils")
+                .unwrap_err()
+                .contains("not available on macos")
+        );
         assert!(plan("windows", "secret-service").is_err());
         assert!(plan("linux", "keychain").is_err());
         assert!(plan("freebsd", "").unwrap_err().contains("freebsd"));
@@ -385,7 +396,14 @@ mod tests {
         // The other OSes' stores are not compiled in here, and say so.
         #[cfg(target_os = "linux")]
         {
-            assert!(MacKeychain.open().err().unwrap().to_string().contains("only on macOS"));
+            assert!(
+                MacKeychain
+                    .open()
+                    .err()
+                    .unwrap()
+                    .to_string()
+                    .contains("only on macOS")
+            );
             assert!(WindowsCredentials.open().is_err());
         }
     }

@@ -567,7 +567,10 @@ impl PipelineControl for PipelineHost {
         let attached = self.trigger().is_some_and(|t| !t.is_closed());
         let (note, sched) = {
             let inner = self.lock_inner();
-            (inner.note.clone(), inner.scheduler.as_ref().map(Scheduler::state))
+            (
+                inner.note.clone(),
+                inner.scheduler.as_ref().map(Scheduler::state),
+            )
         };
         let next_run_ms = sched.as_ref().and_then(|s| s.next_run_ms());
         let failing = sched.as_ref().and_then(|s| s.last_error());
@@ -575,7 +578,10 @@ impl PipelineControl for PipelineHost {
             (_, true) => (PipelineState::Running, "a run is in progress".to_string()),
             (true, false) if failing.is_some() => (
                 PipelineState::Failing,
-                format!("the last run failed: {}", failing.clone().unwrap_or_default()),
+                format!(
+                    "the last run failed: {}",
+                    failing.clone().unwrap_or_default()
+                ),
             ),
             (true, false) => (
                 PipelineState::Idle,

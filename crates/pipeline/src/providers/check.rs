@@ -119,8 +119,15 @@ pub const LOCAL_PROBE_MS: u64 = 300;
 /// True when `base_url` names this machine (`127.0.0.1`, `localhost`, `::1`).
 fn local_host_port(base_url: &str) -> Option<(String, u16)> {
     let u = reqwest::Url::parse(base_url).ok()?;
-    let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']').to_string();
-    let local = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    let host = u
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let local = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
     local.then(|| (host, u.port_or_known_default().unwrap_or(80)))
 }
 
@@ -161,10 +168,11 @@ pub fn readiness(
             Ok(m) => m,
             Err(e) => return Some(blocker(e.to_string(), "pick a model in Models & keys")),
         };
-        let (_, base_url, _, key_required, account) = match endpoint_for(&m.provider, &cfg.providers) {
-            Ok(e) => e,
-            Err(e) => return Some(blocker(e.to_string(), "pick a model in Models & keys")),
-        };
+        let (_, base_url, _, key_required, account) =
+            match endpoint_for(&m.provider, &cfg.providers) {
+                Ok(e) => e,
+                Err(e) => return Some(blocker(e.to_string(), "pick a model in Models & keys")),
+            };
         if key_required {
             match codex_free_secrets::resolve(secrets, &account) {
                 Ok(Some(_)) => {}
@@ -179,7 +187,9 @@ pub fn readiness(
                 }
                 Err(e) => {
                     return Some(blocker(
-                        format!("The memory pipeline cannot run: the key store cannot be read ({e})."),
+                        format!(
+                            "The memory pipeline cannot run: the key store cannot be read ({e})."
+                        ),
                         "fix the key store (see the Key storage card) or set the provider's environment variable",
                     ));
                 }
@@ -212,7 +222,10 @@ pub struct LocalServer {
 /// answers, or the answer is not a model list.
 pub async fn local_models(base_url: &str) -> Option<LocalServer> {
     let (host, port) = local_host_port(base_url)?;
-    if !tokio::task::spawn_blocking(move || answers(&host, port)).await.unwrap_or(false) {
+    if !tokio::task::spawn_blocking(move || answers(&host, port))
+        .await
+        .unwrap_or(false)
+    {
         return None;
     }
     let client = reqwest::Client::builder()
@@ -221,10 +234,18 @@ pub async fn local_models(base_url: &str) -> Option<LocalServer> {
         .ok()?;
     let url = format!("{}models", base_url_slash(base_url));
     let body: serde_json::Value = client.get(&url).send().await.ok()?.json().await.ok()?;
-    let list = body.get("data").or_else(|| body.get("models"))?.as_array()?;
+    let list = body
+        .get("data")
+        .or_else(|| body.get("models"))?
+        .as_array()?;
     let models = list
         .iter()
-        .filter_map(|m| m.get("id").or_else(|| m.get("name"))?.as_str().map(str::to_string))
+        .filter_map(|m| {
+            m.get("id")
+                .or_else(|| m.get("name"))?
+                .as_str()
+                .map(str::to_string)
+        })
         .take(50)
         .collect();
     Some(LocalServer {
@@ -275,7 +296,9 @@ pub async fn tiny_request(
     secrets: &dyn codex_free_secrets::SecretStore,
     spec: &str,
 ) -> TinyOutcome {
-    use crate::providers::{CompletionRequest, Message, RetryPolicy, prices::PriceTable, resolve_model};
+    use crate::providers::{
+        CompletionRequest, Message, RetryPolicy, prices::PriceTable, resolve_model,
+    };
     let fail = |message: String| TinyOutcome {
         ok: false,
         model: spec.to_string(),
@@ -284,7 +307,17 @@ pub async fn tiny_request(
         cost_usd: None,
         latency_ms: 0,
     };
-    let resolved = match resolve_model(spec, true, cfg, secrets, PriceTable::bundled(), RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }) {
+    let resolved = match resolve_model(
+        spec,
+        true,
+        cfg,
+        secrets,
+        PriceTable::bundled(),
+        RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        },
+    ) {
         Ok(r) => r,
         Err(e) => return fail(e.to_string()),
     };

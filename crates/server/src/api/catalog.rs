@@ -124,7 +124,11 @@ impl ModelCatalog for PriceCatalog {
         })
     }
 
-    fn test_model(&self, spec: &str, secrets: &dyn codex_free_secrets::SecretStore) -> Result<ConnectionTest> {
+    fn test_model(
+        &self,
+        spec: &str,
+        secrets: &dyn codex_free_secrets::SecretStore,
+    ) -> Result<ConnectionTest> {
         let cfg = self.config();
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::InvalidArgument("test_model needs a tokio runtime".into()))?;
@@ -151,19 +155,26 @@ impl ModelCatalog for PriceCatalog {
         };
         let mut out = Vec::new();
         for p in PRESETS.iter().filter(|p| !p.key_required) {
-            if out.iter().any(|o: &crate::api::dto::LocalModels| o.provider == p.name) {
+            if out
+                .iter()
+                .any(|o: &crate::api::dto::LocalModels| o.provider == p.name)
+            {
                 continue;
             }
             let Ok((_, base_url, ..)) = endpoint_for(p.name, &cfg.memories.providers) else {
                 continue;
             };
-            if let Some(found) =
-                handle.block_on(codex_free_pipeline::providers::check::local_models(&base_url))
-            {
+            if let Some(found) = handle.block_on(
+                codex_free_pipeline::providers::check::local_models(&base_url),
+            ) {
                 out.push(crate::api::dto::LocalModels {
                     provider: p.name.to_string(),
                     base_url: found.base_url,
-                    models: found.models.into_iter().map(|m| format!("{}/{m}", p.name)).collect(),
+                    models: found
+                        .models
+                        .into_iter()
+                        .map(|m| format!("{}/{m}", p.name))
+                        .collect(),
                 });
             }
         }

@@ -60,7 +60,11 @@ pub trait ModelCatalog: Send + Sync {
     fn test_connection(&self, provider: &str, key: Option<&Secret>) -> Result<ConnectionTest>;
     /// Send one minimal completion to `spec` (`provider/model-id`) with the key from
     /// `secrets`, logged with its tokens and cost. Default: not supported.
-    fn test_model(&self, spec: &str, secrets: &dyn codex_free_secrets::SecretStore) -> Result<ConnectionTest> {
+    fn test_model(
+        &self,
+        spec: &str,
+        secrets: &dyn codex_free_secrets::SecretStore,
+    ) -> Result<ConnectionTest> {
         let _ = secrets;
         Err(codex_free_core::Error::InvalidArgument(format!(
             "this catalog cannot call {spec}"

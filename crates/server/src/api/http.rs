@@ -465,7 +465,9 @@ pub async fn dispatch(service: Svc, method: &str, path: &str, body: Option<Value
             content_type,
             body: String::from_utf8_lossy(&b).into_owned(),
         },
-        Err(e) => bad(format!("answer unreadable or over {MAX_DISPATCH_BYTES} bytes: {e}")),
+        Err(e) => bad(format!(
+            "answer unreadable or over {MAX_DISPATCH_BYTES} bytes: {e}"
+        )),
     }
 }
 
@@ -564,18 +566,43 @@ mod tests {
         };
         let svc = Arc::new(ApiService::new(d.path(), store.clone(), ks));
         let st = dispatch(svc.clone(), "GET", "/api/status", None).await;
-        assert_eq!((st.status, st.content_type.as_str()), (200, "application/json"));
+        assert_eq!(
+            (st.status, st.content_type.as_str()),
+            (200, "application/json")
+        );
         assert!(st.body.contains("\"pipeline\""), "{}", st.body);
         // A body and a query reach the same handlers.
-        let bad = dispatch(svc.clone(), "PUT", "/api/config", Some(json!({"output": {"maxFileLines": -1}}))).await;
+        let bad = dispatch(
+            svc.clone(),
+            "PUT",
+            "/api/config",
+            Some(json!({"output": {"maxFileLines": -1}})),
+        )
+        .await;
         assert_eq!(bad.status, 422, "{}", bad.body);
         let csv = dispatch(svc.clone(), "GET", "/api/runs.csv?phase=phase1", None).await;
         assert!(csv.content_type.starts_with("text/csv"), "{csv:?}");
         // Not an endpoint, not an API path, not a method: clear errors.
-        assert_eq!(dispatch(svc.clone(), "GET", "/api/nope", None).await.status, 404);
-        assert_eq!(dispatch(svc.clone(), "GET", "/health", None).await.status, 400);
-        assert_eq!(dispatch(svc.clone(), "GET", "/api/../etc/passwd", None).await.status, 400);
-        assert_eq!(dispatch(svc.clone(), "GE T", "/api/status", None).await.status, 400);
+        assert_eq!(
+            dispatch(svc.clone(), "GET", "/api/nope", None).await.status,
+            404
+        );
+        assert_eq!(
+            dispatch(svc.clone(), "GET", "/health", None).await.status,
+            400
+        );
+        assert_eq!(
+            dispatch(svc.clone(), "GET", "/api/../etc/passwd", None)
+                .await
+                .status,
+            400
+        );
+        assert_eq!(
+            dispatch(svc.clone(), "GE T", "/api/status", None)
+                .await
+                .status,
+            400
+        );
         // Every route of the one table is reachable through dispatch (none answers the
         // catch-all 404 or 405), so the window can call all that the browser can.
         for r in api_routes() {

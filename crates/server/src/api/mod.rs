@@ -219,7 +219,12 @@ impl ApiService {
             pipeline.message = "paused: memories.enabled is false (Resume turns it on)".into();
             pipeline.fix = None;
         } else if let Some(b) = can_act
-            .then(|| codex_free_pipeline::providers::check::readiness(&cfg.memories, self.secrets.as_ref()))
+            .then(|| {
+                codex_free_pipeline::providers::check::readiness(
+                    &cfg.memories,
+                    self.secrets.as_ref(),
+                )
+            })
             .flatten()
         {
             pipeline.state = PipelineState::NoModel;
@@ -236,7 +241,8 @@ impl ApiService {
             pipeline.message =
                 "monthly spend cap reached: no model calls until next month or a higher cap".into();
             pipeline.fix = Some(Fix {
-                text: "raise memories.monthly_spend_cap_usd in Settings, or wait for next month".into(),
+                text: "raise memories.monthly_spend_cap_usd in Settings, or wait for next month"
+                    .into(),
                 page: Some("settings".into()),
             });
         }
@@ -442,8 +448,9 @@ impl ApiService {
         let (cfg, _) = self.current_config();
         let of_provider = |spec: &Option<String>| {
             spec.clone().filter(|m| {
-                codex_free_pipeline::providers::ModelRef::parse(m)
-                    .is_ok_and(|r| r.provider == provider || r.provider.starts_with(&format!("{provider}-")))
+                codex_free_pipeline::providers::ModelRef::parse(m).is_ok_and(|r| {
+                    r.provider == provider || r.provider.starts_with(&format!("{provider}-"))
+                })
             })
         };
         // A stage without a model uses the default one: that is the model to test.
@@ -498,8 +505,16 @@ impl ApiService {
             t,
             "Key store: {}{}{}",
             st.keyring.backend,
-            if st.keyring.fallback { " (fallback)" } else { "" },
-            st.keyring.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
+            if st.keyring.fallback {
+                " (fallback)"
+            } else {
+                ""
+            },
+            st.keyring
+                .error
+                .as_deref()
+                .map(|e| format!(" — {e}"))
+                .unwrap_or_default()
         );
         let _ = writeln!(
             t,
@@ -512,30 +527,52 @@ impl ApiService {
             "Command sandbox: {} ({}){}",
             if st.sandbox.enforced { "on" } else { "off" },
             st.sandbox.mechanism,
-            st.sandbox.warning.as_deref().map(|w| format!(" — {w}")).unwrap_or_default()
+            st.sandbox
+                .warning
+                .as_deref()
+                .map(|w| format!(" — {w}"))
+                .unwrap_or_default()
         );
         let _ = writeln!(
             t,
             "MCP server: {:?}{}, {} client(s) in the last 5 minutes{}",
             st.server.state,
-            st.server.url.as_deref().map(|u| format!(" at {u}")).unwrap_or_default(),
+            st.server
+                .url
+                .as_deref()
+                .map(|u| format!(" at {u}"))
+                .unwrap_or_default(),
             st.server.clients,
-            st.server.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
+            st.server
+                .error
+                .as_deref()
+                .map(|e| format!(" — {e}"))
+                .unwrap_or_default()
         );
-        let _ = writeln!(t, "Pipeline: {:?} — {}", st.pipeline.state, st.pipeline.message);
+        let _ = writeln!(
+            t,
+            "Pipeline: {:?} — {}",
+            st.pipeline.state, st.pipeline.message
+        );
         let (cfg, _) = self.current_config();
         let _ = writeln!(
             t,
             "Models: extraction {}, consolidation {}",
             cfg.memories.extract_model.as_deref().unwrap_or("default"),
-            cfg.memories.consolidation_model.as_deref().unwrap_or("default")
+            cfg.memories
+                .consolidation_model
+                .as_deref()
+                .unwrap_or("default")
         );
         let _ = writeln!(
             t,
             "Spend: today {:.4} USD, this month {:.4} USD, cap {}",
             st.spend.today_usd,
             st.spend.month_usd,
-            st.spend.cap_usd.map(|c| format!("{c} USD")).unwrap_or_else(|| "none".into())
+            st.spend
+                .cap_usd
+                .map(|c| format!("{c} USD"))
+                .unwrap_or_else(|| "none".into())
         );
         match self.connect_view() {
             Ok(v) => {
@@ -572,7 +609,10 @@ impl ApiService {
                         r.model.as_deref().unwrap_or("-"),
                         r.trigger,
                         r.outcome.as_deref().unwrap_or("?"),
-                        r.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
+                        r.error
+                            .as_deref()
+                            .map(|e| format!(" — {e}"))
+                            .unwrap_or_default()
                     );
                 }
             }
@@ -735,7 +775,9 @@ pub const CHEAP_MIN_CONTEXT: u64 = 100_000;
 /// by a 3:1 input:output blended price (extraction reads far more than it writes).
 pub fn cheap_choices(models: &[ModelInfo]) -> Vec<CheapChoice> {
     let dated = |id: &str| {
-        id.rsplit(['-', '@']).next().is_some_and(|t| t.len() >= 4 && t.chars().all(|c| c.is_ascii_digit()))
+        id.rsplit(['-', '@'])
+            .next()
+            .is_some_and(|t| t.len() >= 4 && t.chars().all(|c| c.is_ascii_digit()))
             || id.contains("-20")
     };
     let blended = |i: f64, o: f64| 0.75 * i + 0.25 * o;
@@ -755,7 +797,9 @@ pub fn cheap_choices(models: &[ModelInfo]) -> Vec<CheapChoice> {
             context_window: m.context_window,
         };
         match best.iter_mut().find(|b| b.provider == c.provider) {
-            Some(b) if blended(i, o) < blended(b.input_per_mtok_usd, b.output_per_mtok_usd) => *b = c,
+            Some(b) if blended(i, o) < blended(b.input_per_mtok_usd, b.output_per_mtok_usd) => {
+                *b = c
+            }
             Some(_) => {}
             None => best.push(c),
         }
@@ -809,9 +853,14 @@ mod tests {
         .unwrap();
         let p = s.status().unwrap().pipeline;
         assert_eq!(p.state, PipelineState::NoModel, "{p:?}");
-        assert!(p.message.contains("nothing answers at http://127.0.0.1:9/v1/"), "{p:?}");
+        assert!(
+            p.message
+                .contains("nothing answers at http://127.0.0.1:9/v1/"),
+            "{p:?}"
+        );
         // Paused by config wins: the user turned it off on purpose.
-        s.save_config(&json!({"memories": {"enabled": false}})).unwrap();
+        s.save_config(&json!({"memories": {"enabled": false}}))
+            .unwrap();
         assert_eq!(s.status().unwrap().pipeline.state, PipelineState::Paused);
     }
 
@@ -826,15 +875,25 @@ mod tests {
         providers.dedup();
         assert_eq!(providers.len(), c.len(), "one per provider: {c:?}");
         let blended = |x: &CheapChoice| 0.75 * x.input_per_mtok_usd + 0.25 * x.output_per_mtok_usd;
-        assert!(c.windows(2).all(|w| blended(&w[0]) <= blended(&w[1])), "{c:?}");
+        assert!(
+            c.windows(2).all(|w| blended(&w[0]) <= blended(&w[1])),
+            "{c:?}"
+        );
         for x in &c {
-            assert!(x.context_window.unwrap() >= CHEAP_MIN_CONTEXT && !x.id.contains("-20"), "{x:?}");
+            assert!(
+                x.context_window.unwrap() >= CHEAP_MIN_CONTEXT && !x.id.contains("-20"),
+                "{x:?}"
+            );
             // Nothing of its provider that qualifies is cheaper.
-            assert!(!models.iter().any(|m| m.provider == x.provider
-                && m.context_window.unwrap_or(0) >= CHEAP_MIN_CONTEXT
-                && !m.id.contains("-20")
-                && m.input_per_mtok_usd.zip(m.output_per_mtok_usd).is_some_and(|(i, o)| i > 0.0 && 0.75 * i + 0.25 * o < blended(x))),
-                "{x:?}");
+            assert!(
+                !models.iter().any(|m| m.provider == x.provider
+                    && m.context_window.unwrap_or(0) >= CHEAP_MIN_CONTEXT
+                    && !m.id.contains("-20")
+                    && m.input_per_mtok_usd
+                        .zip(m.output_per_mtok_usd)
+                        .is_some_and(|(i, o)| i > 0.0 && 0.75 * i + 0.25 * o < blended(x))),
+                "{x:?}"
+            );
         }
     }
 
@@ -843,10 +902,22 @@ mod tests {
         let (d, s, _) = service();
         let key = "sk-proj-DIAGNOSTICSKEY0000000000000000000000abcd";
         s.set_key("openai", key).unwrap();
-        let token = crate::mcp::auth::load_or_create(d.path(), crate::mcp::auth::TokenKind::Mcp).unwrap();
-        s.record_error("server", format!("upstream said Authorization: Bearer {key}"));
+        let token =
+            crate::mcp::auth::load_or_create(d.path(), crate::mcp::auth::TokenKind::Mcp).unwrap();
+        s.record_error(
+            "server",
+            format!("upstream said Authorization: Bearer {key}"),
+        );
         let t = s.diagnostics().unwrap();
-        for want in ["Codex Free ", "OS: ", "Key store: ", "Command sandbox: ", "MCP server: ", "Pipeline: ", "Client"] {
+        for want in [
+            "Codex Free ",
+            "OS: ",
+            "Key store: ",
+            "Command sandbox: ",
+            "MCP server: ",
+            "Pipeline: ",
+            "Client",
+        ] {
             assert!(t.contains(want), "{want} missing:\n{t}");
         }
         assert!(!t.contains(key) && !t.contains("DIAGNOSTICSKEY"), "{t}");

@@ -35,9 +35,9 @@ use subtle::ConstantTimeEq;
 
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_core::error::IoContext;
 use codex_free_secrets::keyring::Opened;
 use codex_free_secrets::{Secret, SecretStore};
-use codex_free_core::error::IoContext;
 
 /// File under the state home that holds the MCP token.
 pub const TOKEN_FILE: &str = "server-token";
@@ -138,16 +138,26 @@ impl TokenVault {
     /// ([`codex_free_secrets::keyring::open`], opened once per process).
     pub fn for_home(home: &Path, kind: TokenKind) -> Self {
         static KEYS: std::sync::OnceLock<Opened> = std::sync::OnceLock::new();
-        Self::new(home, kind, KEYS.get_or_init(codex_free_secrets::keyring::open))
+        Self::new(
+            home,
+            kind,
+            KEYS.get_or_init(codex_free_secrets::keyring::open),
+        )
     }
 
     /// One line saying where the token is, never the token.
     pub fn describe(&self) -> String {
         match self {
             TokenVault::Store { label, account, .. } => {
-                format!("{label} (service \"{}\", account \"{account}\")", codex_free_secrets::SERVICE)
+                format!(
+                    "{label} (service \"{}\", account \"{account}\")",
+                    codex_free_secrets::SERVICE
+                )
             }
-            TokenVault::File(p) => format!("{} (file, mode 0600: no persistent key store reachable)", p.display()),
+            TokenVault::File(p) => format!(
+                "{} (file, mode 0600: no persistent key store reachable)",
+                p.display()
+            ),
         }
     }
 }
@@ -194,7 +204,9 @@ pub fn load_or_create_in(home: &Path, kind: TokenKind, vault: &TokenVault) -> Re
     if let TokenVault::Store { store, account, .. } = vault {
         match store_load_or_create(store.as_ref(), account, &path) {
             Ok(t) => return Ok(t),
-            Err(e) => tracing::warn!(error = %e, "the key store failed; using the token file {}", path.display()),
+            Err(e) => {
+                tracing::warn!(error = %e, "the key store failed; using the token file {}", path.display())
+            }
         }
     }
     codex_free_core::home::with_lock(&path, || {
@@ -224,7 +236,10 @@ fn store_load_or_create(store: &dyn SecretStore, account: &str, legacy: &Path) -
     }
     if legacy.exists() {
         std::fs::remove_file(legacy).ctx(|| format!("removing {}", legacy.display()))?;
-        tracing::info!("moved the token from {} into the key store (account {account}); `codex-free token show` prints it", legacy.display());
+        tracing::info!(
+            "moved the token from {} into the key store (account {account}); `codex-free token show` prints it",
+            legacy.display()
+        );
     }
     Ok(Token(t))
 }
@@ -242,7 +257,10 @@ pub fn rotate_in(home: &Path, kind: TokenKind, vault: &TokenVault) -> Result<Tok
         TokenVault::Store { store, account, .. } => {
             store.set(account, &Secret::new(t.clone()))?;
             let marker = rotated_marker(home, kind);
-            codex_free_core::home::write_atomic(&marker, chrono::Utc::now().to_rfc3339().as_bytes())?;
+            codex_free_core::home::write_atomic(
+                &marker,
+                chrono::Utc::now().to_rfc3339().as_bytes(),
+            )?;
         }
         TokenVault::File(path) => {
             codex_free_core::home::with_lock(path, || write_private(path, &t))?;
@@ -738,15 +756,27 @@ mod tests {
         let vault = TokenVault::new(d.path(), TokenKind::Mcp, &keys);
         assert!(vault.describe().contains("test store") && !vault.describe().contains(old));
         let t = load_or_create_in(d.path(), TokenKind::Mcp, &vault).unwrap();
-        assert_eq!(t.expose(), old, "clients holding the old token keep working");
-        assert!(!token_path(d.path(), TokenKind::Mcp).exists(), "no clear copy left on disk");
+        assert_eq!(
+            t.expose(),
+            old,
+            "clients holding the old token keep working"
+        );
+        assert!(
+            !token_path(d.path(), TokenKind::Mcp).exists(),
+            "no clear copy left on disk"
+        );
         let account = token_account(d.path(), TokenKind::Mcp);
         assert_eq!(keys.store.get(&account).unwrap().unwrap().expose(), old);
         // Another state home gets its own account and token.
         let d2 = tempfile::tempdir().unwrap();
         assert_ne!(account, token_account(d2.path(), TokenKind::Mcp));
         let v2 = TokenVault::new(d2.path(), TokenKind::Mcp, &keys);
-        assert_ne!(load_or_create_in(d2.path(), TokenKind::Mcp, &v2).unwrap().expose(), old);
+        assert_ne!(
+            load_or_create_in(d2.path(), TokenKind::Mcp, &v2)
+                .unwrap()
+                .expose(),
+            old
+        );
         // Rotation reaches a live token through the marker file, not a store call per request.
         let live = LiveToken::load_in(d.path(), TokenKind::Mcp, vault.clone()).unwrap();
         assert_eq!(live.get().expose(), old);
@@ -754,10 +784,19 @@ mod tests {
         let new = rotate_in(d.path(), TokenKind::Mcp, &vault).unwrap();
         assert_ne!(new.expose(), old);
         assert_eq!(live.get().expose(), new.expose());
-        assert!(!std::fs::read_to_string(rotated_marker(d.path(), TokenKind::Mcp)).unwrap().contains(new.expose()));
+        assert!(
+            !std::fs::read_to_string(rotated_marker(d.path(), TokenKind::Mcp))
+                .unwrap()
+                .contains(new.expose())
+        );
         // The admin token is separate.
         let admin = TokenVault::new(d.path(), TokenKind::Admin, &keys);
-        assert_ne!(load_or_create_in(d.path(), TokenKind::Admin, &admin).unwrap().expose(), new.expose());
+        assert_ne!(
+            load_or_create_in(d.path(), TokenKind::Admin, &admin)
+                .unwrap()
+                .expose(),
+            new.expose()
+        );
     }
 
     #[test]
@@ -774,7 +813,9 @@ mod tests {
         };
         let t = load_or_create_in(d.path(), TokenKind::Mcp, &broken).unwrap();
         assert_eq!(
-            std::fs::read_to_string(token_path(d.path(), TokenKind::Mcp)).unwrap().trim(),
+            std::fs::read_to_string(token_path(d.path(), TokenKind::Mcp))
+                .unwrap()
+                .trim(),
             t.expose()
         );
     }
