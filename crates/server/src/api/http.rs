@@ -16,6 +16,7 @@
 //! | GET | `/api/usage.csv` | [`AgentUsageFilter`] as query | `text/csv` attachment, one request a line |
 //! | GET | `/api/usage/spend` | | [`AgentSpend`]: today's and this month's spend, agents + pipeline |
 //! | GET | `/api/memory` | | [`MemoryView`] |
+//! | GET | `/api/diagnostics` | | diagnostic text (JSON string; never a key or token) |
 //! | GET | `/api/memory/folders` | | [`MemoryFolders`] |
 //! | GET | `/api/memory/inspect` | `?folder=ID` | [`MemoryInspect`] (layers, lint findings) |
 //! | GET | `/api/memory/history` | `?folder=ID` | [`HistoryView`] |
@@ -41,7 +42,8 @@
 //! check on every state change; the MCP token does not open them. [`ui_router`] serves the
 //! built UI files (`ui/dist`, embedded in release builds, read from disk in debug builds)
 //! behind the same check; the page itself holds no token and its `fetch` calls ride on
-//! the session cookie. [`api_routes`] lists every route, for tests.
+//! the session cookie. [`api_routes`] lists every route, for tests; [`dispatch`] runs one
+//! request through the same router in process (the desktop window's single Tauri command).
 //!
 //! Invariant: handlers run service calls on a blocking thread (`spawn_blocking`), never on
 //! the async workers; no handler logs a request body (it may hold a key).
@@ -107,6 +109,29 @@ async fn json<T: Serialize + Send + 'static>(
     f: impl FnOnce() -> codex_free_core::Result<T> + Send + 'static,
 ) -> Result<Json<T>, Fail> {
     blocking(f).await.map(Json)
+}
+
+/// A CSV download: the text of `f` as `text/csv` with `disposition` (a static
+/// `attachment; filename="…"`).
+async fn csv(
+    f: impl FnOnce() -> codex_free_core::Result<String> + Send + 'static,
+    disposition: &'static str,
+) -> Result<Response, Fail> {
+    let text = blocking(f).await?;
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/csv; charset=utf-8"),
+            ),
+            (
+                header::CONTENT_DISPOSITION,
+                HeaderValue::from_static(disposition),
+            ),
+        ],
+        text,
+    )
+        .into_response())
 }
 
 /// One `/api` route: its method and path pattern (`{provider}` is a path parameter).
@@ -216,21 +241,11 @@ fn table() -> Table {
     )
     .get(
         "/api/runs.csv",
-        |State(s): State<Svc>, Query(f): Query<RunFilter>| async move {
-            let text = blocking(move || s.runs_csv(&f)).await?;
-            Ok::<_, Fail>((
-                [
-                    (
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("text/csv; charset=utf-8"),
-                    ),
-                    (
-                        header::CONTENT_DISPOSITION,
-                        HeaderValue::from_static("attachment; filename=\"codex-free-usage.csv\""),
-                    ),
-                ],
-                text,
-            ))
+        |State(s): State<Svc>, Query(f): Query<RunFilter>| {
+            csv(
+                move || s.runs_csv(&f),
+                "attachment; filename=\"codex-free-usage.csv\"",
+            )
         },
     )
     .get(
@@ -239,23 +254,11 @@ fn table() -> Table {
     )
     .get(
         "/api/usage.csv",
-        |State(s): State<Svc>, Query(f): Query<AgentUsageFilter>| async move {
-            let text = blocking(move || s.agent_usage_csv(&f)).await?;
-            Ok::<_, Fail>((
-                [
-                    (
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("text/csv; charset=utf-8"),
-                    ),
-                    (
-                        header::CONTENT_DISPOSITION,
-                        HeaderValue::from_static(
-                            "attachment; filename=\"codex-free-agent-usage.csv\"",
-                        ),
-                    ),
-                ],
-                text,
-            ))
+        |State(s): State<Svc>, Query(f): Query<AgentUsageFilter>| {
+            csv(
+                move || s.agent_usage_csv(&f),
+                "attachment; filename=\"codex-free-agent-usage.csv\"",
+            )
         },
     )
     .get("/api/usage/spend", |State(s): State<Svc>| {
