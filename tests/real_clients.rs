@@ -558,7 +558,7 @@ fn tool_ref(body: &Value, tool: &str) -> Option<(Option<String>, String)> {
 }
 
 /// With a model Codex has no metadata for, Codex cuts a result to about 10,000 bytes (head
-/// and tail). After `connect codex` its entry holds `output_token_limit` and the server
+/// and tail). After `connect codex` its config holds the top-level `tool_output_token_limit` and the server
 /// knows it: a 25,000-byte file comes back in one page and reaches the model whole.
 #[tokio::test]
 async fn codex_passes_a_whole_page_after_connect_raises_its_limit() {

@@ -269,8 +269,10 @@ pub(super) fn codex_set(
             &["command", "args", "env", "cwd"]
         }
     };
-    // Codex's own cut of this server's results (tokens), raised to fit our pages.
-    want.push(("output_token_limit", (output_limit as i64).into()));
+    // Codex 0.171 ignores a per-server `output_token_limit` (and warns about it on every
+    // run); its cut is the top-level `tool_output_token_limit`, raised below. An entry an
+    // earlier connect wrote loses the key.
+    tb.remove("output_token_limit");
     for k in drop {
         tb.remove(k);
     }

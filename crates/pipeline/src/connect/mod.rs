@@ -49,14 +49,14 @@ pub use files::{BLOCK_BEGIN, BLOCK_END};
 
 /// Environment variable `connect codex` sets in the stdio registration: the number of
 /// tokens of a result Codex passes to the model whole for this server (the
-/// `output_token_limit` written beside it); the server sizes its pages for it.
+/// top-level `tool_output_token_limit` it raises); the server sizes its pages for it.
 pub const CLIENT_OUTPUT_TOKENS_ENV: &str = "CODEX_FREE_CLIENT_OUTPUT_TOKENS";
 
-/// Headroom of the `output_token_limit` written into Codex's entry over our own ceiling,
+/// Headroom of the `tool_output_token_limit` written into Codex's config over our own ceiling,
 /// in percent: our ceiling counts a token as 4 bytes, Codex may count code denser.
 pub const CODEX_LIMIT_HEADROOM_PCT: usize = 25;
 
-/// The `output_token_limit` `connect codex` writes for this server: our tool-output
+/// The `tool_output_token_limit` `connect codex` raises Codex's config to: our tool-output
 /// ceiling for Codex (`output.clients."codex-mcp-client"` when set, else
 /// `output.maxToolOutputTokens`) plus [`CODEX_LIMIT_HEADROOM_PCT`].
 pub fn codex_output_limit(cfg: &Config) -> usize {

@@ -525,7 +525,7 @@ fn codex_entry_raises_codex_output_limit_to_fit_our_pages() {
     let mut fx = fixture();
     let plan = plan_connect(&fx.t, Client::Codex, &Options::default(), &fx.cfg).unwrap();
     assert!(
-        plan.diff().contains("+output_token_limit = 12500"),
+        plan.diff().contains("+tool_output_token_limit = 12500"),
         "{}",
         plan.diff()
     );
@@ -534,7 +534,8 @@ fn codex_entry_raises_codex_output_limit_to_fit_our_pages() {
     let text = std::fs::read_to_string(&path).unwrap();
     let doc: toml_edit::DocumentMut = text.parse().unwrap();
     let entry = &doc["mcp_servers"]["codex_free"];
-    assert_eq!(entry["output_token_limit"].as_integer(), Some(12_500));
+    // Codex 0.171 ignores (and warns about) a per-server limit: none is written.
+    assert!(entry.get("output_token_limit").is_none(), "{text}");
     assert_eq!(doc["tool_output_token_limit"].as_integer(), Some(12_500));
     assert!(
         text.contains("\napproval_policy = \"on-request\"\ntool_output_token_limit = 12500 # raised by codex-free connect"),
@@ -557,8 +558,8 @@ fn codex_entry_raises_codex_output_limit_to_fit_our_pages() {
     apply(&fx.t, &plan).unwrap();
     let doc: toml_edit::DocumentMut = std::fs::read_to_string(&path).unwrap().parse().unwrap();
     assert_eq!(
-        doc["mcp_servers"]["codex_free"]["output_token_limit"].as_integer(),
-        Some(5_000)
+        doc["mcp_servers"]["codex_free"]["env"][CLIENT_OUTPUT_TOKENS_ENV].as_str(),
+        Some("5000")
     );
     let undo = plan_undo(&fx.t, Client::Codex).unwrap();
     apply(&fx.t, &undo).unwrap();

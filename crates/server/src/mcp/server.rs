@@ -241,7 +241,7 @@ pub struct Shared {
     pub changes: Option<codex_free_tools::changes::ChangeTracker>,
     /// Tokens of a result the client that spawned this process passes to the model whole,
     /// from `CODEX_FREE_CLIENT_OUTPUT_TOKENS` (set by `connect codex` beside the
-    /// `output_token_limit` it writes into Codex's entry); read once at start.
+    /// `tool_output_token_limit` it raises in Codex's config); read once at start.
     pub client_output_tokens: Option<usize>,
 }
 
