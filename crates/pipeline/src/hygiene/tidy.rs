@@ -469,6 +469,16 @@ fn push_line(sections: &mut [Section], n: usize, l: String, d: Dest, reason: &st
 
 /// Text of a destination made of `sections`' lines that satisfy `pick`, headings included.
 fn render_part(sections: &[Section], pick: &dyn Fn(&Dest) -> bool) -> String {
+    render_part_keeping(sections, pick, &|_| false)
+}
+
+/// [`render_part`], also keeping the headings `keep` names when nothing stays under them
+/// (the summary's required sections: a summary without them cannot be served).
+fn render_part_keeping(
+    sections: &[Section],
+    pick: &dyn Fn(&Dest) -> bool,
+    keep: &dyn Fn(&str) -> bool,
+) -> String {
     let mut out = String::new();
     for s in sections {
         let lines: Vec<&String> = s
@@ -477,7 +487,7 @@ fn render_part(sections: &[Section], pick: &dyn Fn(&Dest) -> bool) -> String {
             .filter(|x| pick(&x.2))
             .map(|x| &x.1)
             .collect();
-        if lines.is_empty() {
+        if lines.is_empty() && !s.heading.as_deref().is_some_and(|h| keep(h.trim())) {
             continue;
         }
         if let Some(h) = &s.heading {
@@ -485,7 +495,8 @@ fn render_part(sections: &[Section], pick: &dyn Fn(&Dest) -> bool) -> String {
                 out.push('\n');
             }
             out.push_str(h);
-            out.push_str("\n\n");
+            // A kept empty heading gets no blank line of its own (none at the end of file).
+            out.push_str(if lines.is_empty() { "\n" } else { "\n\n" });
         }
         for l in lines {
             out.push_str(l);
@@ -697,7 +708,10 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
     for t in outputs.values().chain(std::iter::once(&new_memory)) {
         placed.extend(t.lines().map(|l| l.trim().to_string()));
     }
-    let mut new_summary = sum_sections.as_ref().map(|secs| render_part(secs, &stay));
+    let required = |h: &str| crate::phase2::budget::SUMMARY_SECTIONS.contains(&h);
+    let mut new_summary = sum_sections
+        .as_ref()
+        .map(|secs| render_part_keeping(secs, &stay, &required));
     if let Some(s) = &new_summary {
         placed.extend(s.lines().map(|l| l.trim().to_string()));
     }
@@ -769,12 +783,14 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
             .map(|p| format!("{SUMMARY_MD}: {}", p.message)),
         );
     }
-    // The state home's summary is served to every new session: it must keep the served
-    // shape (tokens, structure) whatever the tidy does to it.
+    // The state home's summary is served to every new session: a tidy must not break its
+    // served shape (tokens, structure). A problem the summary already had is not the
+    // tidy's to refuse (phase 2's next run repairs or rescues it); one the tidy would
+    // introduce is.
     if is_state_home_folder(&opts.home, &dir)
         && let Some(s) = new_summary.as_deref().or(summary.as_deref())
     {
-        over_budget.extend(crate::phase2::gate::summary_shape_problems(s));
+        over_budget.extend(introduced_shape_problems(summary.as_deref(), s));
     }
     let before = LoadSize::of(&memory, summary.as_deref());
     let after = LoadSize::of(&new_memory, new_summary.as_deref());
@@ -789,6 +805,17 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         over_budget,
         originals,
     })
+}
+
+/// The served-shape problems of `after` that `before` (the summary as it was) did not have.
+fn introduced_shape_problems(before: Option<&str>, after: &str) -> Vec<String> {
+    let had = before
+        .map(crate::phase2::gate::summary_shape_problems)
+        .unwrap_or_default();
+    crate::phase2::gate::summary_shape_problems(after)
+        .into_iter()
+        .filter(|p| !had.contains(p))
+        .collect()
 }
 
 fn clone_section(s: &Section) -> Section {
@@ -1238,7 +1265,10 @@ fn write_and_verify(
                 .transpose()?,
         };
         if let Some(s) = served {
-            budget_problems.extend(crate::phase2::gate::summary_shape_problems(&s));
+            budget_problems.extend(introduced_shape_problems(
+                plan.originals.get(SUMMARY_MD).map(String::as_str),
+                &s,
+            ));
         }
     }
     // The memory folder's write gate: nothing a tidy writes may carry a credential.
