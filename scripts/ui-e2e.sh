@@ -6,6 +6,7 @@
 # gnome-keyring (so keys go to a real Secret Service), runs the tests, and saves one
 # screenshot per page to docs/screenshots/. Also runs the keyring unit test against that
 # real Secret Service. Usage: scripts/ui-e2e.sh   (after scripts/install-deps.sh)
+# E2E_FILTER="memory page" runs only the main suite's tests whose names match.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -96,7 +97,7 @@ dbus-run-session -- bash -euo pipefail -c '
   [ -n "$UI_URL" ] && [ -n "$MCP_TOKEN" ] || { cat "$OUT" "$CODEX_FREE_HOME/../server.err"; exit 1; }
   curl -fsS "${UI_URL%%/login*}/health" >/dev/null
   echo "== browser tests against $(echo "$UI_URL" | sed "s/code=.*/code=…/")"
-  node --test --test-reporter=spec "$ROOT/tests/ui/"
+  node --test --test-reporter=spec ${E2E_FILTER:+--test-name-pattern="$E2E_FILTER"} "$ROOT/tests/ui/"
 '
 echo "== screenshots in $SHOTS"
 ls "$SHOTS"

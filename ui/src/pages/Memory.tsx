@@ -256,11 +256,15 @@ function FolderTools({ folder, onChange }: { folder: string; onChange: () => voi
 export function Memory() {
   const folders = useLoad((a) => a.memoryFolders());
   const [folder, setFolder] = useState("home");
+  // A change made in one card reloads the others, never itself: a card that remounted
+  // would lose the message saying what it just did.
   const [tick, setTick] = useState(0);
+  const [reviewTick, setReviewTick] = useState(0);
   const changed = () => setTick((n) => n + 1);
+  const reviewed = () => setReviewTick((n) => n + 1);
   return (
     <div class="grid">
-      <ReviewQueue key={`review-${tick}`} onChange={changed} />
+      <ReviewQueue key={`review-${tick}`} onChange={reviewed} />
       <div>
         <label>
           Memory folder{" "}
@@ -273,8 +277,8 @@ export function Memory() {
           </select>
         </label>
       </div>
-      <FolderTools key={folder} folder={folder} onChange={changed} />
-      <MemoryFilesAndProjects key={`files-${tick}`} />
+      <FolderTools key={`${folder}-${reviewTick}`} folder={folder} onChange={changed} />
+      <MemoryFilesAndProjects key={`files-${tick}-${reviewTick}`} />
     </div>
   );
 }
