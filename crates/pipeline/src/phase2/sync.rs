@@ -577,13 +577,40 @@ pub fn integrate(folder: &MemoryFolder, home: &Path, machine: &str) -> Result<Pu
 /// Errors: as [`fetch`] and [`integrate`].
 pub async fn pull(folder: &MemoryFolder, home: &Path, url: &str) -> Result<Pulled> {
     let machine = machine_id(home)?;
+    let before = folder.head()?;
     let r = async {
         fetch(folder.root(), url).await?;
-        integrate(folder, home, &machine)
+        let pulled = integrate(folder, home, &machine)?;
+        // What a remote brings is a write into the memory folder like any other: it must
+        // pass the same write gate, or the folder goes back to where it was.
+        if matches!(pulled, Pulled::FastForward { .. } | Pulled::Merged { .. }) {
+            let problems = super::gate::check_folder(folder, &super::budget::ArtifactBudget::default());
+            if !problems.is_empty() {
+                restore_head(folder, before)?;
+                clear_reconcile(home)?;
+                return Err(Error::Budget(format!(
+                    "the sync remote's memory fails the write gate, not taken (the folder stays as it was): {}",
+                    problems.join("; ")
+                )));
+            }
+        }
+        Ok(pulled)
     }
     .await;
     record(home, r.as_ref().err(), false);
     r
+}
+
+/// Put the folder's branch, index and files back at `to` (the HEAD before a pull).
+fn restore_head(folder: &MemoryFolder, to: Option<Oid>) -> Result<()> {
+    let Some(to) = to else {
+        return Ok(());
+    };
+    let repo = Repository::open(folder.root()).map_err(git_err("open"))?;
+    let commit = repo.find_object(to, None).map_err(git_err("restore"))?;
+    repo.reset(&commit, git2::ResetType::Hard, None)
+        .map_err(git_err("restore"))?;
+    Ok(())
 }
 
 /// Push when local commits are ahead; the error is recorded, the local commits stay.
