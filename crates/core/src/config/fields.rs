@@ -516,9 +516,18 @@ fn ip_or_localhost(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// A JSON object's entries by key, so that errors come in one order whether or not serde_json
+/// keeps insertion order (its `preserve_order` feature depends on which crates are built
+/// together: a test of this crate alone and a workspace build disagreed).
+fn sorted(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<_> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
+}
+
 fn providers(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     let Some(map) = v.as_object() else { return };
-    for (name, p) in map {
+    for (name, p) in sorted(map) {
         let str_of = |k: &str| p.get(k).and_then(Value::as_str);
         let mut one = |k: &str, code, msg: String| {
             let value = p.get(k).cloned().unwrap_or(Value::Null);
@@ -577,7 +586,7 @@ pub const CLIENT_OUTPUT_KEYS: &[&str] = &[
 
 fn client_output(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     let Some(map) = v.as_object() else { return };
-    for (name, entry) in map {
+    for (name, entry) in sorted(map) {
         let path = format!("{key}.{name}");
         if name.trim().is_empty() {
             errors.push(FieldError::new(
@@ -596,7 +605,7 @@ fn client_output(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
             ));
             continue;
         };
-        for (k, x) in o {
+        for (k, x) in sorted(o) {
             let Some(top) = CLIENT_OUTPUT_KEYS
                 .contains(&k.as_str())
                 .then(|| field(&format!("output.{k}")))
@@ -632,7 +641,7 @@ fn client_output(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
 
 fn prices(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     let Some(map) = v.as_object() else { return };
-    for (model, p) in map {
+    for (model, p) in sorted(map) {
         let price_ok = |k: &str, required: bool| match p.get(k) {
             None | Some(Value::Null) => !required,
             Some(x) => x.as_f64().is_some_and(|n| n.is_finite() && n >= 0.0),
