@@ -582,9 +582,16 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
         Some(w) => eprintln!("codex-free: WARNING: {w}"),
         None => tracing::info!("command sandbox: {}", sandbox.summary),
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    // Over stdio one client talks to this process and its calls are answered one by one:
+    // a single worker thread serves it without waking a second worker for every spawned
+    // task (measured: cross-thread wake-ups were most of the CPU per call). Blocking tool
+    // work still runs on the blocking pool; HTTP serves many sessions and keeps one worker
+    // per core.
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if args.stdio {
+        rt.worker_threads(1);
+    }
+    let rt = rt.enable_all().build()?;
     let signals = {
         let _guard = rt.enter();
         app::ShutdownSignals::install()

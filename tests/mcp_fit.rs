@@ -597,6 +597,21 @@ async fn tools_list_offers_project_selection_only_with_an_access_root() {
         size(&multi)
     );
     assert!(size(&one) < size(&multi));
+    // The wire schemas carry what a model needs and nothing of the Rust types behind them.
+    let wire = serde_json::to_string(&one).unwrap();
+    for waste in [
+        "$schema",
+        "\"null\"",
+        "\"uint64\"",
+        "\"uint\"",
+        "\"default\":null",
+    ] {
+        assert!(!wire.contains(waste), "tools/list still carries {waste}");
+    }
+    let exec = one.iter().find(|t| t.name == "exec_command").unwrap();
+    let props = exec.input_schema["properties"].as_object().unwrap();
+    assert_eq!(props["timeout_ms"]["type"], "integer");
+    assert_eq!(exec.input_schema["required"], serde_json::json!(["cmd"]));
 }
 
 /// Counts `notifications/resources/list_changed`.

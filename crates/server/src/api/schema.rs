@@ -266,7 +266,10 @@ mod tests {
             &mut keys,
         );
         let missing: Vec<_> = keys.iter().filter(|k| fields::field(k).is_none()).collect();
-        assert!(missing.is_empty(), "config keys without a table entry: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "config keys without a table entry: {missing:?}"
+        );
         // The keys edited only in the file, named here so that a new one is a decision:
         // maps, the fixed version, and the sync remote (where the memory is pushed to,
         // kept out of the HTTP API's reach on purpose).

@@ -15,6 +15,7 @@ mod instructions;
 mod memories_tools;
 mod memory_tools;
 mod resources;
+mod schema;
 pub mod server;
 pub mod stdio;
 mod tools_exec;

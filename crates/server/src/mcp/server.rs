@@ -606,10 +606,12 @@ impl CodexFree {
     }
 
     /// Append one line to the audit trail (`<home>/audit/audit.jsonl`, see
-    /// [`codex_free_core::audit`]) when `audit.enabled`: shapes and sizes only. Runs on a
-    /// blocking thread (the append takes a cross-process lock); failures are logged, never
-    /// raised, so a full disk does not turn every tool call into an error.
-    async fn audit(&self, call: AuditCall<'_>) {
+    /// [`codex_free_core::audit`]) when `audit.enabled`: shapes and sizes only. Runs on
+    /// the calling worker: one short append under a cross-process lock held only for that
+    /// append, cheaper than handing it to a blocking thread (a hand-off per call was
+    /// measured as most of the server's CPU per call). Failures are logged, never raised, so
+    /// a full disk does not turn every tool call into an error.
+    fn audit(&self, call: AuditCall<'_>) {
         let cfg = self.shared.config.get().audit;
         if !cfg.enabled {
             return;
@@ -660,14 +662,8 @@ impl CodexFree {
             sandbox: None,
         };
         let log = codex_free_core::audit::AuditLog::new(&self.shared.home);
-        let r = tokio::task::spawn_blocking(move || {
-            log.append(&entry, cfg.max_file_bytes, cfg.keep_files)
-        })
-        .await;
-        match r {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!("audit line not written: {e}"),
-            Err(e) => tracing::warn!("audit line not written: {e}"),
+        if let Err(e) = log.append(&entry, cfg.max_file_bytes, cfg.keep_files) {
+            tracing::warn!("audit line not written: {e}");
         }
     }
 
@@ -889,8 +885,7 @@ impl ServerHandler for CodexFree {
             args_bytes: args.len() as u64,
             started,
             out: &out,
-        })
-        .await;
+        });
         if let Ok(r) = &out {
             self.record(&conversation, &tool, &args, r);
         }
@@ -902,7 +897,11 @@ impl ServerHandler for CodexFree {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, rmcp::ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
+        let mut tools = self.tool_router.list_all();
+        for t in &mut tools {
+            crate::mcp::schema::trim(std::sync::Arc::make_mut(&mut t.input_schema));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn list_resources(
