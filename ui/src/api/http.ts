@@ -6,30 +6,8 @@
 
 import { ApiFailure, cleanFilter, toFailure } from "./contract";
 import type { Api, Autostart, ConfigPatch } from "./contract";
-import type {
-  ActionResult,
-  ConfigSaveResult,
-  ConfigView,
-  ConnectionTest,
-  ConnectPlanView,
-  ConnectView,
-  KeyStatus,
-  MemoryView,
-  CommitDiff,
-  HistoryView,
-  MemoryFolders,
-  MemoryInspect,
-  ReviewView,
-  TidyPlanView,
-  ModelsView,
-  RefusalsView,
-  RunFilter,
-  RunsView,
-  AgentSpend,
-  AgentUsageFilter,
-  AgentUsageView,
-  Status,
-} from "./types";
+// Wire types by namespace: the list of names lives once, in the Api contract.
+import type * as W from "./types";
 
 type Fetch = typeof fetch;
 
@@ -85,53 +63,53 @@ export class HttpApi implements Api {
     return s ? `?${s}` : "";
   }
 
-  status() { return this.call<Status>("GET", "/api/status"); }
-  getConfig() { return this.call<ConfigView>("GET", "/api/config"); }
-  validateConfig(patch: ConfigPatch) { return this.call<ConfigSaveResult>("POST", "/api/config/validate", patch); }
-  saveConfig(patch: ConfigPatch) { return this.call<ConfigSaveResult>("PUT", "/api/config", patch, true); }
-  models() { return this.call<ModelsView>("GET", "/api/models"); }
+  status() { return this.call<W.Status>("GET", "/api/status"); }
+  getConfig() { return this.call<W.ConfigView>("GET", "/api/config"); }
+  validateConfig(patch: ConfigPatch) { return this.call<W.ConfigSaveResult>("POST", "/api/config/validate", patch); }
+  saveConfig(patch: ConfigPatch) { return this.call<W.ConfigSaveResult>("PUT", "/api/config", patch, true); }
+  models() { return this.call<W.ModelsView>("GET", "/api/models"); }
   setKey(provider: string, key: string) {
-    return this.call<KeyStatus>("PUT", `/api/keys/${encodeURIComponent(provider)}`, { key });
+    return this.call<W.KeyStatus>("PUT", `/api/keys/${encodeURIComponent(provider)}`, { key });
   }
-  deleteKey(provider: string) { return this.call<KeyStatus>("DELETE", `/api/keys/${encodeURIComponent(provider)}`); }
+  deleteKey(provider: string) { return this.call<W.KeyStatus>("DELETE", `/api/keys/${encodeURIComponent(provider)}`); }
   testConnection(provider: string) {
-    return this.call<ConnectionTest>("POST", `/api/keys/${encodeURIComponent(provider)}/test`);
+    return this.call<W.ConnectionTest>("POST", `/api/keys/${encodeURIComponent(provider)}/test`);
   }
-  runs(filter: RunFilter) { return this.call<RunsView>("GET", `/api/runs${this.query(filter)}`); }
-  async runsCsv(filter: RunFilter): Promise<string> {
+  runs(filter: W.RunFilter) { return this.call<W.RunsView>("GET", `/api/runs${this.query(filter)}`); }
+  async runsCsv(filter: W.RunFilter): Promise<string> {
     const res = await this.send("GET", `/api/runs.csv${this.query(filter)}`, undefined, false, "text/csv");
     return res.text();
   }
-  agentUsage(filter: AgentUsageFilter) { return this.call<AgentUsageView>("GET", `/api/usage${this.query(filter)}`); }
-  async agentUsageCsv(filter: AgentUsageFilter): Promise<string> {
+  agentUsage(filter: W.AgentUsageFilter) { return this.call<W.AgentUsageView>("GET", `/api/usage${this.query(filter)}`); }
+  async agentUsageCsv(filter: W.AgentUsageFilter): Promise<string> {
     const res = await this.send("GET", `/api/usage.csv${this.query(filter)}`, undefined, false, "text/csv");
     return res.text();
   }
-  agentSpend() { return this.call<AgentSpend>("GET", "/api/usage/spend"); }
-  memory() { return this.call<MemoryView>("GET", "/api/memory"); }
-  memoryFolders() { return this.call<MemoryFolders>("GET", "/api/memory/folders"); }
-  memoryInspect(folder: string) { return this.call<MemoryInspect>("GET", `/api/memory/inspect?folder=${encodeURIComponent(folder)}`); }
-  memoryHistory(folder: string) { return this.call<HistoryView>("GET", `/api/memory/history?folder=${encodeURIComponent(folder)}`); }
+  agentSpend() { return this.call<W.AgentSpend>("GET", "/api/usage/spend"); }
+  memory() { return this.call<W.MemoryView>("GET", "/api/memory"); }
+  memoryFolders() { return this.call<W.MemoryFolders>("GET", "/api/memory/folders"); }
+  memoryInspect(folder: string) { return this.call<W.MemoryInspect>("GET", `/api/memory/inspect?folder=${encodeURIComponent(folder)}`); }
+  memoryHistory(folder: string) { return this.call<W.HistoryView>("GET", `/api/memory/history?folder=${encodeURIComponent(folder)}`); }
   memoryCommit(folder: string, rev: string) {
-    return this.call<CommitDiff>("GET", `/api/memory/commit?folder=${encodeURIComponent(folder)}&rev=${encodeURIComponent(rev)}`);
+    return this.call<W.CommitDiff>("GET", `/api/memory/commit?folder=${encodeURIComponent(folder)}&rev=${encodeURIComponent(rev)}`);
   }
-  memoryRollback(folder: string, rev: string) { return this.call<ActionResult>("POST", "/api/memory/rollback", { folder, rev }); }
-  memoryTidyPlan(folder: string) { return this.call<TidyPlanView>("GET", `/api/memory/tidy?folder=${encodeURIComponent(folder)}`); }
-  memoryTidyApply(folder: string) { return this.call<ActionResult>("POST", "/api/memory/tidy", { folder, rev: null }); }
-  memoryReview() { return this.call<ReviewView>("GET", "/api/memory/review"); }
-  memoryReviewDecide(action: "accept" | "reject") { return this.call<ReviewView>("POST", `/api/memory/review/${action}`); }
-  refusals(limit = 20) { return this.call<RefusalsView>("GET", `/api/audit/refusals?limit=${limit}`); }
-  pipelineRun() { return this.call<ActionResult>("POST", "/api/pipeline/run"); }
-  pipelinePause() { return this.call<ActionResult>("POST", "/api/pipeline/pause"); }
-  pipelineResume() { return this.call<ActionResult>("POST", "/api/pipeline/resume"); }
-  serverStart() { return this.call<ActionResult>("POST", "/api/server/start"); }
-  serverStop() { return this.call<ActionResult>("POST", "/api/server/stop"); }
-  connectView() { return this.call<ConnectView>("GET", "/api/connect"); }
+  memoryRollback(folder: string, rev: string) { return this.call<W.ActionResult>("POST", "/api/memory/rollback", { folder, rev }); }
+  memoryTidyPlan(folder: string) { return this.call<W.TidyPlanView>("GET", `/api/memory/tidy?folder=${encodeURIComponent(folder)}`); }
+  memoryTidyApply(folder: string) { return this.call<W.ActionResult>("POST", "/api/memory/tidy", { folder, rev: null }); }
+  memoryReview() { return this.call<W.ReviewView>("GET", "/api/memory/review"); }
+  memoryReviewDecide(action: "accept" | "reject") { return this.call<W.ReviewView>("POST", `/api/memory/review/${action}`); }
+  refusals(limit = 20) { return this.call<W.RefusalsView>("GET", `/api/audit/refusals?limit=${limit}`); }
+  pipelineRun() { return this.call<W.ActionResult>("POST", "/api/pipeline/run"); }
+  pipelinePause() { return this.call<W.ActionResult>("POST", "/api/pipeline/pause"); }
+  pipelineResume() { return this.call<W.ActionResult>("POST", "/api/pipeline/resume"); }
+  serverStart() { return this.call<W.ActionResult>("POST", "/api/server/start"); }
+  serverStop() { return this.call<W.ActionResult>("POST", "/api/server/stop"); }
+  connectView() { return this.call<W.ConnectView>("GET", "/api/connect"); }
   connectPreview(client: string, undo: boolean) {
-    return this.call<ConnectPlanView>("GET", `/api/connect/${encodeURIComponent(client)}/preview${undo ? "?undo=true" : ""}`);
+    return this.call<W.ConnectPlanView>("GET", `/api/connect/${encodeURIComponent(client)}/preview${undo ? "?undo=true" : ""}`);
   }
   connectApply(client: string, undo: boolean, digest?: string) {
-    return this.call<ConnectPlanView>("POST", `/api/connect/${encodeURIComponent(client)}`, { undo, digest: digest ?? null });
+    return this.call<W.ConnectPlanView>("POST", `/api/connect/${encodeURIComponent(client)}`, { undo, digest: digest ?? null });
   }
   diagnostics() { return this.call<string>("GET", "/api/diagnostics"); }
   /** The headless server cannot register itself to start at login. */

@@ -1,18 +1,13 @@
 import { useState } from "preact/hooks";
-import { api, toFailure } from "../api";
+import { api } from "../api";
 import type { ApiFailure, RunFilter, RunRow, UsageTotals } from "../api";
 import { useLoad } from "../hooks";
 import { Badge, Card, ErrorBox } from "../components/ui";
 import { DailyCostChart } from "../components/Chart";
+import { ChoiceFilter, CsvButton, DateRange } from "../components/Filters";
 import { formatDuration, formatInt, formatTime, formatTokens, formatUsd } from "../format";
 
 type Period = "daily" | "weekly" | "monthly";
-
-function dateToMs(s: string, endOfDay = false): number | null {
-  if (!s) return null;
-  const t = Date.parse(`${s}T00:00:00Z`);
-  return Number.isNaN(t) ? null : t + (endOfDay ? 86_400_000 : 0);
-}
 
 function TotalsRow({ t, testid }: { t: UsageTotals; testid?: string }) {
   return (
@@ -82,79 +77,21 @@ function RunLine({ r }: { r: RunRow }) {
 
 export function Runs() {
   const [filter, setFilter] = useState<RunFilter>({ since_ms: null, until_ms: null, phase: null, model: null, outcome: null });
-  const [since, setSince] = useState("");
-  const [until, setUntil] = useState("");
   const [period, setPeriod] = useState<Period>("daily");
   const [csvErr, setCsvErr] = useState<ApiFailure | null>(null);
   const { data, error } = useLoad((a) => a.runs(filter), [JSON.stringify(filter)]);
   const set = (k: keyof RunFilter, v: string) => setFilter({ ...filter, [k]: v || null });
 
-  const exportCsv = async () => {
-    try {
-      const text = await (await api()).runsCsv(filter);
-      const url = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
-      const a = document.createElement("a");
-      a.href = url;
-      a.download = "codex-free-usage.csv";
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(url), 1000);
-    } catch (e) {
-      setCsvErr(toFailure(e));
-    }
-  };
 
   return (
     <div class="grid">
       <ErrorBox error={error ?? csvErr} />
       <div class="filters" data-testid="filters">
-        <label>
-          Phase
-          <select value={filter.phase ?? ""} onChange={(e) => set("phase", (e.target as HTMLSelectElement).value)} data-testid="filter-phase">
-            <option value="">any</option>
-            {data?.phases.map((p) => <option key={p} value={p}>{p}</option>)}
-          </select>
-        </label>
-        <label>
-          Model
-          <select value={filter.model ?? ""} onChange={(e) => set("model", (e.target as HTMLSelectElement).value)} data-testid="filter-model">
-            <option value="">any</option>
-            {data?.models.map((p) => <option key={p} value={p}>{p}</option>)}
-          </select>
-        </label>
-        <label>
-          Outcome
-          <select value={filter.outcome ?? ""} onChange={(e) => set("outcome", (e.target as HTMLSelectElement).value)} data-testid="filter-outcome">
-            <option value="">any</option>
-            {data?.outcomes.map((p) => <option key={p} value={p}>{p}</option>)}
-          </select>
-        </label>
-        <label>
-          From (UTC)
-          <input
-            type="date"
-            value={since}
-            onChange={(e) => {
-              const v = (e.target as HTMLInputElement).value;
-              setSince(v);
-              setFilter({ ...filter, since_ms: dateToMs(v) });
-            }}
-          />
-        </label>
-        <label>
-          To (UTC)
-          <input
-            type="date"
-            value={until}
-            onChange={(e) => {
-              const v = (e.target as HTMLInputElement).value;
-              setUntil(v);
-              setFilter({ ...filter, until_ms: dateToMs(v, true) });
-            }}
-          />
-        </label>
-        <button onClick={() => void exportCsv()} data-testid="export-csv">
-          Export CSV
-        </button>
+        <ChoiceFilter label="Phase" value={filter.phase} options={data?.phases} onChange={(v) => set("phase", v)} testid="filter-phase" />
+        <ChoiceFilter label="Model" value={filter.model} options={data?.models} onChange={(v) => set("model", v)} testid="filter-model" />
+        <ChoiceFilter label="Outcome" value={filter.outcome} options={data?.outcomes} onChange={(v) => set("outcome", v)} testid="filter-outcome" />
+        <DateRange onChange={(since_ms, until_ms) => setFilter({ ...filter, since_ms, until_ms })} />
+        <CsvButton fetch={async () => (await api()).runsCsv(filter)} filename="codex-free-usage.csv" testid="export-csv" onError={setCsvErr} />
       </div>
       {data && (
         <>

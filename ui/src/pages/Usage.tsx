@@ -2,22 +2,17 @@
 // used and cost, from the same rows and report code as `codex-free usage ... --json`.
 // Unknown prices are shown as "price unknown" with their token counts, never as $0.
 import { useEffect, useState } from "preact/hooks";
-import { api, toFailure } from "../api";
+import { api } from "../api";
 import type { AgentTotals, AgentUsageBucket, AgentUsageFilter, ApiFailure, KeyedTotals } from "../api";
 import { useLoad } from "../hooks";
 import { Card, ErrorBox } from "../components/ui";
+import { ChoiceFilter, CsvButton, DateRange } from "../components/Filters";
 import { formatInt, formatPercent, formatTime, formatTokens, formatUsd } from "../format";
 
 type Gran = "day" | "week" | "month";
 type Split = "agent" | "model";
 
 const COLORS = ["#2563eb", "#d97706", "#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#dc2626", "#475569"];
-
-function dateToMs(s: string, endOfDay = false): number | null {
-  if (!s) return null;
-  const t = Date.parse(`${s}T00:00:00Z`);
-  return Number.isNaN(t) ? null : t + (endOfDay ? 86_400_000 : 0);
-}
 
 /** "$1.23", "price unknown", or "$1.23 + 4 unpriced". */
 export function costCell(t: AgentTotals): string {
@@ -104,27 +99,12 @@ function TotalsLine({ label, t, testid }: { label: string; t: AgentTotals; testi
 
 export function Usage() {
   const [filter, setFilter] = useState<AgentUsageFilter>({ since_ms: null, until_ms: null, agent: null, model: null, granularity: "day" });
-  const [since, setSince] = useState("");
-  const [until, setUntil] = useState("");
   const [split, setSplit] = useState<Split>("agent");
   const [csvErr, setCsvErr] = useState<ApiFailure | null>(null);
   const { data, error } = useLoad((a) => a.agentUsage(filter), [JSON.stringify(filter)]);
   const set = (k: keyof AgentUsageFilter, v: string) => setFilter({ ...filter, [k]: v || null });
   const gran = (filter.granularity ?? "day") as Gran;
 
-  const exportCsv = async () => {
-    try {
-      const text = await (await api()).agentUsageCsv(filter);
-      const url = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
-      const a = document.createElement("a");
-      a.href = url;
-      a.download = "codex-free-agent-usage.csv";
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(url), 1000);
-    } catch (e) {
-      setCsvErr(toFailure(e));
-    }
-  };
 
   return (
     <div class="grid">
@@ -135,48 +115,10 @@ export function Usage() {
         </div>
       )}
       <div class="filters" data-testid="usage-filters">
-        <label>
-          Agent
-          <select value={filter.agent ?? ""} onChange={(e) => set("agent", (e.target as HTMLSelectElement).value)} data-testid="usage-filter-agent">
-            <option value="">any</option>
-            {data?.agents.map((p) => <option key={p} value={p}>{p}</option>)}
-          </select>
-        </label>
-        <label>
-          Model
-          <select value={filter.model ?? ""} onChange={(e) => set("model", (e.target as HTMLSelectElement).value)} data-testid="usage-filter-model">
-            <option value="">any</option>
-            {data?.models.map((p) => <option key={p} value={p}>{p}</option>)}
-          </select>
-        </label>
-        <label>
-          From (UTC)
-          <input
-            type="date"
-            value={since}
-            data-testid="usage-since"
-            onChange={(e) => {
-              const v = (e.target as HTMLInputElement).value;
-              setSince(v);
-              setFilter({ ...filter, since_ms: dateToMs(v) });
-            }}
-          />
-        </label>
-        <label>
-          To (UTC)
-          <input
-            type="date"
-            value={until}
-            onChange={(e) => {
-              const v = (e.target as HTMLInputElement).value;
-              setUntil(v);
-              setFilter({ ...filter, until_ms: dateToMs(v, true) });
-            }}
-          />
-        </label>
-        <button onClick={() => void exportCsv()} data-testid="usage-export-csv">
-          Export CSV
-        </button>
+        <ChoiceFilter label="Agent" value={filter.agent} options={data?.agents} onChange={(v) => set("agent", v)} testid="usage-filter-agent" />
+        <ChoiceFilter label="Model" value={filter.model} options={data?.models} onChange={(v) => set("model", v)} testid="usage-filter-model" />
+        <DateRange onChange={(since_ms, until_ms) => setFilter({ ...filter, since_ms, until_ms })} sinceTestid="usage-since" />
+        <CsvButton fetch={async () => (await api()).agentUsageCsv(filter)} filename="codex-free-agent-usage.csv" testid="usage-export-csv" onError={setCsvErr} />
       </div>
       {data && (
         <>
