@@ -179,7 +179,9 @@ impl Homes {
         std::fs::create_dir_all(state.join("memories")).unwrap();
         std::fs::write(
             state.join("memories/memory_summary.md"),
-            "# Memory\n\n- The release checklist lives in docs/RELEASE.md (codeword: periwinkle).\n",
+            // In the shape the memory checks require, so the pipeline a started server runs
+            // keeps it (a summary that fails them is moved to a rescue ref at its first pass).
+            "v1\n## User Profile\n- The release checklist lives in docs/RELEASE.md (codeword: periwinkle).\n## User preferences\n\n## General Tips\n\n## What's in Memory\n",
         )
         .unwrap();
         Self { dir, state }
@@ -392,7 +394,8 @@ async fn the_codex_registration_starts_a_working_server() {
             .as_deref()
             .unwrap_or("")
             .contains("periwinkle"),
-        "the server uses the same state home"
+        "the server uses the same state home: {:?}",
+        info.instructions
     );
     client.cancel().await.unwrap();
 }

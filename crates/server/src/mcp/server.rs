@@ -225,6 +225,8 @@ pub struct Shared {
     pub exec: codex_free_tools::exec::ExecSessions,
     /// Last activity per client (conversation or MCP session), for the dashboard's count.
     pub clients: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// The audit trail's appender, its file kept open between tool calls.
+    pub audit: codex_free_core::audit::AuditWriter,
     /// Open MCP transcript writers by transcript key (see [`CodexFree::record`]).
     pub transcripts: std::sync::Mutex<
         std::collections::HashMap<String, Arc<codex_free_pipeline::sources::mcp::TranscriptWriter>>,
@@ -368,6 +370,7 @@ impl CodexFree {
             follow_roots,
             roots_ready: tokio::sync::watch::Sender::new(!follow_roots),
             jail,
+            audit: codex_free_core::audit::AuditWriter::new(&opts.home),
             home: opts.home,
             config,
             exec: codex_free_tools::exec::ExecSessions::new()
@@ -661,8 +664,11 @@ impl CodexFree {
             error,
             sandbox: None,
         };
-        let log = codex_free_core::audit::AuditLog::new(&self.shared.home);
-        if let Err(e) = log.append(&entry, cfg.max_file_bytes, cfg.keep_files) {
+        if let Err(e) = self
+            .shared
+            .audit
+            .append(&entry, cfg.max_file_bytes, cfg.keep_files)
+        {
             tracing::warn!("audit line not written: {e}");
         }
     }
