@@ -365,6 +365,7 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 &home,
                 config.memories.sync.remote.as_deref(),
                 running,
+                &codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories),
             ));
             match r {
                 Ok(report) if json => println!("{}", serde_json::to_string_pretty(&report)?),

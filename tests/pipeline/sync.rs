@@ -487,6 +487,7 @@ async fn a_refusing_remote_and_injected_urls_lose_nothing() {
         &folder,
         &a.home,
         &format!("--upload-pack=touch {}", pwned.display()),
+        &codex_free_pipeline::phase2::budget::ArtifactBudget::default(),
     )
     .await
     .unwrap_err();
@@ -496,6 +497,107 @@ async fn a_refusing_remote_and_injected_urls_lose_nothing() {
     let e =
         Config::parse(&json!({"memories": {"sync": {"remote": "fd::3"}}}).to_string()).unwrap_err();
     assert!(e.to_string().contains("memories.sync.remote"), "{e}");
+}
+
+/// A remote someone else can push to is untrusted input: a planted key, a bloated
+/// MEMORY.md, or one over this user's own (lowered) budget is not taken by `memories sync`;
+/// the folder, its HEAD and the pending-reconcile state stay as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_planting_secrets_or_bloat_changes_nothing() {
+    let mock = Mock::default();
+    let base = start(mock.clone()).await;
+    let d = tempfile::tempdir().unwrap();
+    let url = bare(&d.path().join("shared.git"));
+    let a = Machine::new(d.path(), "a");
+    a.configure(&base, json!({"sync": {"remote": url}}));
+    a.extract(&["r-001"]).await;
+    ok(&a.run(&["memories", "consolidate", "--force"]));
+    let head = a.head().unwrap();
+    let memory = std::fs::read_to_string(a.folder().join("MEMORY.md")).unwrap();
+    let evil = d.path().join("evil");
+    git(&["clone", "-q", "--branch", "main", &url, evil.to_str().unwrap()]);
+    let key = format!("sk-proj-{}", "Q7xZ9kLm2PvR4tYw8NbC6dFh3JsG5".repeat(2));
+    let cases = [
+        (
+            "a planted key",
+            format!("{memory}- Deploy key: {key}\n"),
+            None,
+        ),
+        (
+            "a bloated MEMORY.md",
+            format!("{memory}{}", "- Old note about the build.\n".repeat(20_000)),
+            None,
+        ),
+        (
+            "over the user's own budget",
+            format!(
+                "{memory}{}",
+                (0..40)
+                    .map(|i| format!("- Rule {i}: keep it short.\n"))
+                    .collect::<String>()
+            ),
+            Some(memory.lines().count() + 10),
+        ),
+    ];
+    for (what, text, max_lines) in cases {
+        let mut extra = json!({"sync": {"remote": url}});
+        if let Some(n) = max_lines {
+            extra["memory_md_max_lines"] = json!(n);
+        }
+        a.configure(&base, extra);
+        std::fs::write(evil.join("MEMORY.md"), &text).unwrap();
+        git(&[
+            "-C",
+            evil.to_str().unwrap(),
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit",
+            "-q",
+            "-am",
+            what,
+        ]);
+        git(&["-C", evil.to_str().unwrap(), "push", "-q", "origin", "HEAD:main"]);
+        let worktree = || {
+            a.files()
+                .into_iter()
+                .map(|f| (std::fs::read(a.folder().join(&f)).unwrap(), f))
+                .collect::<Vec<_>>()
+        };
+        let before = worktree();
+        let o = a.run(&["memories", "sync"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{what}: the sync succeeded");
+        assert!(err.contains("write gate"), "{what}: {err}");
+        assert_eq!(a.head().unwrap(), head, "{what}: HEAD moved");
+        assert!(worktree() == before, "{what}: the folder changed");
+        let st = a.status();
+        assert_eq!(st["sync"]["reconcile_pending"], false, "{what}: {st}");
+        assert!(
+            !std::fs::read_to_string(a.folder().join("MEMORY.md"))
+                .unwrap()
+                .contains(&key)
+        );
+        // The attacker's commit is undone on the remote side too, for the next case.
+        git(&[
+            "-C",
+            evil.to_str().unwrap(),
+            "reset",
+            "-q",
+            "--hard",
+            "HEAD~1",
+        ]);
+        git(&[
+            "-C",
+            evil.to_str().unwrap(),
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            "HEAD",
+        ]);
+    }
 }
 
 /// The uid/gid of an unprivileged user when this test runs as root (root ignores file

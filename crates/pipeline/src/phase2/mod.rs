@@ -370,7 +370,7 @@ async fn claimed(
     // and the run consolidates locally; the next sync retries).
     let machine = match &cfg.sync.remote {
         Some(url) => {
-            if let Err(e) = sync::pull(&folder, deps.home, url).await {
+            if let Err(e) = sync::pull(&folder, deps.home, url, &budget).await {
                 tracing::warn!("memory sync: pull failed, consolidating locally: {e}");
             }
             Some(sync::machine_id(deps.home)?)

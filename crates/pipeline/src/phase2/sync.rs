@@ -574,8 +574,17 @@ pub fn integrate(folder: &MemoryFolder, home: &Path, machine: &str) -> Result<Pu
 
 /// Fetch then merge ([`integrate`]); the error is recorded in the sync state.
 ///
-/// Errors: as [`fetch`] and [`integrate`].
-pub async fn pull(folder: &MemoryFolder, home: &Path, url: &str) -> Result<Pulled> {
+/// What the remote brings must pass the memory folder's write gate under `budget` (the
+/// user's `memories` budgets), or the folder is put back where it was.
+///
+/// Errors: as [`fetch`] and [`integrate`]; [`Error::Budget`] when the merged folder fails
+/// the gate (nothing of it is kept).
+pub async fn pull(
+    folder: &MemoryFolder,
+    home: &Path,
+    url: &str,
+    budget: &super::budget::ArtifactBudget,
+) -> Result<Pulled> {
     let machine = machine_id(home)?;
     let before = folder.head()?;
     let r = async {
@@ -584,7 +593,7 @@ pub async fn pull(folder: &MemoryFolder, home: &Path, url: &str) -> Result<Pulle
         // What a remote brings is a write into the memory folder like any other: it must
         // pass the same write gate, or the folder goes back to where it was.
         if matches!(pulled, Pulled::FastForward { .. } | Pulled::Merged { .. }) {
-            let problems = super::gate::check_folder(folder, &super::budget::ArtifactBudget::default());
+            let problems = super::gate::check_folder(folder, budget);
             if !problems.is_empty() {
                 restore_head(folder, before)?;
                 clear_reconcile(home)?;
@@ -649,7 +658,12 @@ fn record(home: &Path, err: Option<&Error>, finished: bool) {
 /// Errors: [`Error::InvalidArgument`] when no remote is configured; [`Error::Busy`] while a
 /// consolidation runs (`running`) or with uncommitted changes; fetch/merge/push errors
 /// (recorded in the status; nothing is lost — local commits stay and are pushed later).
-pub async fn sync_now(home: &Path, remote: Option<&str>, running: bool) -> Result<SyncReport> {
+pub async fn sync_now(
+    home: &Path,
+    remote: Option<&str>,
+    running: bool,
+    budget: &super::budget::ArtifactBudget,
+) -> Result<SyncReport> {
     let url = remote.ok_or_else(|| {
         Error::InvalidArgument(
             "no sync remote: set memories.sync.remote in codex.config.json to a git remote URL (e.g. git@github.com:me/memory.git)".into(),
@@ -662,7 +676,7 @@ pub async fn sync_now(home: &Path, remote: Option<&str>, running: bool) -> Resul
         ));
     }
     let (folder, _) = MemoryFolder::open_or_init(home)?;
-    let pulled = pull(&folder, home, url).await?;
+    let pulled = pull(&folder, home, url, budget).await?;
     let pushed = push_if_ahead(&folder, home, url).await?;
     let (ahead, behind) = ahead_behind(folder.root());
     Ok(SyncReport {
