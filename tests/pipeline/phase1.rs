@@ -765,6 +765,12 @@ async fn concurrent_processes_extract_each_rollout_once() {
     // Create the schema once so the workers race only on claims.
     drop(store(d.path()));
     let exe = std::env::current_exe().unwrap();
+    // The worker's test name from this module's path, so a move of the file cannot leave
+    // `--exact` matching nothing (which passes with zero workers run).
+    let worker = format!(
+        "{}::concurrency_worker",
+        module_path!().split_once("::").unwrap().1
+    );
     let mut children = Vec::new();
     for _ in 0..3 {
         children.push(
@@ -772,7 +778,7 @@ async fn concurrent_processes_extract_each_rollout_once() {
                 .args([
                     "--ignored",
                     "--exact",
-                    "pipeline_phase1::concurrency_worker",
+                    &worker,
                     "--test-threads=1",
                     "--nocapture",
                 ])

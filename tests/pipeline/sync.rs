@@ -515,7 +515,14 @@ async fn a_remote_planting_secrets_or_bloat_changes_nothing() {
     let head = a.head().unwrap();
     let memory = std::fs::read_to_string(a.folder().join("MEMORY.md")).unwrap();
     let evil = d.path().join("evil");
-    git(&["clone", "-q", "--branch", "main", &url, evil.to_str().unwrap()]);
+    git(&[
+        "clone",
+        "-q",
+        "--branch",
+        "main",
+        &url,
+        evil.to_str().unwrap(),
+    ]);
     let key = format!("sk-proj-{}", "Q7xZ9kLm2PvR4tYw8NbC6dFh3JsG5".repeat(2));
     let cases = [
         (
@@ -558,7 +565,14 @@ async fn a_remote_planting_secrets_or_bloat_changes_nothing() {
             "-am",
             what,
         ]);
-        git(&["-C", evil.to_str().unwrap(), "push", "-q", "origin", "HEAD:main"]);
+        git(&[
+            "-C",
+            evil.to_str().unwrap(),
+            "push",
+            "-q",
+            "origin",
+            "HEAD:main",
+        ]);
         let worktree = || {
             a.files()
                 .into_iter()
