@@ -18,6 +18,54 @@ async fn stdio_initialize_carries_instructions_and_tools() {
     client.cancel().await.unwrap();
 }
 
+/// Stdin and stdout that are not pipes (a file in, a socket out: a shell redirect, a
+/// supervisor) take the blocking-pool transport and answer the same.
+#[test]
+fn stdio_from_a_file_to_a_socket_answers_too() {
+    let env = Env::new(&[("a.txt", "hello from a file\n")]);
+    let input = env.home().join("requests.jsonl");
+    let init = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let call = serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.txt"}}});
+    std::fs::write(
+        &input,
+        format!(
+            "{init}\n{}\n{call}\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        ),
+    )
+    .unwrap();
+    let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut child = std::process::Command::new(crate::support::bin())
+        .args(["serve", "--stdio", "--no-pipeline", "--project"])
+        .arg(env.project())
+        .env("CODEX_FREE_HOME", env.home())
+        .env("CODEX_FREE_LOG", "warn")
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs,
+        )))
+        .spawn()
+        .unwrap();
+    ours.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(&mut ours, &mut out);
+    let _ = child.wait();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reply = |id: i64| {
+        lines
+            .iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no reply {id}: {out}"))
+    };
+    assert_eq!(reply(1)["result"]["serverInfo"]["name"], "codex-free");
+    let text = reply(2)["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("hello from a file"), "{text}");
+}
+
 #[tokio::test]
 async fn http_requires_token_and_checks_host_and_origin() {
     let env = Env::new(&[("a.txt", "hello\n")]);
