@@ -77,8 +77,17 @@ impl ProtectedPath {
         out
     }
 
+    /// True when `p` is or lies in this directory under any of [`Self::forms`]. Checked on
+    /// every path of every tool call, so it compares in place and allocates only when a
+    /// directory missing at start has since appeared.
     fn covers(&self, p: &Path) -> bool {
-        self.forms().iter().any(|f| p.starts_with(f))
+        if p.starts_with(&self.lexical) || p.starts_with(&self.resolved) {
+            return true;
+        }
+        self.missing_from.as_ref().is_some_and(|probe| {
+            std::fs::symlink_metadata(probe).is_ok()
+                && canonicalize_existing_prefix(&self.lexical).is_some_and(|now| p.starts_with(now))
+        })
     }
 }
 

@@ -141,10 +141,60 @@ static ANY_RULE: LazyLock<RegexSet> = LazyLock::new(|| {
     RegexSet::new(RULES.iter().map(|r| r.re.as_str())).expect("redaction regex set compiles")
 });
 
+/// Literals at least one of which every rule's match contains (compared ASCII
+/// case-insensitively). A text with none of them cannot match any rule, which one
+/// Aho-Corasick pass decides several times faster than the overlapping [`ANY_RULE`] scan:
+/// the server redacts every tool result it records, and nearly none holds a secret.
+///
+/// Keep in step with [`RULES`]: `rule_literals_are_required` checks that every rule's
+/// sample secret contains one of them.
+const RULE_LITERALS: &[&str] = &[
+    "-----BEGIN", // PEM
+    "eyJ",        // JWT
+    "sk-",        // OpenAI / Anthropic / OpenRouter
+    "AIza",       // Google
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_", // GitHub
+    "xox",         // Slack
+    "AKIA",
+    "ASIA",
+    "AIDA",
+    "AROA",   // AWS
+    "bearer", // both bearer rules (`authorization: bearer` contains it)
+    "://",    // URL credentials
+    // key=value names: password/passwd, pwd, secret…, …key / apikey, …token
+    "pass",
+    "pwd",
+    "secret",
+    "key",
+    "token",
+];
+
+static LITERALS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
+    aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        // A full DFA: case-insensitive literals get no SIMD prefilter, and a DFA is the
+        // fastest of the automata for a set this small (a few KiB of tables).
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+        .build(RULE_LITERALS)
+        .expect("redaction literals build")
+});
+
 /// `text` with every recognised secret replaced by [`REDACTED`]; borrowed when nothing
-/// matched. Cost: one pass per rule (about a dozen regexes, literal-prefiltered).
+/// matched. Cost: one literal scan; only a text holding a rule's literal gets the rule set's
+/// pass and then one pass per rule that can match.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let mut out: Cow<'_, str> = Cow::Borrowed(text);
+    // Unicode case folding lets `(?i)` rules match non-ASCII spellings (`ſecret`, the
+    // Kelvin sign for `k`) that an ASCII literal scan would miss: such text takes the full
+    // path.
+    if text.is_ascii() && !LITERALS.is_match(text) {
+        return out;
+    }
     // Replacing a secret never makes another rule match, so rules that cannot match the
     // original text are skipped.
     let hits = ANY_RULE.matches(text);
@@ -188,6 +238,55 @@ pub fn redact_string(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every rule's secret contains a prefilter literal, so the prefilter never hides one.
+    #[test]
+    fn rule_literals_are_required() {
+        let samples = [
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+            "sk-proj-Q7xZ9kLm2PvR4tYw8NbC6dFh",
+            "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+            "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123",
+            "github_pat_11ABCDEFG0123456789_abcdefghij",
+            "xoxb-1234567890-abcdefghij",
+            "AKIAIOSFODNN7EXAMPLE",
+            "Authorization: Bearer abc123",
+            "bearer Zm9vYmFyYmF6cXV4MTIzNDU2",
+            "postgres://app:s3cretpw@db:5432/x",
+            "DB_PASSWORD=hunter2!",
+            "PWD=hunter2x",
+            "client_secret: abcdef123456",
+            "apikey=abcdef123456",
+            "refresh_token=abcdef123456",
+        ];
+        assert_eq!(
+            samples.len(),
+            RULES.len() + 5,
+            "one sample per rule, more for the key names"
+        );
+        for s in samples {
+            assert_ne!(redact(s), s, "{s} is not redacted");
+            assert!(LITERALS.is_match(s), "{s} has no prefilter literal");
+        }
+        // Every rule is reached by some sample.
+        for (i, rule) in RULES.iter().enumerate() {
+            assert!(
+                samples.iter().any(|s| rule.re.is_match(s)),
+                "rule {i} has no sample"
+            );
+        }
+        // Non-ASCII text skips the prefilter: a Unicode case-folded key name still counts.
+        assert_eq!(
+            redact("\u{17f}ecret=hunter2x"),
+            "\u{17f}ecret=[REDACTED_SECRET]"
+        );
+        // Plain text passes untouched and borrowed.
+        assert!(matches!(
+            redact("fn main() { println!(\"hello\"); }"),
+            Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn keeps_key_names_and_schemes() {

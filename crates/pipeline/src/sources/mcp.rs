@@ -127,19 +127,32 @@ impl TranscriptWriter {
         is_error: bool,
     ) -> Result<()> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
-        let line = json!({
-            "type": "call",
-            "seq": seq,
-            "ts": Utc::now().to_rfc3339(),
-            "tool": tool,
-            "args": bound(&redact(args_json)),
-            "result": bound(&redact(result_text)),
-            "is_error": is_error,
-        });
-        self.append(&line)
+        // Serialised from borrowed text (not a `Value` holding copies): a result is up to
+        // a page of output on every call.
+        #[derive(serde::Serialize)]
+        struct CallLine<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            seq: u64,
+            ts: String,
+            tool: &'a str,
+            args: &'a str,
+            result: &'a str,
+            is_error: bool,
+        }
+        let (args, result) = (redact(args_json), redact(result_text));
+        self.append(&CallLine {
+            kind: "call",
+            seq,
+            ts: Utc::now().to_rfc3339(),
+            tool,
+            args: &bound(&args),
+            result: &bound(&result),
+            is_error,
+        })
     }
 
-    fn append(&self, v: &Value) -> Result<()> {
+    fn append(&self, v: &impl serde::Serialize) -> Result<()> {
         let mut line = serde_json::to_vec(v)
             .map_err(|e| Error::InvalidArgument(format!("transcript line: {e}")))?;
         line.push(b'\n');
@@ -150,20 +163,21 @@ impl TranscriptWriter {
     }
 }
 
-/// Cut `s` to [`MAX_FIELD_BYTES`] at a char boundary, appending [`CUT_MARKER`].
-fn bound(s: &str) -> String {
+/// `s` cut to [`MAX_FIELD_BYTES`] at a char boundary, with [`CUT_MARKER`] appended; borrowed
+/// when it fits.
+fn bound(s: &str) -> std::borrow::Cow<'_, str> {
     if s.len() <= MAX_FIELD_BYTES {
-        return s.to_string();
+        return std::borrow::Cow::Borrowed(s);
     }
     let mut end = MAX_FIELD_BYTES;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!(
+    std::borrow::Cow::Owned(format!(
         "{}{}",
         &s[..end],
         CUT_MARKER.replace("{}", &(s.len() - end).to_string())
-    )
+    ))
 }
 
 pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) -> Result<()> {

@@ -245,6 +245,9 @@ pub struct Shared {
     /// from `CODEX_FREE_CLIENT_OUTPUT_TOKENS` (set by `connect codex` beside the
     /// `tool_output_token_limit` it raises in Codex's config); read once at start.
     pub client_output_tokens: Option<usize>,
+    /// Set by the stdio transport: one client, one worker thread, so `read_file` runs on
+    /// that worker instead of being handed to the blocking pool (see `tools_fs.rs`).
+    pub inline_reads: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -377,6 +380,7 @@ impl CodexFree {
                 .with_protected(config_dir.into_iter().collect()),
             transcripts: Default::default(),
             clients: Default::default(),
+            inline_reads: Default::default(),
             client_output_tokens: std::env::var(
                 codex_free_pipeline::connect::CLIENT_OUTPUT_TOKENS_ENV,
             )

@@ -19,6 +19,10 @@ use codex_free_core::Result;
 /// Serve one session on stdin/stdout until the client closes it.
 /// Errors: the transport failed to initialise ([`Error::Io`]).
 pub async fn serve(server: CodexFree) -> Result<()> {
+    server
+        .shared()
+        .inline_reads
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let started = match pipes() {
         Some((rx, tx)) => server.serve((rx, tx)).await,
         None => server.serve(rmcp::transport::stdio()).await,

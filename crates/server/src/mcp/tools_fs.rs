@@ -43,6 +43,21 @@ impl CodexFree {
         Parameters(a): Parameters<fs::ReadFileArgs>,
         ext: Extensions,
     ) -> CallToolResult {
+        // Over stdio (one client answered call by call on one worker) a page read runs on
+        // the worker: handing it to the blocking pool and back was the largest remaining
+        // CPU cost of a call (two thread wake-ups). read_file opens regular files only and
+        // reads at most one page past its offset, so the worker is held for that read;
+        // walks (tree, glob, grep) still go to the pool.
+        if self
+            .shared
+            .inline_reads
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return reply(
+                self.ctx(&conversation(&ext))
+                    .and_then(|c| fs::read_file(&c, &a)),
+            );
+        }
         self.blocking(&ext, move |c| fs::read_file(&c, &a)).await
     }
 
