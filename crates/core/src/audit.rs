@@ -176,10 +176,7 @@ impl AuditWriter {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            let mut line = serde_json::to_vec(entry).map_err(|e| {
-                crate::Error::InvalidArgument(format!("audit entry does not serialise: {e}"))
-            })?;
-            line.push(b'\n');
+            let line = line_of(entry)?;
             let path = self.log.path();
             let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
             let now = fs::metadata(&path).ok();
@@ -236,10 +233,7 @@ impl AuditLog {
     /// the file is rotated first, keeping `keep` older files. Files are created 0600.
     /// Errors: the directory or file cannot be written.
     pub fn append(&self, entry: &Entry, max_bytes: u64, keep: usize) -> Result<()> {
-        let mut line = serde_json::to_vec(entry).map_err(|e| {
-            crate::Error::InvalidArgument(format!("audit entry does not serialise: {e}"))
-        })?;
-        line.push(b'\n');
+        let line = line_of(entry)?;
         let path = self.path();
         create_private_dir(&self.dir)?;
         crate::home::with_lock(&path, || {
@@ -330,6 +324,15 @@ fn create_private_dir(dir: &Path) -> Result<()> {
         b.mode(0o700);
     }
     b.create(dir).ctx(|| format!("creating {}", dir.display()))
+}
+
+/// `entry` as one JSON line, newline included.
+fn line_of(entry: &Entry) -> Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(entry).map_err(|e| {
+        crate::Error::InvalidArgument(format!("audit entry does not serialise: {e}"))
+    })?;
+    line.push(b'\n');
+    Ok(line)
 }
 
 fn open_append(path: &Path) -> Result<File> {

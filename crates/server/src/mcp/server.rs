@@ -551,12 +551,12 @@ impl CodexFree {
     /// Failures are logged, never raised: a transcript is not worth failing a call for.
     fn record(
         &self,
+        cfg: &Config,
         conversation: &ConversationId,
         tool: &str,
         args: &str,
         result: &CallToolResponse,
     ) {
-        let cfg = self.shared.config.get();
         let m = &cfg.memories;
         if !(cfg.memory.enabled
             && m.enabled
@@ -618,8 +618,7 @@ impl CodexFree {
     /// append, cheaper than handing it to a blocking thread (a hand-off per call was
     /// measured as most of the server's CPU per call). Failures are logged, never raised, so
     /// a full disk does not turn every tool call into an error.
-    fn audit(&self, call: AuditCall<'_>) {
-        let cfg = self.shared.config.get().audit;
+    fn audit(&self, cfg: &codex_free_core::config::AuditConfig, call: AuditCall<'_>) {
         if !cfg.enabled {
             return;
         }
@@ -888,16 +887,22 @@ impl ServerHandler for CodexFree {
             ),
             None => self.instance.clone(),
         };
-        self.audit(AuditCall {
-            conversation: audit_key,
-            tool: &tool,
-            shapes,
-            args_bytes: args.len() as u64,
-            started,
-            out: &out,
-        });
+        // One config snapshot for the audit line and the transcript (each read stats the
+        // file and clones the config).
+        let cfg = self.shared.config.get();
+        self.audit(
+            &cfg.audit,
+            AuditCall {
+                conversation: audit_key,
+                tool: &tool,
+                shapes,
+                args_bytes: args.len() as u64,
+                started,
+                out: &out,
+            },
+        );
         if let Ok(r) = &out {
-            self.record(&conversation, &tool, &args, r);
+            self.record(&cfg, &conversation, &tool, &args, r);
         }
         out
     }

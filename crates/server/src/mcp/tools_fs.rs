@@ -11,16 +11,28 @@ use codex_free_tools::{doc, fs, grep, image, patch};
 
 impl CodexFree {
     /// Run a synchronous tool on the blocking pool (file and directory walks must not stall
-    /// the async runtime that serves every session).
+    /// the async runtime that serves every session) — or, when `page_read` and the stdio
+    /// transport set `inline_reads`, on the calling worker: over stdio one client is
+    /// answered on one worker, and the pool's round trip (two thread wake-ups) was the
+    /// largest remaining CPU cost of a one-page read.
     async fn blocking(
         &self,
         ext: &Extensions,
+        page_read: bool,
         f: impl FnOnce(codex_free_tools::ToolCtx) -> codex_free_core::Result<String> + Send + 'static,
     ) -> CallToolResult {
         let ctx = match self.ctx(&conversation(ext)) {
             Ok(c) => c,
             Err(e) => return reply(Err(e)),
         };
+        if page_read
+            && self
+                .shared
+                .inline_reads
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return reply(f(ctx));
+        }
         reply(
             tokio::task::spawn_blocking(move || f(ctx))
                 .await
@@ -43,22 +55,9 @@ impl CodexFree {
         Parameters(a): Parameters<fs::ReadFileArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        // Over stdio (one client answered call by call on one worker) a page read runs on
-        // the worker: handing it to the blocking pool and back was the largest remaining
-        // CPU cost of a call (two thread wake-ups). read_file opens regular files only and
-        // reads at most one page past its offset, so the worker is held for that read;
-        // walks (tree, glob, grep) still go to the pool.
-        if self
-            .shared
-            .inline_reads
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            return reply(
-                self.ctx(&conversation(&ext))
-                    .and_then(|c| fs::read_file(&c, &a)),
-            );
-        }
-        self.blocking(&ext, move |c| fs::read_file(&c, &a)).await
+        // A page read: regular files only, at most one page past its offset.
+        self.blocking(&ext, true, move |c| fs::read_file(&c, &a))
+            .await
     }
 
     /// Show a PNG, JPEG, GIF or WebP image of the project (type from its content; up to
@@ -111,7 +110,8 @@ impl CodexFree {
         Parameters(a): Parameters<fs::WriteFileArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        self.blocking(&ext, move |c| fs::write_file(&c, &a)).await
+        self.blocking(&ext, false, move |c| fs::write_file(&c, &a))
+            .await
     }
 
     /// List one directory of the project (sorted; directories end with `/`), paged by `offset`.
@@ -125,7 +125,7 @@ impl CodexFree {
         Parameters(a): Parameters<fs::ListDirectoryArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        self.blocking(&ext, move |c| fs::list_directory(&c, &a))
+        self.blocking(&ext, false, move |c| fs::list_directory(&c, &a))
             .await
     }
 
@@ -136,7 +136,7 @@ impl CodexFree {
         Parameters(a): Parameters<fs::TreeArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        self.blocking(&ext, move |c| fs::tree(&c, &a)).await
+        self.blocking(&ext, false, move |c| fs::tree(&c, &a)).await
     }
 
     /// Find files by glob pattern (e.g. `src/**/*.rs`), paged by `offset`.
@@ -146,7 +146,7 @@ impl CodexFree {
         Parameters(a): Parameters<fs::GlobArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        self.blocking(&ext, move |c| fs::glob(&c, &a)).await
+        self.blocking(&ext, false, move |c| fs::glob(&c, &a)).await
     }
 
     /// Search file contents with a regular expression (ripgrep's engine; respects .gitignore).
@@ -186,7 +186,7 @@ impl CodexFree {
         Parameters(a): Parameters<patch::ApplyPatchArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        self.blocking(&ext, move |c| patch::apply_patch(&c, &a))
+        self.blocking(&ext, false, move |c| patch::apply_patch(&c, &a))
             .await
     }
 
@@ -201,7 +201,7 @@ impl CodexFree {
         Parameters(a): Parameters<doc::GetProjectDocArgs>,
         ext: Extensions,
     ) -> CallToolResult {
-        self.blocking(&ext, move |c| doc::get_project_doc(&c, &a))
+        self.blocking(&ext, false, move |c| doc::get_project_doc(&c, &a))
             .await
     }
 
