@@ -215,10 +215,10 @@ async fn end_to_end(case: Case) {
     for row in &usage {
         assert_eq!(
             (
-                row.input_tokens,
-                row.cached_input_tokens,
-                row.output_tokens,
-                row.reasoning_tokens,
+                row.tokens.input_tokens,
+                row.tokens.cached_input_tokens,
+                row.tokens.output_tokens,
+                row.tokens.reasoning_tokens,
                 row.attempts
             ),
             (
@@ -383,7 +383,7 @@ async fn persistent_server_error_fails_the_job_with_backoff_and_stores_nothing()
     assert_eq!((jobs.retrying, jobs.done, jobs.running), (1, 0, 0));
     let u = only_usage(&s);
     assert_eq!(
-        (u.outcome.as_str(), u.attempts, u.input_tokens),
+        (u.outcome.as_str(), u.attempts, u.tokens.input_tokens),
         ("failed", 4, 0)
     );
     // The backoff holds: an immediate second run does not retry it.
@@ -451,7 +451,7 @@ async fn schema_invalid_answer_fails_without_storing_and_counts_tokens() {
     let u = only_usage(&s);
     assert_eq!(u.outcome, "invalid_output");
     assert_eq!(
-        u.input_tokens, 1200,
+        u.tokens.input_tokens, 1200,
         "tokens spent on a bad answer are still counted"
     );
     assert!(u.cost_usd.unwrap() > 0.0);

@@ -316,14 +316,7 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    let mut b = fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        b.mode(0o700);
-    }
-    b.create(dir).ctx(|| format!("creating {}", dir.display()))
+    crate::home::make_private_dir(dir)
 }
 
 /// `entry` as one JSON line, newline included.

@@ -55,6 +55,14 @@ pub fn create_private_dir(dir: &Path) -> Result<()> {
         }
         return Ok(());
     }
+    make_private_dir(dir)
+}
+
+/// Create `dir` and its missing parents with mode 0700 on Unix (an existing one is left
+/// as it is).
+///
+/// Errors: [`Error::Io`] when it cannot be created.
+pub(crate) fn make_private_dir(dir: &Path) -> Result<()> {
     let mut b = fs::DirBuilder::new();
     b.recursive(true);
     #[cfg(unix)]

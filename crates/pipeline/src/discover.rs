@@ -114,20 +114,7 @@ pub fn discover(roots: &SourceRoots, enabled: &[Source]) -> Vec<Candidate> {
     let mut out = Vec::new();
     for &source in enabled {
         for dir in roots.dirs(source) {
-            match source {
-                Source::Codex => walk(
-                    &dir,
-                    6,
-                    &mut |p| name_matches(p, "rollout-"),
-                    source,
-                    &mut out,
-                ),
-                Source::Claude => {
-                    walk_exact(&dir, 2, &|p| !name_matches(p, "agent-"), source, &mut out)
-                }
-                Source::Pi => walk_exact(&dir, 2, &|_| true, source, &mut out),
-                Source::Mcp => walk(&dir, 6, &mut |_| true, source, &mut out),
-            }
+            walk_source(&dir, source, false, &mut out);
         }
     }
     out.sort_by(|a, b| b.mtime.cmp(&a.mtime).then_with(|| a.path.cmp(&b.path)));
@@ -143,22 +130,25 @@ pub fn discover_usage(roots: &SourceRoots, agents: &[Source]) -> Vec<Candidate> 
     let mut out = Vec::new();
     for &source in agents {
         for dir in roots.dirs(source) {
-            match source {
-                Source::Codex => walk(
-                    &dir,
-                    6,
-                    &mut |p| name_matches(p, "rollout-"),
-                    source,
-                    &mut out,
-                ),
-                Source::Claude => walk(&dir, 4, &mut |_| true, source, &mut out),
-                Source::Pi => walk_exact(&dir, 2, &|_| true, source, &mut out),
-                Source::Mcp => {}
-            }
+            walk_source(&dir, source, true, &mut out);
         }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
+}
+
+/// The transcripts of `source` under `dir` into `out`, for extraction or (`usage`) for the
+/// usage import; the two differ only in Claude Code's sub-agent files and the MCP source
+/// (see [`discover_usage`]).
+fn walk_source(dir: &Path, source: Source, usage: bool, out: &mut Vec<Candidate>) {
+    match (source, usage) {
+        (Source::Codex, _) => walk(dir, 6, &mut |p| name_matches(p, "rollout-"), source, out),
+        (Source::Claude, false) => walk_exact(dir, 2, &|p| !name_matches(p, "agent-"), source, out),
+        (Source::Claude, true) => walk(dir, 4, &mut |_| true, source, out),
+        (Source::Pi, _) => walk_exact(dir, 2, &|_| true, source, out),
+        (Source::Mcp, false) => walk(dir, 6, &mut |_| true, source, out),
+        (Source::Mcp, true) => {}
+    }
 }
 
 fn name_matches(p: &Path, prefix: &str) -> bool {

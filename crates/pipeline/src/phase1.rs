@@ -251,7 +251,10 @@ pub fn parse_extraction(text: &str) -> Result<Extraction> {
     })
 }
 
-fn normalise_slug(s: &str) -> Option<String> {
+/// `s` as a file-name slug: lowercase ASCII letters and digits, every other run of
+/// characters one `-`, at most 60 bytes (a rollout summary's name stays readable and
+/// portable); `None` when nothing is left.
+pub(crate) fn normalise_slug(s: &str) -> Option<String> {
     let mut out = String::new();
     for c in s.trim().chars().flat_map(char::to_lowercase) {
         if c.is_ascii_alphanumeric() {
@@ -789,11 +792,7 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     };
     let u = completion.usage;
     row.attempts = i64::from(completion.attempts);
-    row.input_tokens = u.input as i64;
-    row.cached_input_tokens = u.cached_input as i64;
-    row.cache_write_tokens = u.cache_write as i64;
-    row.output_tokens = u.output as i64;
-    row.reasoning_tokens = u.reasoning as i64;
+    row.tokens = u.counts();
     row.cost_usd = ctx.model.price.map(|p| p.cost(&u));
     let parsed = parse_extraction(&completion.content);
     row.outcome = match &parsed {

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{Store, db_err};
+use super::{Store, TokenCounts, collect_rows, db_err};
 use codex_free_core::Result;
 
 /// One model request of a coding agent.
@@ -37,16 +37,9 @@ pub struct AgentUsageRow {
     pub model: String,
     /// When the request was recorded, Unix ms.
     pub at_ms: i64,
-    /// Input tokens, cached reads and cache writes included.
-    pub input_tokens: i64,
-    /// Of `input_tokens`, read from the prompt cache.
-    pub cached_input_tokens: i64,
-    /// Of `input_tokens`, written to the prompt cache.
-    pub cache_write_tokens: i64,
-    /// Output tokens, reasoning included.
-    pub output_tokens: i64,
-    /// Of `output_tokens`, reasoning.
-    pub reasoning_tokens: i64,
+    /// Its tokens (flattened into the row's JSON).
+    #[serde(flatten)]
+    pub tokens: TokenCounts,
     /// USD from the price table; `None` when the model's price is unknown.
     pub cost_usd: Option<f64>,
     /// USD as the agent itself recorded it (pi's `cost.total`), when it does.
@@ -105,11 +98,7 @@ fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentUsageRow> {
         project: r.get(3)?,
         model: r.get(4)?,
         at_ms: r.get(5)?,
-        input_tokens: r.get(6)?,
-        cached_input_tokens: r.get(7)?,
-        cache_write_tokens: r.get(8)?,
-        output_tokens: r.get(9)?,
-        reasoning_tokens: r.get(10)?,
+        tokens: TokenCounts::from_row(r, 6)?,
         cost_usd: r.get(11)?,
         provider_cost_usd: r.get(12)?,
         source_path: r.get(13)?,
@@ -125,20 +114,16 @@ impl Store {
         let mut st = c
             .prepare("SELECT path, agent, offset, mtime_ms, prefix_hash, state FROM usage_cursors")
             .map_err(db_err)?;
-        let rows = st
-            .query_map([], |r| {
-                Ok(UsageCursor {
-                    path: r.get(0)?,
-                    agent: r.get(1)?,
-                    offset: r.get::<_, i64>(2)?.max(0) as u64,
-                    mtime_ms: r.get(3)?,
-                    prefix_hash: r.get(4)?,
-                    state: r.get(5)?,
-                })
+        let rows = collect_rows(&mut st, [], |r| {
+            Ok(UsageCursor {
+                path: r.get(0)?,
+                agent: r.get(1)?,
+                offset: r.get::<_, i64>(2)?.max(0) as u64,
+                mtime_ms: r.get(3)?,
+                prefix_hash: r.get(4)?,
+                state: r.get(5)?,
             })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
+        })?;
         Ok(rows.into_iter().map(|c| (c.path.clone(), c)).collect())
     }
 
@@ -181,11 +166,11 @@ impl Store {
                         r.project,
                         r.model,
                         r.at_ms,
-                        r.input_tokens,
-                        r.cached_input_tokens,
-                        r.cache_write_tokens,
-                        r.output_tokens,
-                        r.reasoning_tokens,
+                        r.tokens.input_tokens,
+                        r.tokens.cached_input_tokens,
+                        r.tokens.cache_write_tokens,
+                        r.tokens.output_tokens,
+                        r.tokens.reasoning_tokens,
                         r.cost_usd,
                         r.provider_cost_usd,
                         r.source_path,
@@ -239,13 +224,11 @@ impl Store {
                 "SELECT {COLS} FROM agent_usage WHERE at_ms >= ?1 AND at_ms < ?2 ORDER BY at_ms, id"
             ))
             .map_err(db_err)?;
-        st.query_map(
+        collect_rows(
+            &mut st,
             params![since_ms.unwrap_or(i64::MIN), until_ms.unwrap_or(i64::MAX)],
             row_from,
         )
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)
     }
 
     /// This app's own pipeline requests (the `usage` table) in the same shape, with agent
@@ -260,13 +243,14 @@ impl Store {
     ) -> Result<Vec<AgentUsageRow>> {
         let c = self.conn();
         let mut st = c
-            .prepare_cached(
-                "SELECT id, run_id, phase, model, created_at * 1000, input_tokens, cached_input_tokens,
-                        cache_write_tokens, output_tokens, reasoning_tokens, cost_usd
+            .prepare_cached(&format!(
+                "SELECT id, run_id, phase, model, created_at * 1000, {}, cost_usd
                  FROM usage WHERE created_at * 1000 >= ?1 AND created_at * 1000 < ?2 ORDER BY created_at, id",
-            )
+                TokenCounts::COLS
+            ))
             .map_err(db_err)?;
-        st.query_map(
+        collect_rows(
+            &mut st,
             params![since_ms.unwrap_or(i64::MIN), until_ms.unwrap_or(i64::MAX)],
             |r| {
                 Ok(AgentUsageRow {
@@ -276,20 +260,13 @@ impl Store {
                     project: Some(format!("memory {}", r.get::<_, String>(2)?)),
                     model: r.get(3)?,
                     at_ms: r.get(4)?,
-                    input_tokens: r.get(5)?,
-                    cached_input_tokens: r.get(6)?,
-                    cache_write_tokens: r.get(7)?,
-                    output_tokens: r.get(8)?,
-                    reasoning_tokens: r.get(9)?,
+                    tokens: TokenCounts::from_row(r, 5)?,
                     cost_usd: r.get(10)?,
                     provider_cost_usd: None,
                     source_path: String::new(),
                 })
             },
         )
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)
     }
 
     /// Models with at least one unpriced agent row.
@@ -300,10 +277,7 @@ impl Store {
         let mut st = c
             .prepare_cached("SELECT DISTINCT model FROM agent_usage WHERE cost_usd IS NULL")
             .map_err(db_err)?;
-        st.query_map([], |r| r.get(0))
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)
+        collect_rows(&mut st, [], |r| r.get(0))
     }
 
     /// Price the unpriced rows of `model` at `rates` (after the user added a price).
@@ -343,8 +317,11 @@ mod tests {
             session_id: "s".into(),
             model: "anthropic/x".into(),
             at_ms: 1000,
-            input_tokens: 10,
-            output_tokens: out,
+            tokens: TokenCounts {
+                input_tokens: 10,
+                output_tokens: out,
+                ..Default::default()
+            },
             source_path: "/p".into(),
             ..Default::default()
         }
@@ -363,7 +340,7 @@ mod tests {
             .unwrap();
         assert_eq!((w.written, w.duplicates), (1, 1));
         let rows = s.agent_usage_rows(None, None).unwrap();
-        let outs: Vec<i64> = rows.iter().map(|r| r.output_tokens).collect();
+        let outs: Vec<i64> = rows.iter().map(|r| r.tokens.output_tokens).collect();
         assert_eq!(outs, [7, 2]);
     }
 
@@ -371,8 +348,8 @@ mod tests {
     fn unpriced_rows_are_repriced_and_cursors_round_trip() {
         let s = Store::open_in_memory(Arc::new(ManualClock::new(5))).unwrap();
         let mut r = row("a", 100);
-        r.input_tokens = 1000;
-        r.cached_input_tokens = 400;
+        r.tokens.input_tokens = 1000;
+        r.tokens.cached_input_tokens = 400;
         let k = UsageCursor {
             path: "/p".into(),
             agent: "claude".into(),

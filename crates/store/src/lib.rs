@@ -37,7 +37,7 @@ pub use stage1::{
     ClaimOutcome, ClaimParams, JobCounts, SourceCounts, Stage1Claim, Stage1Output,
     Stage1OutputInput, ThreadRow, ThreadUpsert,
 };
-pub use usage::{RunRow, RunSummary, Spend, UsageRow};
+pub use usage::{RunRow, RunSummary, Spend, TokenCounts, UsageRow};
 
 /// File name of the database inside the state home.
 pub const DB_FILE: &str = "state.sqlite";
@@ -95,6 +95,19 @@ pub struct Store {
     conn: Arc<Mutex<Connection>>,
     clock: Arc<dyn Clock>,
     path: Option<PathBuf>,
+}
+
+/// Every row of `st` run with `params`, each read by `f`; a failure of the query or of any
+/// row is an [`Error::Store`].
+pub(crate) fn collect_rows<T, P: rusqlite::Params>(
+    st: &mut rusqlite::Statement<'_>,
+    params: P,
+    f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    st.query_map(params, f)
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)
 }
 
 pub(crate) fn db_err(e: rusqlite::Error) -> Error {

@@ -18,7 +18,7 @@ use std::path::Path;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::stage1::{DEFAULT_RETRIES, JOB_KIND_PHASE2, PHASE2_JOB_KEY};
-use super::{Store, db_err};
+use super::{Store, collect_rows, db_err};
 use codex_free_core::Result;
 
 /// No new run within this long after a clean success unless forced, seconds (Codex: 6 h).
@@ -301,7 +301,7 @@ impl Store {
                  WHERE t.memory_mode = 'enabled' AND (length(trim(o.raw_memory)) > 0 OR length(trim(o.rollout_summary)) > 0)",
             )
             .map_err(db_err)?;
-        st.query_map([], |r| {
+        collect_rows(&mut st, [], |r| {
             Ok(RawMemory {
                 thread_id: r.get(0)?,
                 source_updated_at: r.get(1)?,
@@ -312,9 +312,6 @@ impl Store {
                 last_usage: r.get(6)?,
             })
         })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)
     }
 }
 

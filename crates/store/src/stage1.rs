@@ -17,7 +17,7 @@
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, named_params, params};
 use serde::Serialize;
 
-use super::{Store, db_err};
+use super::{Store, collect_rows, db_err};
 use codex_free_core::Error;
 use codex_free_core::Result;
 
@@ -368,11 +368,7 @@ impl Store {
         args.push((limit.min(i64::MAX as usize) as i64).into());
         let c = self.conn();
         let mut st = c.prepare(&sql).map_err(db_err)?;
-        let rows = st
-            .query_map(rusqlite::params_from_iter(args), thread_from_row)
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
+        let rows = collect_rows(&mut st, rusqlite::params_from_iter(args), thread_from_row)?;
         Ok(rows)
     }
 
@@ -638,10 +634,7 @@ impl Store {
                 OUTPUT_COLS.split(", ").map(|c| format!("o.{c}")).collect::<Vec<_>>().join(", ")
             ))
             .map_err(db_err)?;
-        st.query_map([n as i64], output_from_row)
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)
+        collect_rows(&mut st, [n as i64], output_from_row)
     }
 
     /// Count a citation of each thread's memory (read path): `usage_count + 1`,
@@ -733,7 +726,7 @@ impl Store {
                  GROUP BY t.source ORDER BY t.source",
             )
             .map_err(db_err)?;
-        st.query_map([], |r| {
+        collect_rows(&mut st, [], |r| {
             Ok(SourceCounts {
                 source: r.get(0)?,
                 threads: r.get(1)?,
@@ -742,9 +735,6 @@ impl Store {
                 excluded: r.get(4)?,
             })
         })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)
     }
 
     /// Delete every stage-1 output and every memory job (`memories reset`); threads, runs

@@ -8,8 +8,57 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use super::{Store, db_err};
+use super::{Store, collect_rows, db_err};
 use codex_free_core::Result;
+
+/// Token counts of one model request, or a sum of them, in the convention every usage table
+/// shares: `input_tokens` counts cache reads and cache writes, `output_tokens` counts
+/// reasoning (so `input + output` is what the provider billed, whatever its own split).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct TokenCounts {
+    /// Input tokens, cache reads and cache writes included.
+    pub input_tokens: i64,
+    /// Of `input_tokens`, read from the provider's prompt cache.
+    pub cached_input_tokens: i64,
+    /// Of `input_tokens`, written to the prompt cache (Anthropic, Claude Code).
+    pub cache_write_tokens: i64,
+    /// Output tokens, reasoning included.
+    pub output_tokens: i64,
+    /// Of `output_tokens`, reasoning.
+    pub reasoning_tokens: i64,
+}
+
+impl TokenCounts {
+    /// The five columns of a usage table, in the order [`Self::from_row`] reads them.
+    pub const COLS: &'static str =
+        "input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens";
+
+    /// Read the five [`Self::COLS`] columns starting at column `first` of `r`.
+    pub(crate) fn from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Self> {
+        Ok(TokenCounts {
+            input_tokens: r.get(first)?,
+            cached_input_tokens: r.get(first + 1)?,
+            cache_write_tokens: r.get(first + 2)?,
+            output_tokens: r.get(first + 3)?,
+            reasoning_tokens: r.get(first + 4)?,
+        })
+    }
+
+    /// Input + output tokens.
+    pub fn total(&self) -> i64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    /// Add `o` field by field.
+    pub fn add(&mut self, o: &TokenCounts) {
+        self.input_tokens += o.input_tokens;
+        self.cached_input_tokens += o.cached_input_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+        self.output_tokens += o.output_tokens;
+        self.reasoning_tokens += o.reasoning_tokens;
+    }
+}
 
 /// One model request (after its transport retries).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -26,16 +75,9 @@ pub struct UsageRow {
     pub model: String,
     /// HTTP attempts made (1 = no retry).
     pub attempts: i64,
-    /// Input tokens, cached ones included.
-    pub input_tokens: i64,
-    /// Of `input_tokens`, read from the provider's prompt cache.
-    pub cached_input_tokens: i64,
-    /// Of `input_tokens`, written to the prompt cache (Anthropic).
-    pub cache_write_tokens: i64,
-    /// Output tokens, reasoning included.
-    pub output_tokens: i64,
-    /// Of `output_tokens`, reasoning.
-    pub reasoning_tokens: i64,
+    /// Its tokens (flattened into the row's JSON).
+    #[serde(flatten)]
+    pub tokens: TokenCounts,
     /// USD, `None` when the price is unknown.
     pub cost_usd: Option<f64>,
     /// Wall time of the request including retries, milliseconds.
@@ -134,13 +176,9 @@ impl Store {
         let mut q = c
             .prepare("SELECT id, pid FROM runs WHERE outcome = 'running'")
             .map_err(db_err)?;
-        let rows = q
-            .query_map([], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
+        let rows = collect_rows(&mut q, [], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
+        })?;
         drop(q);
         let mut closed = 0;
         for (id, pid) in rows {
@@ -179,11 +217,11 @@ impl Store {
                 u.thread_id,
                 u.model,
                 u.attempts,
-                u.input_tokens,
-                u.cached_input_tokens,
-                u.cache_write_tokens,
-                u.output_tokens,
-                u.reasoning_tokens,
+                u.tokens.input_tokens,
+                u.tokens.cached_input_tokens,
+                u.tokens.cache_write_tokens,
+                u.tokens.output_tokens,
+                u.tokens.reasoning_tokens,
                 u.cost_usd,
                 u.duration_ms,
                 u.outcome,
@@ -199,7 +237,14 @@ impl Store {
                     cost_usd = CASE WHEN ?6 IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ?6 END,
                     unpriced_requests = unpriced_requests + (?6 IS NULL)
              WHERE id = ?1",
-            params![u.run_id, u.input_tokens, u.cached_input_tokens, u.output_tokens, u.reasoning_tokens, u.cost_usd],
+            params![
+                u.run_id,
+                u.tokens.input_tokens,
+                u.tokens.cached_input_tokens,
+                u.tokens.output_tokens,
+                u.tokens.reasoning_tokens,
+                u.cost_usd
+            ],
         )
         .map_err(db_err)?;
         tx.commit().map_err(db_err)
@@ -237,10 +282,7 @@ impl Store {
                 "SELECT {RUN_COLS} FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1"
             ))
             .map_err(db_err)?;
-        st.query_map([n as i64], run_from_row)
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)
+        collect_rows(&mut st, [n as i64], run_from_row)
     }
 
     /// Usage rows of a run, in request order.
@@ -251,10 +293,7 @@ impl Store {
                 "SELECT {USAGE_COLS} FROM usage WHERE run_id = ?1 ORDER BY request_no, id"
             ))
             .map_err(db_err)?;
-        st.query_map([run_id], usage_from_row)
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)
+        collect_rows(&mut st, [run_id], usage_from_row)
     }
 
     /// Every usage row recorded in `[since, until)` (unix seconds, bounds optional) with its
@@ -270,13 +309,11 @@ impl Store {
                 "SELECT {USAGE_COLS}, created_at FROM usage WHERE created_at >= ?1 AND created_at < ?2 ORDER BY created_at, id"
             ))
             .map_err(db_err)?;
-        st.query_map(
+        collect_rows(
+            &mut st,
             params![since.unwrap_or(i64::MIN), until.unwrap_or(i64::MAX)],
             |r| Ok((r.get(USAGE_COL_COUNT)?, usage_from_row(r)?)),
         )
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)
     }
 
     /// Spend of all requests made at or after `since` (unix seconds).
@@ -321,11 +358,7 @@ fn usage_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UsageRow> {
         thread_id: r.get(3)?,
         model: r.get(4)?,
         attempts: r.get(5)?,
-        input_tokens: r.get(6)?,
-        cached_input_tokens: r.get(7)?,
-        cache_write_tokens: r.get(8)?,
-        output_tokens: r.get(9)?,
-        reasoning_tokens: r.get(10)?,
+        tokens: TokenCounts::from_row(r, 6)?,
         cost_usd: r.get(11)?,
         duration_ms: r.get(12)?,
         outcome: r.get(13)?,
@@ -414,10 +447,13 @@ mod tests {
             request_no: n,
             model: "openai/gpt-5-mini".into(),
             attempts: 1,
-            input_tokens: 1000,
-            cached_input_tokens: 200,
-            output_tokens: 50,
-            reasoning_tokens: 10,
+            tokens: TokenCounts {
+                input_tokens: 1000,
+                cached_input_tokens: 200,
+                output_tokens: 50,
+                reasoning_tokens: 10,
+                ..Default::default()
+            },
             cost_usd: cost,
             duration_ms: 5,
             outcome: "ok".into(),

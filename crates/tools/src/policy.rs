@@ -88,13 +88,7 @@ pub fn check(cmd: &str, exec: &ExecConfig, root: &Path) -> Result<()> {
     if exec.mode == ExecMode::Unrestricted {
         return Ok(());
     }
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .map_err(|e| Error::Refused(format!("exec policy: cannot load the bash grammar ({e})")))?;
-    let tree = parser.parse(cmd, None).ok_or_else(|| {
-        Error::Refused("exec policy: the command line could not be parsed".into())
-    })?;
+    let tree = parse(cmd)?;
     let walker = Walker {
         src: cmd,
         allowed: Allowed {
@@ -105,16 +99,24 @@ pub fn check(cmd: &str, exec: &ExecConfig, root: &Path) -> Result<()> {
     walker.node(tree.root_node())
 }
 
-/// The programs a command line would start, in order, without judging them (for tests and
-/// diagnostics). Errors as [`check`] for constructs that hide programs.
-pub fn programs(cmd: &str) -> Result<Vec<String>> {
+/// `cmd`'s bash syntax tree.
+///
+/// Errors: [`Error::Refused`] when the grammar cannot load or the line cannot be parsed
+/// (refused, not run: a line we cannot read is a line we cannot judge).
+fn parse(cmd: &str) -> Result<tree_sitter::Tree> {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
         .map_err(|e| Error::Refused(format!("exec policy: cannot load the bash grammar ({e})")))?;
-    let tree = parser.parse(cmd, None).ok_or_else(|| {
-        Error::Refused("exec policy: the command line could not be parsed".into())
-    })?;
+    parser
+        .parse(cmd, None)
+        .ok_or_else(|| Error::Refused("exec policy: the command line could not be parsed".into()))
+}
+
+/// The programs a command line would start, in order, without judging them (for tests and
+/// diagnostics). Errors as [`check`] for constructs that hide programs.
+pub fn programs(cmd: &str) -> Result<Vec<String>> {
+    let tree = parse(cmd)?;
     let mut out = Vec::new();
     collect_programs(tree.root_node(), cmd, &mut out);
     Ok(out)

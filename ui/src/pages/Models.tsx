@@ -104,6 +104,12 @@ function KeyRow({ p, onChange }: { p: ProviderInfo; onChange: () => void }) {
   );
 }
 
+/** The two pipeline stages whose model is picked here: config key and label. */
+const STAGES = [
+  ["extract_model", "Extraction (phase 1)"],
+  ["consolidation_model", "Consolidation (phase 2)"],
+] as const;
+
 function StagePicker(props: {
   stage: "extract_model" | "consolidation_model";
   label: string;
@@ -278,29 +284,24 @@ export function Models() {
             </tr>
           </thead>
           <tbody>
-            {data.providers.map((p, i) => (
-              <KeyRow key={i} p={p} onChange={() => void reload()} />
+            {data.providers.map((p) => (
+              <KeyRow key={p.id} p={p} onChange={() => void reload()} />
             ))}
           </tbody>
         </table>
       </Card>
       <Card title="Model per stage" testid="stages">
-        <StagePicker
-          stage="extract_model"
-          label="Extraction (phase 1)"
-          value={data.extract_model}
-          models={data.models}
-          fallback={data.default_model}
-          onSaved={() => void reload()}
-        />
-        <StagePicker
-          stage="consolidation_model"
-          label="Consolidation (phase 2)"
-          value={data.consolidation_model}
-          models={data.models}
-          fallback={data.default_model}
-          onSaved={() => void reload()}
-        />
+        {STAGES.map(([stage, label]) => (
+          <StagePicker
+            key={stage}
+            stage={stage}
+            label={label}
+            value={data[stage]}
+            models={data.models}
+            fallback={data.default_model}
+            onSaved={() => void reload()}
+          />
+        ))}
       </Card>
       <Card
         title={`Models and prices (${data.models.length})`}

@@ -3,7 +3,7 @@
 // Unknown prices are shown as "price unknown" with their token counts, never as $0.
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
-import type { AgentTotals, AgentUsageBucket, AgentUsageFilter, ApiFailure, KeyedTotals } from "../api";
+import type { AgentTotals, AgentUsageBucket, AgentUsageFilter, ApiFailure } from "../api";
 import { useLoad } from "../hooks";
 import { Card, ErrorBox } from "../components/ui";
 import { ChoiceFilter, CsvButton, DateRange } from "../components/Filters";
@@ -20,10 +20,17 @@ export function costCell(t: AgentTotals): string {
   return t.unpriced_requests > 0 ? `${formatUsd(t.cost_usd)} + ${t.unpriced_requests} unpriced` : formatUsd(t.cost_usd);
 }
 
+type Keyed = { key: string; totals: AgentTotals };
+
+/** A per-agent or per-model map as rows in key order (the server sends sorted maps). */
+function keyed(m: Record<string, AgentTotals>): Keyed[] {
+  return Object.entries(m).map(([key, totals]) => ({ key, totals }));
+}
+
 /** Stacked cost bars per period, one colour per agent or model (CSS only, no canvas). */
 function StackedCost({ buckets, split }: { buckets: AgentUsageBucket[]; split: Split }) {
   const keys: string[] = [];
-  for (const b of buckets) for (const k of split === "agent" ? b.by_agent : b.by_model) if (!keys.includes(k.key)) keys.push(k.key);
+  for (const b of buckets) for (const k of keyed(split === "agent" ? b.by_agent : b.by_model)) if (!keys.includes(k.key)) keys.push(k.key);
   const max = Math.max(0, ...buckets.map((b) => b.totals.cost_usd ?? 0));
   if (buckets.length === 0) return <p class="muted">No usage in this range.</p>;
   const color = (k: string) => COLORS[keys.indexOf(k) % COLORS.length];
@@ -31,7 +38,7 @@ function StackedCost({ buckets, split }: { buckets: AgentUsageBucket[]; split: S
     <div data-testid="stacked-chart">
       <div class="stack-chart">
         {buckets.map((b) => {
-          const parts: KeyedTotals[] = split === "agent" ? b.by_agent : b.by_model;
+          const parts = keyed(split === "agent" ? b.by_agent : b.by_model);
           return (
             <div class="stack-col" key={b.period} title={`${b.period}: ${costCell(b.totals)}`}>
               <div class="stack-bar">
@@ -104,7 +111,8 @@ export function Usage() {
   const { data, error } = useLoad((a) => a.agentUsage(filter), [JSON.stringify(filter)]);
   const set = (k: keyof AgentUsageFilter, v: string) => setFilter({ ...filter, [k]: v || null });
   const gran = (filter.granularity ?? "day") as Gran;
-
+  const block = data?.active_block;
+  const burn = block?.burn;
 
   return (
     <div class="grid">
@@ -151,23 +159,23 @@ export function Usage() {
             </div>
           </div>
           <Card title="Active 5-hour block" testid="usage-block">
-            {data.active_block ? (
+            {block && burn ? (
               <div class="stats">
                 <div>
-                  <span class="stat"><Countdown endMs={data.active_block.end_ms} nowMs={data.now_ms} /></span>
-                  <span class="stat-label">left (ends {formatTime(data.active_block.end_ms)})</span>
+                  <span class="stat"><Countdown endMs={block.end_ms} nowMs={data.now_ms} /></span>
+                  <span class="stat-label">left (ends {formatTime(block.end_ms)})</span>
                 </div>
                 <div>
-                  <span class="stat" data-testid="block-cost">{costCell(data.active_block.totals)}</span>
-                  <span class="stat-label">{formatTokens(data.active_block.totals.total_tokens)} tokens so far</span>
+                  <span class="stat" data-testid="block-cost">{costCell(block.totals)}</span>
+                  <span class="stat-label">{formatTokens(block.totals.total_tokens)} tokens so far</span>
                 </div>
                 <div>
-                  <span class="stat">{formatInt(data.active_block.tokens_per_min)}</span>
-                  <span class="stat-label">tokens/min · {formatUsd(data.active_block.usd_per_hour)}/h</span>
+                  <span class="stat">{formatInt(burn.tokens_per_min)}</span>
+                  <span class="stat-label">tokens/min · {formatUsd(burn.usd_per_hour)}/h</span>
                 </div>
                 <div>
-                  <span class="stat">{formatUsd(data.active_block.projected_usd)}</span>
-                  <span class="stat-label">projected at block end ({formatTokens(data.active_block.projected_tokens)} tokens)</span>
+                  <span class="stat">{formatUsd(burn.projected_usd)}</span>
+                  <span class="stat-label">projected at block end ({formatTokens(burn.projected_tokens)} tokens)</span>
                 </div>
               </div>
             ) : (
@@ -228,7 +236,7 @@ export function Usage() {
               <tbody>
                 {[...data.buckets].reverse().flatMap((b) => [
                   <TotalsLine key={b.period} label={b.period} t={b.totals} testid={`period-${b.period}`} />,
-                  ...b.by_agent.map((a) => <TotalsLine key={`${b.period}-${a.key}`} label={`  ${a.key}`} t={a.totals} testid={`period-${b.period}-${a.key}`} />),
+                  ...keyed(b.by_agent).map((a) => <TotalsLine key={`${b.period}-${a.key}`} label={`  ${a.key}`} t={a.totals} testid={`period-${b.period}-${a.key}`} />),
                 ])}
                 <TotalsLine label="total" t={data.total} testid="usage-total-row" />
               </tbody>
@@ -240,8 +248,8 @@ export function Usage() {
                 <tr><th>Agent / model</th><th>Requests</th><th>Input</th><th>Cache read</th><th>Cache write</th><th>Output</th><th>Reasoning</th><th>Cache hits</th><th>Cost</th></tr>
               </thead>
               <tbody>
-                {data.by_agent.map((a) => <TotalsLine key={a.key} label={a.key} t={a.totals} testid={`agent-${a.key}`} />)}
-                {data.by_model.map((a) => <TotalsLine key={`m-${a.key}`} label={a.key} t={a.totals} />)}
+                {keyed(data.by_agent).map((a) => <TotalsLine key={a.key} label={a.key} t={a.totals} testid={`agent-${a.key}`} />)}
+                {keyed(data.by_model).map((a) => <TotalsLine key={`m-${a.key}`} label={a.key} t={a.totals} />)}
               </tbody>
             </table>
           </Card>

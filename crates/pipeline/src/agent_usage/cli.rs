@@ -190,8 +190,8 @@ pub fn run(
                     r.agent,
                     r.session_id,
                     shorten(r.project.as_deref().unwrap_or("-"), 28),
-                    r.totals.input_tokens,
-                    r.totals.output_tokens,
+                    r.totals.tokens.input_tokens,
+                    r.totals.tokens.output_tokens,
                     cost_cell(&r.totals)
                 );
             }
@@ -291,11 +291,11 @@ fn line(s: &mut String, period: &str, agent: &str, t: &Totals) {
         "{:<11} {:<9} {:>12} {:>12} {:>12} {:>10} {:>10} {:>13} {:>14}",
         period,
         agent,
-        t.input_tokens,
-        t.cached_input_tokens,
-        t.cache_write_tokens,
-        t.output_tokens,
-        t.reasoning_tokens,
+        t.tokens.input_tokens,
+        t.tokens.cached_input_tokens,
+        t.tokens.cache_write_tokens,
+        t.tokens.output_tokens,
+        t.tokens.reasoning_tokens,
         t.total_tokens,
         cost_cell(t)
     );
@@ -322,9 +322,9 @@ fn unknown_section(s: &mut String, unknown: &[report::UnknownPrice]) {
             u.model,
             u.agents.join(", "),
             u.totals.requests,
-            u.totals.input_tokens,
-            u.totals.cached_input_tokens,
-            u.totals.output_tokens,
+            u.totals.tokens.input_tokens,
+            u.totals.tokens.cached_input_tokens,
+            u.totals.tokens.output_tokens,
             u.how_to_price
         );
     }

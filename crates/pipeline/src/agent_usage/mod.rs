@@ -36,7 +36,7 @@ use crate::rollout::Source;
 use codex_free_core::Result;
 use codex_free_core::config::PriceOverride;
 use codex_free_store::agent_usage::Rates;
-use codex_free_store::{AgentUsageRow, Store, UsageCursor};
+use codex_free_store::{AgentUsageRow, Store, TokenCounts, UsageCursor};
 
 use parse::{Carry, Parsed};
 
@@ -262,15 +262,16 @@ pub fn import(
                 report.bytes_read += fr.bytes;
                 let agent = fr.cursor.agent.clone();
                 for p in fr.parsed {
-                    let cost = pricer.price(&p.model).map(|pr| {
-                        pr.cost(&crate::providers::TokenUsage {
-                            input: p.input as u64,
-                            cached_input: p.cached as u64,
-                            cache_write: p.cache_write as u64,
-                            output: p.output as u64,
-                            reasoning: p.reasoning as u64,
-                        })
-                    });
+                    let tokens = TokenCounts {
+                        input_tokens: p.input,
+                        cached_input_tokens: p.cached,
+                        cache_write_tokens: p.cache_write,
+                        output_tokens: p.output,
+                        reasoning_tokens: p.reasoning,
+                    };
+                    let cost = pricer
+                        .price(&p.model)
+                        .map(|pr| pr.cost(&crate::providers::TokenUsage::from_counts(&tokens)));
                     rows.push(AgentUsageRow {
                         agent: agent.clone(),
                         dedup_key: p.key,
@@ -278,11 +279,7 @@ pub fn import(
                         project: p.project,
                         model: p.model,
                         at_ms: p.at_ms,
-                        input_tokens: p.input,
-                        cached_input_tokens: p.cached,
-                        cache_write_tokens: p.cache_write,
-                        output_tokens: p.output,
-                        reasoning_tokens: p.reasoning,
+                        tokens,
                         cost_usd: cost,
                         provider_cost_usd: p.provider_cost,
                         source_path: fr.cursor.path.clone(),
@@ -435,7 +432,7 @@ mod tests {
             s.agent_usage_rows(None, None)
                 .unwrap()
                 .into_iter()
-                .map(|r| (r.dedup_key, r.input_tokens, r.output_tokens))
+                .map(|r| (r.dedup_key, r.tokens.input_tokens, r.tokens.output_tokens))
                 .collect::<Vec<_>>()
         };
         assert_eq!(key(&t.store), key(&whole.store));

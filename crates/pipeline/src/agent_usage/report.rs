@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Datelike, Utc};
 use serde::Serialize;
 
-use codex_free_store::AgentUsageRow;
+use codex_free_store::{AgentUsageRow, TokenCounts};
 
 /// Length of a billing block: 5 hours, in ms.
 pub const BLOCK_MS: i64 = 5 * 3_600_000;
@@ -60,19 +60,13 @@ impl Granularity {
 
 /// Summed usage of some rows. Tokens are counts; money is USD.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "AgentTotals"))]
 pub struct Totals {
     /// Requests (rows).
     pub requests: i64,
-    /// Input tokens, cached reads and cache writes included.
-    pub input_tokens: i64,
-    /// Of input, cache reads.
-    pub cached_input_tokens: i64,
-    /// Of input, cache writes.
-    pub cache_write_tokens: i64,
-    /// Output tokens, reasoning included.
-    pub output_tokens: i64,
-    /// Of output, reasoning.
-    pub reasoning_tokens: i64,
+    /// The rows' tokens, summed (flattened into the JSON).
+    #[serde(flatten)]
+    pub tokens: TokenCounts,
     /// Input + output.
     pub total_tokens: i64,
     /// Sum of the priced rows, USD; `None` when no row is priced.
@@ -81,18 +75,17 @@ pub struct Totals {
     pub unpriced_requests: i64,
     /// Sum of the agents' own cost figures where recorded (pi), USD.
     pub provider_cost_usd: Option<f64>,
+    /// Share of input tokens read from the cache, 0..=1 (0 without input); kept current
+    /// by [`Totals::add`].
+    pub cache_hit_rate: f64,
 }
 
 impl Totals {
     /// Add one row.
     pub fn add(&mut self, r: &AgentUsageRow) {
         self.requests += 1;
-        self.input_tokens += r.input_tokens;
-        self.cached_input_tokens += r.cached_input_tokens;
-        self.cache_write_tokens += r.cache_write_tokens;
-        self.output_tokens += r.output_tokens;
-        self.reasoning_tokens += r.reasoning_tokens;
-        self.total_tokens += r.input_tokens + r.output_tokens;
+        self.tokens.add(&r.tokens);
+        self.total_tokens += r.tokens.total();
         match r.cost_usd {
             Some(c) => self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c),
             None => self.unpriced_requests += 1,
@@ -100,15 +93,11 @@ impl Totals {
         if let Some(c) = r.provider_cost_usd {
             self.provider_cost_usd = Some(self.provider_cost_usd.unwrap_or(0.0) + c);
         }
-    }
-
-    /// Share of input tokens read from the cache (0..=1; 0 without input).
-    pub fn cache_hit_rate(&self) -> f64 {
-        if self.input_tokens == 0 {
+        self.cache_hit_rate = if self.tokens.input_tokens == 0 {
             0.0
         } else {
-            self.cached_input_tokens as f64 / self.input_tokens as f64
-        }
+            self.tokens.cached_input_tokens as f64 / self.tokens.input_tokens as f64
+        };
     }
 }
 
@@ -143,6 +132,7 @@ impl Filter {
 
 /// One bucket of a period report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "AgentUsageBucket"))]
 pub struct Bucket {
     /// `2026-11-29`, `2026-W48` or `2026-11`.
     pub period: String,
@@ -156,6 +146,7 @@ pub struct Bucket {
 
 /// A model without a price, with what it used (so the gap is visible, never $0).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "UnknownPriceRow"))]
 pub struct UnknownPrice {
     /// `provider/model-id`.
     pub model: String,
@@ -169,6 +160,7 @@ pub struct UnknownPrice {
 
 /// A period report: buckets oldest first, the grand total, the unknown prices.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "UsagePeriods"))]
 pub struct PeriodReport {
     /// `day`, `week` or `month`.
     pub granularity: String,
@@ -235,6 +227,7 @@ pub fn periods(rows: &[AgentUsageRow], f: &Filter, g: Granularity) -> PeriodRepo
 
 /// One session's usage.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "AgentSession"))]
 pub struct SessionRow {
     /// Agent.
     pub agent: String,
@@ -290,6 +283,7 @@ pub fn sessions(rows: &[AgentUsageRow], f: &Filter) -> Vec<SessionRow> {
 
 /// The active block's pace and where it ends up at this pace.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "BlockBurn"))]
 pub struct Burn {
     /// Tokens per minute over the block's first-to-last request span (at least 1 minute).
     pub tokens_per_min: f64,
@@ -305,6 +299,7 @@ pub struct Burn {
 
 /// One 5-hour block.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "UsageBlock"))]
 pub struct Block {
     /// Start (the first request's hour, UTC), Unix ms.
     pub start_ms: i64,
@@ -385,7 +380,10 @@ mod tests {
             session_id: "s".into(),
             model: "openai/gpt-5".into(),
             at_ms,
-            input_tokens: tokens,
+            tokens: TokenCounts {
+                input_tokens: tokens,
+                ..Default::default()
+            },
             cost_usd: cost,
             ..Default::default()
         }

@@ -70,11 +70,7 @@ impl Phase2Store for Phase2Db {
             thread_id: None,
             model: rec.model.clone(),
             attempts: 1,
-            input_tokens: u.input as i64,
-            cached_input_tokens: u.cached_input as i64,
-            cache_write_tokens: 0,
-            output_tokens: u.output as i64,
-            reasoning_tokens: u.reasoning as i64,
+            tokens: u.counts(),
             cost_usd: self.price.map(|p| p.cost(&u)),
             duration_ms: rec.duration_ms as i64,
             outcome: if rec.outcome == "ok" {

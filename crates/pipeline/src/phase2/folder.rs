@@ -59,6 +59,19 @@ pub(crate) fn git_err(what: &str) -> impl Fn(git2::Error) -> Error + '_ {
     }
 }
 
+/// The tree of commit `id` (`None` for no commit); `what` names it in the error.
+///
+/// Errors: [`Error::Io`] when the commit or its tree cannot be read.
+pub(crate) fn tree_of<'r>(
+    repo: &'r Repository,
+    id: Option<Oid>,
+    what: &str,
+) -> Result<Option<git2::Tree<'r>>> {
+    id.map(|id| repo.find_commit(id).and_then(|c| c.tree()))
+        .transpose()
+        .map_err(git_err(what))
+}
+
 /// How a file changed against the last commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -100,6 +113,21 @@ pub struct FileChange {
     pub kind: ChangeKind,
     /// Path relative to the folder, `/`-separated.
     pub path: String,
+}
+
+impl FileChange {
+    /// The change one diff entry describes, at its new path (its old one for a deletion).
+    pub(crate) fn of(d: &git2::DiffDelta<'_>) -> Self {
+        FileChange {
+            kind: ChangeKind::from_delta(d.status()),
+            path: d
+                .new_file()
+                .path()
+                .or(d.old_file().path())
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default(),
+        }
+    }
 }
 
 /// The working tree against `HEAD` (git status + diff), as handed to the consolidation agent.
@@ -278,20 +306,9 @@ impl MemoryFolder {
         max_patch_bytes: usize,
     ) -> Result<WorkspaceDiff> {
         let repo = self.repo()?;
-        let head_tree = match self.head()? {
-            Some(id) => Some(
-                repo.find_commit(id)
-                    .and_then(|c| c.tree())
-                    .map_err(git_err("head tree"))?,
-            ),
-            None => None,
-        };
+        let head_tree = tree_of(&repo, self.head()?, "head tree")?;
         let base_tree = match base {
-            Some(b) => Some(
-                repo.find_commit(b)
-                    .and_then(|c| c.tree())
-                    .map_err(git_err("base tree"))?,
-            ),
+            Some(b) => tree_of(&repo, Some(b), "base tree")?,
             None => head_tree.clone(),
         };
         let mut index = self.stage_all(&repo)?;
@@ -300,18 +317,7 @@ impl MemoryFolder {
         let diff = repo
             .diff_tree_to_index(base_tree.as_ref(), Some(&index), Some(&mut opts))
             .map_err(git_err("diff"))?;
-        let mut changes: Vec<FileChange> = diff
-            .deltas()
-            .map(|d| FileChange {
-                kind: ChangeKind::from_delta(d.status()),
-                path: d
-                    .new_file()
-                    .path()
-                    .or(d.old_file().path())
-                    .map(|p| p.to_string_lossy().replace('\\', "/"))
-                    .unwrap_or_default(),
-            })
-            .collect();
+        let mut changes: Vec<FileChange> = diff.deltas().map(|d| FileChange::of(&d)).collect();
         changes.sort_by(|a, b| a.path.cmp(&b.path));
         let (patch, truncated) = patch_text(&diff, max_patch_bytes)?;
         // Unstage: the index goes back to HEAD's tree (or empty).
@@ -433,14 +439,7 @@ impl MemoryFolder {
     /// the indent, blank line at end of file) in the uncommitted changes.
     pub fn pending_whitespace_errors(&self) -> Result<Vec<String>> {
         let repo = self.repo()?;
-        let head_tree = match self.head()? {
-            Some(id) => Some(
-                repo.find_commit(id)
-                    .and_then(|c| c.tree())
-                    .map_err(git_err("head tree"))?,
-            ),
-            None => None,
-        };
+        let head_tree = tree_of(&repo, self.head()?, "head tree")?;
         let mut index = self.stage_all(&repo)?;
         let diff = repo
             .diff_tree_to_index(head_tree.as_ref(), Some(&index), None)

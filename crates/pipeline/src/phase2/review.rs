@@ -200,34 +200,11 @@ pub fn state(home: &Path, review_on: bool) -> Result<ReviewState> {
         .find_commit(head)
         .and_then(|c| c.tree())
         .map_err(git_err("head tree"))?;
-    let old_tree = match accepted {
-        Some(a) => Some(
-            repo.find_commit(a)
-                .and_then(|c| c.tree())
-                .map_err(git_err("accepted tree"))?,
-        ),
-        None => None,
-    };
+    let old_tree = folder::tree_of(&repo, accepted, "accepted tree")?;
     let diff = repo
         .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), None)
         .map_err(git_err("diff"))?;
-    st.changes = diff
-        .deltas()
-        .map(|d| FileChange {
-            kind: match d.status() {
-                git2::Delta::Added => folder::ChangeKind::Added,
-                git2::Delta::Deleted => folder::ChangeKind::Deleted,
-                git2::Delta::Modified => folder::ChangeKind::Modified,
-                _ => folder::ChangeKind::Other,
-            },
-            path: d
-                .new_file()
-                .path()
-                .or(d.old_file().path())
-                .map(|p| p.to_string_lossy().replace('\\', "/"))
-                .unwrap_or_default(),
-        })
-        .collect();
+    st.changes = diff.deltas().map(|d| FileChange::of(&d)).collect();
     let (patch, cut) = folder::patch_text(&diff, MAX_REVIEW_DIFF_BYTES)?;
     st.patch = patch;
     st.truncated = cut;

@@ -77,27 +77,11 @@ pub fn rollout_stem(updated_at: i64, thread_id: &str, slug: Option<&str>) -> Str
         n /= 62;
     }
     let mut stem = format!("{}-{tag}", t.format("%Y-%m-%dT%H-%M-%S"));
-    if let Some(s) = slug.map(slugify).filter(|s| !s.is_empty()) {
+    if let Some(s) = slug.and_then(crate::phase1::normalise_slug) {
         stem.push('-');
         stem.push_str(&s);
     }
     stem
-}
-
-fn slugify(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        let c = c.to_ascii_lowercase();
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-        if out.len() >= 60 {
-            break;
-        }
-    }
-    out.trim_end_matches('-').to_string()
 }
 
 /// Strip trailing whitespace from every line, drop trailing blank lines, end with one `\n`

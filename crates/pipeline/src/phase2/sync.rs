@@ -501,15 +501,8 @@ pub fn integrate(folder: &MemoryFolder, home: &Path, machine: &str) -> Result<Pu
     }
     // Two histories: a per-file three-way merge (no text merge, so no conflict markers).
     let ours_c = repo.find_commit(ours).map_err(git_err("head"))?;
-    let base_tree = match repo.merge_base(ours, theirs) {
-        Ok(b) => Some(
-            repo.find_commit(b)
-                .and_then(|c| c.tree())
-                .map_err(git_err("base tree"))?,
-        ),
-        // Unrelated histories (two folders started apart): everything is "added" on both.
-        Err(_) => None,
-    };
+    // Unrelated histories (two folders started apart): no base, everything is "added" on both.
+    let base_tree = folder::tree_of(&repo, repo.merge_base(ours, theirs).ok(), "base tree")?;
     let b = flatten(&repo, base_tree.as_ref())?;
     let o = flatten(&repo, Some(&ours_c.tree().map_err(git_err("tree"))?))?;
     let t = flatten(&repo, Some(&theirs_c.tree().map_err(git_err("tree"))?))?;

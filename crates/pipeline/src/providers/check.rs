@@ -365,11 +365,7 @@ pub async fn tiny_request(
         Ok(c) => {
             let cost = resolved.price.map(|p| p.cost(&c.usage));
             row.attempts = i64::from(c.attempts);
-            row.input_tokens = c.usage.input as i64;
-            row.cached_input_tokens = c.usage.cached_input as i64;
-            row.cache_write_tokens = c.usage.cache_write as i64;
-            row.output_tokens = c.usage.output as i64;
-            row.reasoning_tokens = c.usage.reasoning as i64;
+            row.tokens = c.usage.counts();
             row.cost_usd = cost;
             row.outcome = "ok".into();
             TinyOutcome {

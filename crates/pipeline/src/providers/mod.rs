@@ -303,6 +303,29 @@ impl TokenUsage {
     pub fn total(&self) -> u64 {
         self.input + self.output
     }
+    /// The same counts as the usage tables store them (SQLite integers are i64; a count
+    /// past `i64::MAX` saturates).
+    pub fn counts(&self) -> codex_free_store::TokenCounts {
+        let i = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        codex_free_store::TokenCounts {
+            input_tokens: i(self.input),
+            cached_input_tokens: i(self.cached_input),
+            cache_write_tokens: i(self.cache_write),
+            output_tokens: i(self.output),
+            reasoning_tokens: i(self.reasoning),
+        }
+    }
+    /// Stored counts back as a request's usage (a negative count reads as 0).
+    pub fn from_counts(c: &codex_free_store::TokenCounts) -> TokenUsage {
+        let u = |n: i64| u64::try_from(n).unwrap_or(0);
+        TokenUsage {
+            input: u(c.input_tokens),
+            cached_input: u(c.cached_input_tokens),
+            cache_write: u(c.cache_write_tokens),
+            output: u(c.output_tokens),
+            reasoning: u(c.reasoning_tokens),
+        }
+    }
     /// Field-wise sum.
     pub fn add(&mut self, o: &TokenUsage) {
         self.input += o.input;

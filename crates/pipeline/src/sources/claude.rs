@@ -20,7 +20,7 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value};
 
-use super::{JsonlReader, Line, ParseCtx, content_text, is_injected_context};
+use super::{JsonlReader, ParseCtx, content_text, is_injected_context};
 use crate::rollout::Item;
 use codex_free_core::Result;
 
@@ -42,16 +42,7 @@ pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) 
     let mut names: HashMap<String, String> = HashMap::new();
     let mut seen_blocks: HashSet<(String, u64)> = HashSet::new();
     let (mut main, mut side) = (0usize, 0usize);
-    while let Some(line) = lines.next_line()? {
-        let rec = match line {
-            Line::Record(m) => m,
-            Line::Blank => continue,
-            Line::Malformed => {
-                ctx.stats.malformed += 1;
-                continue;
-            }
-        };
-        ctx.stats.records += 1;
+    while let Some(rec) = lines.next_record(&mut ctx.stats)? {
         let ty = rec.get("type").and_then(Value::as_str).unwrap_or("");
         if ty != "user" && ty != "assistant" {
             if IGNORED_TYPES.contains(&ty) {

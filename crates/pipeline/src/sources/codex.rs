@@ -23,7 +23,7 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value};
 
-use super::{JsonlReader, Line, ParseCtx, args_text, content_text, is_injected_context};
+use super::{JsonlReader, ParseCtx, args_text, content_text, is_injected_context};
 use crate::rollout::Item;
 use codex_free_core::Result;
 
@@ -63,16 +63,7 @@ const BARE_ITEM_TYPES: &[&str] = &[
 pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) -> Result<()> {
     let mut names: HashMap<String, String> = HashMap::new();
     let mut first = true;
-    while let Some(line) = lines.next_line()? {
-        let rec = match line {
-            Line::Record(m) => m,
-            Line::Blank => continue,
-            Line::Malformed => {
-                ctx.stats.malformed += 1;
-                continue;
-            }
-        };
-        ctx.stats.records += 1;
+    while let Some(rec) = lines.next_record(&mut ctx.stats)? {
         ctx.saw_timestamp(rec.get("timestamp"));
         let ty = rec.get("type").and_then(Value::as_str).unwrap_or("");
         match (ty, rec.get("payload")) {
@@ -124,48 +115,42 @@ fn item(p: &Map<String, Value>, ctx: &mut ParseCtx, names: &mut HashMap<String, 
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    match ty {
-        "message" => message(p, ctx),
+    // A tool call: its name, its arguments, and whether a later output names it by call id
+    // (web searches have no output item).
+    let (name, args, has_output) = match ty {
         "function_call" | "custom_tool_call" => {
             let base = p.get("name").and_then(Value::as_str).unwrap_or("tool");
             let name = match p.get("namespace").and_then(Value::as_str) {
                 Some(ns) if !ns.is_empty() => format!("{}__{base}", ns.trim_end_matches('_')),
                 _ => base.to_string(),
             };
-            let args = args_text(p.get("arguments").or_else(|| p.get("input")));
-            names.insert(call_id.clone(), name.clone());
-            ctx.rollout.items.push(Item::ToolCall {
-                call_id,
-                name,
-                args,
-            });
+            (name, p.get("arguments").or_else(|| p.get("input")), true)
         }
-        "local_shell_call" => {
-            let args = args_text(p.get("action"));
-            names.insert(call_id.clone(), "shell".into());
-            ctx.rollout.items.push(Item::ToolCall {
-                call_id,
-                name: "shell".into(),
-                args,
-            });
-        }
-        "web_search_call" => {
-            let args = args_text(p.get("action"));
-            ctx.rollout.items.push(Item::ToolCall {
-                call_id,
-                name: "web_search".into(),
-                args,
-            });
-        }
-        "tool_search_call" => {
-            let args = args_text(p.get("arguments"));
-            names.insert(call_id.clone(), "tool_search".into());
-            ctx.rollout.items.push(Item::ToolCall {
-                call_id,
-                name: "tool_search".into(),
-                args,
-            });
-        }
+        "local_shell_call" => ("shell".into(), p.get("action"), true),
+        "web_search_call" => ("web_search".into(), p.get("action"), false),
+        "tool_search_call" => ("tool_search".into(), p.get("arguments"), true),
+        _ => return other_item(ty, p, ctx, names, call_id),
+    };
+    if has_output {
+        names.insert(call_id.clone(), name.clone());
+    }
+    ctx.rollout.items.push(Item::ToolCall {
+        call_id,
+        name,
+        args: args_text(args),
+    });
+}
+
+/// An item that is not a tool call: a message, a tool's output, or one that is dropped.
+fn other_item(
+    ty: &str,
+    p: &Map<String, Value>,
+    ctx: &mut ParseCtx,
+    names: &HashMap<String, String>,
+    call_id: String,
+) {
+    match ty {
+        "message" => message(p, ctx),
         "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
             let raw = p.get("output").or_else(|| p.get("tools"));
             let (text, is_error) = output(raw, &mut ctx.stats.filtered);

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::{JsonlReader, Line, ParseCtx};
+use super::{JsonlReader, ParseCtx};
 use crate::redact::redact;
 use crate::rollout::Item;
 use codex_free_core::Error;
@@ -181,16 +181,7 @@ fn bound(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) -> Result<()> {
-    while let Some(line) = lines.next_line()? {
-        let rec = match line {
-            Line::Record(m) => m,
-            Line::Blank => continue,
-            Line::Malformed => {
-                ctx.stats.malformed += 1;
-                continue;
-            }
-        };
-        ctx.stats.records += 1;
+    while let Some(rec) = lines.next_record(&mut ctx.stats)? {
         match rec.get("type").and_then(Value::as_str).unwrap_or("") {
             "session" => {
                 ctx.set_id(rec.get("id"));

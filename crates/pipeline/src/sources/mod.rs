@@ -240,6 +240,27 @@ impl<R: BufRead> JsonlReader<R> {
         }
     }
 
+    /// Next JSON object, or `None` at the end: blank lines are skipped, and every object
+    /// and every line that is not one is counted into `stats` (`records`, `malformed`).
+    ///
+    /// Errors: as [`Self::next_line`].
+    pub(crate) fn next_record(
+        &mut self,
+        stats: &mut ParseStats,
+    ) -> Result<Option<serde_json::Map<String, Value>>> {
+        while let Some(line) = self.next_line()? {
+            match line {
+                Line::Record(m) => {
+                    stats.records += 1;
+                    return Ok(Some(m));
+                }
+                Line::Blank => {}
+                Line::Malformed => stats.malformed += 1,
+            }
+        }
+        Ok(None)
+    }
+
     /// Next line, or `None` at end of file (or at the `max_lines` limit).
     ///
     /// Errors: read errors of the underlying file.

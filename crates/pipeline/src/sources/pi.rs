@@ -19,7 +19,7 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value};
 
-use super::{JsonlReader, Line, ParseCtx, args_text, content_text, is_injected_context};
+use super::{JsonlReader, ParseCtx, args_text, content_text, is_injected_context};
 use crate::rollout::Item;
 use codex_free_core::Result;
 
@@ -35,16 +35,7 @@ const DROPPED_TYPES: &[&str] = &["compaction", "branch_summary", "custom_message
 pub(crate) fn parse<R: BufRead>(lines: &mut JsonlReader<R>, ctx: &mut ParseCtx) -> Result<()> {
     let mut entries: Vec<Map<String, Value>> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    while let Some(line) = lines.next_line()? {
-        let rec = match line {
-            Line::Record(m) => m,
-            Line::Blank => continue,
-            Line::Malformed => {
-                ctx.stats.malformed += 1;
-                continue;
-            }
-        };
-        ctx.stats.records += 1;
+    while let Some(rec) = lines.next_record(&mut ctx.stats)? {
         ctx.saw_timestamp(rec.get("timestamp"));
         if rec.get("type").and_then(Value::as_str) == Some("session") {
             ctx.set_id(rec.get("id"));

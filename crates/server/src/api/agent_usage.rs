@@ -12,10 +12,7 @@ use std::collections::BTreeMap;
 use chrono::Utc;
 
 use super::ApiService;
-use super::dto::{
-    ActiveBlock, AgentSession, AgentSpend, AgentTotals, AgentUsageBucket, AgentUsageFilter,
-    AgentUsageView, KeyedTotals, UnknownPriceRow,
-};
+use super::dto::{AgentSpend, AgentUsageFilter, AgentUsageView};
 use codex_free_core::{Error, Result};
 use codex_free_pipeline::agent_usage::cli::all_rows;
 use codex_free_pipeline::agent_usage::report::{self, Filter, Granularity, Totals};
@@ -24,30 +21,6 @@ use codex_free_store::{AgentUsageRow, Store};
 
 /// Most sessions listed on the page.
 pub const TOP_SESSIONS: usize = 20;
-
-fn totals(t: &Totals) -> AgentTotals {
-    AgentTotals {
-        requests: t.requests,
-        input_tokens: t.input_tokens,
-        cached_input_tokens: t.cached_input_tokens,
-        cache_write_tokens: t.cache_write_tokens,
-        output_tokens: t.output_tokens,
-        reasoning_tokens: t.reasoning_tokens,
-        total_tokens: t.total_tokens,
-        cost_usd: t.cost_usd,
-        unpriced_requests: t.unpriced_requests,
-        cache_hit_rate: t.cache_hit_rate(),
-    }
-}
-
-fn keyed(m: &BTreeMap<String, Totals>) -> Vec<KeyedTotals> {
-    m.iter()
-        .map(|(k, t)| KeyedTotals {
-            key: k.clone(),
-            totals: totals(t),
-        })
-        .collect()
-}
 
 fn filter_of(f: &AgentUsageFilter) -> Filter {
     Filter {
@@ -161,7 +134,7 @@ pub fn spend(rows: &[AgentUsageRow], day_start: i64, month_start: i64) -> AgentS
         month_usd: month.cost_usd.unwrap_or(0.0),
         today_unpriced_requests: today.unpriced_requests,
         month_unpriced_requests: month.unpriced_requests,
-        today_by_agent: keyed(&by_agent),
+        today_by_agent: by_agent,
     }
 }
 
@@ -174,7 +147,6 @@ pub fn view(
     import_error: Option<String>,
 ) -> AgentUsageView {
     let flt = filter_of(f);
-    let p = report::periods(rows, &flt, g);
     let mut by_agent: BTreeMap<String, Totals> = BTreeMap::new();
     let mut by_model: BTreeMap<String, Totals> = BTreeMap::new();
     let mut agents: Vec<String> = Vec::new();
@@ -202,58 +174,16 @@ pub fn view(
     let active_block = report::blocks(rows, &block_filter, now_ms)
         .into_iter()
         .rev()
-        .find(|b| b.active)
-        .and_then(|b| {
-            let burn = b.burn?;
-            Some(ActiveBlock {
-                start_ms: b.start_ms,
-                end_ms: b.end_ms,
-                totals: totals(&b.totals),
-                tokens_per_min: burn.tokens_per_min,
-                usd_per_hour: burn.usd_per_hour,
-                projected_tokens: burn.projected_tokens,
-                projected_usd: burn.projected_usd,
-            })
-        });
+        .find(|b| b.active && b.burn.is_some());
     AgentUsageView {
-        granularity: p.granularity.clone(),
-        buckets: p
-            .buckets
-            .iter()
-            .map(|b| AgentUsageBucket {
-                period: b.period.clone(),
-                totals: totals(&b.totals),
-                by_agent: keyed(&b.by_agent),
-                by_model: keyed(&b.by_model),
-            })
-            .collect(),
-        total: totals(&p.total),
-        by_agent: keyed(&by_agent),
-        by_model: keyed(&by_model),
+        report: report::periods(rows, &flt, g),
+        by_agent,
+        by_model,
         top_sessions: report::sessions(rows, &flt)
             .into_iter()
             .take(TOP_SESSIONS)
-            .map(|s| AgentSession {
-                agent: s.agent,
-                session_id: s.session_id,
-                project: s.project,
-                models: s.models,
-                first_ms: s.first_ms,
-                last_ms: s.last_ms,
-                totals: totals(&s.totals),
-            })
             .collect(),
         active_block,
-        unknown_prices: p
-            .unknown_prices
-            .iter()
-            .map(|u| UnknownPriceRow {
-                model: u.model.clone(),
-                agents: u.agents.clone(),
-                totals: totals(&u.totals),
-                how_to_price: u.how_to_price.clone(),
-            })
-            .collect(),
         agents,
         models,
         import_error,
@@ -290,11 +220,11 @@ pub fn csv(rows: &[AgentUsageRow], f: &Filter) -> String {
             cell(&r.session_id),
             cell(r.project.as_deref().unwrap_or("")),
             cell(&r.model),
-            r.input_tokens,
-            r.cached_input_tokens,
-            r.cache_write_tokens,
-            r.output_tokens,
-            r.reasoning_tokens,
+            r.tokens.input_tokens,
+            r.tokens.cached_input_tokens,
+            r.tokens.cache_write_tokens,
+            r.tokens.output_tokens,
+            r.tokens.reasoning_tokens,
             r.cost_usd.map(|c| format!("{c:.6}")).unwrap_or_default(),
             r.provider_cost_usd
                 .map(|c| format!("{c:.6}"))
@@ -307,6 +237,7 @@ pub fn csv(rows: &[AgentUsageRow], f: &Filter) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codex_free_store::TokenCounts;
 
     fn r(agent: &str, at_ms: i64, cost: Option<f64>) -> AgentUsageRow {
         AgentUsageRow {
@@ -314,9 +245,12 @@ mod tests {
             session_id: "s".into(),
             model: "openai/gpt-5".into(),
             at_ms,
-            input_tokens: 100,
-            cached_input_tokens: 25,
-            output_tokens: 10,
+            tokens: TokenCounts {
+                input_tokens: 100,
+                cached_input_tokens: 25,
+                output_tokens: 10,
+                ..Default::default()
+            },
             cost_usd: cost,
             project: Some("=cmd".into()),
             ..Default::default()
@@ -347,11 +281,11 @@ mod tests {
             ..Default::default()
         };
         let v = view(&rows, &f, Granularity::Day, 2, None);
-        assert_eq!(v.total.requests, 1);
-        assert_eq!(v.total.cost_usd, None);
+        assert_eq!(v.report.total.requests, 1);
+        assert_eq!(v.report.total.cost_usd, None);
         assert_eq!(v.agents, ["codex", "pi"]);
-        assert_eq!(v.unknown_prices.len(), 1);
-        assert!((v.total.cache_hit_rate - 0.25).abs() < 1e-9);
+        assert_eq!(v.report.unknown_prices.len(), 1);
+        assert!((v.report.total.cache_hit_rate - 0.25).abs() < 1e-9);
         assert!(
             v.active_block.is_some(),
             "a request 1 ms ago is in the running block"

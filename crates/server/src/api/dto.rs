@@ -6,8 +6,12 @@
 //! characters). Times are Unix milliseconds (UTC); money is US dollars as `f64`; token
 //! counts are plain integers (exported to TypeScript as `number`).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
+
+use codex_free_pipeline::agent_usage::report;
 
 /// One failed field of a config change: the key path (`output.maxFileLines`), a stable
 /// reason code and a sentence for people.
@@ -728,123 +732,22 @@ pub struct AgentUsageFilter {
     pub granularity: Option<String>,
 }
 
-/// Sums over some usage rows. Tokens are counts, money USD.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
-pub struct AgentTotals {
-    /// Requests.
-    pub requests: i64,
-    /// Input tokens, cache reads and writes included.
-    pub input_tokens: i64,
-    /// Of input, cache reads.
-    pub cached_input_tokens: i64,
-    /// Of input, cache writes.
-    pub cache_write_tokens: i64,
-    /// Output tokens, reasoning included.
-    pub output_tokens: i64,
-    /// Of output, reasoning.
-    pub reasoning_tokens: i64,
-    /// Input + output.
-    pub total_tokens: i64,
-    /// Cost of the priced requests, USD; `null` when none is priced ("price unknown").
-    pub cost_usd: Option<f64>,
-    /// Requests without a price (not in `cost_usd`).
-    pub unpriced_requests: i64,
-    /// Share of input read from the cache, 0..1.
-    pub cache_hit_rate: f64,
-}
-
-/// Totals under a key (an agent or a model).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
-pub struct KeyedTotals {
-    /// The agent or model.
-    pub key: String,
-    /// Its totals.
-    pub totals: AgentTotals,
-}
-
-/// One period of the Usage page.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
-pub struct AgentUsageBucket {
-    /// `2026-11-29`, `2026-W48` or `2026-11` (UTC).
-    pub period: String,
-    /// All rows of the period.
-    pub totals: AgentTotals,
-    /// Split by agent (`pipeline` is this app's own spend).
-    pub by_agent: Vec<KeyedTotals>,
-    /// Split by model.
-    pub by_model: Vec<KeyedTotals>,
-}
-
-/// One agent session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
-pub struct AgentSession {
-    /// Agent.
-    pub agent: String,
-    /// Session id.
-    pub session_id: String,
-    /// Working directory.
-    pub project: Option<String>,
-    /// Models used.
-    pub models: Vec<String>,
-    /// First request, Unix ms.
-    pub first_ms: i64,
-    /// Last request, Unix ms.
-    pub last_ms: i64,
-    /// Its usage.
-    pub totals: AgentTotals,
-}
-
-/// The running 5-hour block: usage so far, pace and projection to its end.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
-pub struct ActiveBlock {
-    /// Block start (the first request's hour), Unix ms.
-    pub start_ms: i64,
-    /// Block end (start + 5 h), Unix ms.
-    pub end_ms: i64,
-    /// Usage so far.
-    pub totals: AgentTotals,
-    /// Tokens per minute (first to last request).
-    pub tokens_per_min: f64,
-    /// USD per hour; `null` when nothing is priced.
-    pub usd_per_hour: Option<f64>,
-    /// Tokens at the end at this pace.
-    pub projected_tokens: i64,
-    /// USD at the end at this pace.
-    pub projected_usd: Option<f64>,
-}
-
-/// A model without a price, with its usage and how to give it one.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
-pub struct UnknownPriceRow {
-    /// `provider/model-id`.
-    pub model: String,
-    /// Agents that used it.
-    pub agents: Vec<String>,
-    /// Its usage.
-    pub totals: AgentTotals,
-    /// The config entry to add.
-    pub how_to_price: String,
-}
-
-/// The Usage page: what every agent and the pipeline used and cost.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+/// The Usage page: what every agent and the pipeline used and cost. The period report is
+/// the one `codex-free usage daily --json` prints (flattened in), so page and CLI agree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
 pub struct AgentUsageView {
-    /// `day`, `week` or `month`.
-    pub granularity: String,
-    /// Periods oldest first.
-    pub buckets: Vec<AgentUsageBucket>,
-    /// All matching rows.
-    pub total: AgentTotals,
-    /// All matching rows by agent.
-    pub by_agent: Vec<KeyedTotals>,
+    /// Granularity, periods oldest first, the grand total of the matching rows and the
+    /// models without a price.
+    #[serde(flatten)]
+    pub report: report::PeriodReport,
+    /// All matching rows by agent (`pipeline` is this app's own spend).
+    pub by_agent: BTreeMap<String, report::Totals>,
     /// All matching rows by model.
-    pub by_model: Vec<KeyedTotals>,
+    pub by_model: BTreeMap<String, report::Totals>,
     /// The most expensive sessions (at most 20).
-    pub top_sessions: Vec<AgentSession>,
-    /// The running 5-hour block, if any.
-    pub active_block: Option<ActiveBlock>,
-    /// Models without a price.
-    pub unknown_prices: Vec<UnknownPriceRow>,
+    pub top_sessions: Vec<report::SessionRow>,
+    /// The running 5-hour block, with its pace and projection, if any.
+    pub active_block: Option<report::Block>,
     /// Agents in the unfiltered data (filter menu).
     pub agents: Vec<String>,
     /// Models in the unfiltered data (filter menu).
@@ -857,7 +760,7 @@ pub struct AgentUsageView {
 
 /// Today's and this month's spend (UTC) across the agents and the pipeline (the tray's
 /// figure).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
 pub struct AgentSpend {
     /// Today, priced requests, USD.
     pub today_usd: f64,
@@ -868,7 +771,7 @@ pub struct AgentSpend {
     /// This month's requests without a price.
     pub month_unpriced_requests: i64,
     /// Today by agent.
-    pub today_by_agent: Vec<KeyedTotals>,
+    pub today_by_agent: BTreeMap<String, report::Totals>,
 }
 
 /// A memory folder the Memory page can work on: this state home's, Codex's own

@@ -541,17 +541,11 @@ mod tests {
     use serde_json::json;
 
     async fn serve() -> (tempfile::TempDir, String, Arc<MemoryStore>) {
-        let d = tempfile::tempdir().unwrap();
-        let store = Arc::new(MemoryStore::default());
-        let ks = KeyringStatus {
-            backend: store.label(),
-            fallback: false,
-            error: None,
-        };
+        let (d, svc, store) = crate::api::tests::service();
         let usage = Arc::new(crate::api::usage::MemoryUsage::new(
             crate::api::usage::demo_records(1_780_000_000_000, 5),
         ));
-        let svc = Arc::new(ApiService::new(d.path(), store.clone(), ks).with_usage(usage));
+        let svc = Arc::new(svc.with_usage(usage));
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", l.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(l, router(svc)).await.unwrap() });
@@ -560,14 +554,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dispatch_answers_as_the_http_server_does() {
-        let d = tempfile::tempdir().unwrap();
-        let store = Arc::new(MemoryStore::default());
-        let ks = KeyringStatus {
-            backend: store.label(),
-            fallback: false,
-            error: None,
-        };
-        let svc = Arc::new(ApiService::new(d.path(), store.clone(), ks));
+        let (_home, svc, _keys) = crate::api::tests::service();
+        let svc = Arc::new(svc);
         let st = dispatch(svc.clone(), "GET", "/api/status", None).await;
         assert_eq!(
             (st.status, st.content_type.as_str()),

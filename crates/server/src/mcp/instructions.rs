@@ -64,7 +64,13 @@ impl CodexFree {
             });
         }
         let summary =
-            codex_free_pipeline::phase2::readpath::summary_for_instructions(&shared.home, &config);
+            codex_free_pipeline::phase2::readpath::summary_for_instructions(&shared.home, &config)
+                .map(|text| Section {
+                    what: "the memory summary",
+                    text,
+                    tool: "recall",
+                    splittable: true,
+                });
         let head = match &shared.mode {
             Mode::Single { root } => {
                 sections.push(Section {
@@ -73,14 +79,7 @@ impl CodexFree {
                     tool: "recall",
                     splittable: true,
                 });
-                if let Some(m) = summary {
-                    sections.push(Section {
-                        what: "the memory summary",
-                        text: m,
-                        tool: "recall",
-                        splittable: true,
-                    });
-                }
+                sections.extend(summary);
                 sections.push(Section {
                     what: "the tool guide",
                     text: GUIDE.into(),
@@ -128,14 +127,7 @@ impl CodexFree {
                     tool: "get_agent_brief",
                     splittable: true,
                 });
-                if let Some(m) = summary {
-                    sections.push(Section {
-                        what: "the memory summary",
-                        text: m,
-                        tool: "recall",
-                        splittable: true,
-                    });
-                }
+                sections.extend(summary);
                 "# Codex Free\n\nTools over the projects of a folder. Call `get_agent_brief` first: it restores this conversation's project or lists candidates; then `recall` returns that project's saved plan and notes.\n".to_string()
             }
         };

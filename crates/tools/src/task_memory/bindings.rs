@@ -453,12 +453,7 @@ mod tests {
         }
         assert!(!b.dir().exists(), "nothing written for refused binds");
         // A protected git repo is not offered as a candidate either; nor is the root.
-        let names: Vec<String> = b
-            .candidates()
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["alpha", "beta", "docs-only"]);
+        assert_eq!(candidate_names(&b), ["alpha", "beta", "docs-only"]);
     }
 
     #[test]
@@ -571,16 +566,18 @@ mod tests {
         );
     }
 
+    fn candidate_names(b: &Bindings) -> Vec<String> {
+        b.candidates()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    }
+
     #[test]
     fn candidates_and_listing() {
         let e = env();
         let b = e.bindings();
-        let names: Vec<String> = b
-            .candidates()
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["alpha", "beta", "docs-only"]);
+        assert_eq!(candidate_names(&b), ["alpha", "beta", "docs-only"]);
         let t = b.list_projects_text(0, 2);
         assert!(t.contains("- alpha  (") && t.contains("- beta  ("), "{t}");
         assert!(

@@ -160,22 +160,12 @@ mod tests {
         let text: String = (0..57)
             .map(|i| format!("{}\n", "x".repeat(i % 13)))
             .collect();
-        let mut got = String::new();
-        let mut offset = 0;
-        loop {
+        let (got, _) = codex_free_testkit::pages::follow_content(20, |c| {
+            let offset = c.map_or(0, |c| c.offset().unwrap() as usize);
             let page = page_text(&text, offset, 7, 400, paging::Call::Again).unwrap();
             assert!(page.len() <= 400, "{}", page.len());
-            match paging::parse_footer(&page) {
-                Some(c) => {
-                    got.push_str(&page[..c.content_end]);
-                    offset = c.offset().unwrap() as usize;
-                }
-                None => {
-                    got.push_str(&page);
-                    break;
-                }
-            }
-        }
+            page
+        });
         assert_eq!(got, text);
         assert!(page_text(&text, 57, 7, 400, paging::Call::Again).is_err());
         assert_eq!(page_text("", 0, 7, 400, paging::Call::Again).unwrap(), "");

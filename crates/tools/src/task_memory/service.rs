@@ -372,26 +372,15 @@ mod tests {
         }
         let full = svc.memory().unwrap().recall().unwrap();
         assert!(full.len() > 2000);
-        let mut got = String::new();
-        let mut offset = 0;
-        loop {
+        let (got, _) = codex_free_testkit::pages::follow_content(20, |c| {
             let page = svc
                 .recall(&RecallArgs {
-                    offset: Some(offset),
+                    offset: c.map(|c| c.offset().unwrap() as usize),
                 })
                 .unwrap();
             assert!(page.len() <= 2000, "{}", page.len());
-            match codex_free_core::paging::parse_footer(&page) {
-                Some(c) => {
-                    got.push_str(&page[..c.content_end]);
-                    offset = c.offset().unwrap() as usize;
-                }
-                None => {
-                    got.push_str(&page);
-                    break;
-                }
-            }
-        }
+            page
+        });
         assert_eq!(got, full);
     }
 }

@@ -2,7 +2,7 @@
 import type { AgentTotals } from "./AgentTotals";
 
 /**
- * One agent session.
+ * One session's usage.
  */
 export type AgentSession = { 
 /**
@@ -10,15 +10,15 @@ export type AgentSession = {
  */
 agent: string, 
 /**
- * Session id.
+ * The agent's session id.
  */
 session_id: string, 
 /**
- * Working directory.
+ * Working directory, when recorded.
  */
 project: string | null, 
 /**
- * Models used.
+ * Models used, in order of first use.
  */
 models: Array<string>, 
 /**

@@ -2,7 +2,7 @@
 import type { AgentTotals } from "./AgentTotals";
 
 /**
- * A model without a price, with its usage and how to give it one.
+ * A model without a price, with what it used (so the gap is visible, never $0).
  */
 export type UnknownPriceRow = { 
 /**
@@ -18,6 +18,6 @@ agents: Array<string>,
  */
 totals: AgentTotals, 
 /**
- * The config entry to add.
+ * How to give it a price.
  */
 how_to_price: string, };
