@@ -471,38 +471,30 @@ impl Status {
                 (Some(c), n) => format!("{} + {n} unpriced", format_cost(Some(c))),
                 (None, _) => "price unknown".into(),
             };
-            if r.phase == "phase2" {
-                s.push_str(&format!(
-                    "  {} {} consolidation {}: {} requests, {} in ({} cached) / {} out tokens, {}{}\n",
-                    iso(r.started_at),
-                    r.trigger,
-                    r.summary.outcome,
-                    r.requests,
-                    r.input_tokens,
-                    r.cached_input_tokens,
-                    r.output_tokens,
-                    cost,
-                    r.summary.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
-                ));
-                continue;
-            }
-            s.push_str(&format!(
-                "  {} {} {}: {} claimed, {} with output, {} no output, {} failed, {} released; {} requests, {} in ({} cached) / {} out tokens, {}{}\n",
-                iso(r.started_at),
-                r.trigger,
-                r.summary.outcome,
-                r.summary.claimed,
-                r.summary.with_output,
-                r.summary.no_output,
-                r.summary.failed,
-                r.summary.released,
+            let spent = format!(
+                "{} requests, {} in ({} cached) / {} out tokens, {cost}{}",
                 r.requests,
                 r.input_tokens,
                 r.cached_input_tokens,
                 r.output_tokens,
-                cost,
-                r.summary.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default()
-            ));
+                r.summary
+                    .error
+                    .as_deref()
+                    .map(|e| format!(" — {e}"))
+                    .unwrap_or_default()
+            );
+            let (at, trigger, outcome) = (iso(r.started_at), &r.trigger, &r.summary.outcome);
+            if r.phase == "phase2" {
+                s.push_str(&format!(
+                    "  {at} {trigger} consolidation {outcome}: {spent}\n"
+                ));
+            } else {
+                let m = &r.summary;
+                s.push_str(&format!(
+                    "  {at} {trigger} {outcome}: {} claimed, {} with output, {} no output, {} failed, {} released; {spent}\n",
+                    m.claimed, m.with_output, m.no_output, m.failed, m.released,
+                ));
+            }
         }
         match &self.sync {
             Some(sy) => s.push_str(&format!("sync: {}\n", crate::phase2::sync::status_line(sy))),
