@@ -12,7 +12,7 @@ use std::time::Duration;
 use codex_free_testkit::mock_provider::{MockProvider, MockReply, Recorded};
 use serde_json::Value;
 
-use crate::support;
+use crate::support::{self, which};
 
 /// In the memory summary: must reach the model's request.
 const CODEWORD: &str = "periwinkle-7431";
@@ -23,12 +23,6 @@ const TOOL_MARK: &str = "project root from:";
 /// cores they made MCP start-up slow enough for a CLI to send its first request without
 /// our tools.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
 
 struct Fresh {
     _dir: tempfile::TempDir,

@@ -267,7 +267,7 @@ async fn tool_calls_are_recorded_as_redacted_mcp_transcripts() {
         "the tool itself returns the file as is"
     );
     client.cancel().await.unwrap();
-    let files: Vec<_> = walk(&env.home().join("transcripts"));
+    let files: Vec<_> = crate::support::jsonl_under(&env.home().join("transcripts"));
     assert_eq!(files.len(), 1, "{files:?}");
     let body = std::fs::read_to_string(&files[0]).unwrap();
     assert!(body.contains("\"tool\":\"read_file\""), "{body}");
@@ -283,17 +283,4 @@ async fn tool_calls_are_recorded_as_redacted_mcp_transcripts() {
     )
     .unwrap();
     assert!(!rollout.items.is_empty());
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = vec![];
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p))
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p)
-        }
-    }
-    out
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::bin;
+use crate::support::{bin, git};
 
 fn run(home: &Path, cwd: &Path, args: &[&str]) -> Output {
     Command::new(bin())
@@ -19,21 +19,6 @@ fn run(home: &Path, cwd: &Path, args: &[&str]) -> Output {
 }
 
 fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 

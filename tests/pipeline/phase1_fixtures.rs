@@ -159,7 +159,7 @@ async fn fixtures_of_all_three_clis_end_to_end() {
 
     // Every transcript touched (newer mtime, same content), and a truncated copy of one
     // Codex session written beside it, newer: a fresh process extracts nothing again.
-    let files = walk(&sessions);
+    let files = crate::support::files_under(&sessions);
     for f in &files {
         let h = std::fs::File::options().write(true).open(f).unwrap();
         h.set_modified(SystemTime::now() - Duration::from_secs(6 * 3600 + 600))
@@ -212,18 +212,6 @@ fn roots_of(sessions: &Path) -> SourceRoots {
         pi_dir: Some(sessions.join("pi")),
         state_home: None,
     }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        if e.file_type().unwrap().is_dir() {
-            out.extend(walk(&e.path()));
-        } else {
-            out.push(e.path());
-        }
-    }
-    out
 }
 
 /// The planted values of `tests/data/secrets_corpus.txt` (`secret<TAB>text with «value»`).

@@ -238,7 +238,7 @@ mod e2e {
     /// into `dst` with their mtime 7 hours back so they count as idle; returns how many.
     fn copy_codex_fixtures(dst: &Path) -> usize {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sessions/codex/sessions");
-        let files = super::walk_jsonl(&src);
+        let files = crate::support::jsonl_under(&src);
         for f in &files {
             let to = dst.join("sessions").join(f.strip_prefix(&src).unwrap());
             std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -746,7 +746,7 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
     }
 
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sessions/codex/sessions");
-    let original = walk_jsonl(&fixtures)
+    let original = crate::support::jsonl_under(&fixtures)
         .into_iter()
         .next()
         .expect("a Codex fixture transcript");
@@ -792,23 +792,6 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
         store.stage1_output("mem-b").unwrap().unwrap().usage_count,
         1
     );
-}
-
-fn walk_jsonl(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// `memories rollback` refuses while the phase-2 job holds a live lease, then restores an

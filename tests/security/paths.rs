@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::support::{self, Client, HttpServer};
+use crate::support::{self, Client, HttpServer, git};
 
 /// The bearer token planted in the state home (>= 32 chars, so the HTTP server keeps it).
 const TOKEN: &str = "SECRETTOKEN0123456789abcdefghijklmnopqrstuvwxyz";
@@ -50,16 +50,6 @@ struct Machine {
 fn write(p: &Path, bytes: &[u8]) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, bytes).unwrap();
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
 }
 
 impl Machine {

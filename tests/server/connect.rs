@@ -12,7 +12,7 @@ use rmcp::service::{RequestContext, RoleClient};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 
-use crate::support::{self, Env};
+use crate::support::{self, Env, which};
 
 /// A client that offers one root.
 #[derive(Clone)]
@@ -431,12 +431,6 @@ fn codex_entry(text: &str) -> (String, Vec<String>, Vec<(String, String)>) {
     }
     assert!(!command.is_empty(), "{text}");
     (command, args, envs)
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
 }
 
 /// `connect chatgpt` prints the secret-path URL and checks that the running server answers

@@ -418,24 +418,6 @@ async fn multi_project_without_meta_binds_per_http_session() {
     b.cancel().await.unwrap();
 }
 
-/// Every regular file under `dir` (recursively), relative to it.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// `memory.enabled: false` alone (the pipeline left on) keeps this server's MCP calls out
 /// of the state home: no transcript, no memory file, after a session of every tool.
 #[tokio::test]
@@ -471,7 +453,10 @@ async fn memory_disabled_writes_no_transcripts() {
     }
     c.cancel().await.unwrap();
     // Only the config file this test wrote: no transcripts/, no projects/, no spool.
-    let left = files_under(env.home());
+    let left: Vec<PathBuf> = support::files_under(env.home())
+        .iter()
+        .map(|p| p.strip_prefix(env.home()).unwrap().to_path_buf())
+        .collect();
     assert_eq!(left, [PathBuf::from("codex.config.json")]);
 }
 

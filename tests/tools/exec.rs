@@ -1,7 +1,6 @@
 //! exec_command / write_stdin / read_command_output and the git tools, through their
 //! public API, on real processes and real repositories.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -10,6 +9,8 @@ use codex_free_testkit::pages;
 use codex_free_tools::ToolCtx;
 use codex_free_tools::exec::{ExecCommandArgs, ExecSessions, ReadOutputArgs, WriteStdinArgs};
 use codex_free_tools::git::{self, GitCommitArgs, GitDiffArgs, GitLogArgs, GitStatusArgs};
+
+use crate::support::git;
 
 struct Env {
     _tmp: tempfile::TempDir,
@@ -686,20 +687,6 @@ async fn max_output_tokens_bounds_one_reply() {
 }
 
 // ---------------------------------------------------------------- git tools
-
-fn git(root: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn repo(f: impl FnOnce(&mut Config)) -> Env {
     let e = env_with(f);

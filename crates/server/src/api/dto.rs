@@ -1,6 +1,7 @@
 //! Wire types of the UI API: what `/api/...` returns as JSON and what the Tauri commands
 //! return. The TypeScript twins in `ui/src/api/types/` are generated from these by `ts-rs`
-//! (see `api::tests::ts_bindings_are_current`), so the two sides cannot drift.
+//! (see `api::tests::ts_bindings_are_current`), so the two sides cannot drift; the derives
+//! exist in test builds only, keeping ts-rs out of the shipped binaries.
 //!
 //! Invariant: no DTO carries a secret; keys appear only as [`KeyStatus::hint`] (last 4
 //! characters). Times are Unix milliseconds (UTC); money is US dollars as `f64`; token
@@ -9,13 +10,15 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+#[cfg(test)]
 use ts_rs::TS;
 
 use codex_free_pipeline::agent_usage::report;
 
 /// One failed field of a config change: the key path (`output.maxFileLines`), a stable
 /// reason code and a sentence for people.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct FieldError {
     /// Dotted key path as written in `codex.config.json`, e.g. `output.maxFileLines`; empty
     /// when the whole change is malformed.
@@ -30,7 +33,8 @@ pub struct FieldError {
 /// The error body every failing API call returns: a stable `code` (see
 /// [`codex_free_core::Error::code`]) the UI matches on, a human message, and per-field errors for
 /// config changes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ApiError {
     /// Stable machine code, e.g. `invalid_config`, `secrets`, `not_found`.
     pub code: String,
@@ -41,7 +45,8 @@ pub struct ApiError {
 }
 
 /// Kind of a config field, which decides the input widget and the type check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 #[serde(rename_all = "snake_case")]
 pub enum FieldKind {
     /// Whole number within `min..=max`.
@@ -59,7 +64,8 @@ pub enum FieldKind {
 }
 
 /// One editable setting as the Settings page shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ConfigField {
     /// Block name (`output`, `memory`, `memories`, `exec`, `server`, `command`, `projectDoc`, `audit`).
     pub block: String,
@@ -68,7 +74,7 @@ pub struct ConfigField {
     /// Widget/type.
     pub kind: FieldKind,
     /// Default value (JSON).
-    #[ts(type = "unknown")]
+    #[cfg_attr(test, ts(type = "unknown"))]
     pub default: serde_json::Value,
     /// Unit shown beside the input (`lines`, `bytes`, `tokens`, `ms`, `days`, `hours`, `USD`, ...); empty when none.
     pub unit: String,
@@ -87,31 +93,33 @@ pub struct ConfigField {
 }
 
 /// The Settings page's data: the schema, the effective values and the file's overrides.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ConfigView {
     /// Path of `codex.config.json`.
     pub path: String,
     /// Every editable field.
     pub fields: Vec<ConfigField>,
     /// Effective config (defaults + overrides) as JSON.
-    #[ts(type = "Record<string, any>")]
+    #[cfg_attr(test, ts(type = "Record<string, any>"))]
     pub effective: serde_json::Value,
     /// What the file holds (only values that differ from the defaults).
-    #[ts(type = "Record<string, any>")]
+    #[cfg_attr(test, ts(type = "Record<string, any>"))]
     pub overrides: serde_json::Value,
     /// Warnings from loading (unknown keys).
     pub warnings: Vec<String>,
 }
 
 /// Result of a config validation or save.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ConfigSaveResult {
     /// True when the file was written (never true when `errors` is non-empty).
     pub saved: bool,
     /// Per-field problems; nothing is saved when any exist.
     pub errors: Vec<FieldError>,
     /// What the file holds now (after a save) or would hold (after a dry validation).
-    #[ts(type = "Record<string, any>")]
+    #[cfg_attr(test, ts(type = "Record<string, any>"))]
     pub overrides: serde_json::Value,
     /// Keys this change sets to a new value that a running server reads only at startup
     /// (`exec.*`, `server.*`, `memory.dir`), e.g. `["exec.mode"]`: restart to apply them.
@@ -119,7 +127,8 @@ pub struct ConfigSaveResult {
 }
 
 /// The OS sandbox commands run in, as the dashboard shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct SandboxView {
     /// True when commands run confined.
     pub enforced: bool,
@@ -132,7 +141,8 @@ pub struct SandboxView {
 }
 
 /// State of the embedded MCP server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 #[serde(rename_all = "snake_case")]
 pub enum ServerState {
     /// Listening.
@@ -146,7 +156,8 @@ pub enum ServerState {
 }
 
 /// The MCP server as the dashboard and tray show it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ServerStatus {
     /// Running / stopped / error.
     pub state: ServerState,
@@ -159,7 +170,8 @@ pub struct ServerStatus {
 }
 
 /// State of the background memory pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 #[serde(rename_all = "snake_case")]
 pub enum PipelineState {
     /// Waiting for the next trigger.
@@ -182,7 +194,8 @@ pub enum PipelineState {
 }
 
 /// What fixes a card's error state: a sentence and the UI page where it is done.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct Fix {
     /// What to do, in words.
     pub text: String,
@@ -191,15 +204,16 @@ pub struct Fix {
 }
 
 /// The pipeline as the dashboard shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct PipelineStatus {
     /// Current state.
     pub state: PipelineState,
     /// When the next scheduled run starts (Unix ms), if known.
-    #[ts(type = "number | null")]
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub next_run_ms: Option<i64>,
     /// When the last run finished (Unix ms), if any.
-    #[ts(type = "number | null")]
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub last_run_ms: Option<i64>,
     /// A one-line explanation (why paused/disabled, what is running).
     pub message: String,
@@ -208,7 +222,8 @@ pub struct PipelineStatus {
 }
 
 /// Spend against the monthly cap (`memories.monthly_spend_cap_usd`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct Spend {
     /// Cost of today's requests (UTC day), USD; requests without a price are not in it.
     pub today_usd: f64,
@@ -223,10 +238,11 @@ pub struct Spend {
 }
 
 /// A recent error for the dashboard.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct RecentError {
     /// When (Unix ms).
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub time_ms: i64,
     /// Where: `server`, `pipeline`, `keyring`, `config`, or a run phase.
     pub source: String,
@@ -235,7 +251,8 @@ pub struct RecentError {
 }
 
 /// Which secret store holds provider keys.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct KeyringStatus {
     /// Label of the backend, e.g. `Secret Service`, `kernel keyutils (fallback: lost at reboot)`.
     pub backend: String,
@@ -246,7 +263,8 @@ pub struct KeyringStatus {
 }
 
 /// Everything the dashboard shows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct Status {
     /// Crate version.
     pub version: String,
@@ -267,7 +285,8 @@ pub struct Status {
 }
 
 /// Where a provider key currently comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 #[serde(rename_all = "snake_case")]
 pub enum KeySource {
     /// The OS keyring (or its labelled fallback).
@@ -279,7 +298,8 @@ pub enum KeySource {
 }
 
 /// A provider key as shown to the user: never the key itself.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct KeyStatus {
     /// Where the key comes from.
     pub source: KeySource,
@@ -290,7 +310,8 @@ pub struct KeyStatus {
 }
 
 /// A model provider and the state of its key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ProviderInfo {
     /// Provider id used in `provider/model-id` (`openai`, `anthropic`, `openrouter`, ...).
     pub id: String,
@@ -305,7 +326,8 @@ pub struct ProviderInfo {
 }
 
 /// A model with its price and context window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ModelInfo {
     /// `provider/model-id`, the value stored in `memories.extract_model` etc.
     pub id: String,
@@ -318,12 +340,13 @@ pub struct ModelInfo {
     /// USD per 1M output tokens; null = unknown.
     pub output_per_mtok_usd: Option<f64>,
     /// Context window in tokens, if known.
-    #[ts(type = "number | null")]
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub context_window: Option<u64>,
 }
 
 /// The Models & keys page: providers, known models, and the model chosen per stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ModelsView {
     /// Providers with key state.
     pub providers: Vec<ProviderInfo>,
@@ -345,14 +368,15 @@ pub struct ModelsView {
 }
 
 /// Result of "test connection".
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ConnectionTest {
     /// True when the provider answered and accepted the key.
     pub ok: bool,
     /// What happened (status code, model count, or the error).
     pub message: String,
     /// Round trip in milliseconds, when a request was made.
-    #[ts(type = "number | null")]
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub latency_ms: Option<u64>,
     /// The model the test request went to (`provider/model-id`), when one was called.
     pub model: Option<String>,
@@ -361,7 +385,8 @@ pub struct ConnectionTest {
 }
 
 /// A cheap model offered first to a new user.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct CheapChoice {
     /// `provider/model-id`.
     pub id: String,
@@ -372,12 +397,13 @@ pub struct CheapChoice {
     /// USD per 1M output tokens.
     pub output_per_mtok_usd: f64,
     /// Context window, tokens.
-    #[ts(type = "number | null")]
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub context_window: Option<u64>,
 }
 
 /// A local model server (Ollama, LM Studio) found answering on this machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct LocalModels {
     /// Provider id (`ollama`, `lmstudio`).
     pub provider: String,
@@ -389,30 +415,31 @@ pub struct LocalModels {
 
 /// One model request of a pipeline run (a row of the usage log, which records every
 /// model request so spend can be audited).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct RequestRow {
     /// Run this request belongs to.
     pub run_id: String,
     /// Start time (Unix ms).
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub time_ms: i64,
     /// `phase1` or `phase2`.
     pub phase: String,
     /// `provider/model-id`.
     pub model: String,
     /// Input tokens (including cached ones).
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub input_tokens: u64,
     /// Cached input tokens (a subset of `input_tokens`).
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub cached_input_tokens: u64,
     /// Output tokens (including reasoning).
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub output_tokens: u64,
     /// Cost in USD; null = the model has no known price.
     pub cost_usd: Option<f64>,
     /// Duration in milliseconds.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub duration_ms: u64,
     /// `ok`, `no_output`, `failed`, `cancelled`, `skipped_cap`.
     pub outcome: String,
@@ -421,12 +448,13 @@ pub struct RequestRow {
 }
 
 /// One pipeline run: its requests summed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct RunRow {
     /// Run id.
     pub run_id: String,
     /// Start of the first request (Unix ms).
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub time_ms: i64,
     /// Phase of the run (`phase1`, `phase2`, or `mixed`).
     pub phase: String,
@@ -437,20 +465,20 @@ pub struct RunRow {
     /// Number of requests.
     pub requests: u32,
     /// Summed input tokens.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub input_tokens: u64,
     /// Summed cached input tokens.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub cached_input_tokens: u64,
     /// Summed output tokens.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub output_tokens: u64,
     /// Summed known cost, USD; null when no request had a price.
     pub cost_usd: Option<f64>,
     /// Requests whose cost is unknown (no price).
     pub unpriced_requests: u32,
     /// Summed request durations, ms.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub duration_ms: u64,
     /// `ok` when every request succeeded, else the first non-ok outcome.
     pub outcome: String,
@@ -461,25 +489,26 @@ pub struct RunRow {
 }
 
 /// Sums over a set of requests.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct UsageTotals {
     /// Bucket label: `2026-05-03` (day), `2026-W18` (ISO week), `2026-05` (month), or `all`.
     pub label: String,
     /// Bucket start (Unix ms, UTC); 0 for `all`.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub start_ms: i64,
     /// Number of runs.
     pub runs: u32,
     /// Number of requests.
     pub requests: u32,
     /// Input tokens.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub input_tokens: u64,
     /// Cached input tokens.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub cached_input_tokens: u64,
     /// Output tokens.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub output_tokens: u64,
     /// Known cost, USD.
     pub cost_usd: f64,
@@ -491,10 +520,11 @@ pub struct UsageTotals {
 
 /// One failed or refused MCP tool call, from the audit trail. Carries no argument value
 /// and no error message (messages can quote file contents): only the stable code.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct AuditRefusal {
     /// When the call started (Unix ms).
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub time_ms: i64,
     /// Tool name.
     pub tool: String,
@@ -503,12 +533,13 @@ pub struct AuditRefusal {
     /// Hashed conversation key (`conv-…`) or the MCP handler's instance id.
     pub conversation: String,
     /// Wall time of the call, milliseconds.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub duration_ms: u64,
 }
 
 /// The dashboard's "Last refusals": the newest failed tool calls of the audit trail.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct RefusalsView {
     /// `audit.enabled`: false means no new lines are written.
     pub enabled: bool,
@@ -519,14 +550,15 @@ pub struct RefusalsView {
 }
 
 /// Filter of the Runs & costs page. Every field is optional; empty strings mean "any".
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 #[serde(default)]
 pub struct RunFilter {
     /// Earliest request time (Unix ms, inclusive).
-    #[ts(type = "number | null")]
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub since_ms: Option<i64>,
     /// Latest request time (Unix ms, exclusive).
-    #[ts(type = "number | null")]
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub until_ms: Option<i64>,
     /// Only this phase.
     pub phase: Option<String>,
@@ -537,7 +569,8 @@ pub struct RunFilter {
 }
 
 /// The Runs & costs page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct RunsView {
     /// Matching runs, newest first.
     pub runs: Vec<RunRow>,
@@ -558,7 +591,8 @@ pub struct RunsView {
 }
 
 /// A step of a saved plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct PlanStep {
     /// What to do.
     pub step: String,
@@ -567,7 +601,8 @@ pub struct PlanStep {
 }
 
 /// A saved note.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct Note {
     /// Key.
     pub key: String,
@@ -576,7 +611,8 @@ pub struct Note {
 }
 
 /// Task memory of one project (its `memory.json`, keyed by the canonical root), read-only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ProjectMemory {
     /// Folder name under `projects/` (`<name>-<hash>`).
     pub slug: String,
@@ -587,13 +623,13 @@ pub struct ProjectMemory {
     /// Plan steps in order.
     pub plan: Vec<PlanStep>,
     /// Bytes used by notes (keys + values).
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub notes_bytes: u64,
     /// The notes budget (`memory.maxBytes`).
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub max_bytes: u64,
     /// Last modification (Unix ms).
-    #[ts(type = "number | null")]
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub updated_ms: Option<i64>,
     /// A problem reading the file (corrupt JSON), if any.
     pub error: Option<String>,
@@ -601,23 +637,24 @@ pub struct ProjectMemory {
 
 /// A pipeline memory file with its budget gauge (the hard line/byte caps that keep
 /// injected memory small).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct MemoryFile {
     /// File name relative to the memory folder (`MEMORY.md`, `memory_summary.md`).
     pub name: String,
     /// Whether it exists.
     pub exists: bool,
     /// Line count.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub lines: u64,
     /// Size in bytes.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub bytes: u64,
     /// Line budget.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub max_lines: u64,
     /// Byte budget.
-    #[ts(type = "number")]
+    #[cfg_attr(test, ts(type = "number"))]
     pub max_bytes: u64,
     /// Content, cut at 256 KiB (`truncated` says so).
     pub content: String,
@@ -626,7 +663,8 @@ pub struct MemoryFile {
 }
 
 /// The Memory page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct MemoryView {
     /// Pipeline memory folder.
     pub memories_dir: String,
@@ -637,7 +675,8 @@ pub struct MemoryView {
 }
 
 /// Result of a pipeline or server control action.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ActionResult {
     /// True when the action was accepted.
     pub ok: bool,
@@ -646,14 +685,16 @@ pub struct ActionResult {
 }
 
 /// Body of `PUT /api/keys/{provider}`.
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct SetKeyRequest {
     /// The API key. Never echoed back, never logged.
     pub key: String,
 }
 
 /// One coding agent on the Connect page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ConnectClient {
     /// `codex`, `claude`, `pi` or `chatgpt`.
     pub client: String,
@@ -676,7 +717,8 @@ pub struct ConnectClient {
 }
 
 /// The Connect page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ConnectView {
     /// Every client.
     pub clients: Vec<ConnectClient>,
@@ -685,7 +727,8 @@ pub struct ConnectView {
 }
 
 /// A previewed or applied connect/undo: the exact diff.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ConnectPlanView {
     /// The client.
     pub client: String,
@@ -705,7 +748,8 @@ pub struct ConnectPlanView {
 }
 
 /// Body of `POST /api/connect/{client}`.
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ConnectRequest {
     /// Undo instead of connect.
     #[serde(default)]
@@ -717,7 +761,8 @@ pub struct ConnectRequest {
 }
 
 /// Filter of the Usage page (`GET /api/usage`, `/api/usage.csv`); empty fields match all.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 #[serde(default)]
 pub struct AgentUsageFilter {
     /// Earliest request (Unix ms, inclusive).
@@ -734,7 +779,8 @@ pub struct AgentUsageFilter {
 
 /// The Usage page: what every agent and the pipeline used and cost. The period report is
 /// the one `codex-free usage daily --json` prints (flattened in), so page and CLI agree.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct AgentUsageView {
     /// Granularity, periods oldest first, the grand total of the matching rows and the
     /// models without a price.
@@ -760,7 +806,8 @@ pub struct AgentUsageView {
 
 /// Today's and this month's spend (UTC) across the agents and the pipeline (the tray's
 /// figure).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct AgentSpend {
     /// Today, priced requests, USD.
     pub today_usd: f64,
@@ -777,7 +824,8 @@ pub struct AgentSpend {
 /// A memory folder the Memory page can work on: this state home's, Codex's own
 /// (`$CODEX_HOME/memories`) or a Claude Code auto-memory folder
 /// (`$CLAUDE_CONFIG_DIR/projects/<slug>/memory`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct MemoryFolderRef {
     /// Stable id used by the other memory calls: `home`, `codex` or `claude:<slug>`.
     pub id: String,
@@ -790,7 +838,8 @@ pub struct MemoryFolderRef {
 }
 
 /// One file of a memory folder with its layer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct LayerFile {
     /// Path relative to the folder, `/`-separated.
     pub path: String,
@@ -804,7 +853,8 @@ pub struct LayerFile {
 }
 
 /// One lint finding as the page shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct LintFindingView {
     /// The file, relative to the folder.
     pub file: String,
@@ -822,7 +872,8 @@ pub struct LintFindingView {
 }
 
 /// Layers and lint findings of one folder.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct MemoryInspect {
     /// The folder.
     pub folder: MemoryFolderRef,
@@ -835,14 +886,16 @@ pub struct MemoryInspect {
 }
 
 /// Every memory folder found, this state home's first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct MemoryFolders {
     /// The folders.
     pub folders: Vec<MemoryFolderRef>,
 }
 
 /// One commit of a folder's history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct CommitView {
     /// Full id.
     pub id: String,
@@ -859,7 +912,8 @@ pub struct CommitView {
 }
 
 /// A folder's history, newest first (at most 50 commits).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct HistoryView {
     /// The folder id.
     pub folder: String,
@@ -868,7 +922,8 @@ pub struct HistoryView {
 }
 
 /// What one commit changed (`git show` text, cut at 1 MiB).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct CommitDiff {
     /// The commit.
     pub id: String,
@@ -877,7 +932,8 @@ pub struct CommitDiff {
 }
 
 /// A tidy plan (nothing written).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct TidyPlanView {
     /// The folder id.
     pub folder: String,
@@ -888,7 +944,8 @@ pub struct TidyPlanView {
 }
 
 /// The review queue (`memories.review`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct ReviewView {
     /// `memories.review` is on.
     pub enabled: bool,
@@ -907,7 +964,8 @@ pub struct ReviewView {
 }
 
 /// Body of the memory actions that name a folder and maybe a commit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
 pub struct MemoryActionRequest {
     /// Folder id (see [`MemoryFolderRef::id`]).
     pub folder: String,
