@@ -10,7 +10,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::json;
 
-use crate::support::{Client, Env, call, call_meta};
+use crate::support::{Client, Env, call, call_meta, files_under};
 
 /// Spawn `serve --stdio` with `args`, an isolated `HOME` (so the user's real skills never
 /// leak into a test) and no `CODEX_HOME`.
@@ -40,23 +40,6 @@ fn instructions(c: &Client) -> String {
     c.peer_info()
         .and_then(|i| i.instructions.clone())
         .unwrap_or_default()
-}
-
-/// Every regular file under `dir` (recursively).
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 /// An [`Env`] whose state home is on `/dev/shm` when it exists. The stress test checks lost
