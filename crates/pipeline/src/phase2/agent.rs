@@ -18,6 +18,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::jail::Jail;
+use crate::providers::TokenUsage;
 use codex_free_core::Error;
 use codex_free_core::Result;
 
@@ -82,29 +83,6 @@ pub struct ToolSpec {
     pub parameters: serde_json::Value,
 }
 
-/// Token usage of one request (or a sum of them), in tokens as the provider reports them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct TurnUsage {
-    /// Input tokens (including cached ones).
-    pub input_tokens: u64,
-    /// Input tokens served from the provider's cache.
-    pub cached_input_tokens: u64,
-    /// Output tokens (including reasoning).
-    pub output_tokens: u64,
-    /// Reasoning tokens, when reported.
-    pub reasoning_tokens: u64,
-}
-
-impl TurnUsage {
-    /// Add `o` into `self`.
-    pub fn add(&mut self, o: &TurnUsage) {
-        self.input_tokens += o.input_tokens;
-        self.cached_input_tokens += o.cached_input_tokens;
-        self.output_tokens += o.output_tokens;
-        self.reasoning_tokens += o.reasoning_tokens;
-    }
-}
-
 /// The model's answer to one request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModelReply {
@@ -113,7 +91,7 @@ pub struct ModelReply {
     /// Tool calls requested (empty = the model is done).
     pub tool_calls: Vec<ToolCall>,
     /// Usage of this request.
-    pub usage: TurnUsage,
+    pub usage: TokenUsage,
 }
 
 /// One request to the model.
@@ -205,7 +183,7 @@ pub struct TurnRecord {
     /// `provider/model-id`.
     pub model: String,
     /// Usage (zero when the request failed).
-    pub usage: TurnUsage,
+    pub usage: TokenUsage,
     /// Wall time of the request, milliseconds.
     pub duration_ms: u64,
     /// `"ok"` or `"error"`.
@@ -266,7 +244,7 @@ pub struct AgentReport {
     /// Tool calls refused or failed, as `name: error text`.
     pub refused: Vec<String>,
     /// Summed usage.
-    pub usage: TurnUsage,
+    pub usage: TokenUsage,
     /// True when the repair turn was needed.
     pub repaired: bool,
     /// Lint findings (stale facts, conflicts) still present after the repair turn; they
@@ -408,7 +386,7 @@ async fn tool_loop(
                 log.record(&TurnRecord {
                     request_no: report.requests,
                     model: model.model_id(),
-                    usage: TurnUsage::default(),
+                    usage: TokenUsage::default(),
                     duration_ms,
                     outcome: "error",
                     error: Some(e.to_string()),
@@ -484,11 +462,11 @@ pub(crate) mod tests {
         ModelReply {
             content: String::new(),
             tool_calls: calls,
-            usage: TurnUsage {
-                input_tokens: 100,
-                cached_input_tokens: 10,
-                output_tokens: 20,
-                reasoning_tokens: 0,
+            usage: TokenUsage {
+                input: 100,
+                cached_input: 10,
+                output: 20,
+                ..Default::default()
             },
         }
     }
@@ -562,7 +540,7 @@ pub(crate) mod tests {
         .unwrap();
         assert!(r.repaired);
         assert_eq!(r.requests, 4);
-        assert_eq!(r.usage.input_tokens, 400);
+        assert_eq!(r.usage.input, 400);
         assert_eq!(log.0.lock().unwrap().len(), 4);
         let seen = model.seen.lock().unwrap();
         assert!(seen[2].iter().any(|m| m.role == Role::User && m.content.contains("repair: MEMORY.md: 400 lines")));

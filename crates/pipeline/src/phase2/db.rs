@@ -9,7 +9,6 @@ use codex_free_store::usage::{RunSummary, UsageRow};
 use super::agent::TurnRecord;
 use super::select::RawMemory;
 use super::{Claim, Phase2Store};
-use crate::providers::TokenUsage;
 use crate::providers::prices::Price;
 
 /// [`Phase2Store`] over `state.sqlite`: the job and outputs of [`Store`], usage rows priced
@@ -56,13 +55,7 @@ impl Phase2Store for Phase2Db {
         self.store.begin_run("phase2", trigger, Some(model))
     }
     fn log_request(&self, run_id: &str, rec: &TurnRecord) -> Result<()> {
-        let u = TokenUsage {
-            input: rec.usage.input_tokens,
-            cached_input: rec.usage.cached_input_tokens,
-            cache_write: 0,
-            output: rec.usage.output_tokens,
-            reasoning: rec.usage.reasoning_tokens,
-        };
+        let u = rec.usage;
         self.store.record_usage(&UsageRow {
             run_id: run_id.to_string(),
             phase: "phase2".into(),
@@ -119,5 +112,57 @@ impl Phase2Store for Phase2Db {
             crate::usage::append(&self.home, &crate::usage::LogLine::Phase2(line))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::providers::TokenUsage;
+    use codex_free_store::ManualClock;
+
+    /// A consolidation request's cache writes (Anthropic) reach its usage row and its
+    /// price: they cost more than plain input, so dropping them under-reports spend.
+    #[test]
+    fn a_request_keeps_its_cache_writes() {
+        let home = tempfile::tempdir().unwrap();
+        let store = Store::open_in_memory(Arc::new(ManualClock::new(1_780_000_000))).unwrap();
+        // USD per token; a cache write costs 10x plain input here.
+        let price = Price {
+            input: 1e-6,
+            output: 1e-6,
+            cached_input: 1e-7,
+            cache_write: 1e-5,
+        };
+        let db = Phase2Db {
+            store,
+            home: home.path().to_path_buf(),
+            price: Some(price),
+            spend_cap_usd: None,
+        };
+        let run = db.start_run("manual", "anthropic/m").unwrap();
+        let usage = TokenUsage {
+            input: 1000,
+            cache_write: 600,
+            output: 10,
+            ..Default::default()
+        };
+        db.log_request(
+            &run,
+            &TurnRecord {
+                request_no: 1,
+                model: "anthropic/m".into(),
+                usage,
+                duration_ms: 5,
+                outcome: "ok",
+                error: None,
+            },
+        )
+        .unwrap();
+        let rows = db.store.run_usage(&run).unwrap();
+        assert_eq!(rows[0].tokens.cache_write_tokens, 600);
+        assert_eq!(rows[0].cost_usd, Some(price.cost(&usage)));
     }
 }

@@ -194,8 +194,8 @@ impl Outcome {
                 &commit[..commit.len().min(10)],
                 changes.len(),
                 report.requests,
-                report.usage.input_tokens,
-                report.usage.output_tokens,
+                report.usage.input,
+                report.usage.output,
                 if report.repaired {
                     " (one repair turn)"
                 } else {
@@ -720,9 +720,9 @@ fn commit_message(
         } else {
             ""
         },
-        report.usage.input_tokens,
-        report.usage.cached_input_tokens,
-        report.usage.output_tokens,
+        report.usage.input,
+        report.usage.cached_input,
+        report.usage.output,
         folder::change_lines(changes)
     )
 }

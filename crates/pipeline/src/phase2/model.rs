@@ -10,9 +10,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{
-    BoxFuture, ConsolidationModel, ModelReply, ModelRequest, Role, ToolCall, TurnUsage,
-};
+use super::agent::{BoxFuture, ConsolidationModel, ModelReply, ModelRequest, Role, ToolCall};
 use super::{Outcome, Phase2Deps};
 use crate::phase2::db::Phase2Db;
 use crate::providers::{self, CompletionRequest, Message, ModelClient, PriceTable, RetryPolicy};
@@ -107,12 +105,7 @@ impl ConsolidationModel for ProviderModel {
                         },
                     })
                     .collect(),
-                usage: TurnUsage {
-                    input_tokens: c.usage.input,
-                    cached_input_tokens: c.usage.cached_input,
-                    output_tokens: c.usage.output,
-                    reasoning_tokens: c.usage.reasoning,
-                },
+                usage: c.usage,
             })
         })
     }
