@@ -404,15 +404,19 @@ test("the Usage page shows the same totals as `codex-free usage daily --json`, w
   // agents and the pipeline's seeded runs, so the page has an active 5-hour block.
   const codexHome = env("CODEX_HOME");
   const now = Date.now();
+  // Spend's "today" is the UTC day: a run just after midnight must not put the live session's
+  // requests into yesterday, so each time is clamped to today's start.
+  const dayStart = now - (now % 86_400_000);
+  const at = (minutesAgo) => Math.max(dayStart, now - minutesAgo * 60_000);
   const iso = (ms) => new Date(ms).toISOString();
   const usage = (i, c, o) => ({ input_tokens: i, cached_input_tokens: c, output_tokens: o, reasoning_output_tokens: 0, total_tokens: i + o });
   const dir = path.join(codexHome, "sessions", iso(now).slice(0, 4), iso(now).slice(5, 7), iso(now).slice(8, 10));
   fs.mkdirSync(dir, { recursive: true });
   const lines = [
-    { timestamp: iso(now - 40 * 60_000), type: "session_meta", payload: { id: "e2e-live-session", cwd: "/home/dev/work/live", model_provider: "openai" } },
-    { timestamp: iso(now - 40 * 60_000), type: "turn_context", payload: { model: "gpt-5" } },
-    { timestamp: iso(now - 39 * 60_000), type: "event_msg", payload: { type: "token_count", info: { total_token_usage: usage(40000, 30000, 900), last_token_usage: usage(40000, 30000, 900) } } },
-    { timestamp: iso(now - 10 * 60_000), type: "event_msg", payload: { type: "token_count", info: { total_token_usage: usage(95000, 70000, 2100), last_token_usage: usage(55000, 40000, 1200) } } },
+    { timestamp: iso(at(40)), type: "session_meta", payload: { id: "e2e-live-session", cwd: "/home/dev/work/live", model_provider: "openai" } },
+    { timestamp: iso(at(40)), type: "turn_context", payload: { model: "gpt-5" } },
+    { timestamp: iso(at(39)), type: "event_msg", payload: { type: "token_count", info: { total_token_usage: usage(40000, 30000, 900), last_token_usage: usage(40000, 30000, 900) } } },
+    { timestamp: iso(at(10)), type: "event_msg", payload: { type: "token_count", info: { total_token_usage: usage(95000, 70000, 2100), last_token_usage: usage(55000, 40000, 1200) } } },
   ];
   fs.writeFileSync(path.join(dir, "rollout-e2e-live.jsonl"), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
 
