@@ -331,12 +331,18 @@ pub fn csv(all: Vec<RequestRow>, filter: &RunFilter) -> String {
 /// out per 1M tokens, the figures used only for this seed) and, every third day, a
 /// phase-2 run on `local/unpriced-model` with no price and one failed request. The exact
 /// sums are asserted in tests and in the browser e2e, so change both together.
+///
+/// Day `d`'s runs start one hour before `now_ms - d` days, or at the UTC midnight of that
+/// day when `now_ms` is less than an hour (plus the runs' 62 s) past midnight, so day 0
+/// always falls on today's date and "today's spend" is never zero just after midnight.
 pub fn demo_records(now_ms: i64, days: u32) -> Vec<RequestRow> {
     let mut out = Vec::new();
     let price =
         |i: u64, c: u64, o: u64| ((i - c) as f64 * 0.25 + c as f64 * 0.025 + o as f64 * 2.0) / 1e6;
+    let since_midnight = now_ms.rem_euclid(86_400_000);
+    let back = (since_midnight - 62_000).clamp(0, 3_600_000);
     for d in 0..days as i64 {
-        let t = now_ms - d * 86_400_000 - 3_600_000;
+        let t = now_ms - d * 86_400_000 - back;
         for k in 0..2u64 {
             let (i, c, o) = (12_000 + 1000 * k, 2_000, 800 + 100 * k);
             out.push(RequestRow {
@@ -412,6 +418,25 @@ mod tests {
         assert_eq!(p2.cost_usd, None);
         assert_eq!(p2.outcome, "failed");
         assert_eq!(p2.request_rows.len(), 2);
+    }
+
+    #[test]
+    fn demo_day_zero_is_today_even_just_after_midnight() {
+        let midnight = NOW - NOW.rem_euclid(86_400_000);
+        for now in [midnight + 5 * 60_000, midnight + 30_000, NOW] {
+            let rows = demo_records(now, 3);
+            let today: Vec<_> = rows.iter().filter(|r| r.time_ms >= midnight).collect();
+            assert_eq!(
+                today.len(),
+                4,
+                "at {now}: 2 phase-1 + 2 phase-2 requests today"
+            );
+            let days: std::collections::BTreeSet<_> = rows
+                .iter()
+                .map(|r| r.time_ms.div_euclid(86_400_000))
+                .collect();
+            assert_eq!(days.len(), 3, "one date per day at {now}");
+        }
     }
 
     #[test]
