@@ -8,6 +8,7 @@ APT_PKGS=(
   build-essential pkg-config git python3 python3-pip
   ripgrep            # the reference in the grep benchmark
   time               # /usr/bin/time -v for RSS comparisons
+  faketime           # scripts/clock-tests.sh: the tests at a day and month boundary
   # Desktop app (Tauri 2 / WebKitGTK), see the design note tauri-linux.md.
   # libayatana-appindicator3 is also loaded at run time for the tray icon.
   libssl-dev libgtk-3-dev libwebkit2gtk-4.1-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev

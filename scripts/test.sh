@@ -16,6 +16,7 @@ echo "== layers (each outside system in one crate; store below pipeline and serv
 echo "== cargo deny (licenses, bans; advisories need the network)"; cargo deny check licenses bans 2>&1 | tail -1
 echo "== cargo clippy (workspace, incl. the tray app)"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test (every crate but the tray app)"; cargo test --workspace --exclude codex-free-app --lib --bins --tests --examples
+echo "== cargo test at 00:00:30 UTC on the first of next month (libfaketime)"; scripts/clock-tests.sh
 echo "== MCP conformance suite (serve --http, expected failures in tests/conformance/)"; scripts/conformance.sh
 echo "== browser end-to-end (ui unit tests, headless server, chromium)"; scripts/ui-e2e.sh
 echo "== packages (release app + CLI built once, .deb/.rpm, installed .deb smoke-tested under Xvfb, removed)"; scripts/package.sh
