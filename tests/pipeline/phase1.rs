@@ -885,7 +885,7 @@ async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
 async fn tool_calls_round_trip_through_chat_completions() {
     use codex_free_pipeline::providers::genai_client::GenaiClient;
     use codex_free_pipeline::providers::{
-        Api, CompletionRequest, Message, ModelClient, StopKind, StructuredMode, ToolSpec,
+        Api, CompletionRequest, Message, ModelClient, Outgoing, StopKind, StructuredMode, ToolSpec,
     };
     let mock = MockProvider::start().await;
     mock.push_faults([Fault::Body(json!({
@@ -917,7 +917,8 @@ async fn tool_calls_round_trip_through_chat_completions() {
         ..Default::default()
     };
     let cancel = tokio_util::sync::CancellationToken::new();
-    let c = client.complete(&req, &cancel).await.unwrap();
+    let out = Outgoing::seal(req.clone(), None).unwrap();
+    let c = client.complete(&out, &cancel).await.unwrap();
     assert_eq!(c.stop, StopKind::ToolCalls);
     assert_eq!(c.tool_calls.len(), 1);
     assert_eq!(
@@ -937,7 +938,8 @@ async fn tool_calls_round_trip_through_chat_completions() {
         call_id: "call_1".into(),
         content: "# Memory".into(),
     });
-    let c2 = client.complete(&req, &cancel).await.unwrap();
+    let out = Outgoing::seal(req, None).unwrap();
+    let c2 = client.complete(&out, &cancel).await.unwrap();
     assert!(c2.tool_calls.is_empty());
     let sent = &mock.requests()[1].body;
     let msgs = sent["messages"].as_array().unwrap();

@@ -607,6 +607,48 @@ mod e2e {
         }
     }
 
+    /// The outgoing gate: a key the model itself writes into a tool call is redacted in
+    /// every later request that carries that call back (the agent's history), and the memory
+    /// folder never keeps it.
+    #[tokio::test]
+    async fn a_key_in_the_models_own_tool_call_never_goes_back_out() {
+        let mock = Mock::default();
+        let base = start(mock.clone()).await;
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let cfg = configure(home, &base);
+        let key = "AKIAIOSFODNN7EXAMPLE";
+        let mut script = vec![vec![(
+            "write_file",
+            json!({"path": "notes.md", "content": format!("- deploy with aws key {key}\n")}),
+        )]];
+        script.extend(good_script(&[]));
+        mock.script.lock().unwrap().extend(script);
+        std::fs::create_dir_all(home.join("memories_inbox")).unwrap();
+        std::fs::write(
+            home.join("memories_inbox").join("2099-01-01T00-00-00-n.md"),
+            "# Note\n\nKeep pnpm.\n",
+        )
+        .unwrap();
+        let out = phase2(home, &cfg, false).await;
+        let bodies = mock.phase2_bodies.lock().unwrap().clone();
+        assert!(
+            bodies.len() >= 2,
+            "{out:?}: the agent's call went back at least once"
+        );
+        let later = serde_json::to_string(&bodies[1..]).unwrap();
+        assert!(
+            later.contains("write_file") && later.contains("deploy with aws key"),
+            "the call itself is still in the history"
+        );
+        assert!(!later.contains(key), "the key went back to the provider");
+        let f = MemoryFolder::open(home).unwrap().unwrap();
+        assert!(
+            !all_blobs(f.root()).contains(key),
+            "the key is in the folder's history"
+        );
+    }
+
     fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
         let mut out = Vec::new();
         for e in std::fs::read_dir(dir).unwrap().flatten() {

@@ -13,7 +13,9 @@ use tokio_util::sync::CancellationToken;
 use super::agent::{BoxFuture, ConsolidationModel, ModelReply, ModelRequest, Role, ToolCall};
 use super::{Outcome, Phase2Deps};
 use crate::phase2::db::Phase2Db;
-use crate::providers::{self, CompletionRequest, Message, ModelClient, PriceTable, RetryPolicy};
+use crate::providers::{
+    self, CompletionRequest, Message, ModelClient, Outgoing, PriceTable, RetryPolicy,
+};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
@@ -85,10 +87,12 @@ impl ConsolidationModel for ProviderModel {
             reasoning_effort: self.reasoning.then(|| req.reasoning_effort.to_string()),
             max_output_tokens: self.max_output_tokens,
         };
+        let sealed = Outgoing::seal(creq, self.context_window);
         Box::pin(async move {
+            let out = sealed.map_err(Error::from)?;
             let c = self
                 .client
-                .complete(&creq, &self.cancel)
+                .complete(&out, &self.cancel)
                 .await
                 .map_err(Error::from)?;
             Ok(ModelReply {

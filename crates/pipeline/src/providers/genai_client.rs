@@ -26,7 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Api, BoxFuture, Completion, CompletionRequest, FailureKind, Message, ModelClient, ModelRef,
-    ProviderError, RetryPolicy, StopKind, StructuredMode, TokenUsage, ToolCall, parse_retry_after,
+    Outgoing, ProviderError, RetryPolicy, StopKind, StructuredMode, TokenUsage, ToolCall,
+    parse_retry_after,
 };
 use codex_free_core::Error;
 use codex_free_core::Result;
@@ -420,11 +421,11 @@ impl ModelClient for GenaiClient {
 
     fn complete<'a>(
         &'a self,
-        req: &'a CompletionRequest,
+        req: &'a Outgoing,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, std::result::Result<Completion, ProviderError>> {
         Box::pin(async move {
-            let (chat, opts) = to_genai(req, self.structured);
+            let (chat, opts) = to_genai(req.request(), self.structured);
             let started = Instant::now();
             let mut attempt = 0u32;
             loop {

@@ -11,12 +11,15 @@
 //! honouring `Retry-After`, a per-request timeout, cancellation, error classes that tell a
 //! run-fatal problem (unknown model, bad key) from a retryable one, and cost.
 //!
-//! Invariant: this module tree is the only place that talks HTTP to model providers; an
+//! Invariant: this module tree is the only place that talks HTTP to model providers; every
+//! request it sends is an [`Outgoing`], built only by the outgoing gate
+//! ([`Outgoing::seal`]: redaction, the context window); an
 //! explicit model is used as given or the call fails — there is never a silent switch to
 //! another model; error texts never contain the request payload or a key.
 
 pub mod check;
 pub mod genai_client;
+pub mod outgoing;
 pub mod prices;
 
 use std::collections::BTreeMap;
@@ -34,6 +37,7 @@ use codex_free_core::Result;
 use codex_free_core::config::MemoriesConfig;
 use codex_free_secrets::{SecretStore, resolve};
 
+pub use outgoing::Outgoing;
 pub use prices::{Price, PriceTable};
 
 /// The phase-1 model used when `memories.extract_model` is null: a small, cheap OpenAI
@@ -451,10 +455,11 @@ pub trait ModelClient: Send + Sync {
     fn model(&self) -> &ModelRef;
     /// How structured output is requested from this provider.
     fn structured_mode(&self) -> StructuredMode;
-    /// Send one request.
+    /// Send one request. It is an [`Outgoing`], so it passed the outgoing gate (redaction,
+    /// the context window) on its way here.
     fn complete<'a>(
         &'a self,
-        req: &'a CompletionRequest,
+        req: &'a Outgoing,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, std::result::Result<Completion, ProviderError>>;
 }
