@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::providers::{
-    CompletionRequest, FailureKind, JsonSchemaSpec, Message, Outgoing, ResolvedModel, TokenUsage,
+    CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage, outgoing,
 };
 use crate::usage::{LogLine, Phase1Line};
 use codex_free_core::Error;
@@ -738,10 +738,13 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     let no = sh.request_no.fetch_add(1, Ordering::SeqCst) + 1;
     let started = Instant::now();
     // The outgoing gate: a request it refuses (over the window) is logged as failed, not sent.
-    let res = match Outgoing::seal(req, ctx.model.context_window) {
-        Ok(out) => ctx.model.client.complete(&out, &ctx.cancel).await,
-        Err(e) => Err(e),
-    };
+    let res = outgoing::send(
+        &*ctx.model.client,
+        ctx.model.context_window,
+        req,
+        &ctx.cancel,
+    )
+    .await;
     let duration_ms = started.elapsed().as_millis() as i64;
     let mut row = UsageRow {
         run_id: sh.run_id.clone(),

@@ -905,8 +905,8 @@ pub fn chatgpt_steps(port: u16, token: &str, cfg: &Config) -> String {
 /// Check that a server answers on `http://127.0.0.1:<port>/mcp/<token>`: `/health`, then an
 /// MCP `initialize` through the secret path. `Ok(text)` says what answered.
 ///
-/// Errors: [`Error::Provider`]-free: [`Error::NotFound`]-free; [`Error::Refused`] with the
-/// reason when nothing listens or the server refuses the URL.
+/// Errors: [`Error::Refused`] with the reason when nothing listens or the server refuses
+/// the URL.
 pub async fn chatgpt_check(port: u16, token: &str) -> Result<String> {
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::builder()

@@ -14,7 +14,7 @@ use super::agent::{BoxFuture, ConsolidationModel, ModelReply, ModelRequest, Role
 use super::{Outcome, Phase2Deps};
 use crate::phase2::db::Phase2Db;
 use crate::providers::{
-    self, CompletionRequest, Message, ModelClient, Outgoing, PriceTable, RetryPolicy,
+    self, CompletionRequest, Message, ModelClient, PriceTable, RetryPolicy, outgoing,
 };
 use codex_free_core::Error;
 use codex_free_core::Result;
@@ -87,12 +87,8 @@ impl ConsolidationModel for ProviderModel {
             reasoning_effort: self.reasoning.then(|| req.reasoning_effort.to_string()),
             max_output_tokens: self.max_output_tokens,
         };
-        let sealed = Outgoing::seal(creq, self.context_window);
         Box::pin(async move {
-            let out = sealed.map_err(Error::from)?;
-            let c = self
-                .client
-                .complete(&out, &self.cancel)
+            let c = outgoing::send(&*self.client, self.context_window, creq, &self.cancel)
                 .await
                 .map_err(Error::from)?;
             Ok(ModelReply {

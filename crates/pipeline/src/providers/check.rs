@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::providers::{Api, Outgoing, TokenUsage};
+use crate::providers::{Api, TokenUsage, outgoing};
 use codex_free_secrets::Secret;
 
 /// Timeout of the check, seconds.
@@ -351,10 +351,7 @@ pub async fn tiny_request(
     };
     let t = Instant::now();
     let cancel = tokio_util::sync::CancellationToken::new();
-    let r = match Outgoing::seal(req, resolved.context_window) {
-        Ok(out) => resolved.client.complete(&out, &cancel).await,
-        Err(e) => Err(e),
-    };
+    let r = outgoing::send(&*resolved.client, resolved.context_window, req, &cancel).await;
     let latency_ms = t.elapsed().as_millis() as u64;
     let mut row = codex_free_store::usage::UsageRow {
         run_id: run_id.clone(),

@@ -17,8 +17,10 @@
 use codex_free_core::tokens;
 use serde_json::Value;
 
-use super::{CompletionRequest, FailureKind, Message, ProviderError};
-use crate::redact::{redact, redact_string};
+use tokio_util::sync::CancellationToken;
+
+use super::{Completion, CompletionRequest, FailureKind, Message, ModelClient, ProviderError};
+use crate::redact::redact;
 
 /// Tokens added per message for its role and framing (the providers' chat templates add a
 /// few; 4 is OpenAI's published figure).
@@ -28,8 +30,21 @@ const TOKENS_PER_MESSAGE: usize = 4;
 #[derive(Debug, Clone)]
 pub struct Outgoing {
     req: CompletionRequest,
-    input_tokens: usize,
     redacted: usize,
+}
+
+/// Seal `req` for a model with `context_window` tokens and send it through `client`: what
+/// every caller does, so a refusal reads like any failed request (0 attempts).
+///
+/// Errors: the [`Outgoing::seal`] refusal, or the client's [`ProviderError`].
+pub async fn send(
+    client: &dyn ModelClient,
+    context_window: Option<u64>,
+    req: CompletionRequest,
+    cancel: &CancellationToken,
+) -> std::result::Result<Completion, ProviderError> {
+    let out = Outgoing::seal(req, context_window)?;
+    client.complete(&out, cancel).await
 }
 
 impl Outgoing {
@@ -65,24 +80,24 @@ impl Outgoing {
                 "outgoing request: secrets redacted at the last gate (an earlier step missed them)"
             );
         }
-        let input_tokens = input_tokens(&req);
+        // A token covers at least one byte, so a request of at most `w` bytes fits without
+        // being tokenized; only a larger one is counted.
         if let Some(w) = context_window
-            && input_tokens as u64 > w
+            && input_bytes(&req) as u64 > w
         {
-            return Err(ProviderError {
-                kind: FailureKind::BadRequest,
-                status: None,
-                message: format!(
-                    "not sent: the request carries about {input_tokens} input tokens, over the model's context window of {w} tokens (set memories.providers.*.context_window only if the model really has more)"
-                ),
-                attempts: 0,
-            });
+            let input_tokens = input_tokens(&req);
+            if input_tokens as u64 > w {
+                return Err(ProviderError {
+                    kind: FailureKind::BadRequest,
+                    status: None,
+                    message: format!(
+                        "not sent: the request carries about {input_tokens} input tokens, over the model's context window of {w} tokens (set memories.providers.*.context_window only if the model really has more)"
+                    ),
+                    attempts: 0,
+                });
+            }
         }
-        Ok(Self {
-            req,
-            input_tokens,
-            redacted,
-        })
+        Ok(Self { req, redacted })
     }
 
     /// The request as it will be sent.
@@ -91,9 +106,9 @@ impl Outgoing {
     }
 
     /// Estimated input tokens (o200k_base; another provider's tokenizer differs by a few
-    /// per cent).
+    /// per cent), counted on each call.
     pub fn input_tokens(&self) -> usize {
-        self.input_tokens
+        input_tokens(&self.req)
     }
 
     /// How many texts the gate had to redact (0 when every caller did its part).
@@ -111,51 +126,57 @@ fn redact_in_place(text: &mut String, n: &mut usize) {
 
 fn redact_value(v: &mut Value, n: &mut usize) {
     match v {
-        Value::String(s) => {
-            let before = std::mem::take(s);
-            let after = redact_string(before.clone());
-            if after != before {
-                *n += 1;
-            }
-            *s = after;
-        }
+        Value::String(s) => redact_in_place(s, n),
         Value::Array(items) => items.iter_mut().for_each(|x| redact_value(x, n)),
         Value::Object(map) => map.values_mut().for_each(|x| redact_value(x, n)),
         _ => {}
     }
 }
 
-/// Estimated input tokens of `req`: system, messages (content, tool-call arguments),
-/// tool definitions and the response schema.
-fn input_tokens(req: &CompletionRequest) -> usize {
-    let mut n = tokens::count(&req.system) + TOKENS_PER_MESSAGE;
+/// The texts [`input_tokens`] counts, one by one.
+fn texts(req: &CompletionRequest) -> Vec<std::borrow::Cow<'_, str>> {
+    let mut out = vec![req.system.as_str().into()];
     for m in &req.messages {
-        n += TOKENS_PER_MESSAGE
-            + match m {
-                Message::User(t) | Message::Tool { content: t, .. } => tokens::count(t),
-                Message::Assistant {
-                    content,
-                    tool_calls,
-                } => {
-                    tokens::count(content)
-                        + tool_calls
-                            .iter()
-                            .map(|c| {
-                                tokens::count(&c.name) + tokens::count(&c.arguments.to_string())
-                            })
-                            .sum::<usize>()
+        match m {
+            Message::User(t) | Message::Tool { content: t, .. } => out.push(t.as_str().into()),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                out.push(content.as_str().into());
+                for c in tool_calls {
+                    out.push(c.name.as_str().into());
+                    out.push(c.arguments.to_string().into());
                 }
-            };
+            }
+        }
     }
     for t in &req.tools {
-        n += tokens::count(&t.name)
-            + tokens::count(&t.description)
-            + tokens::count(&t.parameters.to_string());
+        out.push(t.name.as_str().into());
+        out.push(t.description.as_str().into());
+        out.push(t.parameters.to_string().into());
     }
     if let Some(s) = &req.response_schema {
-        n += tokens::count(&s.schema.to_string());
+        out.push(s.schema.to_string().into());
     }
-    n
+    out
+}
+
+/// Bytes of the texts of `req` plus the per-message framing: an upper bound of
+/// [`input_tokens`].
+fn input_bytes(req: &CompletionRequest) -> usize {
+    texts(req).iter().map(|t| t.len()).sum::<usize>() + framing(req)
+}
+
+/// Framing tokens: [`TOKENS_PER_MESSAGE`] for the system prompt and each message.
+fn framing(req: &CompletionRequest) -> usize {
+    TOKENS_PER_MESSAGE * (1 + req.messages.len())
+}
+
+/// Estimated input tokens of `req`: system, messages (content, tool-call arguments),
+/// tool definitions and the response schema, plus the framing.
+fn input_tokens(req: &CompletionRequest) -> usize {
+    texts(req).iter().map(|t| tokens::count(t)).sum::<usize>() + framing(req)
 }
 
 #[cfg(test)]
@@ -218,5 +239,7 @@ mod tests {
             Outgoing::seal(request(&big), None).is_ok(),
             "unknown window: no check"
         );
+        // Fewer bytes than the window: sent without being tokenized.
+        assert!(Outgoing::seal(request("short"), Some(200)).is_ok());
     }
 }
