@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_models::{ModelRef, PriceTable, RetryPolicy, TokenUsage};
 use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute, status};
 use codex_free_pipeline::phase1::{Redactor, TextDirInput};
-use codex_free_pipeline::providers::{ModelRef, PriceTable, RetryPolicy, TokenUsage};
 use codex_free_secrets::{MemoryStore, Secret, SecretStore};
 use codex_free_store::Store;
 use serde_json::{Value, json};
@@ -883,8 +883,8 @@ async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
 /// tool calls back, tool results in the next request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_round_trip_through_chat_completions() {
-    use codex_free_pipeline::providers::genai_client::GenaiClient;
-    use codex_free_pipeline::providers::{
+    use codex_free_models::genai_client::GenaiClient;
+    use codex_free_models::{
         Api, CompletionRequest, Message, ModelClient, Outgoing, StopKind, StructuredMode, ToolSpec,
     };
     let mock = MockProvider::start().await;

@@ -470,7 +470,7 @@ async fn connect_chatgpt_prints_the_steps_and_checks_the_server() {
 /// removes it, `use on` brings it back, and undo still leaves no trace.
 #[test]
 fn the_linked_copy_follows_rollback_and_the_use_switch() {
-    use codex_free_pipeline::phase2::folder::MemoryFolder;
+    use codex_free_memory::folder::MemoryFolder;
     let h = Homes::new();
     std::fs::remove_dir_all(h.state.join("memories")).unwrap();
     let (f, _) = MemoryFolder::open_or_init(&h.state).unwrap();

@@ -70,7 +70,7 @@ impl Alert {
 
     /// One or two sentences: what happened and what to do.
     pub fn body(&self) -> String {
-        let usd = |v: f64| crate::providers::prices::format_cost(Some(v));
+        let usd = |v: f64| codex_free_models::prices::format_cost(Some(v));
         match self {
             Alert::Spend {
                 percent: 100,

@@ -16,15 +16,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::input::{SecretRedactor, TranscriptInput};
 use crate::phase1::{Redactor, RolloutInput, Trigger, cap_state};
-use crate::providers::prices::format_cost;
-use crate::providers::{
-    DEFAULT_EXTRACT_MODEL, ModelRef, PriceTable, RetryPolicy, endpoint_for, resolve_extract_model,
-};
 use crate::scheduler::{self, SchedulerDeps};
 use crate::usage::{iso, log_path};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_models::prices::format_cost;
+use codex_free_models::{
+    DEFAULT_EXTRACT_MODEL, ModelRef, PriceTable, RetryPolicy, endpoint_for, resolve_extract_model,
+};
 use codex_free_secrets::{KeyFrom, SecretStore, env_var_for};
 use codex_free_store::{Clock, JobCounts, RunRow, SourceCounts, Spend, Store, SystemClock};
 
@@ -150,7 +150,9 @@ impl ControlEnv {
             redactor: self.redactor.clone(),
             retry: self.retry,
             rescan_every: scheduler::RESCAN_INTERVAL,
-            watch: Some(crate::discover::SourceRoots::from_env(&self.home)),
+            watch: Some(codex_free_transcripts::discover::SourceRoots::from_env(
+                &self.home,
+            )),
             config_path: self.config_path.clone(),
             alerts: Arc::new(crate::alerts::LogSink),
         }
@@ -232,10 +234,10 @@ pub struct Status {
     pub consolidation: Option<codex_free_store::phase2::Phase2JobRow>,
     /// The coding agents `codex-free connect` knows: installed, connected, linked, and when
     /// their memory block was last refreshed.
-    pub clients: Vec<crate::connect::ClientStatus>,
+    pub clients: Vec<codex_free_connect::ClientStatus>,
     /// Git sync of the memory folder (`memories.sync.remote`): ahead/behind, last sync and
     /// its error; `None` when no remote is configured.
-    pub sync: Option<crate::phase2::sync::SyncStatus>,
+    pub sync: Option<codex_free_memory::sync::SyncStatus>,
     /// `memories.review` is on and a consolidation waits for `memories review accept`.
     pub review_pending: bool,
 }
@@ -342,11 +344,11 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         log: log_path(&env.home).display().to_string(),
         scheduler: crate::scheduler::lock_holder(&env.home),
         consolidation: store.phase2_job()?,
-        clients: crate::connect::Target::from_env(&env.home, &env.config_path)
-            .map(|t| crate::connect::status(&t))
+        clients: codex_free_connect::Target::from_env(&env.home, &env.config_path)
+            .map(|t| codex_free_connect::status(&t))
             .unwrap_or_default(),
-        sync: crate::phase2::sync::status(&env.home, m.sync.remote.as_deref()),
-        review_pending: crate::phase2::review::state(&env.home, m.review)
+        sync: codex_free_memory::sync::status(&env.home, m.sync.remote.as_deref()),
+        review_pending: codex_free_memory::review::state(&env.home, m.review)
             .map(|r| r.pending)
             .unwrap_or(false),
     })
@@ -497,7 +499,10 @@ impl Status {
             }
         }
         match &self.sync {
-            Some(sy) => s.push_str(&format!("sync: {}\n", crate::phase2::sync::status_line(sy))),
+            Some(sy) => s.push_str(&format!(
+                "sync: {}\n",
+                codex_free_memory::sync::status_line(sy)
+            )),
             None => s.push_str(
                 "sync: off (set memories.sync.remote to share the memory between machines)\n",
             ),
@@ -513,7 +518,7 @@ impl Status {
         ));
         if !self.clients.is_empty() {
             s.push_str("connected clients (`codex-free connect`):\n");
-            for l in crate::connect::render_status(&self.clients).lines() {
+            for l in codex_free_connect::render_status(&self.clients).lines() {
                 s.push_str(&format!("  {l}\n"));
             }
         }
@@ -721,7 +726,10 @@ pub async fn execute(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
         MemoriesCmd::On | MemoriesCmd::Off => {
             let v = cmd == MemoriesCmd::On;
             edit_config(env, |c| c.memories.enabled = v)?;
-            crate::connect::refresh_after_commit(&env.home);
+            codex_free_core::events::emit(
+                &env.home,
+                codex_free_core::events::MemoryEvent::SettingsChanged,
+            );
             Ok(format!("memory pipeline {}\n", on(v)))
         }
         MemoriesCmd::Generate { state } => {
@@ -734,7 +742,10 @@ pub async fn execute(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
         MemoriesCmd::Use { state } => {
             edit_config(env, |c| c.memories.use_memories = state.on())?;
             // Off removes the agents' linked copies, on brings them back.
-            crate::connect::refresh_after_commit(&env.home);
+            codex_free_core::events::emit(
+                &env.home,
+                codex_free_core::events::MemoryEvent::SettingsChanged,
+            );
             Ok(format!("memory use in new sessions {}\n", on(state.on())))
         }
         MemoriesCmd::Thread { state, id } => {

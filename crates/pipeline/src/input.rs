@@ -1,5 +1,5 @@
 //! Agent transcripts as phase-1 input: the glue between the transcript readers
-//! ([`super::discover`], [`super::sources`], [`super::render`], [`super::redact`]) and the
+//! ([`codex_free_transcripts::discover`], [`codex_free_transcripts::sources`], [`codex_free_transcripts::render`], [`codex_free_redact`]) and the
 //! seams of [`super::phase1`] ([`RolloutInput`], [`Redactor`]).
 //!
 //! A scan lists every transcript of the enabled sources and reads each one's metadata
@@ -12,19 +12,19 @@
 //! then the newer.
 //!
 //! Invariant: transcripts are only read; the text handed to phase 1 comes from
-//! [`super::render::render`], which redacts it.
+//! [`codex_free_transcripts::render::render`], which redacts it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use super::discover::{SourceRoots, discover};
 use super::phase1::{Redactor, RolloutInput};
-use super::rollout::Source;
-use super::sources::{SessionMeta, parse_file, read_meta};
 use codex_free_core::Result;
 use codex_free_store::{ThreadRow, ThreadUpsert};
+use codex_free_transcripts::discover::{SourceRoots, discover};
+use codex_free_transcripts::rollout::Source;
+use codex_free_transcripts::sources::{SessionMeta, parse_file, read_meta};
 
 type Cached = (u64, SystemTime, SessionMeta, Option<String>);
 
@@ -133,16 +133,16 @@ impl RolloutInput for TranscriptInput {
         let source: Source = thread.source.parse()?;
         let rollout = parse_file(Path::new(&thread.path), source)?;
         let window = context_window.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
-        Ok(super::render::render(&rollout, tool_result_token_budget, window).text)
+        Ok(codex_free_transcripts::render::render(&rollout, tool_result_token_budget, window).text)
     }
 }
 
-/// [`Redactor`] backed by [`super::redact::redact`].
+/// [`Redactor`] backed by [`codex_free_redact::redact`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SecretRedactor;
 
 impl Redactor for SecretRedactor {
     fn redact(&self, text: &str) -> String {
-        super::redact::redact(text).into_owned()
+        codex_free_redact::redact(text).into_owned()
     }
 }

@@ -17,6 +17,7 @@
 //! an answer that failed validation; no model call is made once the cap is reached or
 //! after a run-fatal error (unknown model, rejected key).
 
+use codex_free_memory::select::normalise_slug;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -26,13 +27,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::providers::{
-    CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage, outgoing,
-};
 use crate::usage::{LogLine, Phase1Line};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::MemoriesConfig;
+use codex_free_models::{
+    CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage, outgoing,
+};
 use codex_free_store::stage1::{LEASE_SECONDS, RETRY_DELAY_SECONDS};
 use codex_free_store::{
     ClaimParams, RunSummary, Stage1Claim, Stage1OutputInput, Store, ThreadRow, ThreadUpsert,
@@ -249,25 +250,6 @@ pub fn parse_extraction(text: &str) -> Result<Extraction> {
         rollout_slug,
         raw_memory,
     })
-}
-
-/// `s` as a file-name slug: lowercase ASCII letters and digits, every other run of
-/// characters one `-`, at most 60 bytes (a rollout summary's name stays readable and
-/// portable); `None` when nothing is left.
-pub(crate) fn normalise_slug(s: &str) -> Option<String> {
-    let mut out = String::new();
-    for c in s.trim().chars().flat_map(char::to_lowercase) {
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-        if out.len() >= 60 {
-            break;
-        }
-    }
-    let out = out.trim_matches('-').to_string();
-    (!out.is_empty()).then_some(out)
 }
 
 /// Input budget for the rendered rollout: 70% of the context window (or
@@ -719,7 +701,7 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     };
     // Citations of earlier memories in this session raise their usage once per rollout,
     // whatever happens to this session's own extraction.
-    let cited = crate::phase2::readpath::cited_rollout_ids(&rendered);
+    let cited = codex_free_memory::readpath::cited_rollout_ids(&rendered);
     if !cited.is_empty() {
         let (store, id) = (ctx.store.clone(), claim.thread.id.clone());
         if let Err(e) = blocking(move || store.record_citations_once(&id, &cited)).await {

@@ -16,10 +16,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::providers::prices::format_cost;
 use codex_free_core::Result;
 use codex_free_core::error::IoContext;
 use codex_free_core::home;
+use codex_free_models::prices::format_cost;
 
 /// File name of the log inside the state home.
 pub const LOG_FILE: &str = "memories.log";
@@ -174,13 +174,7 @@ pub struct Phase1Line {
     pub stopped: Option<String>,
 }
 
-/// ISO-8601 UTC (`2025-07-01T12:00:00Z`) of unix seconds.
-pub fn iso(ts: i64) -> String {
-    chrono::DateTime::from_timestamp(ts, 0)
-        .unwrap_or_default()
-        .format("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
-}
+pub use codex_free_core::time::iso;
 
 impl Phase1Line {
     /// Render the line (no trailing newline).

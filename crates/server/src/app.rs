@@ -87,6 +87,9 @@ impl App {
     pub fn open(opts: AppOptions, keys: Opened, rt: tokio::runtime::Handle) -> Result<Arc<App>> {
         let home = opts.server.home.clone();
         codex_free_core::home::create_private_dir(&home)?;
+        // What runs after a memory commit or a saved-state change: the linked copies in
+        // other agents' instruction files follow (registered once per process).
+        codex_free_core::events::on_memory_event(codex_free_connect::on_memory_event);
         let config = Config::load(&opts.server.config_path)
             .map(|l| l.config)
             .unwrap_or_default();

@@ -74,4 +74,3 @@ impl ToolCtx {
 pub mod exec;
 pub mod git;
 pub mod policy;
-pub mod task_memory;

@@ -7,9 +7,9 @@ use codex_free_store::Store;
 use codex_free_store::usage::{RunSummary, UsageRow};
 
 use super::agent::TurnRecord;
-use super::select::RawMemory;
 use super::{Claim, Phase2Store};
-use crate::providers::prices::Price;
+use codex_free_memory::select::RawMemory;
+use codex_free_models::prices::Price;
 
 /// [`Phase2Store`] over `state.sqlite`: the job and outputs of [`Store`], usage rows priced
 /// with `price` (`None` = unknown, cost stored as NULL), and one `memories.log`
@@ -120,7 +120,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::providers::TokenUsage;
+    use codex_free_models::TokenUsage;
     use codex_free_store::ManualClock;
 
     /// A consolidation request's cache writes (Anthropic) reach its usage row and its

@@ -9,32 +9,26 @@
 //! sync inputs ([`select`]) → workspace diff ([`folder`]) → **no change and valid
 //! artifacts: succeed without a model call** → otherwise run the agent ([`agent`]) with the
 //! diff (INIT or incremental, [`prompt`]) → validate (budgets, summary structure,
-//! whitespace) and lint (stale facts, conflicts: [`crate::hygiene::lint`]) with one repair
+//! whitespace) and lint (stale facts, conflicts: [`codex_free_hygiene::lint`]) with one repair
 //! turn (only validation problems fail the run afterwards) → commit → read back (`git status` clean, no whitespace
 //! errors) → mark the job succeeded. Any failure restores the previous commit exactly
 //! (`reset --hard` + clean) and marks the job failed with the reason.
 //!
 //! The database and the model are reached through two seams, [`Phase2Store`] and
-//! [`agent::ConsolidationModel`], implemented over `codex_free_store` and `crate::providers`.
+//! [`agent::ConsolidationModel`], implemented over `codex_free_store` and `codex_free_models`.
 //!
 //! Invariant: the folder's `HEAD` only ever moves to a commit whose artifacts passed
 //! validation and read-back (or a rollback/snapshot commit); a failed run leaves `HEAD` and
 //! the working tree as they were before it started (apart from the snapshot commit).
 
 pub mod agent;
-pub mod budget;
 pub mod db;
-pub mod folder;
-pub mod gate;
-pub mod jail;
 pub mod model;
 pub mod prompt;
-pub mod readpath;
-pub mod review;
-pub mod select;
-pub mod sync;
 
 use std::path::Path;
+
+use codex_free_memory::{budget, folder, gate, jail, readpath, review, select, sync};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -483,7 +477,7 @@ async fn claimed(
     let vfolder = folder.clone();
     let validate = move || gate::check_folder(&vfolder, &budget);
     let lint_root = folder.root().to_path_buf();
-    let advise = move || crate::hygiene::lint::consolidation_findings(&lint_root, &budget);
+    let advise = move || codex_free_hygiene::lint::consolidation_findings(&lint_root, &budget);
     let repair = move |p: &[String]| budget::repair_request_text(p, &budget);
     let agent_fut = agent::run(
         model, &jail, &system, &task, &opts, &log, &validate, &advise, &repair,
@@ -535,8 +529,6 @@ async fn claimed(
         None => before.map(|c| c.to_string()).unwrap_or_default(),
     };
     tracing::info!(%commit, inputs = sel.len(), requests = report.requests, "phase 2 consolidated the memory folder");
-    // The agents' linked copies of the summary follow the new commit.
-    crate::connect::refresh_after_commit(deps.home);
     Ok(Outcome::Consolidated {
         commit,
         inputs: sel.len(),
@@ -789,7 +781,6 @@ pub fn history_command(
                 )));
             }
             let r = f.rollback(rev)?;
-            crate::connect::refresh_after_commit(home);
             Ok(format!(
                 "Rolled back the memory folder to {} as new commit {}.\nPrevious state kept at {} (restore it with `memories rollback {}`).\n{}",
                 &r.restored[..10],
@@ -806,9 +797,9 @@ pub fn history_command(
 /// [`readpath::cited_rollout_ids_in`]); returns the rows changed.
 pub fn record_rollout_citations(
     store: &dyn Phase2Store,
-    rollout: &crate::rollout::Rollout,
+    rollout: &codex_free_transcripts::rollout::Rollout,
 ) -> Result<usize> {
-    let ids = readpath::cited_rollout_ids_in(rollout);
+    let ids = cited_rollout_ids_in(rollout);
     if ids.is_empty() {
         return Ok(0);
     }
@@ -823,6 +814,24 @@ pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {
         return Ok(0);
     }
     store.record_usage(&ids)
+}
+
+/// The distinct rollout ids cited by the assistant in `rollout` (a later session's
+/// transcript, as parsed by `pipeline::sources`), excluding the rollout's own id. Call it
+/// once per rollout version (phase 1 does: one claim per `updated_at`) so a citation is
+/// counted once.
+pub fn cited_rollout_ids_in(rollout: &codex_free_transcripts::rollout::Rollout) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for item in &rollout.items {
+        if let codex_free_transcripts::rollout::Item::Assistant { text } = item {
+            for id in codex_free_memory::readpath::cited_rollout_ids(text) {
+                if id != rollout.id && !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+    }
+    ids
 }
 
 #[cfg(test)]

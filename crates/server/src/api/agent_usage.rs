@@ -13,10 +13,10 @@ use chrono::Utc;
 
 use super::ApiService;
 use super::dto::{AgentSpend, AgentUsageFilter, AgentUsageView};
+use codex_free_agent_usage::cli::all_rows;
+use codex_free_agent_usage::report::{self, Filter, Granularity, Totals};
+use codex_free_agent_usage::{ImportReport, import_from_env};
 use codex_free_core::{Error, Result};
-use codex_free_pipeline::agent_usage::cli::all_rows;
-use codex_free_pipeline::agent_usage::report::{self, Filter, Granularity, Totals};
-use codex_free_pipeline::agent_usage::{ImportReport, import_from_env};
 use codex_free_store::{AgentUsageRow, Store};
 
 /// Most sessions listed on the page.
