@@ -453,7 +453,10 @@ fn connect_cmd(
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        match rt.block_on(connect::chatgpt_check(port, token.expose())) {
+        match rt.block_on(codex_free_models::check::chatgpt_check(
+            port,
+            token.expose(),
+        )) {
             Ok(m) => println!("check: {m}"),
             Err(e) => println!("check: not reachable yet: {e}"),
         }

@@ -910,7 +910,7 @@ impl Applied {
 enum Backup {
     Git {
         folder: MemoryFolder,
-        head: git2::Oid,
+        head: codex_free_memory::folder::Oid,
     },
     Copy {
         root: PathBuf,
@@ -920,16 +920,10 @@ enum Backup {
     },
 }
 
-fn git_err(what: &'static str) -> impl Fn(git2::Error) -> Error {
-    move |e| Error::Store(format!("memory folder git {what}: {e}"))
-}
-
-/// The repository whose work tree is exactly `dir`, if any (a folder inside a larger
-/// repository is treated as a plain folder: committing it would commit unrelated files).
-fn own_repo(dir: &Path) -> Option<git2::Repository> {
-    let repo = git2::Repository::open(dir).ok()?;
-    let wd = std::fs::canonicalize(repo.workdir()?).ok()?;
-    (wd == dir).then_some(repo)
+/// The repository whose work tree is exactly `dir`, if any (see
+/// [`MemoryFolder::own_repo_at`]).
+fn own_repo(dir: &Path) -> Option<MemoryFolder> {
+    MemoryFolder::own_repo_at(dir)
 }
 
 fn preflight(dir: &Path) -> Result<()> {
@@ -959,10 +953,9 @@ fn preflight(dir: &Path) -> Result<()> {
         }
     }
     if let Some(repo) = own_repo(dir) {
-        let st = repo.state();
-        if st != git2::RepositoryState::Clean {
+        if let Some(st) = repo.operation_in_progress()? {
             return Err(Error::Refused(format!(
-                "{} is a git repository in the middle of an operation ({st:?}); finish or abort it first; nothing was changed",
+                "{} is a git repository in the middle of an operation ({st}); finish or abort it first; nothing was changed",
                 dir.display()
             )));
         }
@@ -1032,17 +1025,7 @@ fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
 
 fn restore(b: &Backup, dir: &Path) -> Result<()> {
     match b {
-        Backup::Git { folder, head } => {
-            let repo = git2::Repository::open(dir).map_err(git_err("open"))?;
-            let obj = repo
-                .find_object(*head, None)
-                .map_err(git_err("find backup"))?;
-            let mut co = git2::build::CheckoutBuilder::new();
-            co.force().remove_untracked(true);
-            repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
-                .map_err(git_err("reset --hard"))?;
-            folder.restore_head()
-        }
+        Backup::Git { folder, head } => folder.undo_commit(Some(*head)),
         Backup::Copy {
             root,
             saved,
@@ -1311,18 +1294,7 @@ fn write_and_verify(
             );
             let c = folder.commit_all(&msg)?;
             folder.verify_committed()?;
-            let repo = git2::Repository::open(dir).map_err(git_err("open"))?;
-            let status = repo
-                .statuses(Some(
-                    git2::StatusOptions::new()
-                        .include_untracked(true)
-                        .recurse_untracked_dirs(true),
-                ))
-                .map_err(git_err("status"))?;
-            let short: Vec<String> = status
-                .iter()
-                .filter_map(|e| e.path().ok().map(|p| format!("?? {p}")))
-                .collect();
+            let short = folder.status_short()?;
             if !short.is_empty() {
                 return Err(Error::Store(format!(
                     "git status --short is not clean: {}",
@@ -1330,25 +1302,10 @@ fn write_and_verify(
                 )));
             }
             read_back.push("git status --short: clean".into());
-            let old = repo
-                .find_commit(*head)
-                .and_then(|c| c.tree())
-                .map_err(git_err("backup tree"))?;
-            let new_id = repo.head().ok().and_then(|h| h.target()).unwrap_or(*head);
-            let new = repo
-                .find_commit(new_id)
-                .and_then(|c| c.tree())
-                .map_err(git_err("head tree"))?;
-            let diff = repo
-                .diff_tree_to_tree(Some(&old), Some(&new), None)
-                .map_err(git_err("diff"))?;
-            let st = diff.stats().map_err(git_err("diff --stat"))?;
+            let (files, ins, del) = folder.diff_stat_to_head(*head)?;
             read_back.push(format!(
-                "git diff --stat {}..HEAD: {} files changed, {} insertions(+), {} deletions(-)",
+                "git diff --stat {}..HEAD: {files} files changed, {ins} insertions(+), {del} deletions(-)",
                 &head.to_string()[..10],
-                st.files_changed(),
-                st.insertions(),
-                st.deletions()
             ));
             read_back.push("git diff --check: no whitespace errors".into());
             c.map(|c| c.to_string())

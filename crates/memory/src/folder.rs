@@ -19,9 +19,11 @@ pub use crate::layout::{
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// The id of a commit of the folder (git2's; re-exported so callers need no git2).
+pub use git2::Oid;
 use git2::{
-    Delta, DiffFormat, DiffOptions, IndexAddOption, ObjectType, Oid, Repository, ResetType,
-    Signature, StatusOptions, build::CheckoutBuilder,
+    Delta, DiffFormat, DiffOptions, IndexAddOption, ObjectType, Repository, ResetType, Signature,
+    StatusOptions, build::CheckoutBuilder,
 };
 
 use codex_free_core::Error;
@@ -353,6 +355,94 @@ impl MemoryFolder {
             .map_err(git_err("commit"))?;
         self.committed();
         Ok(Some(id))
+    }
+
+    /// Move `HEAD` back to `before` (a commit of ours failed its read-back) and restore the
+    /// tree; `None` (the folder had no commit before) leaves `HEAD` unborn again.
+    ///
+    /// Errors: git errors as [`Error::Store`].
+    pub fn undo_commit(&self, before: Option<Oid>) -> Result<()> {
+        let repo = git2::Repository::open(self.root())
+            .map_err(|e| Error::Store(format!("memory folder: {e}")))?;
+        match before {
+            Some(id) => {
+                let obj = repo
+                    .find_object(id, None)
+                    .map_err(|e| Error::Store(e.to_string()))?;
+                let mut co = git2::build::CheckoutBuilder::new();
+                co.force().remove_untracked(true);
+                repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
+                    .map_err(|e| Error::Store(e.to_string()))?;
+            }
+            None => {
+                // Unborn before: drop the branch ref so HEAD is unborn again.
+                if let Ok(mut r) = repo
+                    .find_reference("refs/heads/master")
+                    .or_else(|_| repo.find_reference("refs/heads/main"))
+                {
+                    r.delete().map_err(|e| Error::Store(e.to_string()))?;
+                }
+            }
+        }
+        self.restore_head()
+    }
+
+    /// The folder as a repository when `dir` is exactly the work tree of one (a folder
+    /// inside a larger repository is `None`: committing it would commit unrelated files).
+    pub fn own_repo_at(dir: &Path) -> Option<MemoryFolder> {
+        let repo = Repository::open(dir).ok()?;
+        let wd = std::fs::canonicalize(repo.workdir()?).ok()?;
+        let dir = std::fs::canonicalize(dir).ok()?;
+        (wd == dir).then(|| MemoryFolder::at(&dir))
+    }
+
+    /// The git operation in progress (`Merge`, `Rebase`, …, git2's names), `None` when the
+    /// repository is clean of operations.
+    ///
+    /// Errors: the repository cannot be opened.
+    pub fn operation_in_progress(&self) -> Result<Option<String>> {
+        let st = self.repo()?.state();
+        Ok((st != git2::RepositoryState::Clean).then(|| format!("{st:?}")))
+    }
+
+    /// Paths `git status --short` would list (untracked included, recursively), as
+    /// `?? <path>` lines; empty when the work tree equals `HEAD`.
+    ///
+    /// Errors: git errors.
+    pub fn status_short(&self) -> Result<Vec<String>> {
+        let repo = self.repo()?;
+        let status = repo
+            .statuses(Some(
+                StatusOptions::new()
+                    .include_untracked(true)
+                    .recurse_untracked_dirs(true),
+            ))
+            .map_err(git_err("status"))?;
+        Ok(status
+            .iter()
+            .filter_map(|e| e.path().ok().map(|p| format!("?? {p}")))
+            .collect())
+    }
+
+    /// `git diff --stat <from>..HEAD` as (files changed, insertions, deletions).
+    ///
+    /// Errors: `from` or `HEAD` is not a commit; git errors.
+    pub fn diff_stat_to_head(&self, from: Oid) -> Result<(usize, usize, usize)> {
+        let repo = self.repo()?;
+        let old = repo
+            .find_commit(from)
+            .and_then(|c| c.tree())
+            .map_err(git_err("backup tree"))?;
+        let new_id = repo.head().ok().and_then(|h| h.target()).unwrap_or(from);
+        let new = repo
+            .find_commit(new_id)
+            .and_then(|c| c.tree())
+            .map_err(git_err("head tree"))?;
+        let diff = repo
+            .diff_tree_to_tree(Some(&old), Some(&new), None)
+            .map_err(git_err("diff"))?;
+        let st = diff.stats().map_err(git_err("diff --stat"))?;
+        Ok((st.files_changed(), st.insertions(), st.deletions()))
     }
 
     /// Put the working tree and index back to `HEAD` exactly: tracked files restored,

@@ -21,7 +21,7 @@ use codex_free_core::tokens;
 use super::budget::{self, ArtifactBudget};
 use super::folder::{AD_HOC_DIR, MEMORY_MD, MemoryFolder, SKILLS_DIR, SUMMARY_MD};
 use super::jail::{Jail, WritePolicy};
-use super::readpath;
+use super::policy;
 
 /// Marker in the state home while a consolidation may have uncommitted files in the memory
 /// folder; its presence at the start of a run means the previous run died mid-write.
@@ -29,7 +29,7 @@ pub const INFLIGHT_FILE: &str = "phase2.inflight";
 
 /// Problems of `text` as the artifact `file` (`MEMORY.md` or `memory_summary.md`) under
 /// `b`: lines, bytes, tokens (summary only: it must leave the read path's policy room
-/// within [`readpath::SUMMARY_TOKEN_BUDGET`]), structure (summary only) and secrets.
+/// within [`policy::SUMMARY_TOKEN_BUDGET`]), structure (summary only) and secrets.
 /// Empty = acceptable.
 pub fn check_text(file: &str, text: &str, b: &ArtifactBudget) -> Vec<String> {
     let (max_lines, max_bytes) = if file == SUMMARY_MD {
@@ -62,13 +62,13 @@ pub fn check_text(file: &str, text: &str, b: &ArtifactBudget) -> Vec<String> {
 }
 
 /// The summary's own checks beyond lines and bytes: its tokens must leave the read path's
-/// policy room within [`readpath::SUMMARY_TOKEN_BUDGET`], and it must have the structure of
+/// policy room within [`policy::SUMMARY_TOKEN_BUDGET`], and it must have the structure of
 /// [`budget::summary_structure`] (the `v1` line and the four sections in order). Used by
 /// [`check_text`] and by `memories tidy` on the state home's folder, so a tidy never
 /// reports success for a summary the next session could not be served.
 pub fn summary_shape_problems(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let room = readpath::summary_token_room();
+    let room = policy::summary_token_room();
     let t = tokens::count(text);
     if t > room {
         out.push(format!(

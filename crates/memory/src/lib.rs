@@ -14,6 +14,7 @@ pub mod folder;
 pub mod gate;
 pub mod jail;
 pub mod layout;
+pub mod policy;
 pub mod readpath;
 pub mod review;
 pub mod select;

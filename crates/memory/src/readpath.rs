@@ -26,11 +26,12 @@ use super::select::{NOTES_INBOX_DIR, ROLLOUT_ID_KEY};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
+
+pub use crate::policy::{
+    POLICY, SUMMARY_TOKEN_BUDGET, detail_line, policy_text, summary_token_room,
+};
 use codex_free_store::fts::{INDEX_FILE, IndexedFile, MemoryIndex};
 
-/// Most tokens of the injected memory block, policy included (Codex's summary budget, so
-/// memory never takes much of a new session's context).
-pub const SUMMARY_TOKEN_BUDGET: usize = 2500;
 /// Default and maximum entries of one `memories_list` page (the pi-codex-memory host's limit).
 pub const LIST_MAX: usize = 2000;
 /// Default and maximum matches of one `memories_search` page (the pi-codex-memory host's limit).
@@ -41,20 +42,6 @@ pub const READ_MAX_TOKENS: usize = 20_000;
 pub const NOTE_MAX_BYTES: usize = 16 * 1024;
 /// Longest line text shown in a search hit, characters.
 const HIT_MAX_CHARS: usize = 300;
-
-const POLICY: &str = "## Memory from earlier sessions
-
-The notes below were distilled by Codex Free from this user's earlier agent sessions. Treat them as helpful background, not as ground truth: they may be out of date. Before acting on anything that can change (versions, commits, file contents, deploy state, command output), check it against the live project. If you use a memory in your answer or your actions, end your final reply with a citation block naming the memory lines and the rollout ids you relied on:
-
-<oai-mem-citation>
-<citation_entries>
-MEMORY.md:10-12|note=[what was used]
-</citation_entries>
-<rollout_ids>
-<rollout id from the memory>
-</rollout_ids>
-</oai-mem-citation>
-";
 
 fn enabled(cfg: &Config) -> Result<()> {
     if !cfg.memories.enabled || !cfg.memories.use_memories {
@@ -74,30 +61,6 @@ fn jail(home: &Path) -> Result<Option<Jail>> {
 }
 
 const NO_FOLDER: &str = "No memories yet: the memory folder has not been created (it appears after the first consolidation).\n";
-
-/// The line after the policy saying where more detail is (its wording depends on whether
-/// the dedicated `memories_*` tools are offered).
-fn detail_line(dedicated_tools: bool) -> &'static str {
-    if dedicated_tools {
-        "\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/, daily/ for progress, archive/ for evidence).\n"
-    } else {
-        "\nMore detail is in MEMORY.md and rollout_summaries/ of the memory folder.\n"
-    }
-}
-
-/// The policy block placed before the summary, with `detail` as its where-to-find-more line.
-fn policy_text(detail: &str) -> String {
-    format!("{POLICY}{detail}\n### memory_summary.md\n\n")
-}
-
-/// Tokens a `memory_summary.md` may use so that the injected block (policy + summary)
-/// stays within [`SUMMARY_TOKEN_BUDGET`]: the budget minus the longer policy variant.
-pub fn summary_token_room() -> usize {
-    let policy = codex_free_core::tokens::count(&policy_text(detail_line(true))).max(
-        codex_free_core::tokens::count(&policy_text(detail_line(false))),
-    );
-    SUMMARY_TOKEN_BUDGET.saturating_sub(policy)
-}
 
 /// The memory block for a new session's instructions: [`POLICY`] then `memory_summary.md`,
 /// cut at line boundaries so the whole block stays within [`SUMMARY_TOKEN_BUDGET`] tokens

@@ -374,7 +374,7 @@ async fn claimed(
     let reconcile_base = match &machine {
         Some(_) => sync::load_state(deps.home)
             .reconcile_base
-            .and_then(|b| git2::Oid::from_str(&b).ok()),
+            .and_then(|b| folder::Oid::from_str(&b).ok()),
         None => None,
     };
     let mode = if folder.head()?.is_some() && folder.root().join(folder::MEMORY_MD).is_file() {
@@ -515,7 +515,7 @@ async fn claimed(
     let before = folder.head()?;
     let commit = folder.commit_all(&msg)?;
     if let Err(e) = folder.verify_committed() {
-        undo_commit(&folder, before)?;
+        folder.undo_commit(before)?;
         return Err(e);
     }
     deps.store.succeed_global(token, watermark, &ids)?;
@@ -614,33 +614,6 @@ fn clear_inflight(home: &Path) {
     {
         tracing::warn!("could not remove {}: {e}", p.display());
     }
-}
-
-/// Move `HEAD` back to `before` (our own commit failed its read-back) and restore the tree.
-fn undo_commit(folder: &MemoryFolder, before: Option<git2::Oid>) -> Result<()> {
-    let repo = git2::Repository::open(folder.root())
-        .map_err(|e| Error::Store(format!("memory folder: {e}")))?;
-    match before {
-        Some(id) => {
-            let obj = repo
-                .find_object(id, None)
-                .map_err(|e| Error::Store(e.to_string()))?;
-            let mut co = git2::build::CheckoutBuilder::new();
-            co.force().remove_untracked(true);
-            repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
-                .map_err(|e| Error::Store(e.to_string()))?;
-        }
-        None => {
-            // Unborn before: drop the branch ref so HEAD is unborn again.
-            if let Ok(mut r) = repo
-                .find_reference("refs/heads/master")
-                .or_else(|_| repo.find_reference("refs/heads/main"))
-            {
-                r.delete().map_err(|e| Error::Store(e.to_string()))?;
-            }
-        }
-    }
-    folder.restore_head()
 }
 
 fn remove_inbox_notes(paths: &[std::path::PathBuf]) {
