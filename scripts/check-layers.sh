@@ -13,29 +13,32 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--selftest" ]; then
-  scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
-  git ls-files -z | xargs -0 -I{} cp --parents {} "$scratch/" 2>/dev/null
-  run() { (cd "$scratch" && bash scripts/check-layers.sh 2>&1) || true; }
   fail=0
-  expect() { # what, pattern
-    local out; out=$(run)
-    if grep -q "$2" <<<"$out"; then echo "selftest: $1 caught: $(grep "$2" <<<"$out" | head -1)"; else echo "selftest: $1 NOT caught"; fail=1; fi
-    (cd "$scratch" && git -C "$OLDPWD" ls-files -z | xargs -0 -I{} cp --parents {} "$scratch/" 2>/dev/null) || true
+  # plant <what> <expected pattern> <shell commands run inside a fresh copy of the tree>
+  plant() {
+    local scratch out; scratch=$(mktemp -d)
+    git ls-files -z | xargs -0 cp --parents -t "$scratch"
+    out=$( (cd "$scratch" && eval "$3" && bash scripts/check-layers.sh 2>&1) || true)
+    rm -rf "$scratch"
+    if grep -q "$2" <<<"$out"; then echo "selftest: $1 caught: $(grep "$2" <<<"$out" | head -1)"
+    else echo "selftest: $1 NOT caught: $out"; fail=1; fi
   }
-  # (1) git2 as a normal dependency of the tools crate
-  sed -i 's/^\[dependencies\]$/[dependencies]\ngit2.workspace = true/' "$scratch/crates/tools/Cargo.toml"
-  expect "second owner of an outside system" "git2: normal dependency of"
-  # (2) the store depending on the pipeline
-  sed -i 's|^\[dependencies\]$|[dependencies]\ncodex-free-pipeline = { path = "../pipeline" }|' "$scratch/crates/store/Cargo.toml"
-  expect "forbidden edge between crates" "codex-free-store must not depend on"
-  # (3) a module cycle in core: paging uses audit, audit uses paging
-  printf '\npub fn _planted() { let _ = crate::paging::FOOTER_PREFIX_PLANTED; }\n' >> "$scratch/crates/core/src/audit.rs"
-  printf '\npub const FOOTER_PREFIX_PLANTED: u8 = 0;\npub fn _planted2() { let _ = crate::audit::_planted; }\n' >> "$scratch/crates/core/src/paging.rs"
-  expect "module cycle" "module cycle in codex-free-core"
-  # (4) a god crate: 60k planted library lines in the tools crate
-  python3 -c 'print("\n".join(f"pub const P{i}: u32 = {i};" for i in range(60000)))' > "$scratch/crates/tools/src/planted.rs"
-  echo 'pub mod planted;' >> "$scratch/crates/tools/src/lib.rs"
-  expect "god crate" "holds .* of the workspace"
+  before_tests() { # file line: insert the line before the file's test module
+    python3 - "$1" "$2" <<'PY'
+import sys
+p, line = sys.argv[1], sys.argv[2]
+t = open(p).read(); i = t.find("#[cfg(test)]")
+open(p, "w").write(t[:i] + line + "\n" + t[i:] if i >= 0 else t + "\n" + line + "\n")
+PY
+  }
+  plant "second owner of an outside system" "git2: normal dependency of" \
+    "sed -i 's/^\[dependencies\]$/[dependencies]\ngit2.workspace = true/' crates/tools/Cargo.toml"
+  plant "forbidden edge between crates" "codex-free-store must not depend on" \
+    "sed -i 's|^\[dependencies\]$|[dependencies]\ncodex-free-pipeline = { path = \"../pipeline\" }|' crates/store/Cargo.toml"
+  plant "module cycle" "module cycle in codex-free-core" \
+    "before_tests crates/core/src/audit.rs 'pub fn planted_a() { crate::paging::planted_b() }' && before_tests crates/core/src/paging.rs 'pub fn planted_b() { crate::audit::planted_a() }'"
+  plant "god crate" "holds .* of the workspace" \
+    "python3 -c 'print(\"\\n\".join(f\"pub const P{i}: u32 = {i};\" for i in range(60000)))' > crates/tools/src/planted.rs && echo 'pub mod planted;' >> crates/tools/src/lib.rs"
   exit $fail
 fi
 cargo metadata --format-version 1 --no-deps | python3 -c '
