@@ -389,7 +389,9 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 None => review::state(&home, config.memories.review)?,
                 Some(a) => {
                     let running = codex_free_memory::sync::consolidation_running(&home)?;
-                    review::decide(&home, config.memories.review, a, running)?
+                    let budget =
+                        codex_free_memory::budget::ArtifactBudget::from_config(&config.memories);
+                    review::decide(&home, config.memories.review, a, running, &budget)?
                 }
             };
             if args.json {

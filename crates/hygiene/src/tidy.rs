@@ -982,7 +982,8 @@ fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
     let dir = &plan.dir;
     if own_repo(dir).is_some() {
         let folder = MemoryFolder::at(dir);
-        folder.commit_all("Backup before memories tidy\n\nUncommitted changes saved so the tidy can be undone exactly.")?;
+        let approved = codex_free_memory::gate::approve_as_is(&folder)?;
+        folder.commit_all(&approved, "Backup before memories tidy\n\nUncommitted changes saved so the tidy can be undone exactly.")?;
         let head = folder
             .head()?
             .ok_or_else(|| Error::Store(format!("{}: no commit to back up to", dir.display())))?;
@@ -1292,7 +1293,24 @@ fn write_and_verify(
             let msg = format!(
                 "Tidy memory: {moved} lines moved out of the default-load layer\n\nBy codex-free memories tidy; every distinct line is kept in daily/ or archive/.\n"
             );
-            let c = folder.commit_all(&msg)?;
+            // The state home's folder is served: every present file passes the full gate;
+            // another folder's budget is its owner's, so only secrets are refused there.
+            let approved = if plan.dir == crate::default_folder(&opts.home) {
+                codex_free_memory::gate::approve(
+                    folder,
+                    &opts.budget,
+                    codex_free_memory::gate::Scope::Present,
+                )
+                .map_err(|p| {
+                    Error::Budget(format!(
+                        "the memory checks refused the tidy: {}",
+                        p.join("; ")
+                    ))
+                })?
+            } else {
+                codex_free_memory::gate::approve_as_is(folder)?
+            };
+            let c = folder.commit_all(&approved, &msg)?;
             folder.verify_committed()?;
             let short = folder.status_short()?;
             if !short.is_empty() {
@@ -1389,7 +1407,11 @@ mod tests {
         let claude = &cases[2].1;
         let (f, _) = (MemoryFolder::at(claude), ());
         git2::Repository::init(claude).unwrap();
-        f.commit_all("claude memory").unwrap();
+        f.commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "claude memory",
+        )
+        .unwrap();
         for (name, dir) in &cases {
             let before = snapshot(dir);
             let originals: BTreeMap<String, String> = [MEMORY_MD, SUMMARY_MD]
@@ -1528,7 +1550,12 @@ mod tests {
             std::fs::write(dir.join(ARCHIVE_DIR).join("old.md"), "# old evidence\n").unwrap();
             if git {
                 git2::Repository::init(&dir).unwrap();
-                MemoryFolder::at(&dir).commit_all("start").unwrap();
+                MemoryFolder::at(&dir)
+                    .commit_all(
+                        &codex_free_memory::gate::approve_as_is(&MemoryFolder::at(&dir)).unwrap(),
+                        "start",
+                    )
+                    .unwrap();
             }
             let before = snapshot(&dir);
             for after in [0, 3, 50] {
@@ -1603,7 +1630,12 @@ mod tests {
         std::fs::remove_file(dir.join(ARCHIVE_DIR)).unwrap();
         // A git repository in the middle of a merge.
         let repo = git2::Repository::init(&dir).unwrap();
-        MemoryFolder::at(&dir).commit_all("start").unwrap();
+        MemoryFolder::at(&dir)
+            .commit_all(
+                &codex_free_memory::gate::approve_as_is(&MemoryFolder::at(&dir)).unwrap(),
+                "start",
+            )
+            .unwrap();
         let head = repo.head().unwrap().target().unwrap();
         std::fs::write(repo.path().join("MERGE_HEAD"), format!("{head}\n")).unwrap();
         check(&dir, "middle of an operation");
@@ -1611,13 +1643,21 @@ mod tests {
         // A destination that cannot be written (a file where the folder must go): the
         // writes stop and the backup is restored.
         std::fs::write(dir.join(DAILY_DIR), "not a folder\n").unwrap();
-        MemoryFolder::at(&dir)
-            .commit_all("daily is a file")
-            .unwrap();
+        let f = MemoryFolder::at(&dir);
+        f.commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "daily is a file",
+        )
+        .unwrap();
         check(&dir, "undone");
         // A folder this user cannot write (root writes anyway, so only checked as a user).
         std::fs::remove_file(dir.join(DAILY_DIR)).unwrap();
-        MemoryFolder::at(&dir).commit_all("clean").unwrap();
+        MemoryFolder::at(&dir)
+            .commit_all(
+                &codex_free_memory::gate::approve_as_is(&MemoryFolder::at(&dir)).unwrap(),
+                "clean",
+            )
+            .unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
         // SAFETY: geteuid has no preconditions.

@@ -9,6 +9,7 @@
 //! served from it without the same checks; a killed run's leftovers are rescued to a ref,
 //! never adopted. The only git2 importer.
 
+pub mod approval;
 pub mod budget;
 pub mod folder;
 pub mod gate;

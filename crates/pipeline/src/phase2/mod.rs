@@ -436,10 +436,15 @@ async fn claimed(
     let has_notes = folder.root().join(folder::AD_HOC_DIR).is_dir();
     if sel.is_empty() && !has_notes && mode == prompt::Mode::Init {
         // Nothing to consolidate and no memory to update: record the sync only.
-        let commit = folder.commit_all(&format!(
-            "Sync memory inputs: no raw memories selected\n\n{}",
-            folder::change_lines(&diff.changes)
-        ))?;
+        let approved =
+            gate::approve(&folder, &budget, gate::Scope::Present).map_err(refused_by_gate)?;
+        let commit = folder.commit_all(
+            &approved,
+            &format!(
+                "Sync memory inputs: no raw memories selected\n\n{}",
+                folder::change_lines(&diff.changes)
+            ),
+        )?;
         folder.verify_committed()?;
         deps.store.succeed_global(token, watermark, &ids)?;
         remove_inbox_notes(&sync.notes_moved_in);
@@ -513,7 +518,8 @@ async fn claimed(
         msg.push_str(&format!("\n{r}\n"));
     }
     let before = folder.head()?;
-    let commit = folder.commit_all(&msg)?;
+    let approved = gate::approve(&folder, &budget, gate::Scope::Served).map_err(refused_by_gate)?;
+    let commit = folder.commit_all(&approved, &msg)?;
     if let Err(e) = folder.verify_committed() {
         folder.undo_commit(before)?;
         return Err(e);
@@ -551,47 +557,37 @@ fn adopt_or_rescue(
     if !pending.has_changes() {
         return Ok(None);
     }
+    let mut approved = None;
     let reason = if home.join(gate::INFLIGHT_FILE).exists() {
         Some(
             "left by a consolidation that did not finish (its process was killed or crashed)"
                 .to_string(),
         )
     } else {
-        let at_head = folder
-            .head()?
-            .map(|h| folder.artifacts_at(&h.to_string()))
-            .transpose()?
-            .unwrap_or((None, None));
-        let root = folder.root();
-        let problems: Vec<String> = gate::check_folder(folder, budget)
-            .into_iter()
-            .filter(|p| {
-                // An artifact absent before and after is not a hand edit's fault.
-                let absent = |f: &str, head: &Option<String>| {
-                    p.starts_with(&format!("{f}: missing"))
-                        && head.is_none()
-                        && !root.join(f).exists()
-                };
-                !absent(folder::MEMORY_MD, &at_head.0) && !absent(folder::SUMMARY_MD, &at_head.1)
-            })
-            .collect();
-        (!problems.is_empty()).then(|| {
-            format!(
+        match gate::approve(folder, budget, gate::Scope::Present) {
+            Ok(a) => {
+                approved = Some(a);
+                None
+            }
+            Err(problems) => Some(format!(
                 "uncommitted edits refused by the memory checks: {}",
                 problems.join("; ")
-            )
-        })
+            )),
+        }
     };
-    match reason {
-        None => {
+    match (reason, approved) {
+        (None, Some(approved)) => {
             let msg = format!(
                 "Snapshot uncommitted changes before consolidation\n\n{}",
                 folder::change_lines(&pending.changes)
             );
-            folder.commit_all(&msg)?;
+            folder.commit_all(&approved, &msg)?;
             Ok(None)
         }
-        Some(reason) => {
+        (None, None) => Err(Error::Store(
+            "internal error: hand edits neither approved nor refused".into(),
+        )),
+        (Some(reason), _) => {
             let kept = folder.rescue(&reason)?;
             tracing::warn!(%reason, rescued = ?kept, "phase 2: discarded uncommitted changes in the memory folder");
             Ok(kept.map(|r| format!("Discarded uncommitted changes ({reason}); kept at {r}.")))
@@ -614,6 +610,14 @@ fn clear_inflight(home: &Path) {
     {
         tracing::warn!("could not remove {}: {e}", p.display());
     }
+}
+
+/// The error of a commit the memory gate refused: every problem, and that `HEAD` stays.
+fn refused_by_gate(problems: Vec<String>) -> Error {
+    Error::Budget(format!(
+        "the memory checks refused the commit ({}); the previous commit stays",
+        problems.join("; ")
+    ))
 }
 
 fn remove_inbox_notes(paths: &[std::path::PathBuf]) {
@@ -738,22 +742,15 @@ pub fn history_command(
                     "a phase-2 consolidation is running; retry when it has finished".into(),
                 ));
             }
-            let (memory, summary) = f.artifacts_at(rev)?;
             // An artifact absent at REV is not served at all, so only present ones are
             // checked (a rollback to before the first summary stays possible).
-            let mut problems = Vec::new();
-            for (file, text) in [(folder::MEMORY_MD, &memory), (folder::SUMMARY_MD, &summary)] {
-                if let Some(t) = text {
-                    problems.extend(gate::check_text(file, t, budget));
-                }
-            }
-            if !problems.is_empty() {
-                return Err(Error::Budget(format!(
+            let approved = gate::approve_rollback(&f, rev, budget).map_err(|problems| {
+                Error::Budget(format!(
                     "refusing to roll back to {rev}: its memory would not pass today's checks ({}); pick another commit from `memories history`",
                     problems.join("; ")
-                )));
-            }
-            let r = f.rollback(rev)?;
+                ))
+            })?;
+            let r = f.rollback(rev, &approved)?;
             Ok(format!(
                 "Rolled back the memory folder to {} as new commit {}.\nPrevious state kept at {} (restore it with `memories rollback {}`).\n{}",
                 &r.restored[..10],
@@ -1384,9 +1381,19 @@ mod tests {
         let f = MemoryFolder::open(home.path()).unwrap().unwrap();
         let big: String = (0..401).map(|i| format!("- old {i}\n")).collect();
         std::fs::write(f.root().join(folder::MEMORY_MD), &big).unwrap();
-        let bad = f.commit_all("legacy over-budget commit").unwrap().unwrap();
+        let bad = f
+            .commit_all(
+                &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+                "legacy over-budget commit",
+            )
+            .unwrap()
+            .unwrap();
         std::fs::write(f.root().join(folder::MEMORY_MD), "# Memory\n- ok\n").unwrap();
-        f.commit_all("fixed").unwrap();
+        f.commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "fixed",
+        )
+        .unwrap();
         let b = budget::ArtifactBudget::default();
         let cmd = folder::MemoryHistoryCmd::Rollback {
             rev: bad.to_string(),
