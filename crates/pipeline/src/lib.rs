@@ -14,4 +14,5 @@ pub mod input;
 pub mod phase1;
 pub mod phase2;
 pub mod scheduler;
+pub mod spend;
 pub mod usage;

@@ -17,6 +17,7 @@
 //! an answer that failed validation; no model call is made once the cap is reached or
 //! after a run-fatal error (unknown model, rejected key).
 
+pub use crate::spend::{CapState, cap_state, cap_state_of};
 use codex_free_memory::select::normalise_slug;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -259,36 +260,6 @@ pub fn input_budget(context_window: Option<u64>) -> usize {
         .map(|w| (w.saturating_mul(CONTEXT_WINDOW_PERCENT) / 100) as usize)
         .unwrap_or(DEFAULT_INPUT_CAP_TOKENS);
     cap.saturating_sub(PROMPT_OVERHEAD_TOKENS).max(1_000)
-}
-
-/// Spend-cap state for this month.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CapState {
-    /// The cap, USD.
-    pub cap_usd: f64,
-    /// Spent this month (priced requests), USD.
-    pub spent_usd: f64,
-    /// Whether no more calls may be made.
-    pub reached: bool,
-}
-
-/// Check `memories.monthly_spend_cap_usd` against this month's usage. `None` when no cap.
-pub fn cap_state(store: &Store, cfg: &MemoriesConfig) -> Result<Option<CapState>> {
-    cap_state_of(store, cfg.monthly_spend_cap_usd)
-}
-
-/// The one spend-cap check (phase 1, phase 2, status): `cap` USD against this month's
-/// spend ([`Store::spend_this_month`]). `None` when there is no cap.
-pub fn cap_state_of(store: &Store, cap: Option<f64>) -> Result<Option<CapState>> {
-    let Some(cap) = cap else {
-        return Ok(None);
-    };
-    let spent = store.spend_this_month()?.usd;
-    Ok(Some(CapState {
-        cap_usd: cap,
-        spent_usd: spent,
-        reached: spent >= cap,
-    }))
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {

@@ -75,7 +75,7 @@ impl Phase2Store for Phase2Db {
         })
     }
     fn spend_blocked(&self) -> Result<Option<String>> {
-        let state = crate::phase1::cap_state_of(&self.store, self.spend_cap_usd)?;
+        let state = crate::spend::cap_state_of(&self.store, self.spend_cap_usd)?;
         Ok(state.filter(|c| c.reached).map(|c| {
             format!(
                 "monthly spend cap reached: ${:.4} of ${:.2} (memories.monthly_spend_cap_usd)",
