@@ -911,6 +911,8 @@ enum Backup {
     Git {
         folder: MemoryFolder,
         head: codex_free_memory::folder::Oid,
+        /// What the gate already found at the undo point: not the tidy's to refuse.
+        problems_before: Vec<String>,
     },
     Copy {
         root: PathBuf,
@@ -978,7 +980,15 @@ fn refuse_while_consolidating(dir: &Path, home: &Path) -> Result<()> {
     Ok(())
 }
 
-fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
+/// Whether `dir` is the state home's own memory folder (served to sessions, gated fully).
+fn is_home_folder(dir: &Path, home: &Path) -> bool {
+    std::fs::canonicalize(crate::default_folder(home))
+        .ok()
+        .as_deref()
+        == std::fs::canonicalize(dir).ok().as_deref()
+}
+
+fn make_backup(plan: &Plan, home: &Path, stamp: &str, budget: &ArtifactBudget) -> Result<Backup> {
     let dir = &plan.dir;
     if own_repo(dir).is_some() {
         let folder = MemoryFolder::at(dir);
@@ -987,7 +997,20 @@ fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
         let head = folder
             .head()?
             .ok_or_else(|| Error::Store(format!("{}: no commit to back up to", dir.display())))?;
-        return Ok(Backup::Git { folder, head });
+        let problems_before = if is_home_folder(dir, home) {
+            codex_free_memory::gate::problems(
+                &folder,
+                budget,
+                codex_free_memory::gate::Scope::Present,
+            )
+        } else {
+            Vec::new()
+        };
+        return Ok(Backup::Git {
+            folder,
+            head,
+            problems_before,
+        });
     }
     let root = home.join("backups").join(format!("tidy-{stamp}"));
     std::fs::create_dir_all(&root)
@@ -1026,7 +1049,7 @@ fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
 
 fn restore(b: &Backup, dir: &Path) -> Result<()> {
     match b {
-        Backup::Git { folder, head } => folder.undo_commit(Some(*head)),
+        Backup::Git { folder, head, .. } => folder.undo_commit(Some(*head)),
         Backup::Copy {
             root,
             saved,
@@ -1077,7 +1100,7 @@ pub fn apply(opts: &TidyOptions) -> Result<Applied> {
     preflight(&plan.dir)?;
     refuse_while_consolidating(&plan.dir, &opts.home)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
-    let mut backup = make_backup(&plan, &opts.home, &stamp)?;
+    let mut backup = make_backup(&plan, &opts.home, &stamp, &opts.budget)?;
     let backup_text = match &backup {
         Backup::Git { head, .. } => format!(
             "commit {head} (undo with `git -C {} reset --hard {head}`)",
@@ -1091,7 +1114,7 @@ pub fn apply(opts: &TidyOptions) -> Result<Applied> {
     match write_and_verify(&plan, opts, &mut backup) {
         Ok((commit, read_back)) => {
             // The state home's own folder changed: whatever follows a memory commit runs.
-            if plan.dir == crate::default_folder(&opts.home) {
+            if is_home_folder(&plan.dir, &opts.home) {
                 codex_free_core::events::emit(
                     &opts.home,
                     codex_free_core::events::MemoryEvent::Committed,
@@ -1288,18 +1311,23 @@ fn write_and_verify(
         .unwrap_or_default()
     ));
     let commit = match backup {
-        Backup::Git { folder, head } => {
+        Backup::Git {
+            folder,
+            head,
+            problems_before,
+        } => {
             let moved = plan.moves.iter().filter(|m| m.dest != Dest::Stay).count();
             let msg = format!(
                 "Tidy memory: {moved} lines moved out of the default-load layer\n\nBy codex-free memories tidy; every distinct line is kept in daily/ or archive/.\n"
             );
             // The state home's folder is served: every present file passes the full gate;
             // another folder's budget is its owner's, so only secrets are refused there.
-            let approved = if plan.dir == crate::default_folder(&opts.home) {
-                codex_free_memory::gate::approve(
+            let approved = if is_home_folder(&plan.dir, &opts.home) {
+                codex_free_memory::gate::approve_no_new(
                     folder,
                     &opts.budget,
                     codex_free_memory::gate::Scope::Present,
+                    problems_before,
                 )
                 .map_err(|p| {
                     Error::Budget(format!(

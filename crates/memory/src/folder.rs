@@ -801,6 +801,7 @@ impl MemoryFolder {
                 )),
             });
         }
+        self.committed();
         Ok(RollbackReport {
             commit: id.to_string(),
             restored: target.id().to_string(),

@@ -164,7 +164,37 @@ pub fn approve(
     b: &ArtifactBudget,
     scope: Scope,
 ) -> std::result::Result<Approved, Vec<String>> {
-    let problems: Vec<String> = match scope {
+    approve_no_new(folder, b, scope, &[])
+}
+
+/// [`approve`], except that a problem already in `before` (what [`problems`] found before
+/// the change being committed) is not held against it: a tidy of `MEMORY.md` is not refused
+/// for a summary that was already malformed, but may not make anything worse.
+///
+/// Errors: `Err(new problems)`.
+pub fn approve_no_new(
+    folder: &MemoryFolder,
+    b: &ArtifactBudget,
+    scope: Scope,
+    before: &[String],
+) -> std::result::Result<Approved, Vec<String>> {
+    let problems: Vec<String> = problems(folder, b, scope)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    match folder.worktree_tree() {
+        Ok(tree) => Ok(Approved::new(folder.root(), tree, scope)),
+        Err(e) => Err(vec![e.to_string()]),
+    }
+}
+
+/// Every problem the checks of `scope` find in the folder's working tree (see [`approve`]);
+/// empty = it would be approved.
+pub fn problems(folder: &MemoryFolder, b: &ArtifactBudget, scope: Scope) -> Vec<String> {
+    match scope {
         Scope::Served => check_folder(folder, b),
         Scope::Present => {
             let at_head = match folder.head() {
@@ -189,13 +219,6 @@ pub fn approve(
             .filter(|(rel, _)| !rel.starts_with(".git/"))
             .flat_map(|(rel, text)| secret_lines(rel, text))
             .collect(),
-    };
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    match folder.worktree_tree() {
-        Ok(tree) => Ok(Approved::new(folder.root(), tree, scope)),
-        Err(e) => Err(vec![e.to_string()]),
     }
 }
 

@@ -594,6 +594,8 @@ pub async fn pull(
                     problems.join("; ")
                 )));
             }
+            // HEAD moved to the remote's memory: whatever follows a commit runs.
+            codex_free_core::events::emit(home, codex_free_core::events::MemoryEvent::Committed);
         }
         Ok(pulled)
     }

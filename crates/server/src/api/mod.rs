@@ -14,6 +14,7 @@
 pub mod agent_usage;
 pub mod catalog;
 pub mod connect;
+pub mod csv;
 pub mod dto;
 pub mod hooks;
 pub mod http;
