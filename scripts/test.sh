@@ -8,7 +8,7 @@
 # Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-test-deps.sh
 echo "== ui: build (the tray app embeds ui/dist)"
 (cd ui && npm run --silent build >/dev/null)
 echo "== cargo fmt --check"; cargo fmt --all -- --check

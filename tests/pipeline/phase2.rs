@@ -224,11 +224,11 @@ mod e2e {
     use codex_free_memory::budget;
     use codex_free_memory::folder::MemoryFolder;
     use codex_free_models::RetryPolicy;
-    use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute};
-    use codex_free_pipeline::input::TranscriptInput;
+    use codex_free_pipeline::cli::{ControlEnv, MemoriesCmd, execute};
     use codex_free_pipeline::phase1::TextDirInput;
     use codex_free_pipeline::phase2::Outcome;
     use codex_free_pipeline::phase2::model::run_with_store;
+    use codex_free_pipeline::transcript_input::TranscriptInput;
     use codex_free_secrets::{MemoryStore, SecretStore};
     use codex_free_store::Store;
     use codex_free_transcripts::discover::SourceRoots;

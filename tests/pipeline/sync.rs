@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use axum::Json;
 use axum::extract::State;
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute};
+use codex_free_pipeline::cli::{ControlEnv, MemoriesCmd, execute};
 use codex_free_pipeline::phase1::TextDirInput;
 use codex_free_secrets::MemoryStore;
 use serde_json::{Value, json};

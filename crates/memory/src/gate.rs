@@ -21,7 +21,7 @@ use codex_free_core::tokens;
 
 use super::budget::{self, ArtifactBudget};
 use super::folder::{AD_HOC_DIR, MEMORY_MD, MemoryFolder, SKILLS_DIR, SUMMARY_MD};
-use super::jail::{Jail, WritePolicy};
+use super::jail::{FolderJail, WritePolicy};
 use super::policy;
 pub use crate::approval::{Approved, Scope};
 
@@ -117,7 +117,7 @@ pub fn check_texts(memory: Option<&str>, summary: Option<&str>, b: &ArtifactBudg
 pub fn check_folder(folder: &MemoryFolder, b: &ArtifactBudget) -> Vec<String> {
     let root = folder.root();
     let mut out = Vec::new();
-    let jail = match Jail::new(root, WritePolicy::ReadOnly) {
+    let jail = match FolderJail::new(root, WritePolicy::ReadOnly) {
         Ok(j) => j,
         Err(e) => return vec![e.to_string()],
     };

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::usage::{LogLine, Phase1Line};
+use crate::run_log::{LogLine, Phase1Line};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::MemoriesConfig;
@@ -493,7 +493,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
     };
     let line = {
         let home = ctx.home.clone();
-        blocking(move || crate::usage::append(&home, &LogLine::Phase1(line))).await?
+        blocking(move || crate::run_log::append(&home, &LogLine::Phase1(line))).await?
     };
     tracing::info!(target: "memories", "{line}");
     if let Some(e) = first_err
@@ -557,7 +557,7 @@ async fn stopped_before_claim(
         ..Default::default()
     };
     let home = ctx.home.clone();
-    let line = blocking(move || crate::usage::append(&home, &LogLine::Phase1(line))).await?;
+    let line = blocking(move || crate::run_log::append(&home, &LogLine::Phase1(line))).await?;
     tracing::warn!(target: "memories", "{line}");
     Ok(RunReport {
         run_id: Some(run_id),
@@ -672,7 +672,7 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     };
     // Citations of earlier memories in this session raise their usage once per rollout,
     // whatever happens to this session's own extraction.
-    let cited = codex_free_memory::readpath::cited_rollout_ids(&rendered);
+    let cited = codex_free_memory::citations::cited_rollout_ids(&rendered);
     if !cited.is_empty() {
         let (store, id) = (ctx.store.clone(), claim.thread.id.clone());
         if let Err(e) = blocking(move || store.record_citations_once(&id, &cited)).await {
@@ -800,7 +800,7 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
 }
 
 fn build_request(ctx: &Phase1Ctx, t: &ThreadRow, rendered: &str) -> CompletionRequest {
-    let updated = crate::usage::iso(t.updated_at);
+    let updated = crate::run_log::iso(t.updated_at);
     let header = format!(
         "Session {id} ({source}), last active {updated}{cwd}.\n\n<session>\n",
         id = t.id,

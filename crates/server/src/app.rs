@@ -22,7 +22,7 @@ use codex_free_core::config::Config;
 use codex_free_core::error::IoContext;
 use codex_free_core::{Error, Result};
 use codex_free_pipeline::alerts::{Alert, AlertSink, LogSink};
-use codex_free_pipeline::control::ControlEnv;
+use codex_free_pipeline::cli::ControlEnv;
 use codex_free_pipeline::phase1::Trigger;
 use codex_free_pipeline::scheduler::Scheduler;
 use codex_free_secrets::SecretStore;

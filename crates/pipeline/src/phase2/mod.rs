@@ -39,7 +39,7 @@ use codex_free_core::config::MemoriesConfig;
 
 use agent::{AgentOptions, AgentReport, ConsolidationModel, TurnLog, TurnRecord};
 use folder::{FileChange, MemoryFolder};
-use jail::{Jail, WritePolicy};
+use jail::{FolderJail, WritePolicy};
 use select::RawMemory;
 
 /// Job kind of the global consolidation (Codex: `memory_consolidate_global`).
@@ -148,7 +148,7 @@ impl Outcome {
 
     /// Plain-words text for the CLI: what happened, with times in UTC and what comes next.
     pub fn describe(&self) -> String {
-        let at = |t: i64| crate::usage::iso(t);
+        let at = |t: i64| crate::run_log::iso(t);
         match self {
             Outcome::Skipped { reason, until } => match (reason.as_str(), until) {
                 ("cooldown", Some(t)) => format!(
@@ -468,7 +468,7 @@ async fn claimed(
         store: deps.store,
         run_id: run_id.clone().unwrap_or_default(),
     };
-    let jail = Jail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
+    let jail = FolderJail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
     let system = prompt::system(&budget);
     let mut task = prompt::task(mode, sel.len(), &diff);
     if reconcile_base.is_some() {
@@ -764,7 +764,7 @@ pub fn history_command(
 }
 
 /// Raise usage counts from the citations in a later session's transcript (see
-/// [`readpath::cited_rollout_ids_in`]); returns the rows changed.
+/// [`cited_rollout_ids_in`]); returns the rows changed.
 pub fn record_rollout_citations(
     store: &dyn Phase2Store,
     rollout: &codex_free_transcripts::rollout::Rollout,
@@ -777,9 +777,9 @@ pub fn record_rollout_citations(
 }
 
 /// Raise usage counts from `<oai-mem-citation>` blocks found in `text` (a later session's
-/// assistant messages); returns the rows changed. See [`readpath::parse_citations`].
+/// assistant messages); returns the rows changed. See [`codex_free_memory::citations::parse_citations`].
 pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {
-    let ids = readpath::cited_rollout_ids(text);
+    let ids = codex_free_memory::citations::cited_rollout_ids(text);
     if ids.is_empty() {
         return Ok(0);
     }
@@ -794,7 +794,7 @@ pub fn cited_rollout_ids_in(rollout: &codex_free_transcripts::rollout::Rollout) 
     let mut ids: Vec<String> = Vec::new();
     for item in &rollout.items {
         if let codex_free_transcripts::rollout::Item::Assistant { text } = item {
-            for id in codex_free_memory::readpath::cited_rollout_ids(text) {
+            for id in codex_free_memory::citations::cited_rollout_ids(text) {
                 if id != rollout.id && !ids.contains(&id) {
                     ids.push(id);
                 }
