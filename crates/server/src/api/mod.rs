@@ -263,6 +263,14 @@ impl ApiService {
                     warning: sb.warning,
                 }
             },
+            transcripts: {
+                let u = codex_free_pipeline::sources::mcp::usage(&self.home);
+                TranscriptsView {
+                    files: u.files,
+                    bytes: u.bytes,
+                    retention_days: cfg.memories.mcp_transcript_retention_days,
+                }
+            },
         })
     }
 
