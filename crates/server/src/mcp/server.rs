@@ -378,6 +378,10 @@ impl CodexFree {
             .filter(|d| !d.as_os_str().is_empty())
             .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
         let config = LiveConfig::load(opts.config_path)?;
+        // Temp files of writes a killed server left in the project's `.git`.
+        if let Mode::Single { root } = &opts.mode {
+            codex_free_tools::tmpfiles::sweep_project(root);
+        }
         let follow_roots = opts.root_source == RootSource::WorkingDirectory;
         let shared = Arc::new(Shared {
             mode: opts.mode,
