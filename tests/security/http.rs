@@ -574,16 +574,17 @@ async fn login_attempts_are_rate_limited() {
     env.write_config(json!({"server": {"loginAttemptsPerMinute": 30}}));
     let srv = env.http(&["--ui", "--no-pipeline"]).await;
     let c = no_redirect();
-    let guess = |i: usize| {
-        c.get(format!("{}/login?code=guess-{i}", srv.base()))
-            .send()
-    };
+    let guess = |i: usize| c.get(format!("{}/login?code=guess-{i}", srv.base())).send();
     for i in 0..30 {
         assert_eq!(guess(i).await.unwrap().status(), 401, "attempt {i}");
     }
     let r = guess(30).await.unwrap();
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
-    let wait: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=2).contains(&wait), "{wait}");
     assert!(r.text().await.unwrap().contains("Too many login attempts"));
     // The real link is counted too (it is not told apart before the limit).

@@ -38,7 +38,11 @@ impl Raw {
         }
     }
 
-    async fn post(&self, session: Option<&str>, body: String) -> (StatusCode, Option<String>, String) {
+    async fn post(
+        &self,
+        session: Option<&str>,
+        body: String,
+    ) -> (StatusCode, Option<String>, String) {
         let mut r = self
             .http
             .post(&self.url)
@@ -88,7 +92,9 @@ fn pid(srv: &HttpServer) -> u32 {
 }
 
 fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
 }
 
 /// This test process's soft open-file limit raised to its hard one (it holds thousands of
@@ -103,7 +109,7 @@ fn raise_own_fd_limit() -> u64 {
         lim.rlim_cur = lim.rlim_max;
         libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
     }
-    lim.rlim_cur as u64
+    lim.rlim_cur
 }
 
 /// At the cap a new session closes the longest-idle one of the token; with every session
@@ -120,8 +126,14 @@ async fn http_sessions_are_capped_per_token_and_idle_ones_expire() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let fourth = raw.open().await.unwrap();
-    let (st, _) = raw.call(&ids[0], "read_file", json!({"path": "a.txt"})).await;
-    assert_eq!(st, StatusCode::NOT_FOUND, "the longest-idle session was kept past the cap");
+    let (st, _) = raw
+        .call(&ids[0], "read_file", json!({"path": "a.txt"}))
+        .await;
+    assert_eq!(
+        st,
+        StatusCode::NOT_FOUND,
+        "the longest-idle session was kept past the cap"
+    );
     for sid in [&ids[1], &ids[2], &fourth] {
         let (st, text) = raw.call(sid, "read_file", json!({"path": "a.txt"})).await;
         assert_eq!(st, StatusCode::OK, "{text}");
@@ -132,8 +144,12 @@ async fn http_sessions_are_capped_per_token_and_idle_ones_expire() {
         .map(|sid| {
             let (raw, sid) = (raw.clone(), sid.clone());
             tokio::spawn(async move {
-                raw.call(&sid, "exec_command", json!({"cmd": "sleep 2", "yield_time_ms": 5000}))
-                    .await
+                raw.call(
+                    &sid,
+                    "exec_command",
+                    json!({"cmd": "sleep 2", "yield_time_ms": 5000}),
+                )
+                .await
             })
         })
         .collect();
@@ -147,7 +163,9 @@ async fn http_sessions_are_capped_per_token_and_idle_ones_expire() {
     }
     // Idle for 5 s: gone (the sweep runs every second).
     tokio::time::sleep(Duration::from_secs(7)).await;
-    let (st, _) = raw.call(&fourth, "read_file", json!({"path": "a.txt"})).await;
+    let (st, _) = raw
+        .call(&fourth, "read_file", json!({"path": "a.txt"}))
+        .await;
     assert_eq!(st, StatusCode::NOT_FOUND, "an idle session did not expire");
     assert!(raw.open().await.is_ok());
 }
@@ -177,7 +195,8 @@ async fn soak_abandoned_sessions_and_connections_leave_the_server_answering() {
                 for i in 0..63 {
                     let sid = raw.open().await.expect("a session at the cap is admitted");
                     if (w + i) % 4 == 0 {
-                        let (st, text) = raw.call(&sid, "read_file", json!({"path": "a.txt"})).await;
+                        let (st, text) =
+                            raw.call(&sid, "read_file", json!({"path": "a.txt"})).await;
                         assert_eq!(st, StatusCode::OK, "{text}");
                     }
                 }
@@ -193,8 +212,14 @@ async fn soak_abandoned_sessions_and_connections_leave_the_server_answering() {
     let after_sessions = open_fds(pid);
     // Bare connects, half-sent headers, half-sent bodies, all held.
     let addr = srv.base().trim_start_matches("http://").to_string();
-    let bare_n = if limit > 2_000 { 1_100 } else { (limit as usize).saturating_sub(500) };
-    let mut held: Vec<TcpStream> = (0..bare_n).filter_map(|_| TcpStream::connect(&addr).ok()).collect();
+    let bare_n = if limit > 2_000 {
+        1_100
+    } else {
+        (limit as usize).saturating_sub(500)
+    };
+    let mut held: Vec<TcpStream> = (0..bare_n)
+        .filter_map(|_| TcpStream::connect(&addr).ok())
+        .collect();
     let mut half = Vec::new();
     for i in 0..350 {
         let Ok(mut s) = TcpStream::connect(&addr) else {
@@ -226,10 +251,18 @@ async fn soak_abandoned_sessions_and_connections_leave_the_server_answering() {
         during <= base + 64 + 40,
         "{during} open files with {flood} client sockets held (base {base}, after sessions {after_sessions})"
     );
-    assert!(after_sessions <= base + 64 + 40, "{after_sessions} open files after 1,000 sessions (base {base})");
+    assert!(
+        after_sessions <= base + 64 + 40,
+        "{after_sessions} open files after 1,000 sessions (base {base})"
+    );
     // A call longer than the header deadline is not cut by it (runs during the wait).
     let long = tokio::spawn(async move {
-        let r = call(&client, "exec_command", json!({"cmd": "sleep 3 && echo done", "yield_time_ms": 10000})).await;
+        let r = call(
+            &client,
+            "exec_command",
+            json!({"cmd": "sleep 3 && echo done", "yield_time_ms": 10000}),
+        )
+        .await;
         (r, client)
     });
     // The deadlines close the half-sent ones (2 s each; the cap evicted most already).
@@ -246,7 +279,10 @@ async fn soak_abandoned_sessions_and_connections_leave_the_server_answering() {
                     still_open += 1;
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
                 still_open += 1
             }
             Err(_) => {}
@@ -266,8 +302,15 @@ async fn the_soft_open_file_limit_is_raised_to_the_hard_one() {
     let hard = raise_own_fd_limit().min(8192);
     let env = Env::new(&[("a.txt", "x\n")]);
     let mut cmd = env.command();
-    cmd.args(["serve", "--http", "--port", "0", "--no-pipeline", "--project"])
-        .arg(env.project());
+    cmd.args([
+        "serve",
+        "--http",
+        "--port",
+        "0",
+        "--no-pipeline",
+        "--project",
+    ])
+    .arg(env.project());
     // SAFETY: setrlimit only, between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -337,10 +380,18 @@ async fn stdio_oversize_message_is_answered_and_the_session_goes_on() {
     for (e, id) in errs.iter().zip([json!(7), json!("late"), Value::Null]) {
         assert_eq!(e["id"], id, "{e}");
         assert_eq!(e["error"]["code"], -32600, "{e}");
-        assert!(e["error"]["message"].as_str().unwrap().contains("16 MiB"), "{e}");
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains("16 MiB"),
+            "{e}"
+        );
     }
     assert_eq!(got[4]["id"], 9);
-    assert!(got[4]["result"]["content"][0]["text"].as_str().unwrap().contains("still here"));
+    assert!(
+        got[4]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("still here")
+    );
     assert!(!env.project().join("big.txt").exists());
 }
 
@@ -353,7 +404,8 @@ async fn appends_that_cannot_be_written_whole_leave_no_torn_line() {
     let cmd = {
         use rmcp::transport::ConfigureCommandExt;
         env.command().configure(|c| {
-            c.args(["serve", "--stdio", "--no-pipeline", "--project"]).arg(&project);
+            c.args(["serve", "--stdio", "--no-pipeline", "--project"])
+                .arg(&project);
             // SAFETY: signal disposition and setrlimit only, between fork and exec. An
             // ignored SIGXFSZ stays ignored across exec, so a write past the limit fails
             // with EFBIG instead of killing the server.
@@ -385,7 +437,10 @@ async fn appends_that_cannot_be_written_whole_leave_no_torn_line() {
         assert!(bytes.len() <= 20_000);
         assert_eq!(bytes.last(), Some(&b'\n'), "{f:?} ends inside a line");
         for l in String::from_utf8_lossy(&bytes).lines() {
-            assert!(serde_json::from_str::<Value>(l).is_ok(), "torn line in {f:?}: {l:.80}");
+            assert!(
+                serde_json::from_str::<Value>(l).is_ok(),
+                "torn line in {f:?}: {l:.80}"
+            );
         }
     }
     // The trail filled up to the limit (the condition under test happened).
@@ -416,7 +471,14 @@ async fn sigkill_during_writes_leaves_nothing_behind_after_the_next_start() {
     let start = || {
         let mut cmd = env.command();
         cmd.env("TMPDIR", tmp.path())
-            .args(["serve", "--http", "--port", "0", "--no-pipeline", "--project"])
+            .args([
+                "serve",
+                "--http",
+                "--port",
+                "0",
+                "--no-pipeline",
+                "--project",
+            ])
             .arg(env.project());
         crate::support::http_server(cmd, env.home())
     };
@@ -427,7 +489,8 @@ async fn sigkill_during_writes_leaves_nothing_behind_after_the_next_start() {
             .into_iter()
             .filter(|p| {
                 let n = p.file_name().unwrap().to_string_lossy().into_owned();
-                n.starts_with(".codex-free-tmp-") || p.parent().unwrap().ends_with(".git/codex-free-tmp")
+                n.starts_with(".codex-free-tmp-")
+                    || p.parent().unwrap().ends_with(".git/codex-free-tmp")
             })
             .collect()
     };
@@ -436,7 +499,9 @@ async fn sigkill_during_writes_leaves_nothing_behind_after_the_next_start() {
         let raw = Raw::new(&srv);
         let sid = raw.open().await.unwrap();
         // A first call so the snapshot store exists.
-        let (st, _) = raw.call(&sid, "read_file", json!({"path": "README.md"})).await;
+        let (st, _) = raw
+            .call(&sid, "read_file", json!({"path": "README.md"}))
+            .await;
         assert_eq!(st, StatusCode::OK);
         let writers: Vec<_> = (0..3)
             .map(|i| {
@@ -472,12 +537,18 @@ async fn sigkill_during_writes_leaves_nothing_behind_after_the_next_start() {
         let status = git(env.project(), &["status", "--porcelain", "-uall"]);
         for l in status.lines() {
             let path = &l[3..];
-            assert!(path.starts_with("out/f") && path.ends_with(".bin"), "debris in git status after a SIGKILL: {l}");
+            assert!(
+                path.starts_with("out/f") && path.ends_with(".bin"),
+                "debris in git status after a SIGKILL: {l}"
+            );
             let len = std::fs::metadata(env.project().join(path)).unwrap().len();
             assert_eq!(len, content.len() as u64, "{path} half-written");
         }
     }
-    assert!(!temp_files(env.project()).is_empty(), "the last kill left a temp file to clean");
+    assert!(
+        !temp_files(env.project()).is_empty(),
+        "the last kill left a temp file to clean"
+    );
     // Each start removed the store of the server killed before it; the last one's is here.
     let killed = changes_stores(tmp.path());
     assert_eq!(killed.len(), 1, "{killed:?}");
@@ -485,10 +556,16 @@ async fn sigkill_during_writes_leaves_nothing_behind_after_the_next_start() {
     let srv = start().await;
     let raw = Raw::new(&srv);
     let sid = raw.open().await.unwrap();
-    let (st, _) = raw.call(&sid, "read_file", json!({"path": "README.md"})).await;
+    let (st, _) = raw
+        .call(&sid, "read_file", json!({"path": "README.md"}))
+        .await;
     assert_eq!(st, StatusCode::OK);
     let stores = changes_stores(tmp.path());
-    assert_eq!(stores.len(), 1, "stores of servers that are gone: {stores:?}");
+    assert_eq!(
+        stores.len(),
+        1,
+        "stores of servers that are gone: {stores:?}"
+    );
     assert_ne!(stores, killed, "the killed server's store is still there");
     let left = temp_files(env.project());
     assert!(left.is_empty(), "temp files of killed writes: {left:?}");
@@ -512,10 +589,14 @@ async fn extracted_transcripts_past_the_retention_are_pruned_and_shown() {
     let now = chrono::Utc::now();
     let mk = |id: &str, age_days: i64| {
         let at = now - chrono::Duration::days(age_days);
-        let dir = env.home().join("transcripts").join(at.format("%Y/%m/%d").to_string());
+        let dir = env
+            .home()
+            .join("transcripts")
+            .join(at.format("%Y/%m/%d").to_string());
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{id}.jsonl"));
-        let header = json!({"type":"session","version":1,"id":id,"started_at":at.to_rfc3339(),"cwd":null});
+        let header =
+            json!({"type":"session","version":1,"id":id,"started_at":at.to_rfc3339(),"cwd":null});
         let call = json!({"type":"call","seq":1,"ts":at.to_rfc3339(),"tool":"read_file","args":"{}","result":"x".repeat(2000),"is_error":false});
         std::fs::write(&path, format!("{header}\n{call}\n")).unwrap();
         let f = std::fs::File::options().write(true).open(&path).unwrap();
@@ -560,7 +641,9 @@ async fn extracted_transcripts_past_the_retention_are_pruned_and_shown() {
     };
     // Phase 1 finished two of them (as it would after extracting).
     for (id, at) in [("mcp-done", done_at), ("mcp-recent", recent_at)] {
-        let ClaimOutcome::Claimed { ownership_token } = store.try_claim_stage1(id, at, &params).unwrap() else {
+        let ClaimOutcome::Claimed { ownership_token } =
+            store.try_claim_stage1(id, at, &params).unwrap()
+        else {
             panic!("not claimed");
         };
         let claim = Stage1Claim {
@@ -578,12 +661,24 @@ async fn extracted_transcripts_past_the_retention_are_pruned_and_shown() {
     let srv = crate::support::http_server(cmd, env.home()).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     while done.exists() {
-        assert!(Instant::now() < deadline, "an extracted transcript past the retention was kept");
+        assert!(
+            Instant::now() < deadline,
+            "an extracted transcript past the retention was kept"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(!done.parent().unwrap().exists(), "its empty day folder was kept");
-    assert!(pending.exists(), "a transcript phase 1 has not read was deleted");
-    assert!(recent.exists(), "a transcript inside the retention was deleted");
+    assert!(
+        !done.parent().unwrap().exists(),
+        "its empty day folder was kept"
+    );
+    assert!(
+        pending.exists(),
+        "a transcript phase 1 has not read was deleted"
+    );
+    assert!(
+        recent.exists(),
+        "a transcript inside the retention was deleted"
+    );
     let status: Value = reqwest::Client::new()
         .get(format!("{}/api/status", srv.base()))
         .bearer_auth(&srv.admin)

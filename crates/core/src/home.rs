@@ -352,7 +352,10 @@ mod tests {
             .unwrap();
         append_whole(&f, b"{\"a\":3}\n", b"").unwrap();
         let text = fs::read_to_string(&p).unwrap();
-        assert_eq!(text, "{\"h\":0}\n{\"a\":1}\n{\"a\":2}\n{\"a\":\n{\"a\":3}\n");
+        assert_eq!(
+            text,
+            "{\"h\":0}\n{\"a\":1}\n{\"a\":2}\n{\"a\":\n{\"a\":3}\n"
+        );
     }
 
     /// A record that hits the file size limit half-way (as ENOSPC would) is cut back out:
@@ -363,7 +366,11 @@ mod tests {
     fn append_whole_leaves_no_partial_record_when_the_write_fails() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("audit.jsonl");
-        fs::write(&p, [b'x'; 49].iter().chain(b"\n").copied().collect::<Vec<u8>>()).unwrap();
+        fs::write(
+            &p,
+            [b'x'; 49].iter().chain(b"\n").copied().collect::<Vec<u8>>(),
+        )
+        .unwrap();
         let f = open_rw_append(&p);
         let line = [b'y'; 1000];
         // SAFETY: the child calls only async-signal-safe functions and allocates nothing
@@ -385,8 +392,15 @@ mod tests {
         let mut status = 0;
         // SAFETY: waiting for the child forked above.
         unsafe { libc::waitpid(pid, &mut status, 0) };
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the write did not fail: {status}");
-        assert_eq!(fs::metadata(&p).unwrap().len(), 50, "a partial record stayed");
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the write did not fail: {status}"
+        );
+        assert_eq!(
+            fs::metadata(&p).unwrap().len(),
+            50,
+            "a partial record stayed"
+        );
     }
 
     #[cfg(unix)]

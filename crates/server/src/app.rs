@@ -52,6 +52,8 @@ pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// a login shell often starts with. On macOS the soft limit is at most `OPEN_MAX` (10,240),
 /// above which `setrlimit` refuses. Returns (soft before, soft now); `None` where there is
 /// no such limit or it cannot be read or raised (logged).
+// `rlim_t` is u64 on the targets built here but not by definition: the casts stay.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_open_file_limit() -> Option<(u64, u64)> {
     #[cfg(unix)]
     {

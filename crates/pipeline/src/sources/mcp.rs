@@ -125,8 +125,7 @@ impl TranscriptWriter {
             // The day folder was pruned while this session idled: make it again.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)
-                        .ctx(|| format!("creating {}", dir.display()))?;
+                    std::fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
                 }
                 open()
             }
@@ -373,7 +372,11 @@ mod tests {
             w.record_call("read_file", "{}", "ok", false).unwrap();
         }
         // Other tests of this process open files too: allow a few, not one per writer.
-        assert!(fds() < before + 10, "{} open files for 50 writers", fds() - before);
+        assert!(
+            fds() < before + 10,
+            "{} open files for 50 writers",
+            fds() - before
+        );
         let again = TranscriptWriter::open(d.path(), "s0", None).unwrap();
         again.record_call("read_file", "{}", "ok", false).unwrap();
         let text = std::fs::read_to_string(again.path()).unwrap();
@@ -396,7 +399,8 @@ mod tests {
         let mk = |id: &str, age_days: u32| {
             let at = now - chrono::Duration::days(i64::from(age_days));
             let w = TranscriptWriter::open_at(d.path(), id, None, at).unwrap();
-            w.record_call("read_file", "{}", &"x".repeat(100), false).unwrap();
+            w.record_call("read_file", "{}", &"x".repeat(100), false)
+                .unwrap();
             let f = File::options().write(true).open(w.path()).unwrap();
             f.set_modified(std::time::SystemTime::from(at)).unwrap();
             w.path().to_path_buf()
@@ -410,9 +414,18 @@ mod tests {
         let removed = prune(d.path(), 30 * day, now.into(), done);
         assert_eq!(removed.files, 1);
         assert!(!old_done.exists());
-        assert!(!old_done.parent().unwrap().exists(), "empty day folder kept");
-        assert!(old_pending.exists(), "a transcript phase 1 has not read was removed");
-        assert!(new_done.exists(), "a transcript inside the retention was removed");
+        assert!(
+            !old_done.parent().unwrap().exists(),
+            "empty day folder kept"
+        );
+        assert!(
+            old_pending.exists(),
+            "a transcript phase 1 has not read was removed"
+        );
+        assert!(
+            new_done.exists(),
+            "a transcript inside the retention was removed"
+        );
         assert_eq!(usage(d.path()).bytes, before.bytes - removed.bytes);
     }
 

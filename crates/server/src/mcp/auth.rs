@@ -753,7 +753,10 @@ mod tests {
             assert!(l.try_acquire_at(t0).is_ok(), "attempt {i}");
         }
         let wait = l.try_acquire_at(t0).unwrap_err();
-        assert!(wait > Duration::from_secs(5) && wait <= Duration::from_secs(6), "{wait:?}");
+        assert!(
+            wait > Duration::from_secs(5) && wait <= Duration::from_secs(6),
+            "{wait:?}"
+        );
         // One attempt back every 6 s; no more than the burst after a long pause.
         assert!(l.try_acquire_at(t0 + Duration::from_secs(6)).is_ok());
         assert!(l.try_acquire_at(t0 + Duration::from_secs(6)).is_err());

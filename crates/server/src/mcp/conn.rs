@@ -203,7 +203,10 @@ pub async fn serve(
     }
     drop(listener);
     tasks.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait()).await.is_err() {
+    if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait())
+        .await
+        .is_err()
+    {
         conns.kill_all();
         let _ = tokio::time::timeout(Duration::from_secs(1), tasks.wait()).await;
     }
@@ -401,7 +404,10 @@ mod tests {
         assert!(cb.kill.is_cancelled());
         assert!(!ca.kill.is_cancelled());
         let _fc = cc.begin();
-        assert!(conns.admit(2).is_none(), "admitted past the cap with every connection busy");
+        assert!(
+            conns.admit(2).is_none(),
+            "admitted past the cap with every connection busy"
+        );
         drop(fa);
         let (_d, _) = conns.admit(2).unwrap();
         assert!(ca.kill.is_cancelled(), "the idle one was not closed");

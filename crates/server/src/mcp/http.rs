@@ -226,7 +226,9 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
             return (
                 StatusCode::TOO_MANY_REQUESTS,
                 [(header::RETRY_AFTER, "5")],
-                axum::Json(serde_json::json!({"code": "too_many_sessions", "message": full.to_string()})),
+                axum::Json(
+                    serde_json::json!({"code": "too_many_sessions", "message": full.to_string()}),
+                ),
             )
                 .into_response();
         }

@@ -194,7 +194,9 @@ impl BoundedSessions {
     fn expired(&self, now: Instant) -> Vec<SessionId> {
         lock(&self.table)
             .iter()
-            .filter(|(_, e)| e.busy == 0 && now.saturating_duration_since(e.last) >= self.limits.idle)
+            .filter(|(_, e)| {
+                e.busy == 0 && now.saturating_duration_since(e.last) >= self.limits.idle
+            })
             .map(|(id, _)| id.clone())
             .collect()
     }
@@ -257,9 +259,7 @@ impl SessionManager for BoundedSessions {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let owner = SESSION_OWNER
-            .try_with(Clone::clone)
-            .unwrap_or_default();
+        let owner = SESSION_OWNER.try_with(Clone::clone).unwrap_or_default();
         let _admit = self.admit.lock().await;
         while let Some(victim) = self.victim(&owner).map_err(SessionError::Full)? {
             tracing::info!(
@@ -351,7 +351,10 @@ mod tests {
         }
     }
 
-    async fn open(m: &BoundedSessions, owner: &str) -> Result<(SessionId, impl Sized), SessionError> {
+    async fn open(
+        m: &BoundedSessions,
+        owner: &str,
+    ) -> Result<(SessionId, impl Sized), SessionError> {
         SESSION_OWNER
             .scope(owner.to_string(), m.create_session())
             .await
@@ -374,10 +377,19 @@ mod tests {
         let flight = m.begin(&ids[0]);
         let (new, t) = open(&m, "a").await.unwrap();
         keep.push(t);
-        assert!(m.has_session(&ids[0]).await.unwrap(), "a busy session was closed");
-        assert!(!m.has_session(&ids[1]).await.unwrap(), "the longest-idle one stays");
+        assert!(
+            m.has_session(&ids[0]).await.unwrap(),
+            "a busy session was closed"
+        );
+        assert!(
+            !m.has_session(&ids[1]).await.unwrap(),
+            "the longest-idle one stays"
+        );
         assert!(m.has_session(&new).await.unwrap());
-        assert!(m.has_session(&other).await.unwrap(), "another token's session was closed");
+        assert!(
+            m.has_session(&other).await.unwrap(),
+            "another token's session was closed"
+        );
         assert_eq!(m.live(), 4);
         // Every session of "a" busy: refused, clearly.
         let _f2 = m.begin(&ids[2]);

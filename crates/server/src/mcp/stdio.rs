@@ -450,7 +450,10 @@ mod tests {
     #[test]
     fn the_top_level_id_is_found_wherever_it_stands() {
         let n = |i| Some(RequestId::Number(i));
-        assert_eq!(id_of(r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"#), n(7));
+        assert_eq!(
+            id_of(r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"#),
+            n(7)
+        );
         assert_eq!(
             id_of(r#"{"method":"x","params":{"id":1,"a":"\"id\":2","b":[{"id":3}]},"id" : 42 }"#),
             n(42)
@@ -459,7 +462,11 @@ mod tests {
             id_of(r#"{"jsonrpc":"2.0","id":"a,b}\"c","method":"#),
             Some(RequestId::String("a,b}\"c".into()))
         );
-        assert_eq!(id_of(r#"{"params":{"content":"xxxxxxxx"#), None, "not read yet");
+        assert_eq!(
+            id_of(r#"{"params":{"content":"xxxxxxxx"#),
+            None,
+            "not read yet"
+        );
         assert_eq!(id_of(r#"{"idx":1,"ids":2,"i":3}"#), None);
         assert_eq!(id_of(r#"[{"id":1}]"#), None, "a batch has no single id");
         let long = format!(r#"{{"id":"{}"}}"#, "x".repeat(300));
@@ -480,7 +487,12 @@ mod tests {
         let out = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = out.split('\n').collect();
         assert_eq!(lines[0], "{\"id\":1}");
-        assert_eq!(lines[1].len(), 33, "cut at the limit, then \\0: {:?}", lines[1]);
+        assert_eq!(
+            lines[1].len(),
+            33,
+            "cut at the limit, then \\0: {:?}",
+            lines[1]
+        );
         assert!(lines[1].ends_with('\0'));
         assert_eq!(lines[2], "{\"id\":3}");
         assert_eq!(notices.pop(), Some(Some(RequestId::Number(2))));
