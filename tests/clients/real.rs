@@ -41,7 +41,12 @@ fn fresh() -> Fresh {
     }
     std::fs::write(
         state.join("memories/memory_summary.md"),
-        format!("# Memory\n\n- Release checklist codeword: {CODEWORD}.\n"),
+        // A summary in the served shape: the spawned server's first phase-2 pass adopts it
+        // (a malformed one is discarded as a hand edit that fails the checks, and the
+        // linked copies follow the folder).
+        format!(
+            "v1\n## User Profile\n- Release checklist codeword: {CODEWORD}.\n## User preferences\n\n## General Tips\n\n## What's in Memory\n"
+        ),
     )
     .unwrap();
     // Pipeline off in the spawned servers (no model key here, and no background work).

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use axum::Json;
 use axum::extract::State;
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute};
+use codex_free_pipeline::cli::{ControlEnv, MemoriesCmd, execute};
 use codex_free_pipeline::phase1::TextDirInput;
 use codex_free_secrets::MemoryStore;
 use serde_json::{Value, json};
@@ -30,7 +30,7 @@ fn usage() -> Value {
 }
 
 fn summary(ids: &str) -> String {
-    let s = codex_free_pipeline::phase2::budget::SUMMARY_SECTIONS;
+    let s = codex_free_memory::budget::SUMMARY_SECTIONS;
     format!(
         "v1\n{}\n- Developer who works through AI agents.\n{}\n- Always pnpm, never npm.\n{}\n- Verify CI state live.\n{}\n- MEMORY.md: tooling rules from {ids}.\n",
         s[0], s[1], s[2], s[3]
@@ -482,12 +482,12 @@ async fn a_refusing_remote_and_injected_urls_lose_nothing() {
         assert_eq!(a.head().unwrap(), head);
     }
     // The same rule holds when git is reached without the config check.
-    let folder = codex_free_pipeline::phase2::folder::MemoryFolder::at(&a.folder());
-    let e = codex_free_pipeline::phase2::sync::pull(
+    let folder = codex_free_memory::folder::MemoryFolder::at(&a.folder());
+    let e = codex_free_memory::sync::pull(
         &folder,
         &a.home,
         &format!("--upload-pack=touch {}", pwned.display()),
-        &codex_free_pipeline::phase2::budget::ArtifactBudget::default(),
+        &codex_free_memory::budget::ArtifactBudget::default(),
     )
     .await
     .unwrap_err();
@@ -737,8 +737,7 @@ async fn review_holds_a_consolidation_until_accepted() {
     let on_disk = std::fs::read_to_string(a.folder().join("memory_summary.md")).unwrap();
     assert!(on_disk.contains("r-002"), "{on_disk}");
     let cfg = Config::load(&a.home.join(CONFIG_FILE)).unwrap().config;
-    let served =
-        codex_free_pipeline::phase2::readpath::summary_for_instructions(&a.home, &cfg).unwrap();
+    let served = codex_free_memory::readpath::summary_for_instructions(&a.home, &cfg).unwrap();
     assert!(
         !served.contains("r-002") && served.contains("r-001"),
         "{served}"
@@ -762,8 +761,7 @@ async fn review_holds_a_consolidation_until_accepted() {
     // Accept: the new summary is served.
     let out = ok(&a.run(&["memories", "review", "accept"]));
     assert!(out.contains("accepted"), "{out}");
-    let served =
-        codex_free_pipeline::phase2::readpath::summary_for_instructions(&a.home, &cfg).unwrap();
+    let served = codex_free_memory::readpath::summary_for_instructions(&a.home, &cfg).unwrap();
     assert!(served.contains("r-002"), "{served}");
     let o = a.run(&["memories", "review", "accept"]);
     assert!(!o.status.success(), "nothing pending any more");
@@ -790,7 +788,7 @@ async fn review_holds_a_consolidation_until_accepted() {
 fn tidy_on_the_state_home_keeps_the_summary_servable() {
     let d = tempfile::tempdir().unwrap();
     let a = Machine::new(d.path(), "t");
-    let (f, _) = codex_free_pipeline::phase2::folder::MemoryFolder::open_or_init(&a.home).unwrap();
+    let (f, _) = codex_free_memory::folder::MemoryFolder::open_or_init(&a.home).unwrap();
     let memory: String = (1..=160)
         .map(|i| format!("- 2026-11-2{}: finished migration step {i}\n", i % 10))
         .collect();
@@ -806,12 +804,13 @@ fn tidy_on_the_state_home_keeps_the_summary_servable() {
         "v1\n## User Profile\n\n## User preferences\n- always pnpm\n\n## General Tips\n\n## What's in Memory\n",
     )
     .unwrap();
-    f.commit_all("seed").unwrap();
+    f.commit_all(&codex_free_memory::gate::approve_as_is(&f).unwrap(), "seed")
+        .unwrap();
     let out = ok(&a.run(&["memories", "tidy", "--apply"]));
     assert!(out.contains("Tidy applied and verified"), "{out}");
     let summary = std::fs::read_to_string(f.root().join("memory_summary.md")).unwrap();
     assert_eq!(
-        codex_free_pipeline::phase2::gate::summary_shape_problems(&summary),
+        codex_free_memory::gate::summary_shape_problems(&summary),
         Vec::<String>::new(),
         "{summary}"
     );
@@ -826,7 +825,11 @@ fn tidy_on_the_state_home_keeps_the_summary_servable() {
         format!("# Memory\n\n- always pnpm\n{memory}"),
     )
     .unwrap();
-    f.commit_all("again").unwrap();
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+        "again",
+    )
+    .unwrap();
     let out = ok(&a.run(&["memories", "tidy", "--apply"]));
     assert!(out.contains("Tidy applied and verified"), "{out}");
 }

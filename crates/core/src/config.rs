@@ -539,7 +539,7 @@ impl Config {
     /// returning every problem found. Values are checked in their JSON form (a config only
     /// ever comes from JSON, which cannot hold NaN or infinity).
     pub fn validate(&self) -> std::result::Result<(), Vec<FieldError>> {
-        let json = serde_json::to_value(self).expect("config serialises");
+        let json = to_json(self);
         let mut errors = Vec::new();
         for f in fields::FIELDS {
             if let Some(v) = fields::get_path(&json, f.key) {
@@ -590,8 +590,8 @@ impl Config {
 
     /// The JSON object holding only the values that differ from the defaults (what the file stores).
     pub fn overrides(&self) -> serde_json::Value {
-        let ours = serde_json::to_value(self).expect("config serialises");
-        let defaults = serde_json::to_value(Config::default()).expect("config serialises");
+        let ours = to_json(self);
+        let defaults = to_json(&Config::default());
         diff(&ours, &defaults).unwrap_or_else(|| serde_json::json!({}))
     }
 
@@ -607,8 +607,8 @@ impl Config {
     /// Dotted keys under [`RESTART_KEYS`] whose values differ between `self` and `other`,
     /// sorted (e.g. `["exec.mode", "server.allowedHosts"]`): what needs a restart to apply.
     pub fn restart_changes(&self, other: &Config) -> Vec<String> {
-        let a = serde_json::to_value(self).expect("config serialises");
-        let b = serde_json::to_value(other).expect("config serialises");
+        let a = to_json(self);
+        let b = to_json(other);
         let mut out = Vec::new();
         for key in RESTART_KEYS {
             let (va, vb) = (a.pointer(&pointer(key)), b.pointer(&pointer(key)));
@@ -632,9 +632,20 @@ impl Config {
     pub fn save(&self, path: &Path) -> Result<()> {
         self.validate()
             .map_err(|fields| Error::InvalidConfig { file: None, fields })?;
-        let text = serde_json::to_string_pretty(&self.overrides()).expect("json");
+        let text = serde_json::to_string_pretty(&self.overrides())
+            .map_err(|e| Error::Store(format!("config serialisation: {e}")))?;
         crate::home::write_atomic(path, format!("{text}\n").as_bytes())
     }
+}
+
+/// The config as JSON. Cannot fail: a `Config` holds only plain values and string-keyed
+/// maps, which serde_json always serialises (the unit tests serialise every field).
+#[allow(
+    clippy::expect_used,
+    reason = "a Config always serialises; see the doc comment"
+)]
+fn to_json(c: &Config) -> serde_json::Value {
+    serde_json::to_value(c).expect("config serialises")
 }
 
 /// JSON pointer of a dotted key (`memory.dir` → `/memory/dir`).

@@ -22,7 +22,7 @@ use codex_free_core::config::Config;
 use codex_free_core::error::IoContext;
 use codex_free_core::{Error, Result};
 use codex_free_pipeline::alerts::{Alert, AlertSink, LogSink};
-use codex_free_pipeline::control::ControlEnv;
+use codex_free_pipeline::cli::ControlEnv;
 use codex_free_pipeline::phase1::Trigger;
 use codex_free_pipeline::scheduler::Scheduler;
 use codex_free_secrets::SecretStore;
@@ -98,13 +98,13 @@ pub fn raise_open_file_limit() -> Option<(u64, u64)> {
 
 /// Delete the server's own MCP transcripts (`<home>/transcripts`) that phase 1 has
 /// extracted as they are now and that were last written more than `retention_days` ago
-/// (see [`codex_free_pipeline::sources::mcp::prune`]). Returns what was removed.
+/// (see [`codex_free_transcripts::sources::mcp::prune`]). Returns what was removed.
 ///
 /// Errors: the state database cannot be opened or read (nothing is removed then).
 pub fn prune_transcripts(
     home: &Path,
     retention_days: u32,
-) -> Result<codex_free_pipeline::sources::mcp::TranscriptUsage> {
+) -> Result<codex_free_transcripts::sources::mcp::TranscriptUsage> {
     use std::collections::HashMap;
     let store = codex_free_store::Store::open_in_home(home)?;
     // Paths as the discovery recorded them, and canonical (a symlinked home still matches).
@@ -126,7 +126,7 @@ pub fn prune_transcripts(
             .or_else(|| p.canonicalize().ok().and_then(|c| done.get(&c)));
         version.is_some_and(|v| secs <= *v)
     };
-    let removed = codex_free_pipeline::sources::mcp::prune(
+    let removed = codex_free_transcripts::sources::mcp::prune(
         home,
         Duration::from_secs(u64::from(retention_days) * 86_400),
         std::time::SystemTime::now(),
@@ -187,6 +187,9 @@ impl App {
         raise_open_file_limit();
         let home = opts.server.home.clone();
         codex_free_core::home::create_private_dir(&home)?;
+        // What runs after a memory commit or a saved-state change: the linked copies in
+        // other agents' instruction files follow (registered once per process).
+        codex_free_core::events::on_memory_event(codex_free_connect::on_memory_event);
         let config = Config::load(&opts.server.config_path)
             .map(|l| l.config)
             .unwrap_or_default();

@@ -75,4 +75,3 @@ impl ToolCtx {
 pub mod exec;
 pub mod git;
 pub mod policy;
-pub mod task_memory;

@@ -81,77 +81,7 @@ impl DefaultValue {
     }
 }
 
-/// Why a value was refused, as a stable code the UI and scripts can match on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FieldCode {
-    /// The key is not a setting (or not editable there).
-    UnknownKey,
-    /// The value has the wrong JSON type (text for a number, ...).
-    WrongType,
-    /// `null` for a setting that needs a value.
-    Required,
-    /// A number outside the allowed range.
-    OutOfRange,
-    /// A string (or list entry) that is not one of the allowed values.
-    NotAllowed,
-    /// A string of the wrong shape (not `provider/model-id`, not an IP address, ...).
-    BadFormat,
-    /// Two settings contradict each other (the error names the first).
-    Conflict,
-}
-
-impl FieldCode {
-    /// The code as written on the wire, e.g. `"out_of_range"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FieldCode::UnknownKey => "unknown_key",
-            FieldCode::WrongType => "wrong_type",
-            FieldCode::Required => "required",
-            FieldCode::OutOfRange => "out_of_range",
-            FieldCode::NotAllowed => "not_allowed",
-            FieldCode::BadFormat => "bad_format",
-            FieldCode::Conflict => "conflict",
-        }
-    }
-}
-
-/// One refused setting: which key, the value given, why (code) and a sentence for people.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FieldError {
-    /// Dotted key path as written in the file, e.g. `output.maxFileLines` (for map entries
-    /// the entry's path, e.g. `memories.providers.local.api`). Empty for the whole change.
-    pub key: String,
-    /// The refused value (JSON; `null` when there is none to show).
-    pub value: Value,
-    /// Machine-readable reason.
-    pub code: FieldCode,
-    /// A full sentence naming the key, the value and what is allowed.
-    pub message: String,
-}
-
-impl FieldError {
-    /// A field error with its parts.
-    pub fn new(
-        key: impl Into<String>,
-        value: Value,
-        code: FieldCode,
-        message: impl Into<String>,
-    ) -> Self {
-        Self {
-            key: key.into(),
-            value,
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+pub use crate::error::{FieldCode, FieldError};
 
 /// An extra check run on a value once its type is right: pushes errors for `key`.
 pub type Rule = fn(key: &str, value: &Value, errors: &mut Vec<FieldError>);

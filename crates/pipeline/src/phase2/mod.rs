@@ -9,32 +9,26 @@
 //! sync inputs ([`select`]) → workspace diff ([`folder`]) → **no change and valid
 //! artifacts: succeed without a model call** → otherwise run the agent ([`agent`]) with the
 //! diff (INIT or incremental, [`prompt`]) → validate (budgets, summary structure,
-//! whitespace) and lint (stale facts, conflicts: [`crate::hygiene::lint`]) with one repair
+//! whitespace) and lint (stale facts, conflicts: [`codex_free_hygiene::lint`]) with one repair
 //! turn (only validation problems fail the run afterwards) → commit → read back (`git status` clean, no whitespace
 //! errors) → mark the job succeeded. Any failure restores the previous commit exactly
 //! (`reset --hard` + clean) and marks the job failed with the reason.
 //!
 //! The database and the model are reached through two seams, [`Phase2Store`] and
-//! [`agent::ConsolidationModel`], implemented over `codex_free_store` and `crate::providers`.
+//! [`agent::ConsolidationModel`], implemented over `codex_free_store` and `codex_free_models`.
 //!
 //! Invariant: the folder's `HEAD` only ever moves to a commit whose artifacts passed
 //! validation and read-back (or a rollback/snapshot commit); a failed run leaves `HEAD` and
 //! the working tree as they were before it started (apart from the snapshot commit).
 
 pub mod agent;
-pub mod budget;
 pub mod db;
-pub mod folder;
-pub mod gate;
-pub mod jail;
 pub mod model;
 pub mod prompt;
-pub mod readpath;
-pub mod review;
-pub mod select;
-pub mod sync;
 
 use std::path::Path;
+
+use codex_free_memory::{budget, folder, gate, jail, readpath, review, select, sync};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -45,7 +39,7 @@ use codex_free_core::config::MemoriesConfig;
 
 use agent::{AgentOptions, AgentReport, ConsolidationModel, TurnLog, TurnRecord};
 use folder::{FileChange, MemoryFolder};
-use jail::{Jail, WritePolicy};
+use jail::{FolderJail, WritePolicy};
 use select::RawMemory;
 
 /// Job kind of the global consolidation (Codex: `memory_consolidate_global`).
@@ -154,7 +148,7 @@ impl Outcome {
 
     /// Plain-words text for the CLI: what happened, with times in UTC and what comes next.
     pub fn describe(&self) -> String {
-        let at = |t: i64| crate::usage::iso(t);
+        let at = |t: i64| crate::run_log::iso(t);
         match self {
             Outcome::Skipped { reason, until } => match (reason.as_str(), until) {
                 ("cooldown", Some(t)) => format!(
@@ -380,7 +374,7 @@ async fn claimed(
     let reconcile_base = match &machine {
         Some(_) => sync::load_state(deps.home)
             .reconcile_base
-            .and_then(|b| git2::Oid::from_str(&b).ok()),
+            .and_then(|b| folder::Oid::from_str(&b).ok()),
         None => None,
     };
     let mode = if folder.head()?.is_some() && folder.root().join(folder::MEMORY_MD).is_file() {
@@ -442,10 +436,15 @@ async fn claimed(
     let has_notes = folder.root().join(folder::AD_HOC_DIR).is_dir();
     if sel.is_empty() && !has_notes && mode == prompt::Mode::Init {
         // Nothing to consolidate and no memory to update: record the sync only.
-        let commit = folder.commit_all(&format!(
-            "Sync memory inputs: no raw memories selected\n\n{}",
-            folder::change_lines(&diff.changes)
-        ))?;
+        let approved =
+            gate::approve(&folder, &budget, gate::Scope::Present).map_err(refused_by_gate)?;
+        let commit = folder.commit_all(
+            &approved,
+            &format!(
+                "Sync memory inputs: no raw memories selected\n\n{}",
+                folder::change_lines(&diff.changes)
+            ),
+        )?;
         folder.verify_committed()?;
         deps.store.succeed_global(token, watermark, &ids)?;
         remove_inbox_notes(&sync.notes_moved_in);
@@ -469,7 +468,7 @@ async fn claimed(
         store: deps.store,
         run_id: run_id.clone().unwrap_or_default(),
     };
-    let jail = Jail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
+    let jail = FolderJail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
     let system = prompt::system(&budget);
     let mut task = prompt::task(mode, sel.len(), &diff);
     if reconcile_base.is_some() {
@@ -483,7 +482,7 @@ async fn claimed(
     let vfolder = folder.clone();
     let validate = move || gate::check_folder(&vfolder, &budget);
     let lint_root = folder.root().to_path_buf();
-    let advise = move || crate::hygiene::lint::consolidation_findings(&lint_root, &budget);
+    let advise = move || codex_free_hygiene::lint::consolidation_findings(&lint_root, &budget);
     let repair = move |p: &[String]| budget::repair_request_text(p, &budget);
     let agent_fut = agent::run(
         model, &jail, &system, &task, &opts, &log, &validate, &advise, &repair,
@@ -519,9 +518,10 @@ async fn claimed(
         msg.push_str(&format!("\n{r}\n"));
     }
     let before = folder.head()?;
-    let commit = folder.commit_all(&msg)?;
+    let approved = gate::approve(&folder, &budget, gate::Scope::Served).map_err(refused_by_gate)?;
+    let commit = folder.commit_all(&approved, &msg)?;
     if let Err(e) = folder.verify_committed() {
-        undo_commit(&folder, before)?;
+        folder.undo_commit(before)?;
         return Err(e);
     }
     deps.store.succeed_global(token, watermark, &ids)?;
@@ -535,8 +535,6 @@ async fn claimed(
         None => before.map(|c| c.to_string()).unwrap_or_default(),
     };
     tracing::info!(%commit, inputs = sel.len(), requests = report.requests, "phase 2 consolidated the memory folder");
-    // The agents' linked copies of the summary follow the new commit.
-    crate::connect::refresh_after_commit(deps.home);
     Ok(Outcome::Consolidated {
         commit,
         inputs: sel.len(),
@@ -559,47 +557,37 @@ fn adopt_or_rescue(
     if !pending.has_changes() {
         return Ok(None);
     }
+    let mut approved = None;
     let reason = if home.join(gate::INFLIGHT_FILE).exists() {
         Some(
             "left by a consolidation that did not finish (its process was killed or crashed)"
                 .to_string(),
         )
     } else {
-        let at_head = folder
-            .head()?
-            .map(|h| folder.artifacts_at(&h.to_string()))
-            .transpose()?
-            .unwrap_or((None, None));
-        let root = folder.root();
-        let problems: Vec<String> = gate::check_folder(folder, budget)
-            .into_iter()
-            .filter(|p| {
-                // An artifact absent before and after is not a hand edit's fault.
-                let absent = |f: &str, head: &Option<String>| {
-                    p.starts_with(&format!("{f}: missing"))
-                        && head.is_none()
-                        && !root.join(f).exists()
-                };
-                !absent(folder::MEMORY_MD, &at_head.0) && !absent(folder::SUMMARY_MD, &at_head.1)
-            })
-            .collect();
-        (!problems.is_empty()).then(|| {
-            format!(
+        match gate::approve(folder, budget, gate::Scope::Present) {
+            Ok(a) => {
+                approved = Some(a);
+                None
+            }
+            Err(problems) => Some(format!(
                 "uncommitted edits refused by the memory checks: {}",
                 problems.join("; ")
-            )
-        })
+            )),
+        }
     };
-    match reason {
-        None => {
+    match (reason, approved) {
+        (None, Some(approved)) => {
             let msg = format!(
                 "Snapshot uncommitted changes before consolidation\n\n{}",
                 folder::change_lines(&pending.changes)
             );
-            folder.commit_all(&msg)?;
+            folder.commit_all(&approved, &msg)?;
             Ok(None)
         }
-        Some(reason) => {
+        (None, None) => Err(Error::Store(
+            "internal error: hand edits neither approved nor refused".into(),
+        )),
+        (Some(reason), _) => {
             let kept = folder.rescue(&reason)?;
             tracing::warn!(%reason, rescued = ?kept, "phase 2: discarded uncommitted changes in the memory folder");
             Ok(kept.map(|r| format!("Discarded uncommitted changes ({reason}); kept at {r}.")))
@@ -624,31 +612,12 @@ fn clear_inflight(home: &Path) {
     }
 }
 
-/// Move `HEAD` back to `before` (our own commit failed its read-back) and restore the tree.
-fn undo_commit(folder: &MemoryFolder, before: Option<git2::Oid>) -> Result<()> {
-    let repo = git2::Repository::open(folder.root())
-        .map_err(|e| Error::Store(format!("memory folder: {e}")))?;
-    match before {
-        Some(id) => {
-            let obj = repo
-                .find_object(id, None)
-                .map_err(|e| Error::Store(e.to_string()))?;
-            let mut co = git2::build::CheckoutBuilder::new();
-            co.force().remove_untracked(true);
-            repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
-                .map_err(|e| Error::Store(e.to_string()))?;
-        }
-        None => {
-            // Unborn before: drop the branch ref so HEAD is unborn again.
-            if let Ok(mut r) = repo
-                .find_reference("refs/heads/master")
-                .or_else(|_| repo.find_reference("refs/heads/main"))
-            {
-                r.delete().map_err(|e| Error::Store(e.to_string()))?;
-            }
-        }
-    }
-    folder.restore_head()
+/// The error of a commit the memory gate refused: every problem, and that `HEAD` stays.
+fn refused_by_gate(problems: Vec<String>) -> Error {
+    Error::Budget(format!(
+        "the memory checks refused the commit ({}); the previous commit stays",
+        problems.join("; ")
+    ))
 }
 
 fn remove_inbox_notes(paths: &[std::path::PathBuf]) {
@@ -773,23 +742,15 @@ pub fn history_command(
                     "a phase-2 consolidation is running; retry when it has finished".into(),
                 ));
             }
-            let (memory, summary) = f.artifacts_at(rev)?;
             // An artifact absent at REV is not served at all, so only present ones are
             // checked (a rollback to before the first summary stays possible).
-            let mut problems = Vec::new();
-            for (file, text) in [(folder::MEMORY_MD, &memory), (folder::SUMMARY_MD, &summary)] {
-                if let Some(t) = text {
-                    problems.extend(gate::check_text(file, t, budget));
-                }
-            }
-            if !problems.is_empty() {
-                return Err(Error::Budget(format!(
+            let approved = gate::approve_rollback(&f, rev, budget).map_err(|problems| {
+                Error::Budget(format!(
                     "refusing to roll back to {rev}: its memory would not pass today's checks ({}); pick another commit from `memories history`",
                     problems.join("; ")
-                )));
-            }
-            let r = f.rollback(rev)?;
-            crate::connect::refresh_after_commit(home);
+                ))
+            })?;
+            let r = f.rollback(rev, &approved)?;
             Ok(format!(
                 "Rolled back the memory folder to {} as new commit {}.\nPrevious state kept at {} (restore it with `memories rollback {}`).\n{}",
                 &r.restored[..10],
@@ -803,12 +764,12 @@ pub fn history_command(
 }
 
 /// Raise usage counts from the citations in a later session's transcript (see
-/// [`readpath::cited_rollout_ids_in`]); returns the rows changed.
+/// [`cited_rollout_ids_in`]); returns the rows changed.
 pub fn record_rollout_citations(
     store: &dyn Phase2Store,
-    rollout: &crate::rollout::Rollout,
+    rollout: &codex_free_transcripts::rollout::Rollout,
 ) -> Result<usize> {
-    let ids = readpath::cited_rollout_ids_in(rollout);
+    let ids = cited_rollout_ids_in(rollout);
     if ids.is_empty() {
         return Ok(0);
     }
@@ -816,13 +777,31 @@ pub fn record_rollout_citations(
 }
 
 /// Raise usage counts from `<oai-mem-citation>` blocks found in `text` (a later session's
-/// assistant messages); returns the rows changed. See [`readpath::parse_citations`].
+/// assistant messages); returns the rows changed. See [`codex_free_memory::citations::parse_citations`].
 pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {
-    let ids = readpath::cited_rollout_ids(text);
+    let ids = codex_free_memory::citations::cited_rollout_ids(text);
     if ids.is_empty() {
         return Ok(0);
     }
     store.record_usage(&ids)
+}
+
+/// The distinct rollout ids cited by the assistant in `rollout` (a later session's
+/// transcript, as parsed by `pipeline::sources`), excluding the rollout's own id. Call it
+/// once per rollout version (phase 1 does: one claim per `updated_at`) so a citation is
+/// counted once.
+pub fn cited_rollout_ids_in(rollout: &codex_free_transcripts::rollout::Rollout) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for item in &rollout.items {
+        if let codex_free_transcripts::rollout::Item::Assistant { text } = item {
+            for id in codex_free_memory::citations::cited_rollout_ids(text) {
+                if id != rollout.id && !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+    }
+    ids
 }
 
 #[cfg(test)]
@@ -1402,9 +1381,19 @@ mod tests {
         let f = MemoryFolder::open(home.path()).unwrap().unwrap();
         let big: String = (0..401).map(|i| format!("- old {i}\n")).collect();
         std::fs::write(f.root().join(folder::MEMORY_MD), &big).unwrap();
-        let bad = f.commit_all("legacy over-budget commit").unwrap().unwrap();
+        let bad = f
+            .commit_all(
+                &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+                "legacy over-budget commit",
+            )
+            .unwrap()
+            .unwrap();
         std::fs::write(f.root().join(folder::MEMORY_MD), "# Memory\n- ok\n").unwrap();
-        f.commit_all("fixed").unwrap();
+        f.commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "fixed",
+        )
+        .unwrap();
         let b = budget::ArtifactBudget::default();
         let cmd = folder::MemoryHistoryCmd::Rollback {
             rev: bad.to_string(),

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(test)]
 use ts_rs::TS;
 
-use codex_free_pipeline::agent_usage::report;
+use codex_free_agent_usage::report;
 
 /// One failed field of a config change: the key path (`output.maxFileLines`), a stable
 /// reason code and a sentence for people.

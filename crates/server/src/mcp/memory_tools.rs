@@ -1,4 +1,4 @@
-//! MCP wiring of task memory, skills and project selection ([`codex_free_tools::task_memory::Service`]):
+//! MCP wiring of task memory, skills and project selection ([`codex_free_task_memory::Service`]):
 //! `remember`, `recall`, `update_plan`, `skills_list`, `skills_read`, `get_agent_brief`,
 //! `list_projects`, `set_project_root`. Calls run on the blocking pool because they take
 //! cross-process file locks and fsync.
@@ -18,7 +18,7 @@ use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
 use codex_free_core::jail::Jail;
-use codex_free_tools::task_memory::{
+use codex_free_task_memory::{
     GetAgentBriefArgs, ListProjectsArgs, OwnedTexts, RecallArgs, RememberArgs, Scope, Service,
     SetProjectRootArgs, SkillsListArgs, SkillsReadArgs, UpdatePlanArgs,
 };
@@ -71,7 +71,10 @@ pub(crate) fn instructions(shared: &Shared) -> String {
 /// (Codex's carries every project's saved state, see `pipeline::connect::saved`). Nothing
 /// happens before the first `connect`; failures are logged inside, never raised.
 fn refresh_linked_copies(home: &Path) {
-    codex_free_pipeline::connect::refresh_after_commit(home);
+    codex_free_core::events::emit(
+        home,
+        codex_free_core::events::MemoryEvent::SavedStateChanged,
+    );
 }
 
 impl CodexFree {
@@ -134,7 +137,7 @@ impl CodexFree {
             // A client that ignores instructions gets the same saved state
             // and memory summary from recall; the summary follows the last page.
             let last_page = codex_free_core::paging::parse_footer(&text).is_none();
-            match codex_free_pipeline::phase2::readpath::summary_for_instructions(&home, &config) {
+            match codex_free_memory::readpath::summary_for_instructions(&home, &config) {
                 Some(m) if last_page => Ok(codex_free_core::paging::enforce_ceiling(
                     format!("{text}\n\n{m}"),
                     ceiling,

@@ -238,7 +238,7 @@ pub struct Shared {
         std::collections::HashMap<
             String,
             (
-                Arc<codex_free_pipeline::sources::mcp::TranscriptWriter>,
+                Arc<codex_free_transcripts::sources::mcp::TranscriptWriter>,
                 std::time::Instant,
             ),
         >,
@@ -397,12 +397,10 @@ impl CodexFree {
             transcripts: Default::default(),
             clients: Default::default(),
             inline_reads: Default::default(),
-            client_output_tokens: std::env::var(
-                codex_free_pipeline::connect::CLIENT_OUTPUT_TOKENS_ENV,
-            )
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|n| *n > 0),
+            client_output_tokens: std::env::var(codex_free_connect::CLIENT_OUTPUT_TOKENS_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|n| *n > 0),
             changes: codex_free_tools::changes::ChangeTracker::new()
                 .inspect_err(|e| tracing::warn!("show_changes is unavailable: {e}"))
                 .ok(),
@@ -496,7 +494,7 @@ impl CodexFree {
         } else if let Some(n) = self.shared.client_output_tokens {
             format!(
                 "output.maxToolOutputTokens; the client's registration says it passes {n} tokens whole ({})",
-                codex_free_pipeline::connect::CLIENT_OUTPUT_TOKENS_ENV
+                codex_free_connect::CLIENT_OUTPUT_TOKENS_ENV
             )
         } else if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes)
             && tokens < base
@@ -615,7 +613,7 @@ impl CodexFree {
                     Mode::Single { .. } => Some(self.shared.project_jail().root().to_path_buf()),
                     Mode::Multi { .. } => None,
                 };
-                match codex_free_pipeline::sources::mcp::TranscriptWriter::open(
+                match codex_free_transcripts::sources::mcp::TranscriptWriter::open(
                     &self.shared.home,
                     &key,
                     cwd.as_deref(),
@@ -719,16 +717,11 @@ impl CodexFree {
             )),
             Mode::Multi { .. } => {
                 let session = conversation.0.as_deref().ok_or_else(|| {
-                    Error::Binding(
-                        codex_free_tools::task_memory::bindings::missing_session_message(
-                            "it is missing",
-                        ),
-                    )
+                    Error::Binding(codex_free_task_memory::bindings::missing_session_message(
+                        "it is missing",
+                    ))
                 })?;
-                let b = codex_free_tools::task_memory::Bindings::new(
-                    &self.shared.home,
-                    &self.shared.jail,
-                );
+                let b = codex_free_task_memory::Bindings::new(&self.shared.home, &self.shared.jail);
                 let jail = b.project_jail(&b.project_for(session)?)?;
                 Ok(ToolCtx::new(jail, config, self.shared.home.clone()))
             }
@@ -746,10 +739,7 @@ impl CodexFree {
             Some(w) => format!("WARNING: {w}.\n\n{base}"),
             None => base,
         };
-        match codex_free_pipeline::phase2::readpath::summary_for_instructions(
-            &self.shared.home,
-            &config,
-        ) {
+        match codex_free_memory::readpath::summary_for_instructions(&self.shared.home, &config) {
             Some(m) => format!("{base}\n\n{m}"),
             None => base,
         }
