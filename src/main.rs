@@ -571,6 +571,8 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     if args.stdio == args.http {
         bail!("choose one transport: --stdio or --http");
     }
+    // Before anything opens a file: the server's own caps bound it, not a shell's 1,024.
+    app::raise_open_file_limit();
     let server_opts = match (&args.project, &args.access_root) {
         (Some(p), None) => ServerOptions::single(p, &home, Some(config_path.clone()))?,
         (None, Some(a)) => ServerOptions::multi(a, &home, Some(config_path.clone()))?,

@@ -260,6 +260,21 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Extra `Host` values accepted besides loopback ones (e.g. a tunnel's host name).
     pub allowed_hosts: Vec<String>,
+    /// An MCP session with no request for this long is closed, seconds. Default 1800.
+    pub session_idle_secs: u64,
+    /// Live MCP sessions per token; a new one evicts the longest-idle, beyond is refused.
+    /// Default 64.
+    pub max_sessions_per_token: usize,
+    /// Open TCP connections; a new one evicts the longest-idle, beyond gets a quick 503.
+    /// Default 256.
+    pub max_connections: usize,
+    /// Time a connection has to send a request's headers (also the keep-alive idle time),
+    /// seconds. Default 20.
+    pub header_read_timeout_secs: u64,
+    /// Time a request has to send its whole body, seconds. Default 60.
+    pub body_read_timeout_secs: u64,
+    /// `/login` attempts per minute for the process (a token bucket). Default 10.
+    pub login_attempts_per_minute: u32,
 }
 
 impl Default for ServerConfig {
@@ -269,6 +284,12 @@ impl Default for ServerConfig {
             port: 3000,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            session_idle_secs: 1800,
+            max_sessions_per_token: 64,
+            max_connections: 256,
+            header_read_timeout_secs: 20,
+            body_read_timeout_secs: 60,
+            login_attempts_per_minute: 10,
         }
     }
 }
@@ -341,6 +362,9 @@ pub struct MemoriesConfig {
     pub max_unused_days: u32,
     /// Oldest rollout (days) phase 1 considers.
     pub max_rollout_age_days: u32,
+    /// Days this server's own MCP transcripts (`<home>/transcripts`) are kept once phase 1
+    /// has extracted them. Default 30.
+    pub mcp_transcript_retention_days: u32,
     /// Rollouts claimed per run.
     pub max_rollouts_per_startup: usize,
     /// Hours a rollout must be idle before extraction.
@@ -433,6 +457,7 @@ impl Default for MemoriesConfig {
             max_raw_memories_for_consolidation: 256,
             max_unused_days: 30,
             max_rollout_age_days: 10,
+            mcp_transcript_retention_days: 30,
             max_rollouts_per_startup: 2,
             min_rollout_idle_hours: 6,
             extract_model: None,

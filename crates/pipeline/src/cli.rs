@@ -240,6 +240,10 @@ pub struct Status {
     pub sync: Option<codex_free_memory::sync::SyncStatus>,
     /// `memories.review` is on and a consolidation waits for `memories review accept`.
     pub review_pending: bool,
+    /// This server's own MCP transcripts under the state home (files, bytes).
+    pub mcp_transcripts: codex_free_transcripts::sources::mcp::TranscriptUsage,
+    /// `memories.mcp_transcript_retention_days`.
+    pub mcp_transcript_retention_days: u32,
 }
 
 fn describe_model(
@@ -351,6 +355,8 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         review_pending: codex_free_memory::review::state(&env.home, m.review)
             .map(|r| r.pending)
             .unwrap_or(false),
+        mcp_transcripts: codex_free_transcripts::sources::mcp::usage(&env.home),
+        mcp_transcript_retention_days: m.mcp_transcript_retention_days,
     })
 }
 
@@ -522,6 +528,13 @@ impl Status {
                 s.push_str(&format!("  {l}\n"));
             }
         }
+        let t = &self.mcp_transcripts;
+        s.push_str(&format!(
+            "MCP transcripts (this server's): {} file(s), {:.1} MB; each deleted {} days after its last call once extracted\n",
+            t.files,
+            t.bytes as f64 / 1e6,
+            self.mcp_transcript_retention_days
+        ));
         s.push_str(&format!("database: {}\nlog: {}\n", self.database, self.log));
         s
     }

@@ -756,6 +756,67 @@ pub const FIELDS: &[Field] = &[
         "Extra Host values accepted besides loopback.",
     )
     .restart(),
+    // 30 minutes: an agent pausing between turns keeps its session; one that vanished
+    // without a DELETE stops holding memory within the half hour.
+    Field::int(
+        "server.sessionIdleSecs",
+        1800,
+        5,
+        86_400,
+        "s",
+        "An MCP session with no request for this long is closed (the client starts a new one).",
+    )
+    .restart(),
+    // 64: far above the handful of agents a person runs, far below what exhausts memory.
+    Field::int(
+        "server.maxSessionsPerToken",
+        64,
+        1,
+        4096,
+        "sessions",
+        "Live MCP sessions per token: a new one closes the longest-idle, beyond that it is refused (429).",
+    )
+    .restart(),
+    // 256 sockets of the raised open-file limit; idle ones go first, so a flood of bare
+    // connections cannot lock a client out.
+    Field::int(
+        "server.maxConnections",
+        256,
+        8,
+        65_535,
+        "connections",
+        "Open HTTP connections: a new one closes the longest-idle, beyond that it gets 503.",
+    )
+    .restart(),
+    Field::int(
+        "server.headerReadTimeoutSecs",
+        20,
+        1,
+        600,
+        "s",
+        "Time to send a request's headers; also how long an idle keep-alive connection stays open.",
+    )
+    .restart(),
+    Field::int(
+        "server.bodyReadTimeoutSecs",
+        60,
+        1,
+        3600,
+        "s",
+        "Time to send a whole request body (then 408 and the connection is closed).",
+    )
+    .restart(),
+    // A one-time code is 128 bits: the limit is against flooding, 10 a minute is ample for
+    // a person clicking a link.
+    Field::int(
+        "server.loginAttemptsPerMinute",
+        10,
+        1,
+        600,
+        "attempts",
+        "/login attempts per minute for the whole process, right or wrong code (then 429).",
+    )
+    .restart(),
     Field::boolean(
         "memory.enabled",
         true,
@@ -850,6 +911,15 @@ pub const FIELDS: &[Field] = &[
         90,
         "days",
         "Oldest session considered for extraction.",
+    ),
+    // As Claude Code keeps its transcripts: 30 days.
+    Field::int(
+        "memories.mcp_transcript_retention_days",
+        30,
+        1,
+        3650,
+        "days",
+        "Days this server's own MCP transcripts are kept once extracted, then deleted.",
     ),
     Field::int(
         "memories.max_rollouts_per_startup",

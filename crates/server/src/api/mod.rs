@@ -259,6 +259,14 @@ impl ApiService {
                     warning: sb.warning,
                 }
             },
+            transcripts: {
+                let u = codex_free_transcripts::sources::mcp::usage(&self.home);
+                TranscriptsView {
+                    files: u.files,
+                    bytes: u.bytes,
+                    retention_days: cfg.memories.mcp_transcript_retention_days,
+                }
+            },
         })
     }
 
