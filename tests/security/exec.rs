@@ -576,7 +576,8 @@ async fn unix_sockets_outside_the_sandbox_are_unreachable_unless_allowed() {
     let name = format!("codex-free-test-{}", std::process::id());
     let (pathname, abstract_) = unix_listeners(&sock, &name);
     let s = sock.display().to_string();
-    let dbus = format!("unix:path={s}");
+    // (Not the listening socket: the server itself asks the Secret Service over D-Bus.)
+    let dbus = format!("unix:path={}", lab.base.join("bus").display());
     let docker = format!("unix://{s}");
     let runtime = lab.base.display().to_string();
     let vars = [
