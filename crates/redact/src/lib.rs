@@ -25,6 +25,8 @@ use regex::{Captures, Regex, RegexSet};
 pub const REDACTED: &str = "[REDACTED_SECRET]";
 
 struct Rule {
+    /// What the rule finds, as told to a caller whose text it refuses ([`Finding::rule`]).
+    name: &'static str,
     /// The match; rules that keep part of it name the secret part `secret` and, for
     /// [`Keep::Bearer`], the kept text before the scheme word `keep`.
     re: Regex,
@@ -106,7 +108,8 @@ fn pair_value(v: &str) -> bool {
 }
 
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    let r = |pat: &str, keep: Keep, accept: fn(&str) -> bool| Rule {
+    let r = |name: &'static str, pat: &str, keep: Keep, accept: fn(&str) -> bool| Rule {
+        name,
         re: Regex::new(pat).expect("redaction regex compiles"),
         keep,
         accept,
@@ -123,6 +126,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // An `Authorization: Bearer` header value, however short (`abc123`, `devtoken`):
         // the header names it a credential. Placeholders (`$TOKEN`, `<token>`) do not match.
         r(
+            "an `Authorization: Bearer` header value",
             &format!(
                 r"(?P<keep>\b(?i:authorization)\s*:\s*)(?i:bearer)[ \t]+(?P<secret>{B64TOKEN})"
             ),
@@ -131,6 +135,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // Other bearer tokens ([`bearer_token`] decides the length).
         r(
+            "a bearer token (`Bearer …`)",
             &format!(r"\b(?i:bearer)[ \t]+(?P<secret>{B64TOKEN})"),
             Keep::Bearer,
             bearer_token,
@@ -138,44 +143,65 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // PEM private keys: whole block, newlines raw or JSON-escaped; a block cut before
         // its END line is redacted through its base64 body.
         r(
+            "a PEM private key",
             r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:\\[nr]|[\sA-Za-z0-9+/=:-])*",
             Keep::Nothing,
             any,
         ),
         // JWT: three base64url segments, the first two JSON objects (`eyJ`).
         r(
+            "a JWT",
             r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
             Keep::Nothing,
             any,
         ),
         // OpenAI / Anthropic / OpenRouter (`sk-`, `sk-proj-`, `sk-ant-api03-`, `sk-or-v1-`),
         // through the whole `[A-Za-z0-9_-]` run, so no `_SUFFIX` tail is left behind.
-        r(r"\bsk-[A-Za-z0-9_-]{20,}", Keep::Nothing, openai_key),
+        r(
+            "an OpenAI / Anthropic / OpenRouter key (`sk-…`)",
+            r"\bsk-[A-Za-z0-9_-]{20,}",
+            Keep::Nothing,
+            openai_key,
+        ),
         // Google API keys.
-        r(r"\bAIza[0-9A-Za-z_-]{35}", Keep::Nothing, any),
+        r(
+            "a Google API key (`AIza…`)",
+            r"\bAIza[0-9A-Za-z_-]{35}",
+            Keep::Nothing,
+            any,
+        ),
         // GitHub tokens: 16+ after the prefix (classic ones have 36, but a shorter one
         // pasted or cut is still a credential; the prefix alone is distinctive).
         r(
+            "a GitHub token (`ghp_…`, `github_pat_…`)",
             r"\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{22,})",
             Keep::Nothing,
             any,
         ),
         // Slack tokens.
-        r(r"\bxox[abposre]-[A-Za-z0-9-]{10,}", Keep::Nothing, keyish),
+        r(
+            "a Slack token (`xox?-…`)",
+            r"\bxox[abposre]-[A-Za-z0-9-]{10,}",
+            Keep::Nothing,
+            keyish,
+        ),
         // AWS access key ids.
         r(
+            "an AWS access key id (`AKIA…`)",
             r"\b(?:AKIA|ASIA|AIDA|AROA)[0-9A-Z]{16}\b",
             Keep::Nothing,
             any,
         ),
         // URL credentials: keep `scheme://user:`, redact the password.
         r(
+            "a password in a URL (`scheme://user:password@`)",
             r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:(?P<secret>[^@\s/]{3,})@",
             Keep::Prefix,
             any,
         ),
         // key=value / key: value pairs, plain, quoted or JSON-escaped (any depth); keep the key.
         r(
+            "a credential pair (`password=`, `token:`, `api_key=`, `secret=` …)",
             r#"(?i)(?:password|passwd|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token)\b(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?(?P<secret>[^\s"'\\,;&}\]]+)"#,
             Keep::Prefix,
             pair_value,
@@ -261,6 +287,49 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         }
     }
     out
+}
+
+/// Where a text holds a secret and which rule says so; the secret itself is not kept, so a
+/// finding can be shown to whoever sent the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finding {
+    /// What was found, e.g. "a GitHub token (`ghp_…`, `github_pat_…`)".
+    pub rule: &'static str,
+    /// Line of the match's start, from 1.
+    pub line: usize,
+    /// Column of the match's start on that line, in characters from 1.
+    pub column: usize,
+}
+
+/// The first secret [`redact`] would replace in `text` (rules in their order, so the rule
+/// named is the one that redacts it), or `None` when `redact(text)` leaves it unchanged.
+/// Cost: as [`redact`] on a text without secrets, one literal scan.
+pub fn find_secret(text: &str) -> Option<Finding> {
+    if text.is_ascii() && !LITERALS.is_match(text) {
+        return None;
+    }
+    let hits = ANY_RULE.matches(text);
+    // `redact` runs rule by rule on the text the earlier rules left: the first rule with an
+    // accepted match in the original text is the first that changes it.
+    RULES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| hits.matched(*i))
+        .find_map(|(_, rule)| {
+            rule.re.captures_iter(text).find_map(|c| {
+                let whole = c.get(0)?;
+                let secret = c.name("secret").unwrap_or(whole);
+                (rule.accept)(secret.as_str()).then(|| {
+                    let before = &text[..whole.start()];
+                    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+                    Finding {
+                        rule: rule.name,
+                        line: before.matches('\n').count() + 1,
+                        column: before[line_start..].chars().count() + 1,
+                    }
+                })
+            })
+        })
 }
 
 /// What one match of `rule` becomes: unchanged when the rule's check refuses its secret,
@@ -387,6 +456,33 @@ mod tests {
             "passwordless login",
         ] {
             assert_eq!(redact(s), s);
+        }
+    }
+
+    /// `find_secret` finds exactly what `redact` changes, and names the rule and the place.
+    #[test]
+    fn find_secret_agrees_with_redact() {
+        let f = find_secret("ok\n  token ghp_Q7xZ9kLm2PvR4tYw8NbC6dFh1JsU3eGa5Wq0").unwrap();
+        assert_eq!((f.line, f.column), (2, 9));
+        assert!(f.rule.contains("GitHub"), "{}", f.rule);
+        let f = find_secret("x Bearer AKIAABCDEFGHIJKLMNOP/~secret_suffix").unwrap();
+        assert!(
+            f.rule.contains("bearer"),
+            "the rule that redacts it: {}",
+            f.rule
+        );
+        for s in [
+            "the token: see below",
+            "api_key=$OPENAI_API_KEY",
+            "Bearer abcdefghijklmno",
+            "use sk-learn for this",
+            "plain text",
+            "DB_PASSWORD=hunter2!",
+            "postgres://app:s3cretpw@db:5432/x",
+            "Authorization: Bearer abc123",
+            "\u{17f}ecret=hunter2x",
+        ] {
+            assert_eq!(find_secret(s).is_some(), redact(s) != s, "{s}");
         }
     }
 
