@@ -49,6 +49,8 @@ pub enum Kind {
     Secret,
     /// Over a size budget.
     Budget,
+    /// A git conflict marker left in the file.
+    ConflictMarker,
 }
 
 impl Kind {
@@ -62,6 +64,7 @@ impl Kind {
             Kind::DanglingReference => "dangling_reference",
             Kind::Secret => "secret",
             Kind::Budget => "budget",
+            Kind::ConflictMarker => "conflict_marker",
         }
     }
 
@@ -69,7 +72,7 @@ impl Kind {
     /// or leak; the others cost tokens or attention.
     pub fn severity(self) -> Severity {
         match self {
-            Kind::Budget | Kind::Secret | Kind::Conflict => Severity::Error,
+            Kind::Budget | Kind::Secret | Kind::Conflict | Kind::ConflictMarker => Severity::Error,
             _ => Severity::Warning,
         }
     }
@@ -391,23 +394,33 @@ fn push(
 }
 
 fn stale_findings(f: &Source, out: &mut Vec<Finding>) {
-    for (n, l) in content_lines(&f.text) {
-        if let Some(s) = text::stale(l) {
+    for (i, v) in text::stale_lines(&f.text).into_iter().enumerate() {
+        let Some(s) = v else { continue };
+        if s.shape == text::Shape::ConflictMarker {
             push(
                 out,
                 &f.name,
-                n,
-                Kind::StaleFact,
-                format!(
-                    "dynamic fact stored as a value ({}): it may no longer hold",
-                    s.evidence
-                ),
-                format!(
-                    "move the line to daily/ or archive/ and keep the check instead: {}",
-                    s.topic.check().trim_start_matches("- ")
-                ),
+                i + 1,
+                Kind::ConflictMarker,
+                "a git conflict marker is committed in the memory: a merge was never finished".into(),
+                "resolve the merge (keep one side of each conflict, delete the markers) before any tidy".into(),
             );
+            continue;
         }
+        push(
+            out,
+            &f.name,
+            i + 1,
+            Kind::StaleFact,
+            format!(
+                "dynamic fact stored as a value ({}): it may no longer hold",
+                s.evidence
+            ),
+            format!(
+                "move the line to daily/ or archive/ and keep the check instead: {}",
+                s.topic.check().trim_start_matches("- ")
+            ),
+        );
     }
 }
 
@@ -426,12 +439,14 @@ fn secret_findings(f: &Source, out: &mut Vec<Finding>) {
     }
 }
 
+/// Budgets by the file's role, not its name: the summary has the summary's budget; any
+/// other file handed to the lint (`MEMORY.md`, `CLAUDE.md`, `AGENTS.md`, a memory-bank
+/// file) is loaded whole into a session, so it has `MEMORY.md`'s.
 fn budget_findings(f: &Source, b: &ArtifactBudget, out: &mut Vec<Finding>) {
-    let name = f.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let (max_lines, max_bytes) = match name {
-        MEMORY_MD => (b.memory_max_lines, b.memory_max_bytes),
-        SUMMARY_MD => (b.summary_max_lines, b.summary_max_bytes),
-        _ => return,
+    let (max_lines, max_bytes) = if is_summary(f) {
+        (b.summary_max_lines, b.summary_max_bytes)
+    } else {
+        (b.memory_max_lines, b.memory_max_bytes)
     };
     for p in budget::size_problems(&f.text, max_lines, max_bytes) {
         let line = if p.lines_over { max_lines + 1 } else { 1 };
@@ -896,6 +911,23 @@ mod tests {
             .filter(|f| f.kind == Kind::Budget)
             .collect();
         assert_eq!((b.len(), b[0].line), (1, 151), "{}", r.render());
+    }
+
+    /// Finding: budgets were checked only for a file named MEMORY.md (a 6,241-line
+    /// CLAUDE.md was never checked).
+    #[test]
+    fn any_loaded_file_has_a_budget() {
+        let claude = src(
+            "CLAUDE.md",
+            &"- Run the tests before committing.\n".repeat(200),
+        );
+        let r = lint(
+            &[claude],
+            &[],
+            &ArtifactBudget::default(),
+            Checks { all: true },
+        );
+        assert_eq!(r.count(Kind::Budget), 1, "{}", r.render());
     }
 
     #[test]

@@ -1,12 +1,17 @@
-//! Line-level text rules shared by the lint and the tidy: what a line is (heading,
-//! structure, content), whether it states a dynamic fact, a rule, a check to run, progress
-//! or evidence, and how alike two lines are. English and Chinese; no model.
+//! Text rules shared by the lint and the tidy: what a line is (heading, structure, content),
+//! whether it states a fact that expires ("stale"), a rule, or a check to run, and how alike
+//! two lines are. English and Chinese; no model.
 //!
-//! A dynamic ("stale") fact is one that was true when written and may no longer be: a
-//! version or commit value, deploy/CI/environment state, a dated status, relative time
-//! ("currently", "this week", 当前, 本周 …), or where a person is. A line that tells the
-//! reader to check such a fact live is the cure, not the disease, and is never stale —
-//! unless it also carries the remembered value.
+//! Stale is decided by the *shape* of a line, never by a list of phrases: a date that marks
+//! when something happened, a status field (a key whose value is a state), a status mark
+//! (✅ ⬜ 🔄 …) or a checkbox, a number measured at a time (`~75%`, `34/34 passing`,
+//! `9497亿元`), a "last updated" stamp, a changelog or first-person narrative opening, a commit
+//! hash, a git conflict marker, and — for [`stale_lines`], which sees the whole file — every
+//! line of a section whose heading names a transient state (current …, next steps, known
+//! issues, 当前…, 下一步, 已完成 …). A rule (a modal such as must / never / 必须 / 禁止, or a
+//! key such as `Rule:` / `原则`) outweighs the weaker shapes: a rule that cites the day it was
+//! adopted is still a rule. Stack requirements (`Vue 3.5+`, `Node 22+`), thresholds
+//! (`coverage ≥ 80%`), IP addresses and file sizes are not values that expire.
 
 use std::sync::LazyLock;
 
@@ -28,13 +33,19 @@ pub fn strip_bullet(line: &str) -> &str {
 
 /// A Markdown ATX heading (`#` .. `######`).
 pub fn is_heading(line: &str) -> bool {
+    heading_level(line).is_some()
+}
+
+/// The level (1..=6) of an ATX heading.
+pub fn heading_level(line: &str) -> Option<usize> {
     let t = line.trim_start();
     let hashes = t.bytes().take_while(|b| *b == b'#').count();
-    (1..=6).contains(&hashes) && t[hashes..].starts_with(' ')
+    ((1..=6).contains(&hashes) && (t.len() == hashes || t[hashes..].starts_with(' ')))
+        .then_some(hashes)
 }
 
 /// A line with no content of its own: blank, a code fence, a rule, a table separator,
-/// the summary's version line, or an HTML comment.
+/// the summary's version line, an HTML comment, or a lone list marker.
 pub fn is_structural(line: &str) -> bool {
     let t = line.trim();
     t.is_empty()
@@ -43,7 +54,18 @@ pub fn is_structural(line: &str) -> bool {
         || t == "v1"
         || (t.starts_with("<!--") && t.ends_with("-->"))
         || t.chars()
-            .all(|c| matches!(c, '-' | '*' | '_' | '|' | ':' | ' '))
+            .all(|c| matches!(c, '-' | '*' | '_' | '|' | ':' | ' ' | '+'))
+}
+
+/// A git conflict marker line (`<<<<<<< x`, `=======`, `>>>>>>> x`, `||||||| x`).
+pub fn is_conflict_marker(line: &str) -> bool {
+    let t = line.trim_end();
+    t == "======="
+        || ["<<<<<<< ", ">>>>>>> ", "||||||| "]
+            .iter()
+            .any(|p| t.starts_with(p))
+        || t == "<<<<<<<"
+        || t == ">>>>>>>"
 }
 
 /// Text with the evidence citations `(rollouts: …)` and UUIDs removed: rollout ids are
@@ -55,6 +77,27 @@ fn without_ids(s: &str) -> String {
         re(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
     });
     UUID.replace_all(&CITE.replace_all(s, ""), "").into_owned()
+}
+
+/// Text without code spans, links' targets, URLs and file names: what is inside them is a
+/// name, not a statement (`memory/2026-02-13.md` is a file, `09/21/2025` in backticks an
+/// example, `192.168.1.10` a host).
+fn prose(s: &str) -> String {
+    static CODE: LazyLock<Regex> = LazyLock::new(|| re(r"`[^`]*`"));
+    static URL: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(?:https?|ftp)://\S+|\]\([^)]*\)"));
+    static FILE: LazyLock<Regex> = LazyLock::new(|| {
+        // A path: rooted (`/x`, `~/x`, `./x`), ending in a slash (`src/`), with two slashes or
+        // more, or a file name with an extension. `Plan/Build` is two words, not a path.
+        re(
+            r"(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]*)*|[\w.-]+/(?:[\w.-]+/)*[\w.-]*\.\w{1,5}\b|[\w.-]+/(?:[\w.-]+/)+|[\w.-]+(?:/[\w.-]+){2,}|[\w.-]+\.(?:md|mdx|txt|json|jsonl|ya?ml|toml|ts|tsx|js|py|rs|go|log|csv|sh|html|css|lock|db|png|jpe?g|pdf|docx?|pptx?|zip)\b|[A-Za-z]:\\\S*",
+        )
+    });
+    static IP: LazyLock<Regex> =
+        LazyLock::new(|| re(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?::\d+)?\b"));
+    let s = CODE.replace_all(s, " ");
+    let s = URL.replace_all(&s, " ");
+    let s = FILE.replace_all(&s, " ");
+    IP.replace_all(&s, " ").into_owned()
 }
 
 /// Which live fact a stale line is about; it picks the "verify at task start" check.
@@ -101,81 +144,224 @@ impl Topic {
     }
 }
 
+/// The shape that made a line stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shape {
+    /// A date marking when something happened.
+    Dated,
+    /// A "last updated" / "最后更新" stamp.
+    Stamp,
+    /// A key whose value is a state (`Status: …`, `**状态**: 已完成`).
+    StatusField,
+    /// A status mark (✅ ⬜ 🔄 ⏳ …) or a parenthesised state.
+    StatusMark,
+    /// A checkbox item (`- [ ]`, `- [x]`).
+    Checkbox,
+    /// A measured or counted value (`~75%`, `34/34 passing`, `9497亿元`).
+    Snapshot,
+    /// Relative time (currently, this week, 目前, 本周 …).
+    RelativeTime,
+    /// A changelog or first-person narrative line (`Added …`, `I tried …`, `优化了 …`).
+    Narrative,
+    /// A commit hash or image digest.
+    Commit,
+    /// A version stated as what is installed or current.
+    Version,
+    /// A heading or line of a section that names a transient state.
+    Section,
+    /// A git conflict marker.
+    ConflictMarker,
+}
+
 /// Why a line is a stale fact, when it is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stale {
     /// What the fact is about.
     pub topic: Topic,
+    /// The shape that decided it.
+    pub shape: Shape,
     /// The words that made it stale, for the message.
     pub evidence: String,
 }
 
-// Values that go out of date.
-static HASH: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:[0-9a-f]{7,40}|sha256:[0-9a-f]{8,})\b"));
-static VERSION: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)(?:^|[^\w.])v?\d+\.\d+(?:\.\d+)*(?:-[\w.]+)?\b"));
+// ---- Shapes -------------------------------------------------------------------------
+
+/// A calendar date: ISO (`2025-07-05`, `2025/7/5`, `2025.07.05`), Chinese (`2025年7月5日`,
+/// `7月5日`, `2026年6月`), English (`18 December 2025`, `Dec 18, 2025`) or US (`09/21/2025`).
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
+    // No `\b` next to a digit: in Chinese text a date touches ideographs, which are word
+    // characters too (`（2026-02-10安装）`).
+    re(r"(?ix)(?:^|[^\d.])(?P<d>
+          (?:19|20)\d{2}[-/.](?:0?[1-9]|1[0-2])[-/.](?:0?[1-9]|[12]\d|3[01])(?:[T\s]+\d{1,2}:\d{2}(?::\d{2})?)?
+        | (?:19|20)\d{2}\s*年\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?
+        | \d{1,2}\s*月\s*\d{1,2}\s*[日号]
+        | \d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,?\s+(?:19|20)\d{2}
+        | (?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d{2}
+        | (?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])/(?:19|20)\d{2}
+        )(?:[^\d]|$)")
+});
+
+/// The date in `s`, if any (outside names: call on [`prose`] text).
+fn date_in(s: &str) -> Option<String> {
+    DATE.captures(s).map(|c| c["d"].trim().to_string())
+}
+
+/// A stamp: "last updated", "updated", "saved", "session date", "最后更新", "更新于" followed by
+/// a date (the date is checked separately).
+static STAMP: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?ix)
+        \b(?:last[\s_-]*(?:updated|modified|reviewed|edited|checked|run)|updated(?:\s+(?:on|at))?|saved|session\s+date|generated|as\s+of|snapshot\s+(?:date|time))\b\s*\**\s*[:：]?
+      | (?:最后|最近)?(?:更新|修改|编辑)(?:于|时间|日期)?\s*\**\s*[:：]
+      | (?:更新|修改)于")
+});
+
+/// A line (after its marker) that opens with a date or a time of day: a log entry.
+static OPENS_WITH_DATE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b|\d{4}\s*年|\d{1,2}\s*月\s*\d{1,2}\s*日",
+        r"^[\s>*_\[(（【]*(?:(?:19|20)\d{2}[-/.]\d{1,2}[-/.]\d{1,2}|(?:19|20)\d{2}\s*年\s*\d{1,2}\s*月|\d{1,2}\s*月\s*\d{1,2}\s*日|\d{1,2}:\d{2}(?::\d{2})?\s*[-–—:：|])",
     )
 });
 
-// Relative time and live state: enough on their own.
-static STRONG_EN: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?ix)\b(?:currently|current(?:\s+(?:version|release|commit|head|branch|state|status|sprint|owner))|right\s+now|at\s+the\s+moment|as\s+of|today|tonight|yesterday|this\s+(?:week|sprint|month|quarter|morning|afternoon|evening|year)|(?:last|next)\s+(?:week|month|night|sprint|quarter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|since\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|last)|just\s+(?:joined|left|moved|merged|released|deployed|shipped|upgraded|landed|switched|bumped)|(?:is|are|was)\s+now|now\s+(?:is|are|on|uses?|hosted|points?|runs?|at|live|in)|still\s+(?:open|broken|failing|red|blocked|pending|waiting|down|flaky|running|in\s+review|on)|until\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|next)|commits?\s+(?:ahead|behind))\b",
-    )
+/// Status marks that report done / open / in progress / broken.
+const MARKS: &[char] = &[
+    '✅', '✔', '✓', '☑', '❌', '✗', '✘', '⬜', '☐', '🔲', '🔄', '⏳', '⌛', '🚧', '🟡', '🟢', '🔴',
+    '🟠', '⚪', '🎉', '⚠',
+];
+
+/// A checkbox list item.
+static CHECKBOX: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*(?:[-*+]|\d+[.)])\s+\[[ xX✓✔~/-]\]"));
+
+/// Words that are a state when they are a field's value or a parenthesised note.
+static STATE: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?ix)^(?:
+          done|complete|completed|finished|fixed|resolved|merged|released|deployed|shipped|live
+        | in[\s-]progress|ongoing|wip|todo|to\s+do|not\s+(?:yet\s+)?(?:started|implemented|done|enabled|connected)
+        | started|pending|planned|planning|blocked|deferred|on\s+hold|paused|stopped|running|ready
+        | active|inactive|enabled|disabled|passing|failing|failed|broken|green|red|healthy|down|up
+        | production[\s-]ready|stable|beta|alpha|deprecated|superseded|obsolete
+        | 已完成|已经完成|完成|已实现|已上线|已发布|已部署|已修复|已解决|已安装|已合并|进行中|开发中|规划中
+        | 计划中|未开始|未实现|待定|待办|待处理|待确认|待排查|暂停|已暂停|运行中|正常|异常|失败|通过|已通过
+        | 阻塞|已废弃|废弃|可用|不可用)\b")
 });
-static STRONG_ZH: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"当前|目前|现在|本周|这周|上周|下周|本月|这个月|上个月|今天|今日|昨天|昨日|刚刚|刚才|截至|截止到|线上状态|正在|值班",
-    )
+
+/// Keys whose value is a state whatever it says.
+static STATUS_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?ix)^(?:
+          (?:project|current|overall|implementation|build|deploy(?:ment)?|ci|test(?:ing)?|system|task|server)?\s*(?:status|state)
+        | current\s+\w+(?:\s+\w+)?|active\s+(?:work|task|branch|phase|sprint)|phase|current\s+phase|progress|focus
+        | last\s+action|next\s+(?:step|action|task)s?|blockers?|session|branch|running\s+version
+        | (?:当前|目前|项目|部署|实现|任务|运行|开发)?状态|进度|当前\S{0,8}|目前\S{0,8}|下一步|最新进展|进展)$")
 });
-static CI_STATE: LazyLock<Regex> = LazyLock::new(|| {
+
+/// A key-value line: an optional marker, a (bold) key of a few words, a colon, a value.
+static KEY_VALUE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:ci|build|builds|pipeline|nightly|e2e|tests?|suite|checks?|jenkins|actions|runner)\b[^.;]{0,40}?\b(?:green|red|passing|passes|passed|failing|fails|failed|broken|flaky)\b",
-    )
-});
-static ENV_STATE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?ix)\b(?:staging|prod|production|preprod|dev\s+box|cluster|server|site|service|database|db|env|environment)\b(?:\s+\S+){0,3}?\s+(?:is|are|was|has\s+been)\s+(?:down|up|degraded|broken|unavailable|offline|healthy|restored|migrated|deployed|hosted|pointing|on\s+v?\d)",
-    )
-});
-static DEPLOYED_ZH: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"已(?:经)?(?:部署|上线|发布|合并|通过|回滚|升级|迁移|切换)|部署(?:已)?通过|灰度|降级中|不可用",
-    )
-});
-static PEOPLE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?ix)\b(?:on\s+(?:vacation|holiday|leave|parental\s+leave|sick\s+leave)|out\s+of\s+(?:office|the\s+office)|ooo|off\s+sick|travell?ing|away\s+until|back\s+on|is\s+in\s+(?:the\s+)?[A-Z]\w+\s+office|(?:covers|is)\s+on-?call\s+until)\b|休假|请假|出差|不在公司",
-    )
-});
-// Weaker words: stale unless the line is a rule.
-static WEAK_EN: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?ix)\b(?:latest|newest|recently|lately|for\s+now|temporary|temporarily|workaround|last\s+year|this\s+year|so\s+far|pending|waiting\s+(?:for|on)|blocked\s+on|in\s+progress|wip)\b|\bPR\s*\#\d+|\bbuild\s+\#?\d{3,}",
-    )
-});
-static WEAK_ZH: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"最新|临时|暂时|去年|今年|最近|提交号|版本号?(?:是|为)|回读|进行中|待验收")
-});
-// Status verbs that make a dated line a dated status.
-static STATUS_VERB: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?ix)\b(?:finished|fixed|passed|failed|deployed|released|shipped|merged|resolved|upgraded|restored|completed|done|landed|migrated|rolled\s+(?:out|back)|went\s+live|is|are|was|were|runs?|running)\b|上线|通过|完成|修复|部署|发布|升级|迁移|回滚",
+        r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\*\*|__)?([^:：*`|]{1,40}?)(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(.*)$",
     )
 });
 
-// A rule: preference, boundary or principle.
-static RULE_EN: LazyLock<Regex> = LazyLock::new(|| {
+/// A measured or counted value: an approximation (`~75%`, `约6秒`), a pass count (`34/34
+/// passing`, `104 passed`), a percentage of a progress or rate key, a Chinese amount
+/// (`274.8亿元`, `552.64万元`).
+static SNAPSHOT: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?ix)
+        [~≈]\s*\d+(?:\.\d+)?\s*(?:%|ms|s\b|秒|分钟|min|h\b|小时|x\b|倍|k\b|mb|gb)
+      | \b\d+\s*/\s*\d+\s*(?:tests?|checks?|passing|passed|done|complete|files|tasks)\b
+      | \b\d+\s+(?:tests?\s+)?(?:passed|passing|failed|failing|skipped)\b
+      | (?:coverage|progress|pass\s+rate|通过率|覆盖率|完成度|完成率|进度|成功率)\s*\**\s*[:：]?\s*\**\s*[~≈约]?\s*\d+(?:\.\d+)?\s*%
+      | \d+(?:\.\d+)?\s*(?:亿|万)\s*(?:元|美元|港元)?
+      | \d+\s*个\s*\S{0,6}?(?:文件|测试|用例|BUG|bug|问题|任务|提交)")
+});
+
+/// A comparator or a word that makes a number a requirement, a limit or a target.
+static REQUIREMENT: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:never|always|must|must\s+not|do\s+not|don't|dont|avoid|prefer|prefers|preferred|ask\s+before|not\s+allowed|forbidden|required|requires|only\s+through|instead\s+of\s+(?:this\s+)?memory|wins|takes\s+precedence|decision\s+principle|rule|boundary)\b",
+        r"(?ix)[≥≤<>]|\d\s*\+|\b(?:at\s+least|at\s+most|or\s+(?:higher|later|newer|above)|up\s+to|max(?:imum)?|min(?:imum)?|target|threshold|limit|budget|no\s+more\s+than|under|below|above|within)\b|不超过|不低于|以上|以内|以下|至少|最多|目标|阈值|上限|下限",
     )
 });
-static RULE_ZH: LazyLock<Regex> = LazyLock::new(|| {
+
+/// First-person narrative or a changelog opening (a past-tense verb of change).
+static NARRATIVE: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?x)
+        (?i:\b(?:I|we)\s+(?:\w+ly\s+)?(?:\w+ed|tried|made|wrote|did|ran|built|found|had|was|were|got|saw|took|began|went|chose|learnt))\b
+      | ^(?:\*\*[^*]{1,40}\*\*\s*[:：-]?\s*)?(?i:successfully\s+)?(?:Added|Fixed|Implemented|Refactored|Re-architected|Rearchitected|Updated|Created|Removed|Renamed|Migrated|Moved|Switched|Upgraded|Bumped|Released|Deployed|Merged|Shipped|Completed|Finished|Resolved|Replaced|Rewrote|Introduced|Enhanced|Improved|Refined|Standardized|Evolved|Matured|Converted|Installed|Successfully)\b
+      | ^(?:\*\*[^*]{1,20}\*\*\s*[:：]?\s*)?\p{Han}{1,4}了
+      | 已(?:经)?(?:全部)?(?:完成|修复|实现|部署|上线|安装|创建|写入|制定|分析|更新|迁移|合并|发布|解决|确认)
+      | 全部完成|已全部|首次")
+});
+
+/// After a participle, a preposition makes it a description, not a change
+/// (`Implemented as a state machine`, `Located in supabase/functions/`).
+fn describes(rest: &str) -> bool {
+    static P: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?i)^\s+(?:as|in|by|with|using|via|through|on|for|at|into)\b"));
+    P.is_match(rest)
+}
+
+/// Work that waits: pending, not yet, TBD, 待确认, 尚未 …
+static PENDING: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"禁止|必须|不要|不得|一律|始终|优先|永远|切勿|务必|不允许|为准|原则|许可证边界|硬边界|之前先|前先",
+        r"(?i)\b(?:pending|not\s+(?:yet\s+)?(?:started|implemented|connected|done|enabled|configured)|(?:not|n't)\s+\w+\s+yet|tbd|to\s+be\s+(?:confirmed|decided|done))\b|待确认|待排查|待定|待处理|待用户|待配置|尚未|还未|暂未|未实现|未完成",
+    )
+});
+
+/// A thing said to *be* in a state or at a version now: a copula (or "bumped/moved to")
+/// before a state or a bare version (`is degraded`, `is still waiting for review`,
+/// `has been red since Monday`, `is version 15.4`, `bumped to 7.2.4`, `版本为 1.79.0`,
+/// `状态：… 降级中`), or a person's availability (`on vacation until …`). A version with a
+/// `+` or a comparator is a requirement and never matches.
+static STATE_PREDICATE: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?ix)
+        \b(?:is|are|was|were|has\s+been|have\s+been|remains?|stays?|is\s+now|are\s+now)\s+(?:still\s+|now\s+|currently\s+)?(?:in\s+progress|waiting|pending|blocked|degraded|down|broken|failing|red|green|disabled|offline|unavailable|open|paused|stuck|flaky)\b
+      | \bstill\s+(?:waiting|open|pending|blocked|failing|broken|red|running|in\s+review)\b
+      | \b(?:waiting\s+(?:for|on)|blocked\s+on)\b
+      | \b(?:is|are|at|now|to|in\s+\w+\s+is)\s+(?:version\s+|v)?\d+\.\d+(?:\.\d+)*(?:-[\w.]+)?\s*[.;,]?\s*$
+      | \b(?:bumped|upgraded|downgraded|pinned|moved|switched)\s+(?:\w+\s+){0,3}to\s+v?\d+\.\d+
+      | (?:版本|版本号)\s*(?:为|是)\s*v?\d+\.\d+
+      | 降级中|不可用|维护中|压测中|排查中|进行中
+      | \b(?:on\s+(?:vacation|holiday|leave|parental\s+leave|sick\s+leave)|out\s+of\s+(?:the\s+)?office|ooo|off\s+sick|on-?call\s+until)\b|休假|请假|出差
+      | \b\d+\s+commits?\s+(?:ahead|behind)\b
+      | \b(?:since|until)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|tomorrow|last\s+\w+|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*)\b")
+});
+
+/// Relative time that dates a statement on its own.
+static NOW_STRONG: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?ix)\b(?:currently|right\s+now|at\s+the\s+moment|for\s+now|today|tonight|yesterday|tomorrow|last\s+year|temporary|temporarily|this\s+(?:week|sprint|month|quarter|morning|afternoon|evening)|(?:last|next)\s+(?:week|month|night|sprint|quarter|session)|so\s+far|as\s+of|recently|just\s+(?:added|finished|fixed|merged|released|deployed|shipped|landed))\b|目前|现在|本周|这周|上周|下周|本月|今天|今日|昨天|昨日|明天|去年|今年|上个月|刚刚|刚才|截至|截止到|暂时|临时|迄今",
+    )
+});
+
+/// Relative time that dates a statement only next to a state or progress noun.
+static NOW_WEAK: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(?:current|latest|recent|active|ongoing)\b|当前|最近|近期|最新"));
+static PROGRESS_NOUN: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:focus|status|state|progress|phase|stage|work|working|development|mode|sprint|priorit(?:y|ies)|task|tasks|issues?|decisions?|version|release|build|deploy\w*)\b|进度|状态|阶段|任务|重点|关注|主题|进展|工作|版本",
+    )
+});
+
+// ---- Rules --------------------------------------------------------------------------
+
+/// Strong modals: a line with one is a rule whatever else it carries.
+static MODAL_STRONG: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?ix)\b(?:must|mustn't|never|always|do\s+not|don't|don’t|shall|mandatory|forbidden|not\s+allowed|required\s+to)\b|必须|务必|禁止|严禁|不要|不得|不能|不可|不许|切勿|一律|始终|永远|永不|绝对不",
+    )
+});
+
+/// Weak rule shapes: a preference, a default, a convention; or a line that opens with a rule
+/// key (`Rule:`, `Lesson:`, `原则：`).
+static MODAL_WEAK: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than)\b|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
+    )
+});
+
+/// A lead-in that opens a list of rules (`**承诺**:`, `Rules:`): its items are rules.
+static RULE_LEAD_IN: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?ix)^[^\p{L}\p{N}]*(?:[\w\s]{0,20}\s)?(?:rules?|lessons?(?:\s+learned)?|principles?|preferences?|conventions?|polic(?:y|ies)|guidelines?|commitments?|constraints?|boundaries|规则|原则|规范|偏好|约定|承诺|教训|注意事项|约束|边界)\W*(?:[(（][^)）]{0,20}[)）])?\s*[:：]\W*$",
     )
 });
 
@@ -186,104 +372,470 @@ static VERIFY_EN: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 static VERIFY_ZH: LazyLock<Regex> =
-    LazyLock::new(|| re(r"核验|核对|现场|任务开始|实时查询|重新确认|先确认|请确认|以现场"));
+    LazyLock::new(|| re(r"核验|核对|任务开始时|实时查询|以现场为准|现场确认"));
 
-/// True when `s` (bullet stripped) contains a value that goes out of date: a commit hash,
-/// a dotted version, or a date.
-fn has_value(s: &str) -> bool {
-    has_hash(s) || VERSION.is_match(s) || DATE.is_match(s)
+static HASH: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:[0-9a-f]{7,40}|sha256:[0-9a-f]{8,})\b"));
+
+fn has_hash(s: &str) -> Option<String> {
+    HASH.find_iter(s)
+        .map(|m| m.as_str())
+        .find(|t| {
+            t.starts_with("sha256:")
+                || (t.bytes().any(|b| b.is_ascii_digit())
+                    && t.bytes().any(|b| b.is_ascii_alphabetic()))
+        })
+        .map(str::to_string)
 }
 
-fn has_hash(s: &str) -> bool {
-    HASH.find_iter(s).any(|m| {
-        let t = m.as_str();
-        t.starts_with("sha256:")
-            || (t.bytes().any(|b| b.is_ascii_digit()) && t.bytes().any(|b| b.is_ascii_alphabetic()))
-    })
+/// A version reported as what is installed or current: a version key (`Version: 0.12.11`,
+/// `版本号：v1.2`), or an inventory item `- **name** (1.0.2) …`.
+fn reported_version(s: &str) -> Option<String> {
+    static KEYED: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?i)(?:\bversion(?:\s+(?:installed|deployed|released|in\s+use|running))?|\binstalled\s+version|\bcurrent\s+version|当前版本|线上版本|版本号?)\s*\**\s*(?:[:：]|是|为)\s*\**\s*`?(v?\d+(?:\.\d+){1,3}(?:-[\w.]+)?)`?\s*$",
+        )
+    });
+    static INVENTORY: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"^\s*[-*+]\s+\*\*[^*]+\*\*\s*[(（][^)）\d]{0,6}?(v?\d+\.\d+(?:\.\d+)?)\s*[)）]\s*[-–—:：]",
+        )
+    });
+    KEYED
+        .captures(s)
+        .or_else(|| INVENTORY.captures(s))
+        .map(|c| c[1].to_string())
 }
 
-/// True when the line is a rule (preference, boundary, principle), in English or Chinese.
-pub fn is_rule(line: &str) -> bool {
-    let s = strip_bullet(line);
-    RULE_EN.is_match(s) || RULE_ZH.is_match(s)
+/// True when the line states a rule: a modal (must, never, prefer, 必须, 优先 …) or a rule
+/// key (`Rule:`, `原则：`).
+pub fn is_rule_line(line: &str) -> bool {
+    let p = prose(strip_bullet(line));
+    MODAL_STRONG.is_match(&p) || MODAL_WEAK.is_match(&p)
+}
+
+fn strong_rule(s: &str) -> bool {
+    MODAL_STRONG.is_match(s)
 }
 
 /// True when the line tells the reader to check something live (and carries no value).
 pub fn is_verify(line: &str) -> bool {
     let s = without_ids(strip_bullet(line));
-    (VERIFY_EN.is_match(&s) || VERIFY_ZH.is_match(&s)) && !has_value(&s)
+    (VERIFY_EN.is_match(&s) || VERIFY_ZH.is_match(&s))
+        && date_in(&prose(&s)).is_none()
+        && has_hash(&s).is_none()
 }
 
-/// The stale-fact verdict for one line; `None` for rules, checks, pointers and content
-/// without a dynamic fact. Headings and structure lines are never stale.
+fn verdict(shape: Shape, s: &str, evidence: impl Into<String>) -> Option<Stale> {
+    let topic = match shape {
+        Shape::Commit => Topic::Commit,
+        Shape::Version => Topic::Version,
+        _ => topic_of(s),
+    };
+    Some(Stale {
+        topic,
+        shape,
+        evidence: evidence.into(),
+    })
+}
+
+/// The state of a status mark, if the line opens or closes with one (or has one in a table
+/// cell of its own).
+fn status_mark(t: &str) -> Option<char> {
+    let s = t
+        .trim_start_matches(|c: char| {
+            c == '-' || c == '*' || c == '+' || c == '>' || c.is_whitespace()
+        })
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ')')
+        .trim_start();
+    let first = s.chars().next()?;
+    if MARKS.contains(&first) && first != '⚠' {
+        return Some(first);
+    }
+    let last = t.trim_end().trim_end_matches(['|', ' ']).chars().last()?;
+    (MARKS.contains(&last) && last != '⚠' && last != '🎉').then_some(last)
+}
+
+/// A parenthesised state at the end of the line: `(not started)`, `（规划中）`, `(done)`.
+fn paren_state(s: &str) -> Option<String> {
+    static P: LazyLock<Regex> =
+        LazyLock::new(|| re(r"[(（\[]\s*([^()（）\[\]]{1,24})\s*[)）\]]\s*[:：]?\s*$"));
+    let c = P.captures(s)?;
+    let inner = c[1].trim();
+    STATE.is_match(inner).then(|| inner.to_string())
+}
+
+/// Table row cells (`| a | b |`), when the line is one.
+fn cells(t: &str) -> Option<Vec<&str>> {
+    let t = t.trim();
+    (t.starts_with('|') && t.ends_with('|') && t.len() > 1)
+        .then(|| t[1..t.len() - 1].split('|').map(str::trim).collect())
+}
+
+/// The stale-fact verdict for one line on its own (no section context); `None` for rules,
+/// checks, structure and content without a shape that expires. Headings are judged by
+/// [`stale_heading`].
 pub fn stale(line: &str) -> Option<Stale> {
-    if is_heading(line) || is_structural(line) {
+    if is_conflict_marker(line) {
+        return verdict(Shape::ConflictMarker, line, "git conflict marker");
+    }
+    if is_structural(line) {
         return None;
     }
-    let s = without_ids(strip_bullet(line));
-    if s.is_empty() || is_verify(&s) {
+    if is_heading(line) {
+        return stale_heading(line).map(|(s, _)| s);
+    }
+    let raw = without_ids(line.trim());
+    if CHECKBOX.is_match(&raw) {
+        return verdict(Shape::Checkbox, &raw, "checkbox item");
+    }
+    let body = without_ids(strip_bullet(line));
+    if body.is_empty() || is_verify(&body) {
         return None;
     }
-    let rule = RULE_EN.is_match(&s) || RULE_ZH.is_match(&s);
-    let topic = |s: &str| topic_of(s);
-    let hit = |r: &Regex| r.find(&s).map(|m| m.as_str().trim().to_string());
-    if has_hash(&s) {
-        let ev = HASH
-            .find_iter(&s)
-            .map(|m| m.as_str().to_string())
-            .find(|t| t.bytes().any(|b| b.is_ascii_digit()))
-            .unwrap_or_default();
-        return Some(Stale {
-            topic: Topic::Commit,
-            evidence: format!("commit-like value {ev}"),
-        });
-    }
-    for r in [&*PEOPLE] {
-        if let Some(ev) = hit(r) {
-            return Some(Stale {
-                topic: Topic::People,
-                evidence: ev,
-            });
+    let p = prose(&body);
+    let strong = strong_rule(&p);
+    let weak = strong || MODAL_WEAK.is_match(&p);
+    let date = date_in(&p);
+    // A stamp is stale when it is the line ("Last updated: …"), or rides on a line that is
+    // not a rule ("Preference: … (saved: …)" is a rule that cites its day).
+    if let Some(d) = &date
+        && let Some(m) = STAMP.find(&p)
+    {
+        let lead = p[..m.start()]
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .is_empty();
+        if lead || !weak {
+            return verdict(Shape::Stamp, &p, format!("stamp {d}"));
         }
     }
-    for (r, state) in [
-        (&*STRONG_EN, false),
-        (&*STRONG_ZH, false),
-        (&*CI_STATE, true),
-        (&*ENV_STATE, true),
-        (&*DEPLOYED_ZH, true),
-    ] {
-        // "the current version", "the latest tag" inside a rule name a concept, not a
-        // value: a rule is stale only when it also states a value or a live state.
-        if !state && rule && !has_value(&s) {
+    if let Some(h) = has_hash(&body) {
+        return verdict(Shape::Commit, &body, format!("commit-like value {h}"));
+    }
+    if let Some(v) = reported_version(&body).or_else(|| reported_version(line)) {
+        return verdict(Shape::Version, &body, format!("version {v}"));
+    }
+    if let Some(cols) = cells(line) {
+        // A table row: stale when a cell of its own is a state, a status mark or a date.
+        let c = cols.iter().find(|c| {
+            let cp = prose(c);
+            STATE.is_match(c)
+                || status_mark(c).is_some()
+                || date_in(&cp).is_some_and(|d| d.len() + 2 >= cp.trim().len())
+        });
+        return c.and_then(|c| verdict(Shape::StatusField, &p, format!("table cell {c:?}")));
+    }
+    if strong {
+        return None;
+    }
+    if let Some(c) = KEY_VALUE.captures(&body) {
+        let key = c[1]
+            .trim()
+            .trim_matches(|x: char| x == '*' || x == '_' || x.is_whitespace());
+        // A date or a time as the key is a log entry, judged below.
+        if OPENS_WITH_DATE.is_match(key) || date_in(key).is_some() {
+            return stale_log(&p, date.as_deref(), weak);
+        }
+        let raw_value = c[2].trim();
+        // A measurement key with a number is a snapshot of one run (`Benchmark: 488 ms`).
+        static MEASURE_KEY: LazyLock<Regex> = LazyLock::new(|| {
+            re(
+                r"(?i)\b(?:benchmarks?|latency|timings?|throughput|p\d{2}|duration|elapsed|snapshot|measured|measurements?|results?)\b|耗时|延迟|性能测试|快照|测试结果|实测",
+            )
+        });
+        static NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"\d"));
+        if MEASURE_KEY.is_match(key)
+            && NUMBER.is_match(raw_value)
+            && !weak
+            && !REQUIREMENT.is_match(raw_value)
+        {
+            return verdict(Shape::Snapshot, &p, format!("measurement ({key})"));
+        }
+        let value = prose(raw_value);
+        // A key mapped to a file, a command or a link names where something is, not a state.
+        let names_a_place = raw_value.starts_with(['`', '[', '/', '~', '.']);
+        let key_is_status = STATUS_KEY.is_match(key) && !names_a_place;
+        let value_is_state =
+            STATE.is_match(value.trim_start_matches(['*', ' '])) || status_mark(&value).is_some();
+        if !value.trim().is_empty()
+            && (key_is_status || value_is_state)
+            && !MODAL_WEAK.is_match(key)
+        {
+            return verdict(Shape::StatusField, &p, format!("status field {key}"));
+        }
+    }
+    if let Some(m) = status_mark(line.trim())
+        && !weak
+    {
+        return verdict(Shape::StatusMark, &p, format!("status mark {m}"));
+    }
+    if let Some(st) = paren_state(&p)
+        && !weak
+    {
+        return verdict(Shape::StatusMark, &p, format!("state ({st})"));
+    }
+    if let Some(d) = &date
+        && !weak
+    {
+        return verdict(Shape::Dated, &p, format!("dated ({d})"));
+    }
+    if OPENS_WITH_DATE.is_match(&p) && !weak {
+        return verdict(Shape::Dated, &p, "log entry");
+    }
+    if let Some(m) = SNAPSHOT.find(&p)
+        && !weak
+        && !REQUIREMENT.is_match(&p)
+    {
+        return verdict(
+            Shape::Snapshot,
+            &p,
+            format!("measured value {}", m.as_str().trim()),
+        );
+    }
+    if let Some(m) = NARRATIVE.find(&p)
+        && !weak
+        && !describes(&p[m.end()..])
+    {
+        return verdict(
+            Shape::Narrative,
+            &p,
+            format!("narrative ({})", m.as_str().trim()),
+        );
+    }
+    if let Some(m) = STATE_PREDICATE.find(&p)
+        && !weak
+    {
+        return verdict(
+            Shape::StatusField,
+            &p,
+            format!("state ({})", m.as_str().trim()),
+        );
+    }
+    if let Some(m) = PENDING.find(&p)
+        && !weak
+    {
+        return verdict(
+            Shape::StatusMark,
+            &p,
+            format!("pending ({})", m.as_str().trim()),
+        );
+    }
+    if let Some(m) = NOW_STRONG.find(&p)
+        && !weak
+    {
+        return verdict(Shape::RelativeTime, &p, m.as_str().trim().to_string());
+    }
+    if let Some(m) = NOW_WEAK.find(&p)
+        && !weak
+        && PROGRESS_NOUN.is_match(&p)
+    {
+        return verdict(Shape::RelativeTime, &p, m.as_str().trim().to_string());
+    }
+    None
+}
+
+/// A line that opens with a date or time: a log entry unless it is a rule.
+fn stale_log(p: &str, date: Option<&str>, weak: bool) -> Option<Stale> {
+    if weak {
+        return None;
+    }
+    match date {
+        Some(d) => verdict(Shape::Dated, p, format!("dated ({d})")),
+        None => verdict(Shape::Dated, p, "log entry"),
+    }
+}
+
+/// Titles of sections whose lines are transient: current / recent / next / to do / in
+/// progress / done / known issues / history, in English and Chinese. English words count at
+/// the start of a title (`## Next Steps`, not `## 4) Task Types (current)`); phrases and
+/// Chinese compounds anywhere (`## Focus Areas for Next Session`, `## GridSeed 当前状态`).
+static TRANSIENT_START: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?ix)^[^\p{L}\p{N}]*(?:\d+[.)]?\s*)?[^\p{L}\p{N}]*(?:current(?:ly)?|active|recent(?:ly)?|latest|today'?s?|now|next|upcoming|todo|to-?do|in\s+progress|wip|pending|done|completed?|finished|fixed|what\s+works|what's\s+(?:working|left|next|done)|remaining|roadmap|milestones?|known\s+(?:issues|bugs|limitations|problems)|open\s+(?:questions|issues)|blockers?|blocked|changelog|change\s+log|changes|history|achievements?|progress|metrics|benchmarks?|coming\s+soon|backlog|sprint|timeline|status)\b",
+    )
+});
+static TRANSIENT_ANY: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|roadmap|milestones|changelog|backlog|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待办|待构建|待完成|待处理|待排查|进行中|已完成|完成情况|进度|路线图|里程碑|已知问题|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
+    )
+});
+
+fn transient_title(p: &str) -> Option<String> {
+    TRANSIENT_START
+        .find(p)
+        .or_else(|| TRANSIENT_ANY.find(p))
+        .map(|m| {
+            m.as_str()
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_string()
+        })
+}
+
+/// The verdict for a heading, and whether the lines of its section inherit it (a heading
+/// that names a transient section, or carries a state, passes it on; one that only carries
+/// a date does not: `### Project X (2026-02-10)` is a dated title over durable facts).
+pub fn stale_heading(line: &str) -> Option<(Stale, bool)> {
+    let level = heading_level(line)?;
+    let title = line.trim_start()[level..].trim();
+    let p = prose(&without_ids(title));
+    if let Some(m) = transient_title(&p) {
+        let s = verdict(Shape::Section, &p, format!("section \"{m}\""))?;
+        return Some((s, true));
+    }
+    let state = status_mark(title).is_some()
+        || paren_state(&p).is_some()
+        || KEY_VALUE.captures(&p).is_some_and(|c| {
+            let v = c[2].trim();
+            !v.is_empty() && (STATE.is_match(v) || status_mark(v).is_some())
+        })
+        || {
+            static TAIL: LazyLock<Regex> = LazyLock::new(|| {
+                re(
+                    r"(?i)[-–—:：]\s*(?:complete|completed|done|finished|implemented|ready|in\s+progress)\b|完成$",
+                )
+            });
+            TAIL.is_match(&p)
+        };
+    if state {
+        // The heading itself is a status; what it heads is judged line by line.
+        let s = verdict(Shape::StatusMark, &p, "heading carries a state")?;
+        return Some((s, false));
+    }
+    if let Some(d) = date_in(&p) {
+        // A heading that opens with a date heads that day's log; one that ends with a date
+        // dates its title.
+        let opens = OPENS_WITH_DATE.is_match(&p);
+        let s = verdict(Shape::Dated, &p, format!("dated heading ({d})"))?;
+        return Some((s, opens));
+    }
+    None
+}
+
+/// A lead-in that opens a transient list: a line ending with a colon whose words name a
+/// transient state (`**已完成工作**:`, `The immediate next steps are:`).
+fn transient_lead_in(line: &str) -> bool {
+    let t = strip_bullet(line).trim_end();
+    (t.ends_with(':') || t.ends_with('：'))
+        && t.chars().count() <= 80
+        && transient_title(&prose(
+            t.trim_end_matches([':', '：'])
+                .trim_matches(['*', '_', ' ']),
+        ))
+        .is_some()
+        && !strong_rule(t)
+}
+
+fn is_list_item(line: &str) -> bool {
+    static L: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*(?:[-*+]|\d+[.)])\s+"));
+    L.is_match(line)
+}
+
+/// The stale-fact verdict of every line of a file (index 0 = line 1), with the context a
+/// single line lacks: lines inside fenced code are never findings; the file's title (a
+/// level-1 heading on its first line) is not judged; other headings are judged by
+/// [`stale_heading`]; the lines of a section whose heading names a transient state, and the
+/// list after a transient lead-in (`**已完成工作**:`), inherit it unless they are rules (a
+/// strong modal) or checks; the list after a rule lead-in (`**承诺**:`, `Rules:`) is rules.
+pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
+    #[derive(Clone)]
+    enum LeadIn {
+        Transient(Stale),
+        Rules,
+    }
+    let mut out = Vec::new();
+    let mut fence = false;
+    let mut seen_content = false;
+    // (level, verdict) of the enclosing transient heading, if any.
+    let mut section: Option<(usize, Stale)> = None;
+    let mut lead_in: Option<LeadIn> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fence = !fence;
+            out.push(None);
             continue;
         }
-        if let Some(ev) = hit(r) {
-            return Some(Stale {
-                topic: topic(&s),
-                evidence: ev,
-            });
+        if fence {
+            out.push(None);
+            continue;
         }
+        let first = !seen_content && !t.is_empty();
+        seen_content |= !t.is_empty();
+        if let Some(level) = heading_level(line) {
+            lead_in = None;
+            if section.as_ref().is_some_and(|(l, _)| level <= *l) {
+                section = None;
+            }
+            if first && level == 1 {
+                out.push(None);
+                continue;
+            }
+            let h = stale_heading(line);
+            match (&h, &section) {
+                (Some((s, true)), None) => section = Some((level, s.clone())),
+                (None, Some((_, s))) => {
+                    out.push(Some(s.clone()));
+                    continue;
+                }
+                _ => {}
+            }
+            out.push(
+                h.map(|(s, _)| s)
+                    .or_else(|| section.as_ref().map(|(_, s)| s.clone())),
+            );
+            continue;
+        }
+        if is_structural(line) && !is_conflict_marker(line) {
+            out.push(None);
+            continue;
+        }
+        // A paragraph line ends a lead-in's list (blank lines and list items continue it).
+        if lead_in.is_some() && !is_list_item(line) && !line.starts_with([' ', '\t']) {
+            lead_in = None;
+        }
+        let own = stale(line);
+        if matches!(lead_in, Some(LeadIn::Rules)) {
+            let hard = own.as_ref().is_some_and(|s| {
+                matches!(
+                    s.shape,
+                    Shape::Checkbox | Shape::Stamp | Shape::ConflictMarker | Shape::Commit
+                )
+            });
+            out.push(if hard { own } else { None });
+            continue;
+        }
+        let context = section.as_ref().map(|(_, s)| s).or(match &lead_in {
+            Some(LeadIn::Transient(s)) => Some(s),
+            _ => None,
+        });
+        let inherited = context
+            .filter(|_| {
+                let p = prose(strip_bullet(line));
+                !strong_rule(&p) && !is_verify(line)
+            })
+            .map(|s| Stale {
+                evidence: format!("in {}", s.evidence.trim_start_matches("in ")),
+                ..s.clone()
+            });
+        if RULE_LEAD_IN.is_match(strip_bullet(line)) {
+            lead_in = Some(LeadIn::Rules);
+            out.push(None);
+            continue;
+        }
+        if transient_lead_in(line) {
+            let v = own.clone().or_else(|| {
+                verdict(
+                    Shape::Section,
+                    line,
+                    format!("list \"{}\"", strip_bullet(line)),
+                )
+            });
+            lead_in = v.clone().map(LeadIn::Transient);
+            out.push(v.or(inherited));
+            continue;
+        }
+        out.push(own.or(inherited));
     }
-    let weak = hit(&WEAK_EN).or_else(|| hit(&WEAK_ZH));
-    let version = VERSION.find(&s).map(|m| m.as_str().trim().to_string());
-    let dated = DATE.find(&s).map(|m| m.as_str().to_string());
-    let dated_status = dated.is_some() && STATUS_VERB.is_match(&s);
-    if rule {
-        // A rule with a date or a weak word ("never install the latest major") stays a rule.
-        return None;
-    }
-    let ev = weak
-        .or(version.map(|v| format!("version {v}")))
-        .or(if dated_status {
-            dated.map(|d| format!("dated status ({d})"))
-        } else {
-            None
-        })?;
-    Some(Stale {
-        topic: topic(&s),
-        evidence: ev,
-    })
+    out
 }
 
 fn topic_of(s: &str) -> Topic {
@@ -301,13 +853,16 @@ fn topic_of(s: &str) -> Topic {
     });
     static VER: LazyLock<Regex> =
         LazyLock::new(|| re(r"(?i)\b(?:version|release|v\d|upgraded?|bump\w*)\b|版本|发布|升级"));
-    static PPL: LazyLock<Regex> =
-        LazyLock::new(|| re(r"(?i)\b(?:owns|owner|on\s+call|joined|reviews?)\b|值班|负责"));
+    static PPL: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?i)\b(?:owns|owner|on\s+call|on\s+vacation|on\s+leave|joined|reviews?)\b|值班|负责|休假|请假|出差",
+        )
+    });
     if CI.is_match(s) && !DEPLOY.is_match(s) {
         Topic::Ci
     } else if DEPLOY.is_match(s) {
         Topic::Deploy
-    } else if VER.is_match(s) || VERSION.is_match(s) {
+    } else if VER.is_match(s) {
         Topic::Version
     } else if COMMIT.is_match(s) {
         Topic::Commit
@@ -391,34 +946,6 @@ pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
     both as f64 / (a.len() + b.len() - both) as f64
 }
 
-/// Progress-log lines: a leading date, a checkbox, or words of done/ongoing work.
-pub fn is_progress(line: &str) -> bool {
-    static P: LazyLock<Regex> = LazyLock::new(|| {
-        re(
-            r"(?ix)^\s*(?:[-*+]\s+)?(?:\[[\ xX]\]|\d{4}-\d{2}-\d{2}|(?:done|todo|wip|progress|next|status|update|today)\s*:)|\b(?:finished|completed|implemented|started|merged|refactored|wrote|added|fixed|ran|re-?ran|bumped|moved|renamed|investigated|paired)\b|完成|进度|已修复|待办|今日|开始做|做完",
-        )
-    });
-    P.is_match(line)
-}
-
-/// A log entry: a list item that opens with a date (`2025-03-04:`) or a checkbox.
-pub fn is_log_entry(line: &str) -> bool {
-    static L: LazyLock<Regex> = LazyLock::new(|| {
-        re(r"^\s*(?:[-*+]\s+)?(?:\[[ xX]\]\s|\d{4}-\d{2}-\d{2}\b|\d{4}年\d{1,2}月\d{1,2}日)")
-    });
-    L.is_match(line)
-}
-
-/// Evidence lines: incident, release and debugging detail, command output, snapshots.
-pub fn is_evidence(line: &str) -> bool {
-    static E: LazyLock<Regex> = LazyLock::new(|| {
-        re(
-            r"(?ix)\b(?:incident|outage|postmortem|post-mortem|root\s+cause|timeline|read-?back|release|rollout|snapshot|stack\s*trace|traceback|panic|error|exit\s+code|output|logs?|repro|benchmark|measured|p\d\d|latency|sign-?off|changelog)\b|^\s*(?:[-*+]\s+)?\$\s|事故|故障|排障|复盘|回读|发布|日志|报错|验收",
-        )
-    });
-    E.is_match(line) || line.chars().count() > 300
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,6 +967,78 @@ mod tests {
                 .is_none()
         );
         assert_eq!(stale("- HEAD is 1a2b3c4d").unwrap().topic, Topic::Commit);
+    }
+
+    fn flagged(text: &str) -> Vec<usize> {
+        stale_lines(text)
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.as_ref().map(|_| i + 1))
+            .collect()
+    }
+
+    /// The shapes the outside test found missing, in English and Chinese (the examples of
+    /// the issue, not lines of the corpus).
+    #[test]
+    fn shapes_that_expire_are_stale() {
+        for l in [
+            "**Status:** ✅ Active Implementation",
+            "**状态**: 已完成安装",
+            "Current Focus: Phase F.1 COMPLETE",
+            "- Coverage: ~63%",
+            "- 成交额: 9497亿元",
+            "Last updated: 2025-07-05",
+            "**最后更新**: 2025-11-11",
+            "## GridSeed 当前状态",
+            "### 当前信号（2026-04-02）",
+            "- [ ] wire the retry button",
+            "- [x] 接入支付回调",
+            "- 2026-03-04: moved the cache to Redis",
+            "- HEAD is 4f9c2ab1",
+            "- Installed version: 0.12.11",
+            "<<<<<<< HEAD",
+            "=======",
+            ">>>>>>> feature/x",
+            "- 34/34 tests passing",
+            "- I tried bundling the assets locally first.",
+            "- 优化了缓存命中率",
+        ] {
+            assert!(stale(l).is_some(), "not stale: {l}");
+        }
+    }
+
+    /// Durable lines the old rules archived or flagged (the issue's examples).
+    #[test]
+    fn rules_requirements_and_names_are_not_stale() {
+        for l in [
+            "- 本项目是**工作流生成器**,不是MODSDK项目",
+            "- Docker-first testing — No local ROS2 fallback",
+            "- Adopted Bun over npm",
+            "- File Size Limit <500 LOC",
+            "- No secrets committed; env vars in .env.* only",
+            "- **Git工作流**: commit后自动push到GitHub",
+            "- trash > rm",
+            "- **Framework:** Vue 3.5+ (Composition API)",
+            "- Node 22+ / pnpm 10 / Go 1.25",
+            "- The dev box is at 192.168.1.20; SSH as deploy.",
+            "- Keep uploads under 25.5 MB and the bundle under 300 KiB.",
+            "- Coverage thresholds: 70% (lines/branches/functions/statements)",
+            "- The server applies the latest migrations on startup.",
+            "- ⚠️ 2026-05-12：下载文件后必须先读取实际内容再命名",
+            "- See `memory/2026-02-13.md` for the day's notes.",
+            "- Preference: merge only on approval. (saved: 2026-03-23)",
+            "- **Growth Cycle Phases**: Implemented as a state machine with `current_phase` field",
+        ] {
+            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
+        }
+    }
+
+    /// A section heading passes its state to its lines; a dated title does not; a rule in
+    /// a transient section stays a rule; the file's title is not judged.
+    #[test]
+    fn sections_pass_their_state_on() {
+        let text = "# Current State\n\n## Next Steps\n- wire the retry button\n- Never skip the review.\n\n## Conventions\n- Tests live next to the code.\n\n### Project X (2026-02-10)\n- Unity TCG, data-driven.\n\n**已完成工作**:\n1. 完整代码分析\n2. 生成报告\n\n下一段。\n";
+        assert_eq!(flagged(text), vec![3, 4, 10, 13, 14, 15]);
     }
 
     #[test]

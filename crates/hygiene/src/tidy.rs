@@ -2,26 +2,40 @@
 //! default-load layer (`MEMORY.md`, `memory_summary.md`) to the layer where it does, by
 //! rules and without a model.
 //!
-//! Each content line gets one destination ([`Dest`]), decided in this order: an exact
-//! copy of an earlier line is dropped (the first copy stays, so the distinct line
-//! survives); a stale fact goes to `archive/` and `MEMORY.md` gains the matching "verify at
-//! task start" check instead of the value; a check to run live, a rule (preference,
-//! boundary, principle) or a link to a file of the folder stays, unless it nearly repeats a
-//! line that stays; progress goes to `daily/YYYY-MM-DD.md` (the line's date, else its
-//! section's, else today); everything else — evidence and neutral facts, which fail the
-//! keep test — goes to `archive/`. Headings travel with their lines.
+//! A file is cut into Markdown units ([`super::units`]: a heading, a list item with its
+//! children, a fenced code block, a table, a paragraph) and each unit gets one destination
+//! ([`Dest`]):
+//! - a unit whose every content line is stale by the rules ([`super::text::stale_lines`]) goes
+//!   out: to `daily/YYYY-MM-DD.md` when it is a dated log entry (the date of the line or of
+//!   its heading; an undated one is never filed under today), else to `archive/`, and
+//!   `MEMORY.md` gains the matching "verify at task start" check instead of a live value;
+//! - an exact copy of an earlier unit is dropped (the first copy stays, so the text
+//!   survives); a restatement of a rule that differs only in case and punctuation goes to
+//!   `archive/`;
+//! - one-line rules that differ only in one value (`in repo 1`, `in repo 2`, …) are merged
+//!   into one rule listing the values; the originals go to `archive/`;
+//! - **everything else stays loaded**: a unit the rules are not sure about is never moved.
+//!
+//! Headings travel with their units (into every file that receives one of them). When the
+//! part that stays is still over the `MEMORY.md` budget, whole sections are laid out into
+//! topic files (`topics/<slug>.md`, loaded on demand) indexed from `MEMORY.md` with one line
+//! each saying when to read it; only what cannot be laid out that way is refused.
+//!
+//! Units are copied byte for byte: whitespace (Markdown hard breaks included), blank lines
+//! inside code, indentation and order are kept; files keep their mode, and new files get
+//! `MEMORY.md`'s.
 //!
 //! `--apply` works in this order and stops at the first failure: checks (every file
-//! readable UTF-8 under [`super::MAX_FILE_BYTES`], no link out of the folder, the folder
-//! writable, a git repository not mid-merge, no consolidation running on the state home's
-//! folder, the result within the budgets, every line
-//! placed) → backup (a git commit when the folder is a repository's work tree, else a copy
-//! under `<home>/backups/`) → writes (destinations first, `MEMORY.md` last, each atomic) →
-//! commit → read-back (`git status --short` clean, `git diff --stat`, `git diff --check`,
-//! budgets, every distinct line before still in some file). Any failure after the backup
+//! readable UTF-8 under [`super::MAX_FILE_BYTES`], no link out of the folder, no git conflict
+//! marker, the folder writable, a git repository not mid-merge, no consolidation running on
+//! the state home's folder, the result within the budgets, every line placed) → backup (a git
+//! commit when the folder is a repository's work tree, else a copy under `<home>/backups/`)
+//! → writes (destinations first, `MEMORY.md` last, each atomic) → commit → read-back (`git
+//! status --short` clean, `git diff --stat`, the real `git diff --check` over the tidy's
+//! commit, budgets, every line before still in some file). Any failure after the backup
 //! restores it and is reported as a failure.
 //!
-//! Invariant: `plan` never writes; `apply` never deletes a distinct line and never reports
+//! Invariant: `plan` never writes; `apply` never deletes a line's text and never reports
 //! success before the read-back passed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -31,7 +45,8 @@ use std::path::{Path, PathBuf};
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use super::text::{self, Topic, is_heading, is_structural};
+use super::text::{self, Shape, Topic};
+use super::units::{self, Unit, UnitKind};
 use super::{ARCHIVE_DIR, DAILY_DIR, VERIFY_HEADING, check_inside, read_memory_file};
 use codex_free_core::Error;
 use codex_free_core::Result;
@@ -42,7 +57,13 @@ use codex_free_memory::folder::{MEMORY_MD, MemoryFolder, SUMMARY_MD};
 /// The pointer `MEMORY.md` gains when a tidy moves lines out of it.
 pub const LAYERS_LINE: &str = "- History is not loaded: progress is in daily/YYYY-MM-DD.md, evidence (incidents, releases, old snapshots) in archive/; find it with memories_search.";
 
-/// Where one line goes.
+/// Folder of topic files laid out from an over-budget `MEMORY.md` (read on demand).
+pub const TOPICS_DIR: &str = "topics";
+
+/// The heading of `MEMORY.md`'s index of topic files.
+pub const TOPICS_HEADING: &str = "## Topics (read on demand)";
+
+/// Where one unit goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "to", rename_all = "snake_case")]
 pub enum Dest {
@@ -58,26 +79,59 @@ pub enum Dest {
         /// The topic whose check `MEMORY.md` gains, for a stale fact.
         check: Option<Topic>,
     },
-    /// Dropped: the identical line stays at `kept_at` (1-based, same file).
+    /// Dropped: the identical unit stays at `kept_at` (1-based, same file).
     Duplicate {
         /// Line of the copy that is kept.
         kept_at: usize,
     },
+    /// Merged with rules that differ from it in one value into the rule at `into`; the
+    /// original goes to `archive/`.
+    Merged {
+        /// 1-based line (of the original file) where the merged rule stands.
+        into: usize,
+    },
+    /// Laid out into a topic file loaded on demand.
+    Topic {
+        /// `topics/<slug>.md`.
+        file: String,
+    },
 }
 
-/// One line of the plan.
+/// One unit of the plan.
 #[derive(Debug, Clone, Serialize)]
 pub struct Move {
     /// `MEMORY.md` or `memory_summary.md`.
     pub file: String,
-    /// 1-based line number.
+    /// 1-based first line.
     pub line: usize,
-    /// The line.
+    /// How many lines the unit has (its trailing blank lines included).
+    pub lines: usize,
+    /// The unit's first line.
     pub text: String,
     /// Where it goes.
     pub dest: Dest,
     /// Why, in a few words.
     pub reason: String,
+}
+
+/// A rule made of several that differ in one value.
+#[derive(Debug, Clone, Serialize)]
+pub struct Merge {
+    /// The merged rule as written to `MEMORY.md`.
+    pub text: String,
+    /// 1-based lines of the originals (all archived).
+    pub from: Vec<usize>,
+}
+
+/// A section laid out into a topic file.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicFile {
+    /// `topics/<slug>.md`.
+    pub file: String,
+    /// The section's heading.
+    pub heading: String,
+    /// Lines moved into it.
+    pub lines: usize,
 }
 
 /// Size of the default-load layer.
@@ -113,8 +167,12 @@ impl LoadSize {
 pub struct Plan {
     /// The memory folder (canonical path).
     pub dir: PathBuf,
-    /// Every content line with its destination, in file order.
+    /// Every unit with its destination, in file order.
     pub moves: Vec<Move>,
+    /// Rules merged from several that differ in one value.
+    pub merged: Vec<Merge>,
+    /// Sections laid out into topic files (when the part that stays is over budget).
+    pub topics: Vec<TopicFile>,
     /// Checks added to `MEMORY.md`'s verify section.
     pub checks_added: Vec<String>,
     /// New content of every file the apply writes (relative path → text).
@@ -127,6 +185,9 @@ pub struct Plan {
     pub after: LoadSize,
     /// Budget problems the result would still have (apply refuses while any).
     pub over_budget: Vec<String>,
+    /// What else would make `--apply` refuse (conflict markers, a merge in progress, a
+    /// folder that cannot be written), found without writing anything.
+    pub blockers: Vec<String>,
     /// The original texts (relative path → text), for the read-back.
     #[serde(skip)]
     pub originals: BTreeMap<String, String>,
@@ -140,55 +201,80 @@ impl Plan {
             .all(|(k, v)| self.originals.get(k) == Some(v))
     }
 
-    /// The plan as text: one line per content line (`file:line -> destination (reason)`),
-    /// then the checks added, the files written and the projected sizes.
+    /// The plan as text: one line per unit (`file:line -> destination [reason] text`), then
+    /// the merges, topic files, checks added, files written, projected sizes and blockers.
     pub fn render(&self) -> String {
         let mut s = String::new();
-        let today = self.archive_name(MEMORY_MD);
         for m in &self.moves {
+            let archive = self.archive_name(&m.file);
             let to = match &m.dest {
                 Dest::Stay => "stays".to_string(),
                 Dest::Daily { date } => format!("-> {DAILY_DIR}/{date}.md"),
-                Dest::Archive { check: None } => format!(
-                    "-> {}",
-                    if m.file == MEMORY_MD {
-                        today.clone()
-                    } else {
-                        self.archive_name(SUMMARY_MD)
-                    }
-                ),
+                Dest::Archive { check: None } => format!("-> {archive}"),
                 Dest::Archive { check: Some(t) } => format!(
-                    "-> {} + verify at task start: {}",
-                    if m.file == MEMORY_MD {
-                        today.clone()
-                    } else {
-                        self.archive_name(SUMMARY_MD)
-                    },
+                    "-> {archive} + verify at task start: {}",
                     t.check().trim_start_matches("- ")
                 ),
                 Dest::Duplicate { kept_at } => {
                     format!("dropped: identical to line {kept_at}, which is kept")
                 }
+                Dest::Merged { into } => {
+                    format!("merged into the rule at line {into}; original -> {archive}")
+                }
+                Dest::Topic { file } => format!("-> {file} (on demand, indexed from {MEMORY_MD})"),
+            };
+            let span = if m.lines > 1 {
+                format!("{}-{}", m.line, m.line + m.lines - 1)
+            } else {
+                m.line.to_string()
             };
             let _ = writeln!(
                 s,
-                "{}:{}: {to}  [{}]  {}",
+                "{}:{span}: {to}  [{}]  {}",
                 m.file,
-                m.line,
                 m.reason,
                 clip(&m.text, 100)
             );
         }
-        let count = |f: &dyn Fn(&Dest) -> bool| self.moves.iter().filter(|m| f(&m.dest)).count();
+        let count = |f: &dyn Fn(&Dest) -> bool| {
+            self.moves
+                .iter()
+                .filter(|m| f(&m.dest))
+                .map(|m| m.lines)
+                .sum::<usize>()
+        };
         let _ = writeln!(
             s,
-            "\nLines: {} stay, {} to {DAILY_DIR}/, {} to {ARCHIVE_DIR}/ ({} stale facts replaced by checks), {} exact duplicates dropped.",
+            "\nLines: {} stay, {} to {DAILY_DIR}/, {} to {ARCHIVE_DIR}/ ({} as stale facts replaced by checks), {} exact duplicates dropped, {} merged, {} to {TOPICS_DIR}/.",
             count(&|d| *d == Dest::Stay),
             count(&|d| matches!(d, Dest::Daily { .. })),
             count(&|d| matches!(d, Dest::Archive { .. })),
             count(&|d| matches!(d, Dest::Archive { check: Some(_) })),
             count(&|d| matches!(d, Dest::Duplicate { .. })),
+            count(&|d| matches!(d, Dest::Merged { .. })),
+            count(&|d| matches!(d, Dest::Topic { .. })),
         );
+        for m in &self.merged {
+            let _ = writeln!(
+                s,
+                "Merges lines {} into one rule: {}",
+                m.from
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                m.text.trim()
+            );
+        }
+        for t in &self.topics {
+            let _ = writeln!(
+                s,
+                "Lays out `{}` ({} lines) into {} (loaded on demand, one index line in {MEMORY_MD}).",
+                t.heading.trim(),
+                t.lines,
+                t.file
+            );
+        }
         for c in &self.checks_added {
             let _ = writeln!(s, "Adds to {MEMORY_MD} under `{VERIFY_HEADING}`: {c}");
         }
@@ -220,6 +306,9 @@ impl Plan {
                 "Over budget after the move, so --apply would refuse: {p}"
             );
         }
+        for b in &self.blockers {
+            let _ = writeln!(s, "--apply would refuse: {b}");
+        }
         s.push_str("Plan only: nothing was changed.\n");
         s
     }
@@ -250,7 +339,7 @@ pub struct TidyOptions {
     pub dir: PathBuf,
     /// The state home (non-git backups go to `<home>/backups/`).
     pub home: PathBuf,
-    /// The day used for undated progress and archive file names.
+    /// The day used for archive file names.
     pub today: NaiveDate,
     /// Size budgets the result must meet.
     pub budget: ArtifactBudget,
@@ -280,230 +369,420 @@ pub struct TidyArgs {
     /// a Claude Code `~/.claude/projects/<slug>/memory`.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Print, line by line, what would move where; change nothing.
+    /// Print, unit by unit, what would move where; change nothing.
     #[arg(long)]
     pub plan: bool,
-    /// Back up, move the lines, commit and verify with a read-back.
+    /// Back up, move the units, commit and verify with a read-back.
     #[arg(long)]
     pub apply: bool,
 }
 
-struct Section {
-    heading: Option<String>,
-    lines: Vec<(usize, String, Dest, String)>,
+/// A unit with its destination and the headings above it.
+#[derive(Debug, Clone)]
+struct Decided {
+    unit: Unit,
+    dest: Dest,
+    reason: String,
+    /// Indices (into the file's decided units) of the enclosing headings, outermost first.
+    parents: Vec<usize>,
 }
 
 fn date_of(s: &str) -> Option<String> {
-    let re = regex::Regex::new(r"\b(\d{4})-(\d{2})-(\d{2})\b").ok()?;
-    let c = re.captures(s)?;
-    let d = format!("{}-{}-{}", &c[1], &c[2], &c[3]);
-    NaiveDate::parse_from_str(&d, "%Y-%m-%d").ok()?;
-    Some(d)
-}
-
-/// True for a line that links a file present in the folder (an index line of a Claude
-/// auto-memory `MEMORY.md`).
-fn links_existing_file(dir: &Path, line: &str) -> bool {
-    static L: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"\]\(([^)\s#]+)\)").expect("regex"));
-    L.captures_iter(line).any(|c| {
-        let t = &c[1];
-        !t.contains("://") && !t.contains("..") && dir.join(t).is_file()
-    })
-}
-
-/// A preference stated without a rule word: an imperative opening ("Use …", "Run …") or a
-/// statement about how the user works.
-fn is_preference(line: &str) -> bool {
-    static P: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?i)^(?:use|run|keep|write|ask|put|follow|read|answer|reply|name|format|commit|review|test|support)\b|^(?:the\s+)?user\s+(?:prefers|wants|likes|expects|works|writes|reviews|uses|asks|reads)\b|^用户|偏好|^用|^使用|^代码|^提交信息").expect("regex")
+    static ISO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?:^|\D)((?:19|20)\d{2})[-/.](\d{1,2})[-/.](\d{1,2})(?:\D|$)")
+            .expect("regex")
     });
-    P.is_match(text::strip_bullet(line))
+    static ZH: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"((?:19|20)\d{2})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*日")
+            .expect("regex")
+    });
+    let c = ISO.captures(s).or_else(|| ZH.captures(s))?;
+    let (y, m, d): (i32, u32, u32) = (c[1].parse().ok()?, c[2].parse().ok()?, c[3].parse().ok()?);
+    NaiveDate::from_ymd_opt(y, m, d).map(|x| x.format("%Y-%m-%d").to_string())
 }
 
-/// Classify one file's lines into sections with destinations. `lenient` (the summary,
-/// which restates MEMORY.md on purpose): lines that are not stale, progress or evidence stay.
-fn classify(
-    dir: &Path,
-    lenient: bool,
-    body: &str,
-    today: &str,
-    kept_shingles: &mut Vec<Vec<u64>>,
-) -> Vec<Section> {
-    let mut sections = vec![Section {
-        heading: None,
-        lines: Vec::new(),
-    }];
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut fence = false;
-    let mut section_date: Option<String> = None;
-    for (i, raw) in body.lines().enumerate() {
-        let n = i + 1;
-        let l = raw.trim_end().to_string();
-        let t = l.trim();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            fence = !fence;
-            push_line(
-                &mut sections,
-                n,
-                l,
-                Dest::Archive { check: None },
-                "code block: evidence",
-            );
+/// A fenced block that is a terminal transcript: a prompt line (`$ `, `> `, `PS> `)
+/// followed by output (a line without a prompt). Command output is evidence of one run.
+fn is_transcript(u: &Unit) -> bool {
+    let body: Vec<&str> = u.content_lines().collect();
+    if body.len() < 3 {
+        return false;
+    }
+    let inner = &body[1..body.len().saturating_sub(1)];
+    let prompt = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("$ ") || t.starts_with("PS> ") || t.starts_with("PS ") || t.starts_with("❯ ")
+    };
+    inner.iter().any(|l| prompt(l))
+        && inner
+            .iter()
+            .any(|l| !prompt(l) && !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+}
+
+/// The verdicts of a unit's content lines (structure lines excluded); `None` entries are
+/// lines the rules cannot call stale.
+fn verdicts_of<'a>(u: &Unit, all: &'a [Option<text::Stale>]) -> Vec<Option<&'a text::Stale>> {
+    u.content_lines()
+        .enumerate()
+        .filter(|(_, l)| !text::is_structural(l) || text::is_conflict_marker(l))
+        .map(|(i, _)| all.get(u.first + i).and_then(Option::as_ref))
+        .collect()
+}
+
+/// Tokens of a rule line for value merges: runs of letters/digits and runs of the rest.
+fn tokens(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut kind = None;
+    for (i, c) in s.char_indices() {
+        let k = c.is_alphanumeric();
+        if kind.is_some_and(|x| x != k) {
+            out.push(&s[start..i]);
+            start = i;
+        }
+        kind = Some(k);
+    }
+    if start < s.len() {
+        out.push(&s[start..]);
+    }
+    out
+}
+
+/// Groups of one-line rule units (indices into `ds`) that differ in exactly one word — a
+/// value (`repo 1` / `repo 2`), which must hold a digit unless three or more lines share the
+/// pattern — with the merged text of each group.
+fn value_merges(ds: &[Decided]) -> Vec<(Vec<usize>, String)> {
+    let mut by_key: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
+    for (i, d) in ds.iter().enumerate() {
+        if d.dest != Dest::Stay || d.unit.kind != UnitKind::Item || d.unit.content != 1 {
             continue;
         }
-        if fence {
-            push_line(
-                &mut sections,
-                n,
-                l,
-                Dest::Archive { check: None },
-                "code block: evidence",
-            );
+        let line = d.unit.content_lines().next().unwrap_or("");
+        let toks = tokens(line);
+        let words = toks
+            .iter()
+            .filter(|t| t.chars().any(char::is_alphanumeric))
+            .count();
+        if words < 4 {
             continue;
         }
-        if !fence && is_heading(&l) {
-            section_date = date_of(&l);
-            sections.push(Section {
-                heading: Some(l),
-                lines: Vec::new(),
+        for (p, t) in toks.iter().enumerate() {
+            if !t.chars().any(char::is_alphanumeric) {
+                continue;
+            }
+            let mut key = format!("{p}\u{0}");
+            for (q, u) in toks.iter().enumerate() {
+                key.push_str(if q == p { "\u{1}" } else { u });
+            }
+            by_key.entry(key).or_default().push((i, p));
+        }
+    }
+    let mut taken: HashSet<usize> = HashSet::new();
+    let mut groups: Vec<(Vec<usize>, String)> = Vec::new();
+    let mut candidates: Vec<Vec<(usize, usize)>> =
+        by_key.into_values().filter(|g| g.len() >= 2).collect();
+    candidates.sort_by_key(|g| std::cmp::Reverse(g.len()));
+    for g in candidates {
+        if g.iter().any(|(i, _)| taken.contains(i)) {
+            continue;
+        }
+        let p = g[0].1;
+        let values: Vec<String> = g
+            .iter()
+            .map(|(i, _)| tokens(ds[*i].unit.content_lines().next().unwrap_or(""))[p].to_string())
+            .collect();
+        let distinct: BTreeSet<&String> = values.iter().collect();
+        if distinct.len() != values.len() {
+            continue;
+        }
+        if g.len() < 3 && !values.iter().all(|v| v.chars().any(|c| c.is_ascii_digit())) {
+            continue;
+        }
+        let first = ds[g[0].0].unit.content_lines().next().unwrap_or("");
+        let toks = tokens(first);
+        let mut text = String::new();
+        for (q, t) in toks.iter().enumerate() {
+            if q == p {
+                text.push('{');
+                text.push_str(&values.join(", "));
+                text.push('}');
+            } else {
+                text.push_str(t);
+            }
+        }
+        taken.extend(g.iter().map(|(i, _)| *i));
+        groups.push((g.iter().map(|(i, _)| *i).collect(), text));
+    }
+    groups.sort();
+    groups
+}
+
+/// A file's decided units and its value merges (member indices, merged text).
+type Decision = (Vec<Decided>, Vec<(Vec<usize>, String)>);
+
+/// Decide every unit of one file (see the module doc).
+fn decide(body: &str, in_summary: bool) -> Decision {
+    let units = units::parse(body);
+    let verdicts = text::stale_lines(body);
+    let mut ds: Vec<Decided> = Vec::with_capacity(units.len());
+    let mut stack: Vec<(usize, usize)> = Vec::new(); // (level, index)
+    let mut kept: HashMap<String, usize> = HashMap::new(); // exact content -> first line
+    let mut kept_norm: HashMap<String, usize> = HashMap::new();
+    let mut in_verify = false;
+    let first_content = units.iter().position(|u| u.kind != UnitKind::Blank);
+    for (idx, u) in units.into_iter().enumerate() {
+        if let UnitKind::Heading(level) = u.kind {
+            while stack.last().is_some_and(|(l, _)| *l >= level) {
+                stack.pop();
+            }
+            let parents = stack.iter().map(|(_, i)| *i).collect();
+            let h = u.content_lines().next().unwrap_or("").trim().to_string();
+            in_verify = h == VERIFY_HEADING || h == TOPICS_HEADING;
+            stack.push((level, idx));
+            ds.push(Decided {
+                unit: u,
+                dest: Dest::Stay,
+                reason: "heading".into(),
+                parents,
             });
             continue;
         }
-        if t.is_empty() {
-            continue;
-        }
-        if is_structural(&l) && t != "v1" {
-            push_line(
-                &mut sections,
-                n,
-                l,
-                Dest::Archive { check: None },
-                "formatting",
-            );
-            continue;
-        }
-        if t == "v1" {
-            push_line(&mut sections, n, l, Dest::Stay, "summary version line");
-            continue;
-        }
-        if let Some(first) = seen.get(t) {
-            let kept_at = *first;
-            push_line(
-                &mut sections,
-                n,
-                l,
-                Dest::Duplicate { kept_at },
-                "exact duplicate",
-            );
-            continue;
-        }
-        seen.insert(t.to_string(), n);
-        let in_verify = sections
-            .last()
-            .and_then(|s| s.heading.as_deref())
-            .is_some_and(|h| h.trim() == VERIFY_HEADING);
-        let (dest, reason) = if text::is_log_entry(&l) && !text::is_rule(&l) {
-            // A dated or ticked log entry is history, not a live fact: it goes to its day.
-            let date = date_of(&l)
-                .or(section_date.clone())
-                .unwrap_or_else(|| today.to_string());
-            (Dest::Daily { date }, "progress log entry".to_string())
-        } else if let Some(s) = text::stale(&l) {
+        let parents: Vec<usize> = stack.iter().map(|(_, i)| *i).collect();
+        let content: String = u.content_lines().collect::<Vec<_>>().join("\n");
+        let first_line = u.first + 1;
+        let (dest, reason) = if u.kind == UnitKind::Blank || content.trim().is_empty() {
+            (Dest::Stay, "blank".to_string())
+        } else if u.content_lines().any(text::is_conflict_marker) {
             (
-                Dest::Archive {
-                    check: Some(s.topic),
-                },
-                format!("stale: {}", s.evidence),
+                Dest::Stay,
+                "git conflict marker: resolve the merge first".to_string(),
             )
-        } else if t == LAYERS_LINE {
-            (Dest::Stay, "pointer to the layers".to_string())
-        } else if in_verify || text::is_verify(&l) {
-            (Dest::Stay, "check to run live".to_string())
-        } else if text::is_rule(&l) || is_preference(&l) || links_existing_file(dir, &l) {
-            let sh = text::shingles(&l);
-            if kept_shingles
-                .iter()
-                .any(|k| text::jaccard(k, &sh) >= super::lint::NEAR_DUPLICATE)
-            {
-                (
-                    Dest::Archive { check: None },
-                    "near duplicate of a kept rule".to_string(),
-                )
-            } else {
-                kept_shingles.push(sh);
-                (
-                    Dest::Stay,
-                    if links_existing_file(dir, &l) {
-                        "index link".into()
-                    } else {
-                        "rule or preference".into()
-                    },
-                )
-            }
-        } else if text::is_progress(&l) {
-            let date = date_of(&l)
-                .or(section_date.clone())
-                .unwrap_or_else(|| today.to_string());
-            (Dest::Daily { date }, "progress".to_string())
-        } else if text::is_evidence(&l) {
-            (Dest::Archive { check: None }, "evidence".to_string())
-        } else if lenient {
-            (Dest::Stay, "summary line".to_string())
+        } else if in_verify || content.trim() == LAYERS_LINE {
+            (
+                Dest::Stay,
+                "check to run live, or the index of the topic files".to_string(),
+            )
+        } else if Some(idx) == first_content && in_summary && content.trim() == "v1" {
+            (Dest::Stay, "summary version line".to_string())
+        } else if let Some(at) = kept.get(&content) {
+            (
+                Dest::Duplicate { kept_at: *at },
+                "exact duplicate".to_string(),
+            )
         } else {
-            (
-                Dest::Archive { check: None },
-                "fails the keep test".to_string(),
-            )
+            let vs = verdicts_of(&u, &verdicts);
+            let all_stale = !vs.is_empty() && vs.iter().all(Option::is_some);
+            let transcript = u.kind == UnitKind::Code && is_transcript(&u);
+            if all_stale || transcript {
+                let first = vs.iter().flatten().next().copied();
+                let reason = match first {
+                    Some(s) => format!("stale: {}", s.evidence),
+                    None => "command output: evidence of one run".into(),
+                };
+                let date = first
+                    .filter(|s| {
+                        matches!(s.shape, Shape::Dated | Shape::Checkbox | Shape::Narrative)
+                    })
+                    .and_then(|_| date_of(&content));
+                // A unit under a heading that opens with a date belongs to that day's log.
+                let heading_date = parents.last().and_then(|p| {
+                    let h = ds[*p].unit.content_lines().next().unwrap_or("");
+                    text::stale_heading(h)
+                        .filter(|(s, inherits)| s.shape == Shape::Dated && *inherits)
+                        .and_then(|_| date_of(h))
+                });
+                match date.or(heading_date) {
+                    Some(date) => (Dest::Daily { date }, reason),
+                    None => {
+                        let check = first.filter(|s| {
+                            matches!(
+                                s.shape,
+                                Shape::Commit
+                                    | Shape::Version
+                                    | Shape::StatusField
+                                    | Shape::RelativeTime
+                            )
+                        });
+                        (
+                            Dest::Archive {
+                                check: check.map(|s| s.topic),
+                            },
+                            reason,
+                        )
+                    }
+                }
+            } else {
+                let norm = text::normalize(&content);
+                match kept_norm.get(&norm) {
+                    Some(at) if u.kind == UnitKind::Item && !norm.is_empty() => (
+                        Dest::Archive { check: None },
+                        format!("restates line {at} (case and punctuation only)"),
+                    ),
+                    _ => {
+                        kept.insert(content.clone(), first_line);
+                        kept_norm.insert(norm, first_line);
+                        (
+                            Dest::Stay,
+                            if vs.iter().any(Option::is_some) {
+                                "partly stale: not sure, stays".into()
+                            } else {
+                                "not stale by the rules: stays".into()
+                            },
+                        )
+                    }
+                }
+            }
         };
-        push_line(&mut sections, n, l, dest, &reason);
+        ds.push(Decided {
+            unit: u,
+            dest,
+            reason,
+            parents,
+        });
     }
-    sections
-}
-
-fn push_line(sections: &mut [Section], n: usize, l: String, d: Dest, reason: &str) {
-    if let Some(s) = sections.last_mut() {
-        s.lines.push((n, l, d, reason.to_string()));
-    }
-}
-
-/// Text of a destination made of `sections`' lines that satisfy `pick`, headings included.
-fn render_part(sections: &[Section], pick: &dyn Fn(&Dest) -> bool) -> String {
-    render_part_keeping(sections, pick, &|_| false)
-}
-
-/// [`render_part`], also keeping the headings `keep` names when nothing stays under them
-/// (the summary's required sections: a summary without them cannot be served).
-fn render_part_keeping(
-    sections: &[Section],
-    pick: &dyn Fn(&Dest) -> bool,
-    keep: &dyn Fn(&str) -> bool,
-) -> String {
-    let mut out = String::new();
-    for s in sections {
-        let lines: Vec<&String> = s
-            .lines
-            .iter()
-            .filter(|x| pick(&x.2))
-            .map(|x| &x.1)
-            .collect();
-        if lines.is_empty() && !s.heading.as_deref().is_some_and(|h| keep(h.trim())) {
-            continue;
+    // Value merges among the rules that stay.
+    let merges = value_merges(&ds);
+    for (group, _) in &merges {
+        let into = ds[group[0]].unit.first + 1;
+        for i in group {
+            ds[*i].dest = Dest::Merged { into };
+            ds[*i].reason = "differs from its group in one value".into();
         }
-        if let Some(h) = &s.heading {
-            if !out.is_empty() {
+    }
+    // Headings: a heading stays when anything under it stays, or when nothing is under it
+    // and it is not stale itself; it always travels with what leaves.
+    let n = ds.len();
+    for i in 0..n {
+        let UnitKind::Heading(_) = ds[i].unit.kind else {
+            continue;
+        };
+        let below: Vec<usize> = (i + 1..n).filter(|j| ds[*j].parents.contains(&i)).collect();
+        let content: Vec<usize> = below
+            .iter()
+            .copied()
+            .filter(|j| {
+                !matches!(ds[*j].unit.kind, UnitKind::Heading(_) | UnitKind::Blank)
+                    && ds[*j].reason != "blank"
+            })
+            .collect();
+        let h = ds[i].unit.content_lines().next().unwrap_or("").to_string();
+        let title = Some(i) == first_content && ds[i].unit.kind == UnitKind::Heading(1);
+        let required =
+            in_summary && codex_free_memory::budget::SUMMARY_SECTIONS.contains(&h.trim());
+        let stays = title
+            || required
+            || content.iter().any(|j| {
+                ds[*j].dest == Dest::Stay
+                    || ds[*j].dest
+                        == Dest::Merged {
+                            into: ds[*j].unit.first + 1,
+                        }
+            })
+            || (content.is_empty() && text::stale_heading(&h).is_none());
+        if !stays {
+            let dest = content
+                .iter()
+                .map(|j| ds[*j].dest.clone())
+                .find(|d| matches!(d, Dest::Archive { .. } | Dest::Daily { .. }))
+                .unwrap_or(Dest::Archive { check: None });
+            ds[i].dest = match dest {
+                Dest::Daily { date } => Dest::Daily { date },
+                _ => Dest::Archive { check: None },
+            };
+            ds[i].reason = if content.is_empty() {
+                "stale heading of an empty section".into()
+            } else {
+                "heading of a section that leaves".into()
+            };
+        } else if title {
+            ds[i].reason = "title".into();
+        }
+    }
+    (ds, merges)
+}
+
+/// Heading lines (exact, with endings) of the chain above unit `i` that `emitted` has not yet
+/// written, in order.
+fn heading_chain(ds: &[Decided], i: usize, emitted: &mut HashSet<usize>) -> String {
+    let mut out = String::new();
+    for p in &ds[i].parents {
+        if emitted.insert(*p) {
+            let l = &ds[*p].unit.lines[0];
+            out.push_str(l);
+            if !l.ends_with('\n') {
                 out.push('\n');
             }
-            out.push_str(h);
-            // A kept empty heading gets no blank line of its own (none at the end of file).
-            out.push_str(if lines.is_empty() { "\n" } else { "\n\n" });
-        }
-        for l in lines {
-            out.push_str(l);
             out.push('\n');
         }
     }
     out
+}
+
+/// The text of every unit `pick` selects, each under its headings, byte for byte.
+fn render_out(ds: &[Decided], pick: &dyn Fn(&Dest) -> bool) -> String {
+    let mut out = String::new();
+    let mut emitted = HashSet::new();
+    for (i, d) in ds.iter().enumerate() {
+        if !pick(&d.dest) {
+            continue;
+        }
+        let chain = heading_chain(ds, i, &mut emitted);
+        if !chain.is_empty() && !out.is_empty() && !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        out.push_str(&chain);
+        if matches!(d.unit.kind, UnitKind::Heading(_)) {
+            if !emitted.insert(i) {
+                continue;
+            }
+            if !out.is_empty() && !out.ends_with("\n\n") {
+                out.push('\n');
+            }
+        }
+        out.push_str(&d.unit.text());
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The part of a file that stays, with merged rules in place of their groups.
+fn render_stay(ds: &[Decided], merges: &[(Vec<usize>, String)]) -> String {
+    let mut out = String::new();
+    let merged_at: HashMap<usize, &String> = merges.iter().map(|(g, t)| (g[0], t)).collect();
+    for (i, d) in ds.iter().enumerate() {
+        match &d.dest {
+            Dest::Stay => out.push_str(&d.unit.text()),
+            Dest::Merged { .. } => {
+                if let Some(t) = merged_at.get(&i) {
+                    out.push_str(t);
+                    // Keep the first member's line ending and trailing blank lines.
+                    let first = &d.unit.lines[0];
+                    out.push_str(&first[first.trim_end_matches(['\n', '\r']).len()..]);
+                    for l in &d.unit.lines[1..] {
+                        out.push_str(l);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Lowercase ASCII slug of a heading for a topic file name (`topic` when nothing is left).
+fn slug(h: &str) -> String {
+    let mut s = String::new();
+    for c in h.trim_start_matches('#').trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            s.push(c.to_ascii_lowercase());
+        } else if !s.ends_with('-') && !s.is_empty() {
+            s.push('-');
+        }
+    }
+    let s = s.trim_matches('-').chars().take(40).collect::<String>();
+    if s.is_empty() { "topic".into() } else { s }
 }
 
 /// True when `dir` (canonical) is the memory folder of the state home `home`.
@@ -523,11 +802,69 @@ fn resolve_dir(dir: &Path) -> Result<PathBuf> {
     std::fs::canonicalize(dir).ctx(|| format!("resolving {}", dir.display()))
 }
 
+/// What would make `--apply` refuse, found without writing: conflict markers in the loaded
+/// files, a git operation in progress, a folder (or destination folder) this user cannot
+/// write.
+fn blockers(dir: &Path, originals: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, t) in originals {
+        let lines: Vec<usize> = t
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| text::is_conflict_marker(l))
+            .map(|(i, _)| i + 1)
+            .collect();
+        if !lines.is_empty() {
+            out.push(format!(
+                "{name} has git conflict markers on line(s) {}: resolve the merge first",
+                lines
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    if let Some(repo) = own_repo(dir) {
+        let st = repo.state();
+        if st != git2::RepositoryState::Clean {
+            out.push(format!(
+                "{} is a git repository in the middle of an operation ({st:?}); finish or abort it first",
+                dir.display()
+            ));
+        }
+    }
+    for d in [
+        Some(dir.to_path_buf()),
+        Some(dir.join(DAILY_DIR)),
+        Some(dir.join(ARCHIVE_DIR)),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|d| d.is_dir())
+    {
+        if !writable(&d) {
+            out.push(format!("{} is not writable by this user", d.display()));
+        }
+    }
+    out
+}
+
+/// `access(2)` with `W_OK`: whether this user may write into `d` (no file is created).
+fn writable(d: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(d.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
 /// Build the plan for `opts.dir`. Reads only.
 ///
 /// Errors (each naming the file): no `MEMORY.md`; a memory file that is not UTF-8, too big,
-/// or a link out of the folder; a destination (`daily/`, `archive/` or a file in them) that
-/// is a link out of the folder.
+/// or a link out of the folder; a destination (`daily/`, `archive/`, `topics/` or a file in
+/// them) that is a link out of the folder.
 pub fn plan(opts: &TidyOptions) -> Result<Plan> {
     let dir = resolve_dir(&opts.dir)?;
     let today = opts.today.format("%Y-%m-%d").to_string();
@@ -541,102 +878,259 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
     if let Some(s) = &summary {
         originals.insert(SUMMARY_MD.to_string(), s.clone());
     }
-    for d in [DAILY_DIR, ARCHIVE_DIR] {
+    for d in [DAILY_DIR, ARCHIVE_DIR, TOPICS_DIR] {
         check_inside(Some(&dir), &dir.join(d))?;
     }
 
-    let mut kept = Vec::new();
-    let mem_sections = classify(&dir, false, &memory, &today, &mut kept);
-    // The summary restates MEMORY.md on purpose: only its stale facts, progress, evidence
-    // and repeats within itself move.
-    let sum_sections = summary
-        .as_deref()
-        .map(|s| classify(&dir, true, s, &today, &mut Vec::new()));
+    let (mem, mem_merges) = decide(&memory, false);
+    let (sum, sum_merges) = match summary.as_deref().map(|s| decide(s, true)) {
+        Some((d, m)) => (Some(d), m),
+        None => (None, Vec::new()),
+    };
 
-    let mut moves = Vec::new();
+    // MEMORY.md: what stays (the verify section kept apart), the layers pointer under the
+    // title, the topic index when sections were laid out, the verify section (existing
+    // checks + new ones) at the end.
+    let heading_text = |d: &Decided| {
+        d.unit
+            .content_lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    let verify_idx: Vec<usize> = mem
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| {
+            heading_text(d) == VERIFY_HEADING
+                || d.parents
+                    .iter()
+                    .any(|p| heading_text(&mem[*p]) == VERIFY_HEADING)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    // An index of topic files from an earlier tidy is kept and extended, not repeated.
+    let topics_idx: Vec<usize> = mem
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| {
+            heading_text(d) == TOPICS_HEADING
+                || d.parents
+                    .iter()
+                    .any(|p| heading_text(&mem[*p]) == TOPICS_HEADING)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let mut verify_lines: Vec<String> = verify_idx
+        .iter()
+        .filter(|i| !matches!(mem[**i].unit.kind, UnitKind::Heading(_)))
+        .flat_map(|i| {
+            mem[*i]
+                .unit
+                .content_lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|l| !l.trim().is_empty())
+        .collect();
     let mut topics: BTreeSet<Topic> = BTreeSet::new();
-    for (file, secs) in [
-        (MEMORY_MD, Some(&mem_sections)),
-        (SUMMARY_MD, sum_sections.as_ref()),
-    ] {
-        let Some(secs) = secs else { continue };
-        for s in secs {
-            for (n, l, d, why) in &s.lines {
-                if let Dest::Archive { check: Some(t) } = d {
-                    topics.insert(*t);
-                }
-                moves.push(Move {
-                    file: file.into(),
-                    line: *n,
-                    text: l.clone(),
-                    dest: d.clone(),
-                    reason: why.clone(),
-                });
-            }
+    for d in mem.iter().chain(sum.iter().flatten()) {
+        if let Dest::Archive { check: Some(t) } = d.dest {
+            topics.insert(t);
         }
     }
-    moves.sort_by_key(|m| (m.file != MEMORY_MD, m.line));
-
-    // MEMORY.md: the kept lines, then the verify section (existing checks + new ones).
-    let stay = |d: &Dest| *d == Dest::Stay;
-    let (verify_secs, other_secs): (Vec<&Section>, Vec<&Section>) = mem_sections
-        .iter()
-        .partition(|s| s.heading.as_deref().map(str::trim) == Some(VERIFY_HEADING));
-    let mut new_memory = render_part(
-        &other_secs
-            .into_iter()
-            .map(clone_section)
-            .collect::<Vec<_>>(),
-        &stay,
-    );
-    let mut verify_lines: Vec<String> = verify_secs
-        .iter()
-        .flat_map(|s| s.lines.iter().filter(|x| stay(&x.2)).map(|x| x.1.clone()))
-        .collect();
-    let present: HashSet<String> = memory.lines().map(|l| l.trim().to_string()).collect();
+    let present: HashSet<&str> = memory.lines().map(str::trim).collect();
     let mut checks_added = Vec::new();
     for t in &topics {
         let c = t.check().to_string();
-        if !present.contains(&c) && !verify_lines.contains(&c) {
+        if !present.contains(c.as_str()) && !verify_lines.contains(&c) {
             checks_added.push(c.clone());
             verify_lines.push(c);
         }
     }
-    // The file's title (a first-line `# …` heading) stays on top, followed by where the
-    // moved history now is, so a session knows to search instead of guessing.
-    let moves_out = mem_sections
+    let moves_out = mem
         .iter()
-        .flat_map(|s| s.lines.iter())
-        .any(|x| matches!(x.2, Dest::Daily { .. } | Dest::Archive { .. }));
-    let mut head = String::new();
-    if let Some(first) = memory.lines().next().filter(|l| l.starts_with("# ")) {
-        let first = first.trim_end();
-        if let Some(rest) = new_memory.strip_prefix(&format!("{first}\n")) {
-            new_memory = rest.trim_start_matches('\n').to_string();
-        }
-        if !new_memory.lines().any(|l| l == first) {
-            head.push_str(first);
-            head.push_str("\n\n");
-        }
-    }
-    if moves_out && !present.contains(LAYERS_LINE) && !new_memory.contains(LAYERS_LINE) {
-        head.push_str(LAYERS_LINE);
-        head.push_str("\n\n");
-    }
-    if !head.is_empty() {
-        new_memory = head + &new_memory;
-    }
-    let had_verify_heading = !verify_secs.is_empty();
-    if !verify_lines.is_empty() || had_verify_heading {
-        if !new_memory.is_empty() {
-            new_memory.push('\n');
-        }
-        new_memory.push_str(VERIFY_HEADING);
-        new_memory.push_str("\n\n");
+        .any(|d| !matches!(d.dest, Dest::Stay | Dest::Duplicate { .. }));
+    let layers = moves_out && !present.contains(LAYERS_LINE);
+    let verify_block = if !verify_lines.is_empty() || !verify_idx.is_empty() {
+        let mut v = String::from(VERIFY_HEADING);
+        v.push_str("\n\n");
         for l in &verify_lines {
-            new_memory.push_str(l);
-            new_memory.push('\n');
+            v.push_str(l);
+            v.push('\n');
         }
+        v
+    } else {
+        String::new()
+    };
+    // `laid`: MEMORY.md's units with the verify section hidden and sections laid out into
+    // topic files marked `Topic`.
+    let mut laid = mem.clone();
+    for i in verify_idx.iter().chain(&topics_idx) {
+        laid[*i].dest = Dest::Duplicate { kept_at: 0 };
+    }
+    let mut index: Vec<String> = topics_idx
+        .iter()
+        .filter(|i| !matches!(mem[**i].unit.kind, UnitKind::Heading(_)))
+        .flat_map(|i| {
+            mem[*i]
+                .unit
+                .content_lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let compose = |laid: &[Decided], index: &[String]| {
+        let mut m = render_stay(laid, &mem_merges);
+        if layers {
+            m = insert_after_title(&m, LAYERS_LINE);
+        }
+        if !index.is_empty() {
+            let mut block = String::from(TOPICS_HEADING);
+            block.push_str("\n\n");
+            for l in index {
+                block.push_str(l);
+                block.push('\n');
+            }
+            m = join_blocks(m, &block);
+        }
+        join_blocks(m, &verify_block)
+    };
+    let fits = |t: &str| {
+        budget::size_problems(
+            t,
+            opts.budget.memory_max_lines,
+            opts.budget.memory_max_bytes,
+        )
+        .is_empty()
+    };
+    // Over budget: lay whole sections out into topic files, largest first, until it fits.
+    let mut topic_files: Vec<TopicFile> = Vec::new();
+    let mut topic_outputs: BTreeMap<String, String> = BTreeMap::new();
+    let mut new_memory = compose(&laid, &index);
+    let mut used: HashSet<String> = HashSet::new();
+    // Units of MEMORY.md that still stand there (not laid out): a staying unit, or the
+    // first member of a merge (which carries the merged rule).
+    let merge_first: HashSet<usize> = mem_merges.iter().map(|(g, _)| g[0]).collect();
+    let mut gone: HashSet<usize> = HashSet::new();
+    let standing = |j: usize, laid: &[Decided], gone: &HashSet<usize>| {
+        !gone.contains(&j) && (laid[j].dest == Dest::Stay || merge_first.contains(&j))
+    };
+    while !fits(&new_memory) {
+        // Rules stay loaded longest: sections are laid out by rule density (fewest rules
+        // first), then by size (largest first).
+        let next = layout_sections(&laid)
+            .into_iter()
+            .filter(|(h, _)| standing(*h, &laid, &gone))
+            .map(|(h, members)| {
+                let staying: Vec<usize> = members
+                    .iter()
+                    .copied()
+                    .filter(|j| standing(*j, &laid, &gone))
+                    .collect();
+                let bytes: usize = staying.iter().map(|j| laid[*j].unit.text().len()).sum();
+                let rules = staying
+                    .iter()
+                    .filter(|j| laid[**j].unit.content_lines().any(text::is_rule_line))
+                    .count();
+                let density = (rules * 1000) / staying.len().max(1);
+                (h, staying, bytes, density)
+            })
+            .filter(|(_, _, b, _)| *b > 0)
+            .min_by_key(|(h, _, b, d)| (*d, std::cmp::Reverse(*b), *h));
+        let Some((h, members, _, _)) = next else {
+            break;
+        };
+        let heading = heading_text(&laid[h]);
+        let name = heading.trim_start_matches('#').trim().to_string();
+        let mut stem = slug(&heading);
+        while !used.insert(stem.clone()) {
+            stem.push_str("-2");
+        }
+        let file = format!("{TOPICS_DIR}/{stem}.md");
+        let mut part = String::new();
+        for j in std::iter::once(h).chain(members) {
+            let own: Vec<(Vec<usize>, String)> = mem_merges
+                .iter()
+                .filter(|(g, _)| g[0] == j)
+                .map(|(_, t)| (vec![0], t.clone()))
+                .collect();
+            part.push_str(&render_stay(&laid[j..=j], &own));
+            if !part.ends_with('\n') {
+                part.push('\n');
+            }
+            gone.insert(j);
+            if laid[j].dest == Dest::Stay {
+                laid[j].dest = Dest::Topic { file: file.clone() };
+                laid[j].reason = format!("laid out: {MEMORY_MD} is over budget");
+            }
+        }
+        let lines = part.lines().count();
+        topic_outputs.insert(
+            file.clone(),
+            format!(
+                "<!-- laid out of {MEMORY_MD} by codex-free memories tidy on {today}: loaded on demand; read it when the task touches {name} -->\n\n{part}"
+            ),
+        );
+        index.push(format!(
+            "- [{name}]({file}) — read when the task touches {name} ({lines} lines)"
+        ));
+        topic_files.push(TopicFile {
+            file,
+            heading: heading.clone(),
+            lines,
+        });
+        let shown: Vec<Decided> = laid
+            .iter()
+            .enumerate()
+            .map(|(j, d)| {
+                let mut d = d.clone();
+                if gone.contains(&j) {
+                    d.dest = Dest::Duplicate { kept_at: 0 };
+                }
+                d
+            })
+            .collect();
+        new_memory = compose(&shown, &index);
+    }
+
+    let mut moves = Vec::new();
+    for (file, ds) in [
+        (MEMORY_MD, &mem),
+        (SUMMARY_MD, sum.as_ref().unwrap_or(&Vec::new())),
+    ] {
+        for (i, d) in ds.iter().enumerate() {
+            if d.unit.kind == UnitKind::Blank {
+                continue;
+            }
+            let (dest, reason) = match (file == MEMORY_MD).then(|| &laid[i].dest) {
+                Some(t @ Dest::Topic { .. }) => (t.clone(), laid[i].reason.clone()),
+                _ => (d.dest.clone(), d.reason.clone()),
+            };
+            moves.push(Move {
+                file: file.into(),
+                line: d.unit.first + 1,
+                lines: d.unit.lines.len(),
+                text: d.unit.content_lines().next().unwrap_or("").to_string(),
+                dest,
+                reason,
+            });
+        }
+    }
+    let mut merged: Vec<Merge> = mem_merges
+        .iter()
+        .map(|(g, t)| Merge {
+            text: t.clone(),
+            from: g.iter().map(|i| mem[*i].unit.first + 1).collect(),
+        })
+        .collect();
+    if let Some(s) = &sum {
+        merged.extend(sum_merges.iter().map(|(g, t)| Merge {
+            text: t.clone(),
+            from: g.iter().map(|i| s[*i].unit.first + 1).collect(),
+        }));
     }
 
     let mut outputs: BTreeMap<String, String> = BTreeMap::new();
@@ -659,41 +1153,41 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
             }
             None => format!("{title}\n"),
         };
-        let mut t = base.trim_end().to_string();
-        t.push_str("\n\n");
+        let mut t = base;
+        if !t.ends_with('\n') {
+            t.push('\n');
+        }
+        t.push('\n');
         t.push_str(&note);
         t.push_str("\n\n");
-        t.push_str(part.trim_end());
-        t.push('\n');
+        t.push_str(&part);
+        if !t.ends_with('\n') {
+            t.push('\n');
+        }
         outputs.insert(rel, t);
         Ok(())
     };
-    for (file, secs) in [
-        (MEMORY_MD, Some(&mem_sections)),
-        (SUMMARY_MD, sum_sections.as_ref()),
-    ] {
-        let Some(secs) = secs else { continue };
+    for (file, ds) in [(MEMORY_MD, Some(&mem)), (SUMMARY_MD, sum.as_ref())] {
+        let Some(ds) = ds else { continue };
         let stem = file.trim_end_matches(".md");
-        let archived = render_part(secs, &|d| matches!(d, Dest::Archive { .. }));
+        let archived = render_out(ds, &|d| {
+            matches!(d, Dest::Archive { .. } | Dest::Merged { .. })
+        });
         add_part(
             format!("{ARCHIVE_DIR}/{stem}-{today}.md"),
             format!("# Archived from {file} on {today}"),
             archived,
             &mut outputs,
         )?;
-        let dates: BTreeSet<String> = secs
+        let dates: BTreeSet<String> = ds
             .iter()
-            .flat_map(|s| s.lines.iter())
-            .filter_map(|x| match &x.2 {
+            .filter_map(|d| match &d.dest {
                 Dest::Daily { date } => Some(date.clone()),
                 _ => None,
             })
             .collect();
         for date in dates {
-            let part = render_part(
-                secs,
-                &|d| matches!(d, Dest::Daily { date: x } if *x == date),
-            );
+            let part = render_out(ds, &|d| matches!(d, Dest::Daily { date: x } if *x == date));
             add_part(
                 format!("{DAILY_DIR}/{date}.md"),
                 format!("# {date}"),
@@ -702,45 +1196,10 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
             )?;
         }
     }
-    // Headings whose lines all went elsewhere (or that had none) are kept in the archive so
-    // that every distinct line survives.
-    let mut placed: HashSet<String> = HashSet::new();
-    for t in outputs.values().chain(std::iter::once(&new_memory)) {
-        placed.extend(t.lines().map(|l| l.trim().to_string()));
+    for (k, v) in topic_outputs {
+        outputs.insert(k, v);
     }
-    let required = |h: &str| codex_free_memory::budget::SUMMARY_SECTIONS.contains(&h);
-    let mut new_summary = sum_sections
-        .as_ref()
-        .map(|secs| render_part_keeping(secs, &stay, &required));
-    if let Some(s) = &new_summary {
-        placed.extend(s.lines().map(|l| l.trim().to_string()));
-    }
-    for (file, secs) in [
-        (MEMORY_MD, Some(&mem_sections)),
-        (SUMMARY_MD, sum_sections.as_ref()),
-    ] {
-        let Some(secs) = secs else { continue };
-        let orphans: Vec<String> = secs
-            .iter()
-            .filter_map(|s| s.heading.clone())
-            .filter(|h| !placed.contains(h.trim()))
-            .collect();
-        if !orphans.is_empty() {
-            let stem = file.trim_end_matches(".md");
-            let mut part = String::from("Headings without content that stays:\n\n");
-            for h in orphans {
-                placed.insert(h.trim().to_string());
-                part.push_str(&h);
-                part.push('\n');
-            }
-            add_part(
-                format!("{ARCHIVE_DIR}/{stem}-{today}.md"),
-                format!("# Archived from {file} on {today}"),
-                part,
-                &mut outputs,
-            )?;
-        }
-    }
+    let mut new_summary = sum.as_ref().map(|ds| render_stay(ds, &sum_merges));
     if let Some(s) = new_summary.as_mut()
         && s.trim().is_empty()
     {
@@ -752,9 +1211,17 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
             .to_string()
             + "\n";
     }
+    let mut new_memory = trim_blank_tail(new_memory);
+    let new_summary = new_summary.map(trim_blank_tail);
+    if new_memory.is_empty() {
+        new_memory.push('\n');
+    }
     outputs.insert(MEMORY_MD.to_string(), new_memory.clone());
     if let Some(s) = &new_summary {
         outputs.insert(SUMMARY_MD.to_string(), s.clone());
+    }
+    for v in outputs.values_mut() {
+        *v = trim_blank_tail(std::mem::take(v));
     }
     for rel in outputs.keys() {
         check_inside(Some(&dir), &dir.join(rel))?;
@@ -770,7 +1237,13 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         opts.budget.memory_max_bytes,
     )
     .into_iter()
-    .map(|p| format!("{MEMORY_MD}: {}", p.message))
+    .map(|p| {
+        format!(
+            "{MEMORY_MD}: {} (even with {} section(s) laid out into topic files; what is left cannot be split by section)",
+            p.message,
+            topic_files.len()
+        )
+    })
     .collect();
     if let Some(s) = &new_summary {
         over_budget.extend(
@@ -794,17 +1267,102 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
     }
     let before = LoadSize::of(&memory, summary.as_deref());
     let after = LoadSize::of(&new_memory, new_summary.as_deref());
+    let blockers = blockers(&dir, &originals);
     Ok(Plan {
         dir,
         moves,
+        merged,
+        topics: topic_files,
         checks_added,
         outputs,
         existing,
         before,
         after,
         over_budget,
+        blockers,
         originals,
     })
+}
+
+/// `t` without empty lines at its end (it still ends with a newline when it had text): a
+/// blank line at the end of a file is no content, and `git diff --check` reports it.
+fn trim_blank_tail(mut t: String) -> String {
+    while t.ends_with("\n\n") {
+        t.pop();
+    }
+    t
+}
+
+/// `a`, a blank line, then `b` (nothing when `b` is empty).
+fn join_blocks(mut a: String, b: &str) -> String {
+    if b.is_empty() {
+        return a;
+    }
+    if !a.is_empty() && !a.ends_with('\n') {
+        a.push('\n');
+    }
+    if !a.is_empty() && !a.ends_with("\n\n") {
+        a.push('\n');
+    }
+    a.push_str(b);
+    a
+}
+
+/// Top-level sections (the shallowest heading level below the title) with the indices of
+/// the units they hold.
+fn layout_sections(ds: &[Decided]) -> Vec<(usize, Vec<usize>)> {
+    let skip = |d: &Decided| {
+        let h = d.unit.content_lines().next().unwrap_or("").trim();
+        d.reason == "title" || h == VERIFY_HEADING || h == TOPICS_HEADING
+    };
+    let Some(top) = ds
+        .iter()
+        .filter(|d| !skip(d))
+        .filter_map(|d| match d.unit.kind {
+            UnitKind::Heading(l) => Some(l),
+            _ => None,
+        })
+        .min()
+    else {
+        return Vec::new();
+    };
+    ds.iter()
+        .enumerate()
+        .filter(|(_, d)| d.unit.kind == UnitKind::Heading(top) && !skip(d))
+        .map(|(i, _)| {
+            (
+                i,
+                (i + 1..ds.len())
+                    .filter(|j| ds[*j].parents.contains(&i))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// `text` with `line` (and a blank line) after its first-line title, or on top.
+fn insert_after_title(text: &str, line: &str) -> String {
+    let mut first_end = 0;
+    let has_title = text
+        .lines()
+        .next()
+        .is_some_and(|l| text::heading_level(l) == Some(1));
+    if has_title {
+        first_end = text.find('\n').map_or(text.len(), |i| i + 1);
+    }
+    let (head, rest) = text.split_at(first_end);
+    let rest_trim = rest.trim_start_matches('\n');
+    let mut out = String::from(head);
+    if has_title {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.push_str(line);
+    out.push_str("\n\n");
+    out.push_str(rest_trim);
+    out
 }
 
 /// The served-shape problems of `after` that `before` (the summary as it was) did not have.
@@ -818,15 +1376,8 @@ fn introduced_shape_problems(before: Option<&str>, after: &str) -> Vec<String> {
         .collect()
 }
 
-fn clone_section(s: &Section) -> Section {
-    Section {
-        heading: s.heading.clone(),
-        lines: s.lines.clone(),
-    }
-}
-
-/// Distinct lines of `originals` (trimmed, non-blank) missing from every Markdown file
-/// under `dir` — the "nothing lost" read-back. Empty = nothing lost.
+/// Lines of `originals` (exact, whitespace included; blank lines aside) missing from every
+/// Markdown file under `dir` — the "nothing lost" read-back. Empty = nothing lost.
 pub fn missing_lines(dir: &Path, originals: &BTreeMap<String, String>) -> Result<Vec<String>> {
     let mut have: HashSet<String> = HashSet::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -845,19 +1396,30 @@ pub fn missing_lines(dir: &Path, originals: &BTreeMap<String, String>) -> Result
                 stack.push(e.path());
             } else if md.is_file() && name.ends_with(".md") {
                 let t = read_memory_file(Some(dir), &e.path())?;
-                have.extend(t.lines().map(|l| l.trim().to_string()));
+                have.extend(t.lines().map(str::to_string));
             }
         }
     }
     let mut missing: Vec<String> = originals
         .values()
         .flat_map(|t| t.lines())
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty() && !have.contains(l))
+        .filter(|l| !l.is_empty() && !have.contains(*l))
+        .map(str::to_string)
         .collect();
     missing.sort();
     missing.dedup();
     Ok(missing)
+}
+
+/// The text a plan leaves loaded: `MEMORY.md` and the topic files it indexes.
+pub fn loaded_text(plan: &Plan) -> String {
+    let mut s = plan.outputs.get(MEMORY_MD).cloned().unwrap_or_default();
+    for t in &plan.topics {
+        if let Some(x) = plan.outputs.get(&t.file) {
+            s.push_str(x);
+        }
+    }
+    s
 }
 
 /// What a finished apply did.
@@ -1088,6 +1650,11 @@ pub fn apply(opts: &TidyOptions) -> Result<Applied> {
             plan.over_budget.join("; ")
         )));
     }
+    // A committed conflict marker means a merge was never finished: moving the markers
+    // would hide it.
+    if let Some(b) = plan.blockers.iter().find(|b| b.contains("conflict marker")) {
+        return Err(Error::Refused(format!("{b}; nothing was changed")));
+    }
     // The plan must place every line before anything is written.
     let lost = planned_losses(&plan);
     if !lost.is_empty() {
@@ -1178,14 +1745,13 @@ fn read_before_lines(plan: &Plan, rel: &str) -> usize {
 fn planned_losses(plan: &Plan) -> Vec<String> {
     let mut have: HashSet<&str> = HashSet::new();
     for t in plan.outputs.values() {
-        have.extend(t.lines().map(str::trim));
+        have.extend(t.lines());
     }
     let mut lost: Vec<String> = plan
         .originals
         .iter()
         .filter(|(k, _)| plan.outputs.contains_key(*k))
         .flat_map(|(_, t)| t.lines())
-        .map(str::trim)
         .filter(|l| !l.is_empty() && !have.contains(l))
         .map(str::to_string)
         .collect();
@@ -1208,6 +1774,20 @@ fn write_and_verify(
         .collect();
     order.extend(plan.outputs.keys().filter(|k| *k == SUMMARY_MD));
     order.extend(plan.outputs.keys().filter(|k| *k == MEMORY_MD));
+    // Files keep their mode; new ones get MEMORY.md's (a tidy must not make a shared
+    // memory private, or a private one readable).
+    use std::os::unix::fs::PermissionsExt;
+    let mode_of = |p: &Path| {
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777)
+    };
+    let default_mode = mode_of(&dir.join(MEMORY_MD)).unwrap_or(0o644);
+    let modes: BTreeMap<&String, u32> = plan
+        .outputs
+        .keys()
+        .map(|k| (k, mode_of(&dir.join(k)).unwrap_or(default_mode)))
+        .collect();
     for (i, rel) in order.iter().enumerate() {
         if opts.fail_after_writes == Some(i) {
             return Err(Error::Store(format!(
@@ -1226,6 +1806,8 @@ fn write_and_verify(
         check_inside(Some(dir), &path)?;
         codex_free_core::home::write_atomic_unlocked(&path, plan.outputs[*rel].as_bytes())
             .map_err(|e| Error::Store(format!("writing {}: {e}", path.display())))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(modes[*rel]))
+            .ctx(|| format!("setting the mode of {}", path.display()))?;
     }
     let mut read_back = Vec::new();
     // Every file reads back as planned.
@@ -1353,32 +1935,141 @@ fn write_and_verify(
                 "git diff --stat {}..HEAD: {files} files changed, {ins} insertions(+), {del} deletions(-)",
                 &head.to_string()[..10],
             ));
-            read_back.push("git diff --check: no whitespace errors".into());
+            let to = c.map(|c| c.to_string()).unwrap_or_else(|| head.to_string());
+            read_back.push(git_diff_check(dir, &head.to_string(), &to, plan)?);
             c.map(|c| c.to_string())
         }
         Backup::Copy { .. } => {
             read_back.push("not a git work tree: verified by reading every file back".into());
-            let ws: Vec<String> = plan
-                .outputs
-                .iter()
-                .flat_map(|(k, v)| {
-                    v.lines()
-                        .enumerate()
-                        .filter(|(_, l)| l.ends_with([' ', '\t']))
-                        .map(move |(i, _)| format!("{k}:{}", i + 1))
-                })
-                .collect();
-            if !ws.is_empty() {
+            let bad = own_diff_check(plan);
+            if !bad.is_empty() {
                 return Err(Error::Store(format!(
-                    "trailing whitespace in {}",
-                    ws.join(", ")
+                    "whitespace check of the written files: {}",
+                    bad.join("; ")
                 )));
             }
-            read_back.push("whitespace: no trailing whitespace in the written files".into());
+            read_back.push(
+                "whitespace: no conflict marker and no trailing whitespace the tidy introduced (lines kept byte for byte from the original may end in spaces)".into(),
+            );
             None
         }
     };
     Ok((commit, read_back))
+}
+
+/// Lines of `plan`'s written files that the tidy made wrong: conflict markers, and trailing
+/// whitespace on a line that is not a line of the original (a moved original keeps its
+/// bytes: in Markdown, two trailing spaces are a hard break).
+fn own_diff_check(plan: &Plan) -> Vec<String> {
+    let originals: HashSet<&str> = plan.originals.values().flat_map(|t| t.lines()).collect();
+    let mut out = Vec::new();
+    for (k, v) in &plan.outputs {
+        for (i, l) in v.lines().enumerate() {
+            if text::is_conflict_marker(l) {
+                out.push(format!("{k}:{}: leftover conflict marker", i + 1));
+            } else if l.ends_with([' ', '\t']) && !originals.contains(l) {
+                out.push(format!(
+                    "{k}:{}: trailing whitespace the tidy introduced",
+                    i + 1
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The real `git diff --check from..to` in `dir`: fails on a conflict marker or on a
+/// whitespace error in a line that is not byte for byte a line of the original; reports the
+/// rest (original lines kept as they were). Falls back to [`own_diff_check`] when no `git`
+/// program can be run.
+///
+/// Errors: [`Error::Store`] listing the problems.
+fn git_diff_check(dir: &Path, from: &str, to: &str, plan: &Plan) -> Result<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "core.quotepath=off",
+            "diff",
+            "--check",
+            from,
+            to,
+            "--",
+        ])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output();
+    let Ok(out) = out else {
+        let bad = own_diff_check(plan);
+        if !bad.is_empty() {
+            return Err(Error::Store(format!(
+                "whitespace check: {}",
+                bad.join("; ")
+            )));
+        }
+        return Ok(
+            "git diff --check: no git program; the written files were checked instead: clean"
+                .into(),
+        );
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() {
+        return Ok(format!(
+            "git diff --check {}..{}: clean",
+            &from[..10.min(from.len())],
+            &to[..10.min(to.len())]
+        ));
+    }
+    let originals: HashSet<&str> = plan.originals.values().flat_map(|t| t.lines()).collect();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let (mut kept, mut bad) = (0usize, Vec::new());
+    let mut i = 0;
+    while i < lines.len() {
+        let head = lines[i];
+        let body = lines.get(i + 1).and_then(|l| l.strip_prefix('+'));
+        i += if body.is_some() { 2 } else { 1 };
+        let eof_ok = || {
+            // "new blank line at EOF": fine when the file ends with an original line that
+            // is only whitespace (kept as it was), never for an empty line the tidy added.
+            let file = head.split(':').next().unwrap_or("");
+            plan.outputs.get(file).is_some_and(|t| {
+                t.lines()
+                    .last()
+                    .is_some_and(|l| !l.is_empty() && originals.contains(l))
+            })
+        };
+        if head.contains("conflict marker") {
+            bad.push(head.to_string());
+        } else if head.contains("blank line at EOF") {
+            if eof_ok() {
+                kept += 1;
+            } else {
+                bad.push(head.to_string());
+            }
+        } else if body.is_some_and(|b| originals.contains(b)) {
+            kept += 1;
+        } else {
+            bad.push(head.to_string());
+        }
+    }
+    if lines.is_empty() {
+        bad.push(format!(
+            "git diff --check exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    if !bad.is_empty() {
+        return Err(Error::Store(format!(
+            "git diff --check: {}",
+            bad.join("; ")
+        )));
+    }
+    Ok(format!(
+        "git diff --check {}..{}: {kept} whitespace finding(s), all on lines kept byte for byte from the original",
+        &from[..10.min(from.len())],
+        &to[..10.min(to.len())]
+    ))
 }
 
 #[cfg(test)]
@@ -1464,9 +2155,12 @@ mod tests {
                 mem.lines().count(),
                 mem.len()
             );
-            let lines: HashSet<&str> = mem.lines().collect();
+            let loaded = loaded_lines(dir);
             for r in RULES {
-                assert!(lines.contains(r), "{name}: rule left MEMORY.md: {r}");
+                assert!(
+                    loaded.contains(*r),
+                    "{name}: rule left the loaded layer: {r}"
+                );
             }
             assert!(
                 mem.contains(LAYERS_LINE),
@@ -1540,8 +2234,255 @@ mod tests {
                     .iter()
                     .all(|m| m.dest == Dest::Stay || matches!(m.dest, Dest::Duplicate { .. })),
                 "{name}: {}",
-                again.render()
+                again
+                    .render()
+                    .lines()
+                    .filter(|l| !l.contains(": stays"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
             );
+        }
+    }
+
+    /// Lines of `MEMORY.md` and of the topic files it indexes.
+    fn loaded_lines(dir: &Path) -> HashSet<String> {
+        let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+        let mut out: HashSet<String> = mem.lines().map(str::to_string).collect();
+        if let Ok(rd) = std::fs::read_dir(dir.join(TOPICS_DIR)) {
+            for e in rd.flatten() {
+                let name = format!("{TOPICS_DIR}/{}", e.file_name().to_string_lossy());
+                assert!(mem.contains(&format!("]({name})")), "{name} is not indexed");
+                out.extend(
+                    std::fs::read_to_string(e.path())
+                        .unwrap()
+                        .lines()
+                        .map(str::to_string),
+                );
+            }
+        }
+        out
+    }
+
+    fn git_folder(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("mem");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join(MEMORY_MD), text).unwrap();
+        git2::Repository::init(&dir).unwrap();
+        MemoryFolder::at(&dir).commit_all("start").unwrap();
+        (tmp, dir)
+    }
+
+    /// Finding: durable rules without a rule word were archived, and ten preferences that
+    /// differ in one value were treated as near duplicates (9 of 10 archived).
+    #[test]
+    fn durable_rules_stay_and_rules_that_differ_in_a_value_merge() {
+        let durable = [
+            "- 本项目是**工作流生成器**,不是MODSDK项目",
+            "- Docker-first testing — No local ROS2 fallback",
+            "- Adopted Bun over npm",
+            "- File Size Limit <500 LOC",
+            "- No secrets committed; env vars in .env.* only",
+            "- **Git工作流**: commit后自动push",
+            "- trash > rm",
+        ];
+        let mut text = String::from("# Memory\n\n## Rules\n\n");
+        for d in durable {
+            text.push_str(d);
+            text.push('\n');
+        }
+        for n in 1..=10 {
+            text.push_str(&format!("- Always use pnpm, never npm, in repo {n}\n"));
+        }
+        text.push_str("- 2026-03-04: moved the cache to Redis\n");
+        let (tmp, dir) = git_folder(&text);
+        apply(&opts(&dir, &tmp.path().join("home"))).unwrap();
+        let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+        for d in durable {
+            assert!(
+                mem.lines().any(|l| l == d),
+                "archived a durable rule: {d}\n{mem}"
+            );
+        }
+        assert!(
+            mem.contains("- Always use pnpm, never npm, in repo {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}"),
+            "{mem}"
+        );
+        assert!(!mem.contains("in repo 3\n"), "{mem}");
+        let archive =
+            std::fs::read_to_string(dir.join(ARCHIVE_DIR).join("MEMORY-2026-12-01.md")).unwrap();
+        for n in 1..=10 {
+            assert!(
+                archive.contains(&format!("in repo {n}\n")),
+                "original {n} kept: {archive}"
+            );
+        }
+        assert!(!mem.contains("moved the cache"), "{mem}");
+        assert!(dir.join(DAILY_DIR).join("2026-03-04.md").is_file());
+    }
+
+    /// Finding: trailing double spaces (Markdown hard breaks) were stripped, an 8-space code
+    /// line was dropped as a duplicate of a 4-space one, and MEMORY.md went from 644 to 600.
+    #[test]
+    fn a_tidy_is_byte_exact_and_keeps_modes() {
+        use std::os::unix::fs::PermissionsExt;
+        let text = "# Memory\n\n## Conventions\n\nRead the spec first.  \nThen ask.\n\n- Status: ✅ done with the migration  \n- Keep PRs small.  \n\n```rust\nfn main() {\n    call();\n        call();\n}\n```\n";
+        for git in [false, true] {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("mem");
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join(MEMORY_MD), text).unwrap();
+            std::fs::set_permissions(dir.join(MEMORY_MD), std::fs::Permissions::from_mode(0o644))
+                .unwrap();
+            if git {
+                git2::Repository::init(&dir).unwrap();
+                MemoryFolder::at(&dir).commit_all("start").unwrap();
+            }
+            let applied = apply(&opts(&dir, &tmp.path().join("home"))).unwrap();
+            let mut all = String::new();
+            for f in [MEMORY_MD, "archive/MEMORY-2026-12-01.md"] {
+                let p = dir.join(f);
+                let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o644, "git={git} {f}: mode {mode:o}");
+                all.push_str(&std::fs::read_to_string(p).unwrap());
+            }
+            let have: HashSet<&str> = all.lines().collect();
+            for l in text.lines() {
+                assert!(have.contains(l), "git={git}: lost {l:?}\n{all}");
+            }
+            let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+            assert!(mem.contains("Read the spec first.  \nThen ask.\n"), "{mem}");
+            assert!(mem.contains("    call();\n        call();\n"), "{mem}");
+            assert!(!mem.contains("migration"), "{mem}");
+            if git {
+                assert!(
+                    applied
+                        .read_back
+                        .iter()
+                        .any(|r| r.starts_with("git diff --check")),
+                    "{:?}",
+                    applied.read_back
+                );
+            }
+        }
+    }
+
+    /// Finding: with conflict markers committed in MEMORY.md, --apply moved them to archive/
+    /// and claimed "git diff --check: no whitespace errors"; --plan said nothing of them.
+    #[test]
+    fn conflict_markers_are_reported_by_plan_and_refused_by_apply() {
+        let text = "# Memory\n\n- Keep PRs small.\n<<<<<<< HEAD\n- Use pnpm.\n=======\n- Use yarn.\n>>>>>>> other\n- 2026-03-04: moved the cache to Redis\n";
+        let (tmp, dir) = git_folder(text);
+        let home = tmp.path().join("home");
+        let p = plan(&opts(&dir, &home)).unwrap();
+        assert!(
+            p.render().contains(
+                "--apply would refuse: MEMORY.md has git conflict markers on line(s) 4, 6, 8"
+            ),
+            "{}",
+            p.render()
+        );
+        let before = snapshot(&dir);
+        let e = apply(&opts(&dir, &home)).unwrap_err().to_string();
+        assert!(e.contains("resolve the merge first"), "{e}");
+        assert_eq!(snapshot(&dir), before);
+        let lint = crate::lint::lint(
+            &[crate::lint::Source {
+                name: MEMORY_MD.into(),
+                path: dir.join(MEMORY_MD),
+                text: text.into(),
+            }],
+            &[],
+            &ArtifactBudget::default(),
+            crate::lint::Checks { all: true },
+        );
+        assert_eq!(
+            lint.count(crate::lint::Kind::ConflictMarker),
+            3,
+            "{}",
+            lint.render()
+        );
+        assert!(lint.has_errors());
+    }
+
+    /// Finding: --plan did not mention a git operation in progress.
+    #[test]
+    fn plan_names_a_merge_in_progress() {
+        let (_tmp, dir) = git_folder("# Memory\n\n- 2026-03-04: moved the cache to Redis\n");
+        let repo = git2::Repository::open(&dir).unwrap();
+        let head = repo.head().unwrap().target().unwrap();
+        std::fs::write(repo.path().join("MERGE_HEAD"), format!("{head}\n")).unwrap();
+        let p = plan(&opts(&dir, dir.parent().unwrap())).unwrap();
+        assert!(
+            p.blockers
+                .iter()
+                .any(|b| b.contains("middle of an operation")),
+            "{:?}",
+            p.blockers
+        );
+        assert!(p.render().contains("--apply would refuse:"));
+    }
+
+    /// Finding: a lead-in line stayed while its list was archived, and an undated TODO was
+    /// filed under today's date.
+    #[test]
+    fn a_lead_in_keeps_its_list_and_an_undated_todo_is_not_filed_under_today() {
+        let text = "# Memory\n\n## 发版\n\n修改版本号时**必须**同步更新以下3个位置：\n- `package.json`\n- `src-tauri/tauri.conf.json`\n- `docs/install.md`\n\n## Next steps\n\n- [ ] write the migration guide\n";
+        let (tmp, dir) = git_folder(text);
+        apply(&opts(&dir, &tmp.path().join("home"))).unwrap();
+        let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+        assert!(
+            mem.contains("修改版本号时**必须**同步更新以下3个位置：\n- `package.json`\n- `src-tauri/tauri.conf.json`\n- `docs/install.md`\n"),
+            "{mem}"
+        );
+        assert!(!mem.contains("migration guide"), "{mem}");
+        assert!(
+            !dir.join(DAILY_DIR).join("2026-12-01.md").exists(),
+            "filed under today"
+        );
+        let archive =
+            std::fs::read_to_string(dir.join(ARCHIVE_DIR).join("MEMORY-2026-12-01.md")).unwrap();
+        assert!(
+            archive.contains("## Next steps\n\n- [ ] write the migration guide\n"),
+            "{archive}"
+        );
+    }
+
+    /// Finding: a real bloated memory (its durable part alone over budget) was refused
+    /// ("move or merge rules by hand"); it is laid out into indexed topic files instead.
+    #[test]
+    fn an_over_budget_durable_memory_is_laid_out_into_topic_files() {
+        let mut text = String::from(
+            "# Memory\n\n## Core rules\n\n- Never force-push to main.\n- Always run the tests before committing.\n",
+        );
+        for s in 0..8 {
+            text.push_str(&format!("\n## Module {s} reference\n\n"));
+            for k in 0..40 {
+                text.push_str(&format!(
+                    "- `src/mod{s}/file{k}.rs` holds the {k}th handler of module {s}, wired through the router table.\n"
+                ));
+            }
+        }
+        let (tmp, dir) = git_folder(&text);
+        let home = tmp.path().join("home");
+        let p = plan(&opts(&dir, &home)).unwrap();
+        assert!(p.over_budget.is_empty(), "{:?}", p.over_budget);
+        assert!(!p.topics.is_empty());
+        apply(&opts(&dir, &home)).unwrap();
+        let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+        assert!(
+            mem.lines().count() <= 150 && mem.len() <= 15 * 1024,
+            "{}",
+            mem.len()
+        );
+        assert!(
+            mem.contains("- Never force-push to main.\n"),
+            "rules stay in MEMORY.md: {mem}"
+        );
+        assert!(mem.contains(TOPICS_HEADING), "{mem}");
+        let loaded = loaded_lines(&dir);
+        for l in text.lines().filter(|l| !l.is_empty()) {
+            assert!(loaded.contains(l), "not loaded: {l}");
         }
     }
 

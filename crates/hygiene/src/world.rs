@@ -307,6 +307,153 @@ pub fn score_lint(corpus: &Corpus, half: Half) -> LintScore {
     s
 }
 
+/// What a tidy did to the corpus's files, each tidied as the `MEMORY.md` of its own folder.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TidyScore {
+    /// Files tidied.
+    pub files: usize,
+    /// Files whose apply refused or failed (nothing changed in them).
+    pub refused: Vec<String>,
+    /// Durable labelled lines.
+    pub durable: usize,
+    /// Durable lines still loaded after (in `MEMORY.md` or an indexed topic file).
+    pub durable_loaded: usize,
+    /// Stale labelled lines.
+    pub stale: usize,
+    /// Stale lines no longer loaded after.
+    pub stale_moved: usize,
+    /// Bytes of the originals.
+    pub bytes_before: usize,
+    /// Bytes of original lines (whitespace included) found in no file after.
+    pub bytes_lost: usize,
+    /// Tokens of the `MEMORY.md` files before.
+    pub tokens_before: usize,
+    /// Tokens of the `MEMORY.md` files after (topic files are loaded on demand).
+    pub tokens_after: usize,
+    /// Files whose mode changed.
+    pub mode_changed: Vec<String>,
+    /// Durable lines that left the loaded layer, and stale lines that stayed (tune half
+    /// only).
+    pub misses: Vec<Miss>,
+}
+
+impl TidyScore {
+    /// Share of durable lines kept loaded (1.0 when there are none).
+    pub fn durable_kept(&self) -> f64 {
+        ratio(self.durable_loaded, self.durable)
+    }
+
+    /// Share of stale lines moved out (1.0 when there are none).
+    pub fn stale_out(&self) -> f64 {
+        ratio(self.stale_moved, self.stale)
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 { 1.0 } else { a as f64 / b as f64 }
+}
+
+fn md_lines(dir: &Path, out: &mut std::collections::HashSet<String>) -> Result<()> {
+    for e in std::fs::read_dir(dir)
+        .ctx(|| format!("listing {}", dir.display()))?
+        .flatten()
+    {
+        let p = e.path();
+        if e.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if p.is_dir() {
+            md_lines(&p, out)?;
+        } else if p.extension().is_some_and(|x| x == "md") {
+            let t = std::fs::read_to_string(&p).ctx(|| format!("reading {}", p.display()))?;
+            out.extend(t.lines().map(str::to_string));
+        }
+    }
+    Ok(())
+}
+
+/// Tidy (apply, with backups under `root/home`) every file of `half` as the `MEMORY.md` of
+/// its own folder under `root` (a git repository when `git`), and measure the result
+/// against the labels. Uses the default budgets.
+///
+/// Errors: a folder that cannot be created or read back (a refused apply is counted, not
+/// an error).
+pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Result<TidyScore> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut s = TidyScore::default();
+    let home = root.join("home");
+    for f in corpus.half(half) {
+        let dir = root.join(&f.id);
+        std::fs::create_dir_all(&dir).ctx(|| format!("creating {}", dir.display()))?;
+        let mem = dir.join(MEMORY_MD);
+        std::fs::write(&mem, &f.text).ctx(|| format!("writing {}", mem.display()))?;
+        std::fs::set_permissions(&mem, std::fs::Permissions::from_mode(0o644))
+            .ctx(|| format!("chmod {}", mem.display()))?;
+        if git {
+            git2::Repository::init(&dir)
+                .map_err(|e| Error::Store(format!("git init {}: {e}", dir.display())))?;
+            codex_free_memory::folder::MemoryFolder::at(&dir).commit_all("corpus file")?;
+        }
+        let opts = super::tidy::TidyOptions {
+            dir: dir.clone(),
+            home: home.clone(),
+            today: chrono::NaiveDate::from_ymd_opt(2026, 12, 1).unwrap_or_default(),
+            budget: ArtifactBudget::default(),
+            fail_after_writes: None,
+        };
+        s.files += 1;
+        s.bytes_before += f.text.len();
+        s.tokens_before += codex_free_core::tokens::count(&f.text);
+        let applied = super::tidy::apply(&opts);
+        if let Err(e) = &applied {
+            s.refused.push(format!("{}: {e}", f.name));
+        }
+        let after = std::fs::read_to_string(&mem).ctx(|| format!("reading {}", mem.display()))?;
+        s.tokens_after += codex_free_core::tokens::count(&after);
+        let mode = std::fs::metadata(&mem)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0);
+        if mode != 0o644 {
+            s.mode_changed.push(format!("{}: {mode:o}", f.name));
+        }
+        let mut loaded: std::collections::HashSet<String> =
+            after.lines().map(str::to_string).collect();
+        if dir.join(super::tidy::TOPICS_DIR).is_dir() {
+            md_lines(&dir.join(super::tidy::TOPICS_DIR), &mut loaded)?;
+        }
+        let mut all = std::collections::HashSet::new();
+        md_lines(&dir, &mut all)?;
+        for l in f.text.lines() {
+            if !l.is_empty() && !all.contains(l) {
+                s.bytes_lost += l.len() + 1;
+            }
+        }
+        for (i, (label, l)) in f.labels.iter().zip(f.text.lines()).enumerate() {
+            let here = loaded.contains(l);
+            match label {
+                Label::Durable => {
+                    s.durable += 1;
+                    s.durable_loaded += usize::from(here);
+                }
+                Label::Stale => {
+                    s.stale += 1;
+                    s.stale_moved += usize::from(!here);
+                }
+                Label::None => continue,
+            }
+            if half == Half::Tune && (*label == Label::Durable) != here {
+                s.misses.push(Miss {
+                    file: f.name.clone(),
+                    line: i + 1,
+                    label: *label,
+                    text: l.to_string(),
+                });
+            }
+        }
+    }
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,12 +487,60 @@ mod tests {
         }
     }
 
+    /// Tidy on real folders made from the corpus: durable kept loaded, stale moved out,
+    /// bytes lost, modes.
+    #[test]
+    fn tidy_on_real_memory_folders() {
+        let c = Corpus::load(Path::new(DEFAULT_DIR)).unwrap();
+        let halves: &[Half] = if std::env::var_os("HYGIENE_SHOW_TEST").is_some() {
+            &[Half::Tune, Half::Test]
+        } else {
+            &[Half::Tune]
+        };
+        for &half in halves {
+            for git in [false, true] {
+                let tmp = tempfile::tempdir().unwrap();
+                let s = measure_tidy(&c, half, tmp.path(), git).unwrap();
+                println!(
+                    "{} git={git}: durable kept {:.3} ({}/{}), stale moved {:.3} ({}/{}), bytes lost {} of {}, tokens {} -> {}, refused {:?}, modes changed {:?}",
+                    half.name(),
+                    s.durable_kept(),
+                    s.durable_loaded,
+                    s.durable,
+                    s.stale_out(),
+                    s.stale_moved,
+                    s.stale,
+                    s.bytes_lost,
+                    s.bytes_before,
+                    s.tokens_before,
+                    s.tokens_after,
+                    s.refused,
+                    s.mode_changed
+                );
+                if !git {
+                    for m in &s.misses {
+                        println!("  {:?} {}:{} {}", m.label, m.file, m.line, m.text);
+                    }
+                }
+                assert_eq!(s.bytes_lost, 0);
+                assert!(s.mode_changed.is_empty());
+            }
+        }
+    }
+
     /// The stale-fact lint on the corpus: figures for both halves; the misses of the tune
     /// half only (the test half is not read line by line).
     #[test]
     fn stale_fact_lint_on_real_memory_files() {
         let c = Corpus::load(Path::new(DEFAULT_DIR)).unwrap();
-        for half in [Half::Tune, Half::Test] {
+        // The test half's figures are printed only on request, so that tuning does not
+        // look at them run after run.
+        let halves: &[Half] = if std::env::var_os("HYGIENE_SHOW_TEST").is_some() {
+            &[Half::Tune, Half::Test]
+        } else {
+            &[Half::Tune]
+        };
+        for &half in halves {
             let s = score_lint(&c, half);
             println!(
                 "{}: precision {:.3} recall {:.3} (tp {} fp {} fn {} tn {}); en {:.3}/{:.3}; zh {:.3}/{:.3}",
