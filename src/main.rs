@@ -1,6 +1,8 @@
 //! The `codex-free` command line: `serve`, `connect`, `config`, `token`, `usage` (and
 //! `memories` with the pipeline). See README.md. Logs go to stderr; stdout carries only command results (and
 //! the MCP protocol itself under `serve --stdio`).
+// The binary prints its command results; stdout is the stdio transport only under `serve --stdio`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
 
@@ -57,7 +59,7 @@ enum Cmd {
 #[derive(Subcommand)]
 enum MemoriesTop {
     #[command(flatten)]
-    Control(codex_free_pipeline::control::MemoriesCmd),
+    Control(codex_free_pipeline::cli::MemoriesCmd),
     /// Measure tool-output compaction on your own sessions, with no model call.
     BenchCompaction(codex_free_transcripts::bench::BenchArgs),
     /// Run phase 2 (consolidation) now: respects the 6 h cooldown unless --force; makes no
@@ -389,7 +391,9 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 None => review::state(&home, config.memories.review)?,
                 Some(a) => {
                     let running = codex_free_memory::sync::consolidation_running(&home)?;
-                    review::decide(&home, config.memories.review, a, running)?
+                    let budget =
+                        codex_free_memory::budget::ArtifactBudget::from_config(&config.memories);
+                    review::decide(&home, config.memories.review, a, running, &budget)?
                 }
             };
             if args.json {
@@ -420,16 +424,21 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             }
         }
         MemoriesTop::Control(cmd) => {
-            let env = codex_free_pipeline::control::ControlEnv::new(home, secrets().store)
+            let env = codex_free_pipeline::cli::ControlEnv::new(home, secrets().store)
                 .with_config_path(config_path);
             let cancel = env.cancel.clone();
             let out = rt.block_on(async move {
                 tokio::select! {
-                    r = codex_free_pipeline::control::execute(cmd, &env) => r,
+                    r = codex_free_pipeline::cli::execute_with_verdict(cmd, &env) => r,
                     _ = tokio::signal::ctrl_c() => { cancel.cancel(); Err(codex_free_core::Error::Cancelled("interrupted".into())) }
                 }
             })?;
+            let (out, verdict) = out;
             println!("{}", out.trim_end());
+            if let Some(reason) = verdict {
+                eprintln!("error: {reason}");
+                std::process::exit(1);
+            }
         }
     }
     Ok(())
@@ -453,7 +462,10 @@ fn connect_cmd(
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        match rt.block_on(connect::chatgpt_check(port, token.expose())) {
+        match rt.block_on(codex_free_models::check::chatgpt_check(
+            port,
+            token.expose(),
+        )) {
             Ok(m) => println!("check: {m}"),
             Err(e) => println!("check: not reachable yet: {e}"),
         }
@@ -559,6 +571,8 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     if args.stdio == args.http {
         bail!("choose one transport: --stdio or --http");
     }
+    // Before anything opens a file: the server's own caps bound it, not a shell's 1,024.
+    app::raise_open_file_limit();
     let server_opts = match (&args.project, &args.access_root) {
         (Some(p), None) => ServerOptions::single(p, &home, Some(config_path.clone()))?,
         (None, Some(a)) => ServerOptions::multi(a, &home, Some(config_path.clone()))?,

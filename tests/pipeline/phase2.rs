@@ -224,11 +224,11 @@ mod e2e {
     use codex_free_memory::budget;
     use codex_free_memory::folder::MemoryFolder;
     use codex_free_models::RetryPolicy;
-    use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute};
-    use codex_free_pipeline::input::TranscriptInput;
+    use codex_free_pipeline::cli::{ControlEnv, MemoriesCmd, execute};
     use codex_free_pipeline::phase1::TextDirInput;
     use codex_free_pipeline::phase2::Outcome;
     use codex_free_pipeline::phase2::model::run_with_store;
+    use codex_free_pipeline::transcript_input::TranscriptInput;
     use codex_free_secrets::{MemoryStore, SecretStore};
     use codex_free_store::Store;
     use codex_free_transcripts::discover::SourceRoots;
@@ -846,9 +846,20 @@ fn rollback_refuses_during_a_run_and_restores_as_new_commit() {
     let home = tempfile::tempdir().unwrap();
     let (f, _) = MemoryFolder::open_or_init(home.path()).unwrap();
     std::fs::write(f.root().join("MEMORY.md"), "# Memory\n\n- first\n").unwrap();
-    let first = f.commit_all("first").unwrap().unwrap();
+    let first = f
+        .commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "first",
+        )
+        .unwrap()
+        .unwrap();
     std::fs::write(f.root().join("MEMORY.md"), "# Memory\n\n- second\n").unwrap();
-    f.commit_all("second").unwrap().unwrap();
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+        "second",
+    )
+    .unwrap()
+    .unwrap();
 
     let store = Store::open_in_home(home.path()).unwrap();
     let claim = store.claim_phase2("other-process", 3600, true).unwrap();
@@ -899,9 +910,20 @@ fn cli_rollback_to_an_over_budget_commit_is_refused_and_changes_nothing() {
     let (f, _) = MemoryFolder::open_or_init(&home).unwrap();
     let big: String = (0..401).map(|i| format!("- old rule {i}\n")).collect();
     std::fs::write(f.root().join("MEMORY.md"), &big).unwrap();
-    let bad = f.commit_all("legacy").unwrap().unwrap();
+    let bad = f
+        .commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "legacy",
+        )
+        .unwrap()
+        .unwrap();
     std::fs::write(f.root().join("MEMORY.md"), "# Memory\n\n- ok\n").unwrap();
-    f.commit_all("fixed").unwrap().unwrap();
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+        "fixed",
+    )
+    .unwrap()
+    .unwrap();
     let out = std::process::Command::new(crate::support::bin())
         .args(["memories", "rollback", &bad.to_string()])
         .env("HOME", d.path())

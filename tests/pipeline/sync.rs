@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use axum::Json;
 use axum::extract::State;
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute};
+use codex_free_pipeline::cli::{ControlEnv, MemoriesCmd, execute};
 use codex_free_pipeline::phase1::TextDirInput;
 use codex_free_secrets::MemoryStore;
 use serde_json::{Value, json};
@@ -804,7 +804,8 @@ fn tidy_on_the_state_home_keeps_the_summary_servable() {
         "v1\n## User Profile\n\n## User preferences\n- always pnpm\n\n## General Tips\n\n## What's in Memory\n",
     )
     .unwrap();
-    f.commit_all("seed").unwrap();
+    f.commit_all(&codex_free_memory::gate::approve_as_is(&f).unwrap(), "seed")
+        .unwrap();
     let out = ok(&a.run(&["memories", "tidy", "--apply"]));
     assert!(out.contains("Tidy applied and verified"), "{out}");
     let summary = std::fs::read_to_string(f.root().join("memory_summary.md")).unwrap();
@@ -824,7 +825,11 @@ fn tidy_on_the_state_home_keeps_the_summary_servable() {
         format!("# Memory\n\n- always pnpm\n{memory}"),
     )
     .unwrap();
-    f.commit_all("again").unwrap();
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+        "again",
+    )
+    .unwrap();
     let out = ok(&a.run(&["memories", "tidy", "--apply"]));
     assert!(out.contains("Tidy applied and verified"), "{out}");
 }

@@ -485,13 +485,24 @@ fn the_linked_copy_follows_rollback_and_the_use_switch() {
         summary("old codeword: amber-11"),
     )
     .unwrap();
-    let first = f.commit_all("first").unwrap().unwrap();
+    let first = f
+        .commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "first",
+        )
+        .unwrap()
+        .unwrap();
     std::fs::write(
         f.root().join("memory_summary.md"),
         summary("new codeword: cobalt-22"),
     )
     .unwrap();
-    f.commit_all("second").unwrap().unwrap();
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+        "second",
+    )
+    .unwrap()
+    .unwrap();
     let agents = h.home().join(".pi/agent/AGENTS.md");
 
     ok(&h.cli(&["connect", "pi"]));

@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::cli::BenchImportArgs;
 use super::{AGENTS, ImportReport, Pricer, import};
 use codex_free_core::error::IoContext;
 use codex_free_core::{Error, Result};
@@ -99,6 +98,20 @@ fn write_rollout(path: &std::path::Path, n: usize, kib: usize) -> Result<(u64, u
     f.write_all(out.as_bytes())
         .ctx(|| format!("writing {}", path.display()))?;
     Ok((out.len() as u64, k))
+}
+
+/// Options of `usage bench-import`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchImportArgs {
+    /// Number of rollouts.
+    #[arg(long, default_value_t = 2000)]
+    pub files: usize,
+    /// Approximate size of each rollout in KiB (2,000 × 80 KiB ≈ 160 MB).
+    #[arg(long, default_value_t = 80)]
+    pub kib: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Generate, import twice, report.

@@ -1,6 +1,7 @@
 //! `codex-free usage daily|weekly|monthly|sessions|blocks|bench-import`: import the
 //! agents' transcripts, then report from the store (text tables or `--json`).
 
+use crate::bench::BenchImportArgs;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -51,20 +52,6 @@ pub struct ReportArgs {
     /// Do not import first (report only what is stored).
     #[arg(long)]
     pub no_import: bool,
-}
-
-/// Options of `usage bench-import`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchImportArgs {
-    /// Number of rollouts.
-    #[arg(long, default_value_t = 2000)]
-    pub files: usize,
-    /// Approximate size of each rollout in KiB (2,000 × 80 KiB ≈ 160 MB).
-    #[arg(long, default_value_t = 80)]
-    pub kib: usize,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 const AGENT_NAMES: [&str; 4] = ["codex", "claude", "pi", "pipeline"];

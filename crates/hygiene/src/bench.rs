@@ -106,7 +106,10 @@ pub fn replay_set(root: &Path) -> Result<Vec<(String, PathBuf)>> {
         "rollout_id: r-001\n\nSet up pnpm.\n",
     )?;
     let (f, _) = MemoryFolder::open_or_init(&root.join("codex-free-home"))?;
-    f.commit_all("Initial memory")?;
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f)?,
+        "Initial memory",
+    )?;
 
     let codex = root.join("codex/memories");
     write(&codex.join(MEMORY_MD), &b.memory)?;

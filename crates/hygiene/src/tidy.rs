@@ -910,7 +910,9 @@ impl Applied {
 enum Backup {
     Git {
         folder: MemoryFolder,
-        head: git2::Oid,
+        head: codex_free_memory::folder::Oid,
+        /// What the gate already found at the undo point: not the tidy's to refuse.
+        problems_before: Vec<String>,
     },
     Copy {
         root: PathBuf,
@@ -920,16 +922,10 @@ enum Backup {
     },
 }
 
-fn git_err(what: &'static str) -> impl Fn(git2::Error) -> Error {
-    move |e| Error::Store(format!("memory folder git {what}: {e}"))
-}
-
-/// The repository whose work tree is exactly `dir`, if any (a folder inside a larger
-/// repository is treated as a plain folder: committing it would commit unrelated files).
-fn own_repo(dir: &Path) -> Option<git2::Repository> {
-    let repo = git2::Repository::open(dir).ok()?;
-    let wd = std::fs::canonicalize(repo.workdir()?).ok()?;
-    (wd == dir).then_some(repo)
+/// The repository whose work tree is exactly `dir`, if any (see
+/// [`MemoryFolder::own_repo_at`]).
+fn own_repo(dir: &Path) -> Option<MemoryFolder> {
+    MemoryFolder::own_repo_at(dir)
 }
 
 fn preflight(dir: &Path) -> Result<()> {
@@ -959,10 +955,9 @@ fn preflight(dir: &Path) -> Result<()> {
         }
     }
     if let Some(repo) = own_repo(dir) {
-        let st = repo.state();
-        if st != git2::RepositoryState::Clean {
+        if let Some(st) = repo.operation_in_progress()? {
             return Err(Error::Refused(format!(
-                "{} is a git repository in the middle of an operation ({st:?}); finish or abort it first; nothing was changed",
+                "{} is a git repository in the middle of an operation ({st}); finish or abort it first; nothing was changed",
                 dir.display()
             )));
         }
@@ -985,15 +980,37 @@ fn refuse_while_consolidating(dir: &Path, home: &Path) -> Result<()> {
     Ok(())
 }
 
-fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
+/// Whether `dir` is the state home's own memory folder (served to sessions, gated fully).
+fn is_home_folder(dir: &Path, home: &Path) -> bool {
+    std::fs::canonicalize(crate::default_folder(home))
+        .ok()
+        .as_deref()
+        == std::fs::canonicalize(dir).ok().as_deref()
+}
+
+fn make_backup(plan: &Plan, home: &Path, stamp: &str, budget: &ArtifactBudget) -> Result<Backup> {
     let dir = &plan.dir;
     if own_repo(dir).is_some() {
         let folder = MemoryFolder::at(dir);
-        folder.commit_all("Backup before memories tidy\n\nUncommitted changes saved so the tidy can be undone exactly.")?;
+        let approved = codex_free_memory::gate::approve_as_is(&folder)?;
+        folder.commit_all(&approved, "Backup before memories tidy\n\nUncommitted changes saved so the tidy can be undone exactly.")?;
         let head = folder
             .head()?
             .ok_or_else(|| Error::Store(format!("{}: no commit to back up to", dir.display())))?;
-        return Ok(Backup::Git { folder, head });
+        let problems_before = if is_home_folder(dir, home) {
+            codex_free_memory::gate::problems(
+                &folder,
+                budget,
+                codex_free_memory::gate::Scope::Present,
+            )
+        } else {
+            Vec::new()
+        };
+        return Ok(Backup::Git {
+            folder,
+            head,
+            problems_before,
+        });
     }
     let root = home.join("backups").join(format!("tidy-{stamp}"));
     std::fs::create_dir_all(&root)
@@ -1032,17 +1049,7 @@ fn make_backup(plan: &Plan, home: &Path, stamp: &str) -> Result<Backup> {
 
 fn restore(b: &Backup, dir: &Path) -> Result<()> {
     match b {
-        Backup::Git { folder, head } => {
-            let repo = git2::Repository::open(dir).map_err(git_err("open"))?;
-            let obj = repo
-                .find_object(*head, None)
-                .map_err(git_err("find backup"))?;
-            let mut co = git2::build::CheckoutBuilder::new();
-            co.force().remove_untracked(true);
-            repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
-                .map_err(git_err("reset --hard"))?;
-            folder.restore_head()
-        }
+        Backup::Git { folder, head, .. } => folder.undo_commit(Some(*head)),
         Backup::Copy {
             root,
             saved,
@@ -1093,7 +1100,7 @@ pub fn apply(opts: &TidyOptions) -> Result<Applied> {
     preflight(&plan.dir)?;
     refuse_while_consolidating(&plan.dir, &opts.home)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
-    let mut backup = make_backup(&plan, &opts.home, &stamp)?;
+    let mut backup = make_backup(&plan, &opts.home, &stamp, &opts.budget)?;
     let backup_text = match &backup {
         Backup::Git { head, .. } => format!(
             "commit {head} (undo with `git -C {} reset --hard {head}`)",
@@ -1107,7 +1114,7 @@ pub fn apply(opts: &TidyOptions) -> Result<Applied> {
     match write_and_verify(&plan, opts, &mut backup) {
         Ok((commit, read_back)) => {
             // The state home's own folder changed: whatever follows a memory commit runs.
-            if plan.dir == crate::default_folder(&opts.home) {
+            if is_home_folder(&plan.dir, &opts.home) {
                 codex_free_core::events::emit(
                     &opts.home,
                     codex_free_core::events::MemoryEvent::Committed,
@@ -1304,25 +1311,36 @@ fn write_and_verify(
         .unwrap_or_default()
     ));
     let commit = match backup {
-        Backup::Git { folder, head } => {
+        Backup::Git {
+            folder,
+            head,
+            problems_before,
+        } => {
             let moved = plan.moves.iter().filter(|m| m.dest != Dest::Stay).count();
             let msg = format!(
                 "Tidy memory: {moved} lines moved out of the default-load layer\n\nBy codex-free memories tidy; every distinct line is kept in daily/ or archive/.\n"
             );
-            let c = folder.commit_all(&msg)?;
+            // The state home's folder is served: every present file passes the full gate;
+            // another folder's budget is its owner's, so only secrets are refused there.
+            let approved = if is_home_folder(&plan.dir, &opts.home) {
+                codex_free_memory::gate::approve_no_new(
+                    folder,
+                    &opts.budget,
+                    codex_free_memory::gate::Scope::Present,
+                    problems_before,
+                )
+                .map_err(|p| {
+                    Error::Budget(format!(
+                        "the memory checks refused the tidy: {}",
+                        p.join("; ")
+                    ))
+                })?
+            } else {
+                codex_free_memory::gate::approve_as_is(folder)?
+            };
+            let c = folder.commit_all(&approved, &msg)?;
             folder.verify_committed()?;
-            let repo = git2::Repository::open(dir).map_err(git_err("open"))?;
-            let status = repo
-                .statuses(Some(
-                    git2::StatusOptions::new()
-                        .include_untracked(true)
-                        .recurse_untracked_dirs(true),
-                ))
-                .map_err(git_err("status"))?;
-            let short: Vec<String> = status
-                .iter()
-                .filter_map(|e| e.path().ok().map(|p| format!("?? {p}")))
-                .collect();
+            let short = folder.status_short()?;
             if !short.is_empty() {
                 return Err(Error::Store(format!(
                     "git status --short is not clean: {}",
@@ -1330,25 +1348,10 @@ fn write_and_verify(
                 )));
             }
             read_back.push("git status --short: clean".into());
-            let old = repo
-                .find_commit(*head)
-                .and_then(|c| c.tree())
-                .map_err(git_err("backup tree"))?;
-            let new_id = repo.head().ok().and_then(|h| h.target()).unwrap_or(*head);
-            let new = repo
-                .find_commit(new_id)
-                .and_then(|c| c.tree())
-                .map_err(git_err("head tree"))?;
-            let diff = repo
-                .diff_tree_to_tree(Some(&old), Some(&new), None)
-                .map_err(git_err("diff"))?;
-            let st = diff.stats().map_err(git_err("diff --stat"))?;
+            let (files, ins, del) = folder.diff_stat_to_head(*head)?;
             read_back.push(format!(
-                "git diff --stat {}..HEAD: {} files changed, {} insertions(+), {} deletions(-)",
+                "git diff --stat {}..HEAD: {files} files changed, {ins} insertions(+), {del} deletions(-)",
                 &head.to_string()[..10],
-                st.files_changed(),
-                st.insertions(),
-                st.deletions()
             ));
             read_back.push("git diff --check: no whitespace errors".into());
             c.map(|c| c.to_string())
@@ -1432,7 +1435,11 @@ mod tests {
         let claude = &cases[2].1;
         let (f, _) = (MemoryFolder::at(claude), ());
         git2::Repository::init(claude).unwrap();
-        f.commit_all("claude memory").unwrap();
+        f.commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "claude memory",
+        )
+        .unwrap();
         for (name, dir) in &cases {
             let before = snapshot(dir);
             let originals: BTreeMap<String, String> = [MEMORY_MD, SUMMARY_MD]
@@ -1571,7 +1578,12 @@ mod tests {
             std::fs::write(dir.join(ARCHIVE_DIR).join("old.md"), "# old evidence\n").unwrap();
             if git {
                 git2::Repository::init(&dir).unwrap();
-                MemoryFolder::at(&dir).commit_all("start").unwrap();
+                MemoryFolder::at(&dir)
+                    .commit_all(
+                        &codex_free_memory::gate::approve_as_is(&MemoryFolder::at(&dir)).unwrap(),
+                        "start",
+                    )
+                    .unwrap();
             }
             let before = snapshot(&dir);
             for after in [0, 3, 50] {
@@ -1646,7 +1658,12 @@ mod tests {
         std::fs::remove_file(dir.join(ARCHIVE_DIR)).unwrap();
         // A git repository in the middle of a merge.
         let repo = git2::Repository::init(&dir).unwrap();
-        MemoryFolder::at(&dir).commit_all("start").unwrap();
+        MemoryFolder::at(&dir)
+            .commit_all(
+                &codex_free_memory::gate::approve_as_is(&MemoryFolder::at(&dir)).unwrap(),
+                "start",
+            )
+            .unwrap();
         let head = repo.head().unwrap().target().unwrap();
         std::fs::write(repo.path().join("MERGE_HEAD"), format!("{head}\n")).unwrap();
         check(&dir, "middle of an operation");
@@ -1654,13 +1671,21 @@ mod tests {
         // A destination that cannot be written (a file where the folder must go): the
         // writes stop and the backup is restored.
         std::fs::write(dir.join(DAILY_DIR), "not a folder\n").unwrap();
-        MemoryFolder::at(&dir)
-            .commit_all("daily is a file")
-            .unwrap();
+        let f = MemoryFolder::at(&dir);
+        f.commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "daily is a file",
+        )
+        .unwrap();
         check(&dir, "undone");
         // A folder this user cannot write (root writes anyway, so only checked as a user).
         std::fs::remove_file(dir.join(DAILY_DIR)).unwrap();
-        MemoryFolder::at(&dir).commit_all("clean").unwrap();
+        MemoryFolder::at(&dir)
+            .commit_all(
+                &codex_free_memory::gate::approve_as_is(&MemoryFolder::at(&dir)).unwrap(),
+                "clean",
+            )
+            .unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
         // SAFETY: geteuid has no preconditions.

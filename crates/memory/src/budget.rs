@@ -15,7 +15,7 @@ use std::path::Path;
 use codex_free_core::config::MemoriesConfig;
 
 use super::folder::{MEMORY_MD, SUMMARY_MD};
-use super::jail::{Jail, WritePolicy};
+use super::jail::{FolderJail, WritePolicy};
 
 /// The first line of a valid summary (the summary format version).
 pub const SUMMARY_VERSION_LINE: &str = "v1";
@@ -78,7 +78,7 @@ impl std::fmt::Display for Violation {
 /// result = valid.
 pub fn check(root: &Path, budget: &ArtifactBudget) -> Vec<Violation> {
     let mut out = Vec::new();
-    let jail = match Jail::new(root, WritePolicy::ReadOnly) {
+    let jail = match FolderJail::new(root, WritePolicy::ReadOnly) {
         Ok(j) => j,
         Err(e) => {
             out.push(Violation {

@@ -19,9 +19,13 @@ pub use crate::layout::{
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// The id of a commit of the folder (git2's; re-exported so callers need no git2).
+pub use git2::Oid;
+
+use crate::approval::Approved;
 use git2::{
-    Delta, DiffFormat, DiffOptions, IndexAddOption, ObjectType, Oid, Repository, ResetType,
-    Signature, StatusOptions, build::CheckoutBuilder,
+    Delta, DiffFormat, DiffOptions, IndexAddOption, ObjectType, Repository, ResetType, Signature,
+    StatusOptions, build::CheckoutBuilder,
 };
 
 use codex_free_core::Error;
@@ -322,6 +326,37 @@ impl MemoryFolder {
         })
     }
 
+    /// The tree id the working tree would be committed as (links skipped, as
+    /// [`MemoryFolder::commit_all`] does). Writes tree objects, not the index file.
+    ///
+    /// Errors: git errors.
+    pub fn worktree_tree(&self) -> Result<Oid> {
+        let repo = self.repo()?;
+        let mut index = self.stage_all(&repo)?;
+        index.write_tree().map_err(git_err("write tree"))
+    }
+
+    /// The tree id of commit `rev` (any revision git understands).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an unknown `rev`; git errors.
+    pub fn tree_at(&self, rev: &str) -> Result<Oid> {
+        let repo = self.repo()?;
+        Ok(commit_at(&repo, rev)?.tree_id())
+    }
+
+    fn check_approved(&self, approved: &Approved, tree: Oid) -> Result<()> {
+        let same_root =
+            std::fs::canonicalize(approved.root()).ok() == std::fs::canonicalize(&self.root).ok();
+        if !same_root || approved.tree() != tree {
+            return Err(Error::Refused(format!(
+                "not committed: the memory folder {} changed after the memory checks passed (checked tree {}, now {tree}); run the step again",
+                self.root.display(),
+                approved.tree()
+            )));
+        }
+        Ok(())
+    }
+
     /// Tell the registered listeners that a commit landed (the folder's state home is its
     /// parent directory): the one place "after a commit" runs, see [`codex_free_core::events`].
     fn committed(&self) {
@@ -330,13 +365,18 @@ impl MemoryFolder {
         }
     }
 
-    /// Commit every visible change as one commit with `message` (subject + body). Returns
-    /// `None` when the tree equals `HEAD`'s (nothing to commit). Listeners of
+    /// Commit every visible change as one commit with `message` (subject + body), when the
+    /// tree to commit is exactly the one the gate approved ([`crate::gate::approve`]).
+    /// Returns `None` when the tree equals `HEAD`'s (nothing to commit). Listeners of
     /// [`codex_free_core::events::MemoryEvent::Committed`] run after the commit.
-    pub fn commit_all(&self, message: &str) -> Result<Option<Oid>> {
+    ///
+    /// Errors: [`Error::Refused`] when `approved` is for another folder or the working tree
+    /// changed since it was checked (nothing is committed); git errors.
+    pub fn commit_all(&self, approved: &Approved, message: &str) -> Result<Option<Oid>> {
         let repo = self.repo()?;
         let mut index = self.stage_all(&repo)?;
         let tree_id = index.write_tree().map_err(git_err("write tree"))?;
+        self.check_approved(approved, tree_id)?;
         index.write().map_err(git_err("write index"))?;
         let parent = match self.head()? {
             Some(id) => Some(repo.find_commit(id).map_err(git_err("head"))?),
@@ -353,6 +393,94 @@ impl MemoryFolder {
             .map_err(git_err("commit"))?;
         self.committed();
         Ok(Some(id))
+    }
+
+    /// Move `HEAD` back to `before` (a commit of ours failed its read-back) and restore the
+    /// tree; `None` (the folder had no commit before) leaves `HEAD` unborn again.
+    ///
+    /// Errors: git errors as [`Error::Store`].
+    pub fn undo_commit(&self, before: Option<Oid>) -> Result<()> {
+        let repo = git2::Repository::open(self.root())
+            .map_err(|e| Error::Store(format!("memory folder: {e}")))?;
+        match before {
+            Some(id) => {
+                let obj = repo
+                    .find_object(id, None)
+                    .map_err(|e| Error::Store(e.to_string()))?;
+                let mut co = git2::build::CheckoutBuilder::new();
+                co.force().remove_untracked(true);
+                repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
+                    .map_err(|e| Error::Store(e.to_string()))?;
+            }
+            None => {
+                // Unborn before: drop the branch ref so HEAD is unborn again.
+                if let Ok(mut r) = repo
+                    .find_reference("refs/heads/master")
+                    .or_else(|_| repo.find_reference("refs/heads/main"))
+                {
+                    r.delete().map_err(|e| Error::Store(e.to_string()))?;
+                }
+            }
+        }
+        self.restore_head()
+    }
+
+    /// The folder as a repository when `dir` is exactly the work tree of one (a folder
+    /// inside a larger repository is `None`: committing it would commit unrelated files).
+    pub fn own_repo_at(dir: &Path) -> Option<MemoryFolder> {
+        let repo = Repository::open(dir).ok()?;
+        let wd = std::fs::canonicalize(repo.workdir()?).ok()?;
+        let dir = std::fs::canonicalize(dir).ok()?;
+        (wd == dir).then(|| MemoryFolder::at(&dir))
+    }
+
+    /// The git operation in progress (`Merge`, `Rebase`, …, git2's names), `None` when the
+    /// repository is clean of operations.
+    ///
+    /// Errors: the repository cannot be opened.
+    pub fn operation_in_progress(&self) -> Result<Option<String>> {
+        let st = self.repo()?.state();
+        Ok((st != git2::RepositoryState::Clean).then(|| format!("{st:?}")))
+    }
+
+    /// Paths `git status --short` would list (untracked included, recursively), as
+    /// `?? <path>` lines; empty when the work tree equals `HEAD`.
+    ///
+    /// Errors: git errors.
+    pub fn status_short(&self) -> Result<Vec<String>> {
+        let repo = self.repo()?;
+        let status = repo
+            .statuses(Some(
+                StatusOptions::new()
+                    .include_untracked(true)
+                    .recurse_untracked_dirs(true),
+            ))
+            .map_err(git_err("status"))?;
+        Ok(status
+            .iter()
+            .filter_map(|e| e.path().ok().map(|p| format!("?? {p}")))
+            .collect())
+    }
+
+    /// `git diff --stat <from>..HEAD` as (files changed, insertions, deletions).
+    ///
+    /// Errors: `from` or `HEAD` is not a commit; git errors.
+    pub fn diff_stat_to_head(&self, from: Oid) -> Result<(usize, usize, usize)> {
+        let repo = self.repo()?;
+        let old = repo
+            .find_commit(from)
+            .and_then(|c| c.tree())
+            .map_err(git_err("backup tree"))?;
+        let new_id = repo.head().ok().and_then(|h| h.target()).unwrap_or(from);
+        let new = repo
+            .find_commit(new_id)
+            .and_then(|c| c.tree())
+            .map_err(git_err("head tree"))?;
+        let diff = repo
+            .diff_tree_to_tree(Some(&old), Some(&new), None)
+            .map_err(git_err("diff"))?;
+        let st = diff.stats().map_err(git_err("diff --stat"))?;
+        Ok((st.files_changed(), st.insertions(), st.deletions()))
     }
 
     /// Put the working tree and index back to `HEAD` exactly: tracked files restored,
@@ -577,17 +705,21 @@ impl MemoryFolder {
     /// Restore the tree of `rev` as a new commit on top of `HEAD`. First a backup ref
     /// `refs/codex-free/backups/<UTC stamp>` is set to the current `HEAD`; then the tree is
     /// checked out, committed, and read back (status clean, `HEAD`'s tree = `rev`'s tree).
-    /// The caller must have checked that no phase-2 job runs (see [`super::history_command`]).
+    /// The caller must have checked that no phase-2 job runs (the pipeline's `history_command` does).
     ///
-    /// Errors: [`Error::InvalidArgument`] for an unknown `rev` or one equal to the current
-    /// state; [`Error::Busy`] when the working tree has uncommitted changes (inspect them
+    /// `approved` must be the gate's approval of `rev`'s tree ([`crate::gate::approve_rollback`]).
+    ///
+    /// Errors: [`Error::Refused`] for an approval of another tree; [`Error::InvalidArgument`]
+    /// for an unknown `rev` or one equal to the current state; [`Error::Busy`] when the
+    /// working tree has uncommitted changes (inspect them
     /// with `memories diff`); git errors.
-    pub fn rollback(&self, rev: &str) -> Result<RollbackReport> {
+    pub fn rollback(&self, rev: &str, approved: &Approved) -> Result<RollbackReport> {
         let repo = self.repo()?;
         let head = self.head()?.ok_or_else(|| {
             Error::InvalidArgument("the memory folder has no commits to roll back to".into())
         })?;
         let target = commit_at(&repo, rev)?;
+        self.check_approved(approved, target.tree_id())?;
         let pending = self.workspace_diff(0)?;
         if pending.has_changes() {
             return Err(Error::Busy(format!(
@@ -669,6 +801,7 @@ impl MemoryFolder {
                 )),
             });
         }
+        self.committed();
         Ok(RollbackReport {
             commit: id.to_string(),
             restored: target.id().to_string(),
@@ -886,10 +1019,15 @@ mod tests {
             }]
         );
         assert!(d.patch.contains("+one"), "{}", d.patch);
-        let c1 = f.commit_all("first").unwrap().unwrap();
+        let c1 = f
+            .commit_all(&crate::gate::approve_as_is(&f).unwrap(), "first")
+            .unwrap()
+            .unwrap();
         f.verify_committed().unwrap();
         assert!(
-            f.commit_all("again").unwrap().is_none(),
+            f.commit_all(&crate::gate::approve_as_is(&f).unwrap(), "again")
+                .unwrap()
+                .is_none(),
             "no change, no commit"
         );
 
@@ -907,13 +1045,25 @@ mod tests {
         assert!(!f.workspace_diff(0).unwrap().has_changes());
 
         write(f.root(), "MEMORY.md", "two\n");
-        f.commit_all("second").unwrap().unwrap();
+        f.commit_all(&crate::gate::approve_as_is(&f).unwrap(), "second")
+            .unwrap()
+            .unwrap();
         let h = f.history(10).unwrap();
         assert_eq!(h.len(), 2);
         assert_eq!(h[0].subject, "second");
         assert!(f.show(None, 1 << 20).unwrap().contains("+two"));
 
-        let r = f.rollback(&c1.to_string()[..8]).unwrap();
+        let r = f
+            .rollback(
+                &c1.to_string()[..8],
+                &crate::gate::approve_rollback(
+                    &f,
+                    &c1.to_string()[..8],
+                    &crate::budget::ArtifactBudget::default(),
+                )
+                .unwrap(),
+            )
+            .unwrap();
         assert_eq!(
             fs::read_to_string(f.root().join("MEMORY.md")).unwrap(),
             "one\n"
@@ -922,7 +1072,19 @@ mod tests {
         let repo = Repository::open(f.root()).unwrap();
         let backup = repo.find_reference(&r.backup_ref).unwrap();
         assert_eq!(backup.target().unwrap().to_string(), h[0].id);
-        assert!(f.rollback(&c1.to_string()).is_err(), "already there");
+        assert!(
+            f.rollback(
+                &c1.to_string(),
+                &crate::gate::approve_rollback(
+                    &f,
+                    &c1.to_string(),
+                    &crate::budget::ArtifactBudget::default()
+                )
+                .unwrap()
+            )
+            .is_err(),
+            "already there"
+        );
     }
 
     #[test]
@@ -949,7 +1111,8 @@ mod tests {
         let (f, _) = MemoryFolder::open_or_init(home.path()).unwrap();
         write(f.root(), "MEMORY.md", "x\n");
         std::os::unix::fs::symlink("/etc/passwd", f.root().join("evil.md")).unwrap();
-        f.commit_all("c").unwrap();
+        f.commit_all(&crate::gate::approve_as_is(&f).unwrap(), "c")
+            .unwrap();
         let repo = Repository::open(f.root()).unwrap();
         let tree = repo.head().unwrap().peel_to_tree().unwrap();
         assert!(tree.get_path(Path::new("evil.md")).is_err());

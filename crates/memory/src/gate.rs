@@ -1,8 +1,9 @@
 //! The one gate for every write into the memory folder: consolidation output, rollback,
-//! ad-hoc notes and hand edits found before a consolidation all pass [`check_texts`] (or
-//! [`check_folder`]; [`check_tree`] for what a sync pull would make `HEAD`, before any of
-//! it is checked out) before they can become `HEAD`, and the read path serves only what
-//! [`serve_summary`] lets through.
+//! ad-hoc notes, hand edits found before a consolidation, tidy and its undo point all pass
+//! [`approve`] (or [`approve_rollback`]) before they can become `HEAD` — a commit takes the
+//! [`Approved`] value only these build, naming the exact tree checked; [`check_tree`]
+//! checks what a sync pull would make `HEAD` before any of it is checked out — and the read
+//! path serves only what [`serve_summary`] lets through.
 //!
 //! The checks: the artifact budgets of [`budget`] (lines and bytes), the summary's token
 //! count by the same counter the read path uses ([`codex_free_core::tokens::count`]), the
@@ -21,8 +22,9 @@ use codex_free_core::tokens;
 
 use super::budget::{self, ArtifactBudget};
 use super::folder::{AD_HOC_DIR, MEMORY_MD, MemoryFolder, SKILLS_DIR, SUMMARY_MD};
-use super::jail::{Jail, WritePolicy};
-use super::readpath;
+use super::jail::{FolderJail, WritePolicy};
+use super::policy;
+pub use crate::approval::{Approved, Scope};
 
 /// Marker in the state home while a consolidation may have uncommitted files in the memory
 /// folder; its presence at the start of a run means the previous run died mid-write.
@@ -30,7 +32,7 @@ pub const INFLIGHT_FILE: &str = "phase2.inflight";
 
 /// Problems of `text` as the artifact `file` (`MEMORY.md` or `memory_summary.md`) under
 /// `b`: lines, bytes, tokens (summary only: it must leave the read path's policy room
-/// within [`readpath::SUMMARY_TOKEN_BUDGET`]), structure (summary only) and secrets.
+/// within [`policy::SUMMARY_TOKEN_BUDGET`]), structure (summary only) and secrets.
 /// Empty = acceptable.
 pub fn check_text(file: &str, text: &str, b: &ArtifactBudget) -> Vec<String> {
     let (max_lines, max_bytes) = if file == SUMMARY_MD {
@@ -63,13 +65,13 @@ pub fn check_text(file: &str, text: &str, b: &ArtifactBudget) -> Vec<String> {
 }
 
 /// The summary's own checks beyond lines and bytes: its tokens must leave the read path's
-/// policy room within [`readpath::SUMMARY_TOKEN_BUDGET`], and it must have the structure of
+/// policy room within [`policy::SUMMARY_TOKEN_BUDGET`], and it must have the structure of
 /// [`budget::summary_structure`] (the `v1` line and the four sections in order). Used by
 /// [`check_text`] and by `memories tidy` on the state home's folder, so a tidy never
 /// reports success for a summary the next session could not be served.
 pub fn summary_shape_problems(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let room = readpath::summary_token_room();
+    let room = policy::summary_token_room();
     let t = tokens::count(text);
     if t > room {
         out.push(format!(
@@ -116,7 +118,7 @@ pub fn check_texts(memory: Option<&str>, summary: Option<&str>, b: &ArtifactBudg
 pub fn check_folder(folder: &MemoryFolder, b: &ArtifactBudget) -> Vec<String> {
     let root = folder.root();
     let mut out = Vec::new();
-    let jail = match Jail::new(root, WritePolicy::ReadOnly) {
+    let jail = match FolderJail::new(root, WritePolicy::ReadOnly) {
         Ok(j) => j,
         Err(e) => return vec![e.to_string()],
     };
@@ -147,6 +149,111 @@ pub fn check_folder(folder: &MemoryFolder, b: &ArtifactBudget) -> Vec<String> {
         Err(e) => out.push(format!("could not check whitespace: {e}")),
     }
     out
+}
+
+/// Check the folder's working tree for `scope` and, when it passes, approve exactly that
+/// tree for [`MemoryFolder::commit_all`].
+///
+/// [`Scope::Served`] runs [`check_folder`]; [`Scope::Present`] the same, except that an
+/// artifact missing both at `HEAD` and in the working tree is not a problem; [`Scope::AsIs`]
+/// looks for secrets only, in every text file of the folder.
+///
+/// Errors: `Err(problems)`, one sentence per problem (never empty); a folder git cannot
+/// read is one problem.
+pub fn approve(
+    folder: &MemoryFolder,
+    b: &ArtifactBudget,
+    scope: Scope,
+) -> std::result::Result<Approved, Vec<String>> {
+    approve_no_new(folder, b, scope, &[])
+}
+
+/// [`approve`], except that a problem already in `before` (what [`problems`] found before
+/// the change being committed) is not held against it: a tidy of `MEMORY.md` is not refused
+/// for a summary that was already malformed, but may not make anything worse.
+///
+/// Errors: `Err(new problems)`.
+pub fn approve_no_new(
+    folder: &MemoryFolder,
+    b: &ArtifactBudget,
+    scope: Scope,
+    before: &[String],
+) -> std::result::Result<Approved, Vec<String>> {
+    let problems: Vec<String> = problems(folder, b, scope)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    match folder.worktree_tree() {
+        Ok(tree) => Ok(Approved::new(folder.root(), tree, scope)),
+        Err(e) => Err(vec![e.to_string()]),
+    }
+}
+
+/// Every problem the checks of `scope` find in the folder's working tree (see [`approve`]);
+/// empty = it would be approved.
+pub fn problems(folder: &MemoryFolder, b: &ArtifactBudget, scope: Scope) -> Vec<String> {
+    match scope {
+        Scope::Served => check_folder(folder, b),
+        Scope::Present => {
+            let at_head = match folder.head() {
+                Ok(Some(h)) => folder.artifacts_at(&h.to_string()).unwrap_or((None, None)),
+                _ => (None, None),
+            };
+            let root = folder.root();
+            check_folder(folder, b)
+                .into_iter()
+                .filter(|p| {
+                    let absent = |f: &str, head: &Option<String>| {
+                        p.starts_with(&format!("{f}: missing"))
+                            && head.is_none()
+                            && !root.join(f).exists()
+                    };
+                    !absent(MEMORY_MD, &at_head.0) && !absent(SUMMARY_MD, &at_head.1)
+                })
+                .collect()
+        }
+        Scope::AsIs => text_files(folder.root(), "")
+            .iter()
+            .filter(|(rel, _)| !rel.starts_with(".git/"))
+            .flat_map(|(rel, text)| secret_lines(rel, text))
+            .collect(),
+    }
+}
+
+/// [`approve`] with [`Scope::AsIs`] as a crate error: the approval for an undo point, a
+/// folder that is not the state home's, or a test's fixture commit.
+///
+/// Errors: [`codex_free_core::Error::Refused`] listing the secrets found.
+pub fn approve_as_is(folder: &MemoryFolder) -> codex_free_core::Result<Approved> {
+    approve(folder, &ArtifactBudget::default(), Scope::AsIs)
+        .map_err(|p| codex_free_core::Error::Refused(format!("not committed: {}", p.join("; "))))
+}
+
+/// Approve a rollback to `rev`: its `MEMORY.md` and `memory_summary.md`, where present,
+/// must pass today's checks (an artifact absent at `rev` is not served at all, so a
+/// rollback to before the first summary stays possible).
+///
+/// Errors: `Err(problems)`; an unknown `rev` is one problem.
+pub fn approve_rollback(
+    folder: &MemoryFolder,
+    rev: &str,
+    b: &ArtifactBudget,
+) -> std::result::Result<Approved, Vec<String>> {
+    let (memory, summary) = folder.artifacts_at(rev).map_err(|e| vec![e.to_string()])?;
+    let mut problems = Vec::new();
+    for (file, text) in [(MEMORY_MD, &memory), (SUMMARY_MD, &summary)] {
+        if let Some(t) = text {
+            problems.extend(check_text(file, t, b));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let tree = folder.tree_at(rev).map_err(|e| vec![e.to_string()])?;
+    Ok(Approved::new(folder.root(), tree, Scope::Present))
 }
 
 /// The same gate as [`check_folder`] over a tree that is not checked out: what a sync pull
@@ -228,6 +335,10 @@ fn text_files(root: &Path, dir: &str) -> Vec<(String, String)> {
                 continue;
             };
             if md.is_dir() {
+                // The repository's own files are not memory.
+                if d == root && e.file_name() == ".git" {
+                    continue;
+                }
                 stack.push(e.path());
             } else if md.is_file()
                 && let Ok(t) = std::fs::read_to_string(e.path())

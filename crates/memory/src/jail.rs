@@ -52,7 +52,7 @@ pub enum WritePolicy {
 
 /// A directory that tool paths cannot leave.
 #[derive(Debug, Clone)]
-pub struct Jail {
+pub struct FolderJail {
     root: PathBuf,
     policy: WritePolicy,
 }
@@ -68,7 +68,7 @@ pub struct Entry {
     pub bytes: u64,
 }
 
-impl Jail {
+impl FolderJail {
     /// A jail over `root`, which must exist and be a real directory (not a link).
     ///
     /// Errors: [`Error::NotFound`] when `root` is missing; [`Error::PathOutsideRoot`] when it is a
@@ -134,7 +134,7 @@ impl Jail {
     /// Resolve `rel` to an absolute path whose existing components contain no symbolic
     /// link. The target itself may be missing.
     ///
-    /// Errors: as [`Jail::components`]; [`Error::PathOutsideRoot`] when an existing
+    /// Errors: as [`FolderJail::components`]; [`Error::PathOutsideRoot`] when an existing
     /// component is a symbolic link or a non-final component is not a directory.
     pub fn resolve(&self, rel: &str) -> Result<PathBuf> {
         let comps = Self::components(rel)?;
@@ -185,7 +185,7 @@ impl Jail {
 
     /// Read a whole regular file as UTF-8.
     ///
-    /// Errors: path rules as [`Jail::resolve`]; [`Error::NotFound`]; [`Error::InvalidArgument`]
+    /// Errors: path rules as [`FolderJail::resolve`]; [`Error::NotFound`]; [`Error::InvalidArgument`]
     /// when it is a directory or not UTF-8.
     pub fn read_to_string(&self, rel: &str) -> Result<String> {
         let p = self.resolve(rel)?;
@@ -203,7 +203,7 @@ impl Jail {
     /// Write `content` to `rel` atomically (temp file + rename), creating parent
     /// directories inside the jail.
     ///
-    /// Errors: path rules as [`Jail::resolve`]; [`Error::Refused`] when the policy forbids
+    /// Errors: path rules as [`FolderJail::resolve`]; [`Error::Refused`] when the policy forbids
     /// the path; [`Error::Budget`] when `content` exceeds [`MAX_WRITE_BYTES`];
     /// [`Error::InvalidArgument`] when `rel` names a directory.
     pub fn write(&self, rel: &str, content: &str) -> Result<()> {
@@ -255,7 +255,7 @@ impl Jail {
     /// Every visible entry under `rel` (recursively; `""` = the whole jail), sorted by path,
     /// skipping hidden names and symbolic links. A file path yields itself.
     ///
-    /// Errors: path rules as [`Jail::resolve`]; [`Error::NotFound`] when `rel` is missing.
+    /// Errors: path rules as [`FolderJail::resolve`]; [`Error::NotFound`] when `rel` is missing.
     pub fn walk(&self, rel: &str) -> Result<Vec<Entry>> {
         let start = self.resolve(rel)?;
         let md = fs::symlink_metadata(&start).map_err(|_| Error::NotFound(PathBuf::from(rel)))?;
@@ -553,11 +553,11 @@ pub fn page_lines(
 mod tests {
     use super::*;
 
-    fn jail() -> (tempfile::TempDir, Jail) {
+    fn jail() -> (tempfile::TempDir, FolderJail) {
         let d = tempfile::tempdir().unwrap();
         let root = d.path().join("memories");
         fs::create_dir(&root).unwrap();
-        let j = Jail::new(&root, WritePolicy::ConsolidationOutputs).unwrap();
+        let j = FolderJail::new(&root, WritePolicy::ConsolidationOutputs).unwrap();
         (d, j)
     }
 
@@ -571,11 +571,11 @@ mod tests {
             "skills/.hidden",
             "a\\b",
         ] {
-            let e = Jail::components(bad).unwrap_err();
+            let e = FolderJail::components(bad).unwrap_err();
             assert_eq!(e.code(), "path_outside_root", "{bad}: {e}");
         }
         assert_eq!(
-            Jail::components("./skills/a.md").unwrap(),
+            FolderJail::components("./skills/a.md").unwrap(),
             ["skills", "a.md"]
         );
     }

@@ -9,10 +9,10 @@
 //!   [`memories_read`] (line offset/limit, at most [`READ_MAX_TOKENS`] tokens, continuation
 //!   line), and [`memories_add_ad_hoc_note`] (a timestamped note queued for the next
 //!   consolidation).
-//! - Citations: [`parse_citations`] reads Codex's `<oai-mem-citation>` blocks; the cited
-//!   rollout ids, and rollouts whose memory `memories_read` returned, raise usage counts.
+//! - Rollouts whose memory `memories_read` returned raise usage counts (citations, the
+//!   other source of those counts, are parsed in [`crate::citations`]).
 //!
-//! Invariant: every path goes through the folder's read-only [`Jail`]; nothing here
+//! Invariant: every path goes through the folder's read-only [`FolderJail`]; nothing here
 //! writes inside the folder (notes go to the inbox outside it); every output is bounded
 //! and says how to continue when cut.
 
@@ -21,16 +21,17 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::folder::{self, RAW_MEMORIES_MD, ROLLOUT_SUMMARIES_DIR, SUMMARY_MD};
-use super::jail::{Jail, WritePolicy, page_lines};
+use super::jail::{FolderJail, WritePolicy, page_lines};
 use super::select::{NOTES_INBOX_DIR, ROLLOUT_ID_KEY};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
+
+pub use crate::policy::{
+    POLICY, SUMMARY_TOKEN_BUDGET, detail_line, policy_text, summary_token_room,
+};
 use codex_free_store::fts::{INDEX_FILE, IndexedFile, MemoryIndex};
 
-/// Most tokens of the injected memory block, policy included (Codex's summary budget, so
-/// memory never takes much of a new session's context).
-pub const SUMMARY_TOKEN_BUDGET: usize = 2500;
 /// Default and maximum entries of one `memories_list` page (the pi-codex-memory host's limit).
 pub const LIST_MAX: usize = 2000;
 /// Default and maximum matches of one `memories_search` page (the pi-codex-memory host's limit).
@@ -42,20 +43,6 @@ pub const NOTE_MAX_BYTES: usize = 16 * 1024;
 /// Longest line text shown in a search hit, characters.
 const HIT_MAX_CHARS: usize = 300;
 
-const POLICY: &str = "## Memory from earlier sessions
-
-The notes below were distilled by Codex Free from this user's earlier agent sessions. Treat them as helpful background, not as ground truth: they may be out of date. Before acting on anything that can change (versions, commits, file contents, deploy state, command output), check it against the live project. If you use a memory in your answer or your actions, end your final reply with a citation block naming the memory lines and the rollout ids you relied on:
-
-<oai-mem-citation>
-<citation_entries>
-MEMORY.md:10-12|note=[what was used]
-</citation_entries>
-<rollout_ids>
-<rollout id from the memory>
-</rollout_ids>
-</oai-mem-citation>
-";
-
 fn enabled(cfg: &Config) -> Result<()> {
     if !cfg.memories.enabled || !cfg.memories.use_memories {
         return Err(Error::Refused(
@@ -65,39 +52,15 @@ fn enabled(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
-fn jail(home: &Path) -> Result<Option<Jail>> {
+fn jail(home: &Path) -> Result<Option<FolderJail>> {
     let root = folder::folder_path(home);
     if std::fs::symlink_metadata(&root).is_err() {
         return Ok(None);
     }
-    Jail::new(&root, WritePolicy::ReadOnly).map(Some)
+    FolderJail::new(&root, WritePolicy::ReadOnly).map(Some)
 }
 
 const NO_FOLDER: &str = "No memories yet: the memory folder has not been created (it appears after the first consolidation).\n";
-
-/// The line after the policy saying where more detail is (its wording depends on whether
-/// the dedicated `memories_*` tools are offered).
-fn detail_line(dedicated_tools: bool) -> &'static str {
-    if dedicated_tools {
-        "\nFor more detail, use memories_search and memories_read (MEMORY.md, rollout_summaries/, daily/ for progress, archive/ for evidence).\n"
-    } else {
-        "\nMore detail is in MEMORY.md and rollout_summaries/ of the memory folder.\n"
-    }
-}
-
-/// The policy block placed before the summary, with `detail` as its where-to-find-more line.
-fn policy_text(detail: &str) -> String {
-    format!("{POLICY}{detail}\n### memory_summary.md\n\n")
-}
-
-/// Tokens a `memory_summary.md` may use so that the injected block (policy + summary)
-/// stays within [`SUMMARY_TOKEN_BUDGET`]: the budget minus the longer policy variant.
-pub fn summary_token_room() -> usize {
-    let policy = codex_free_core::tokens::count(&policy_text(detail_line(true))).max(
-        codex_free_core::tokens::count(&policy_text(detail_line(false))),
-    );
-    SUMMARY_TOKEN_BUDGET.saturating_sub(policy)
-}
 
 /// The memory block for a new session's instructions: [`POLICY`] then `memory_summary.md`,
 /// cut at line boundaries so the whole block stays within [`SUMMARY_TOKEN_BUDGET`] tokens
@@ -236,7 +199,7 @@ pub struct MemoriesAddAdHocNoteArgs {
 /// sizes; at most `max_results` (default/max 2,000) per page; a cut page ends with
 /// `(showing entries A-B of N — call again with offset=B for the rest)`.
 ///
-/// Errors: [`Error::Refused`] when memories are off; path rules of [`Jail`];
+/// Errors: [`Error::Refused`] when memories are off; path rules of [`FolderJail`];
 /// [`Error::NotFound`] for a missing path.
 pub fn memories_list(home: &Path, cfg: &Config, a: &MemoriesListArgs) -> Result<String> {
     enabled(cfg)?;
@@ -283,7 +246,7 @@ pub fn memories_list(home: &Path, cfg: &Config, a: &MemoriesListArgs) -> Result<
 /// continuation line when cut.
 ///
 /// Errors: [`Error::Refused`] when memories are off; [`Error::InvalidArgument`] for an
-/// empty query; path rules of [`Jail`]; [`Error::Store`] when the index cannot be opened.
+/// empty query; path rules of [`FolderJail`]; [`Error::Store`] when the index cannot be opened.
 pub fn memories_search(home: &Path, cfg: &Config, a: &MemoriesSearchArgs) -> Result<String> {
     enabled(cfg)?;
     if a.query.trim().is_empty() {
@@ -296,7 +259,7 @@ pub fn memories_search(home: &Path, cfg: &Config, a: &MemoriesSearchArgs) -> Res
     };
     let prefix = match a.path.as_deref() {
         Some(p) => {
-            let c = Jail::components(p)?.join("/");
+            let c = FolderJail::components(p)?.join("/");
             j.resolve(&c)?;
             Some(c)
         }
@@ -420,7 +383,7 @@ pub fn read_with_rollouts(
             }
         }
     };
-    let path = Jail::components(&a.path)?.join("/");
+    let path = FolderJail::components(&a.path)?.join("/");
     let mut ids = Vec::new();
     if last > 0 {
         if path.starts_with(&format!("{ROLLOUT_SUMMARIES_DIR}/")) {
@@ -519,7 +482,7 @@ fn page_inside_line(
 /// `(showing lines A-B of N — call again with offset=B for the rest)`. Reading a rollout's
 /// memory (its summary file, or its section of `raw_memories.md`) counts as a use of it.
 ///
-/// Errors: [`Error::Refused`] when memories are off; path rules of [`Jail`];
+/// Errors: [`Error::Refused`] when memories are off; path rules of [`FolderJail`];
 /// [`Error::NotFound`]; [`Error::InvalidArgument`] for a directory or non-UTF-8 file.
 pub fn memories_read(home: &Path, cfg: &Config, a: &MemoriesReadArgs) -> Result<String> {
     let (text, ids) = read_with_rollouts(home, cfg, a)?;
@@ -591,127 +554,6 @@ pub fn memories_add_ad_hoc_note(
     Ok(format!(
         "Queued note {name}; the next memory consolidation will consider it.\n"
     ))
-}
-
-/// One entry of a `<citation_entries>` list: `path:START-END|note=[text]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CitationEntry {
-    /// Cited file, relative to the memory folder.
-    pub path: String,
-    /// Cited line range (1-based, inclusive), when given.
-    pub lines: Option<(usize, usize)>,
-    /// The note, when given.
-    pub note: Option<String>,
-}
-
-/// One `<oai-mem-citation>` block.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Citation {
-    /// The cited memory lines.
-    pub entries: Vec<CitationEntry>,
-    /// The cited rollout ids.
-    pub rollout_ids: Vec<String>,
-}
-
-fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
-    let a = s.find(open)? + open.len();
-    let b = s[a..].find(close)? + a;
-    Some(&s[a..b])
-}
-
-/// Every complete `<oai-mem-citation>` block in `text` (Codex's citation format: a
-/// `<citation_entries>` list, one `path:START-END|note=[...]` per line, and a
-/// `<rollout_ids>` list, one id per line). Unclosed blocks are ignored.
-pub fn parse_citations(text: &str) -> Vec<Citation> {
-    let mut out = Vec::new();
-    for (open, close) in CITATION_TAGS {
-        out.extend(parse_citation_blocks(text, open, close));
-    }
-    out
-}
-
-/// Citation block tags: the current form, then the legacy `<memory_citation>` one (whose
-/// ids come as `<thread_ids>`), both still written by models trained on either.
-const CITATION_TAGS: [(&str, &str); 2] = [
-    ("<oai-mem-citation>", "</oai-mem-citation>"),
-    ("<memory_citation>", "</memory_citation>"),
-];
-
-/// A plausible rollout id: 1-128 characters of letters, digits, `-`, `_`, `.` or `:`.
-/// Anything else in an id list (prose, markup) is ignored rather than credited.
-fn plausible_id(s: &str) -> bool {
-    (1..=128).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
-}
-
-fn parse_citation_blocks(text: &str, open: &str, close: &str) -> Vec<Citation> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(i) = rest.find(open) {
-        let after = &rest[i + open.len()..];
-        let Some(j) = after.find(close) else { break };
-        let block = &after[..j];
-        rest = &after[j + close.len()..];
-        let mut c = Citation::default();
-        if let Some(list) = between(block, "<citation_entries>", "</citation_entries>") {
-            for line in list.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                let (loc, note) = match line.split_once('|') {
-                    Some((l, n)) => {
-                        let n = n.trim().strip_prefix("note=").unwrap_or(n.trim());
-                        let n = n
-                            .strip_prefix('[')
-                            .and_then(|n| n.strip_suffix(']'))
-                            .unwrap_or(n);
-                        (l.trim(), Some(n.to_string()))
-                    }
-                    None => (line, None),
-                };
-                let (path, lines) = match loc.rsplit_once(':') {
-                    Some((p, r)) => {
-                        let range = r.split_once('-').and_then(|(a, b)| {
-                            Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
-                        });
-                        let single = r.trim().parse().ok().map(|n: usize| (n, n));
-                        match range.or(single) {
-                            Some(rg) => (p.to_string(), Some(rg)),
-                            None => (loc.to_string(), None),
-                        }
-                    }
-                    None => (loc.to_string(), None),
-                };
-                c.entries.push(CitationEntry { path, lines, note });
-            }
-        }
-        for (a, b) in [
-            ("<rollout_ids>", "</rollout_ids>"),
-            ("<thread_ids>", "</thread_ids>"),
-        ] {
-            if let Some(list) = between(block, a, b) {
-                for id in list
-                    .split(|ch: char| ch.is_whitespace() || ch == ',')
-                    .filter(|s| plausible_id(s))
-                {
-                    c.rollout_ids.push(id.to_string());
-                }
-            }
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The distinct rollout ids cited in `text`, in order of first appearance.
-pub fn cited_rollout_ids(text: &str) -> Vec<String> {
-    let mut ids: Vec<String> = Vec::new();
-    for c in parse_citations(text) {
-        for id in c.rollout_ids {
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
-        }
-    }
-    ids
 }
 
 #[cfg(test)]
@@ -1002,27 +844,6 @@ mod tests {
                 }
             )
             .is_err()
-        );
-    }
-
-    #[test]
-    fn citations_parse() {
-        let text = "done.\n\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:1-10|note=[workspace context]\nrollout_summaries/a.md:3|note=[x]\n</citation_entries>\n<rollout_ids>\nt-1\nt-2\n</rollout_ids>\n</oai-mem-citation>\nand <oai-mem-citation><rollout_ids>t-2, t-3</rollout_ids></oai-mem-citation> <oai-mem-citation><rollout_ids>t-9";
-        let c = parse_citations(text);
-        assert_eq!(c.len(), 2);
-        assert_eq!(
-            c[0].entries[0],
-            CitationEntry {
-                path: "MEMORY.md".into(),
-                lines: Some((1, 10)),
-                note: Some("workspace context".into())
-            }
-        );
-        assert_eq!(c[0].entries[1].lines, Some((3, 3)));
-        assert_eq!(
-            cited_rollout_ids(text),
-            ["t-1", "t-2", "t-3"],
-            "unclosed block ignored, duplicates merged"
         );
     }
 }

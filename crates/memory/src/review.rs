@@ -223,6 +223,7 @@ pub fn decide(
     review_on: bool,
     action: ReviewAction,
     running: bool,
+    budget: &crate::budget::ArtifactBudget,
 ) -> Result<ReviewState> {
     if running {
         return Err(Error::Busy(
@@ -264,7 +265,14 @@ pub fn decide(
             }) {
                 "rejected: the folder already matches the accepted state".to_string()
             } else {
-                let r = f.rollback(&acc.to_string())?;
+                let approved = crate::gate::approve_rollback(&f, &acc.to_string(), budget)
+                    .map_err(|p| {
+                        Error::Budget(format!(
+                            "the accepted state would not pass today's memory checks ({}); nothing was changed",
+                            p.join("; ")
+                        ))
+                    })?;
+                let r = f.rollback(&acc.to_string(), &approved)?;
                 repo.reference(
                     ACCEPTED_REF,
                     git2::Oid::from_str(&r.commit).map_err(git_err("oid"))?,

@@ -842,7 +842,12 @@ pub async fn pull(
     let machine = machine_id(home)?;
     let r = async {
         fetch(folder.root(), url).await?;
-        integrate(folder, home, &machine, budget)
+        let pulled = integrate(folder, home, &machine, budget)?;
+        if matches!(pulled, Pulled::FastForward { .. } | Pulled::Merged { .. }) {
+            // HEAD moved to the remote's memory: whatever follows a commit runs.
+            codex_free_core::events::emit(home, codex_free_core::events::MemoryEvent::Committed);
+        }
+        Ok(pulled)
     }
     .await;
     record(home, r.as_ref().err(), false);

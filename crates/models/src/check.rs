@@ -417,6 +417,59 @@ fn without_url_secrets(s: &str) -> String {
     s.chars().take(300).collect()
 }
 
+/// Check that a server answers on `http://127.0.0.1:<port>/mcp/<token>`: `/health`, then an
+/// MCP `initialize` through the secret path. `Ok(text)` says what answered.
+///
+/// Errors: [`Error::Refused`] with the reason when nothing listens or the server refuses
+/// the URL.
+/// Lives here because this crate is the one outbound HTTP client of the workspace.
+pub async fn chatgpt_check(port: u16, token: &str) -> codex_free_core::Result<String> {
+    use codex_free_core::Error;
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+        .map_err(|e| Error::Refused(format!("HTTP client: {e}")))?;
+    let h = client
+        .get(format!("{base}/health"))
+        .send()
+        .await
+        .map_err(|e| {
+            Error::Refused(format!(
+                "no server answers on {base} ({e}); start it with `codex-free serve --http --port {port}`"
+            ))
+        })?;
+    if !h.status().is_success() {
+        return Err(Error::Refused(format!(
+            "{base}/health answered {}",
+            h.status()
+        )));
+    }
+    let init = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "codex-free-connect-check", "version": "1"}}
+    });
+    let r = client
+        .post(format!("{base}/mcp/{token}"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .map_err(|e| Error::Refused(format!("POST {base}/mcp/<token>: {e}")))?;
+    let status = r.status();
+    let body = r.text().await.unwrap_or_default();
+    if !status.is_success() || !body.contains("codex-free") {
+        return Err(Error::Refused(format!(
+            "{base}/mcp/<token> answered {status}: {}",
+            body.chars().take(200).collect::<String>()
+        )));
+    }
+    Ok(format!(
+        "ok: the server answers MCP initialize on {base}/mcp/<token>"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -267,9 +267,9 @@ impl Watch {
         }
         for a in &out {
             self.sink.notify(a);
-            let _ = crate::usage::append(
+            let _ = crate::run_log::append(
                 home,
-                &crate::usage::LogLine::Alert {
+                &crate::run_log::LogLine::Alert {
                     at: chrono::Utc::now().timestamp(),
                     text: format!("{}: {}", a.title(), a.body()),
                 },
@@ -335,7 +335,7 @@ mod tests {
                 .is_empty()
         );
         // Each alert is in memories.log.
-        let log = std::fs::read_to_string(d.path().join(crate::usage::LOG_FILE)).unwrap();
+        let log = std::fs::read_to_string(d.path().join(crate::run_log::LOG_FILE)).unwrap();
         assert_eq!(log.matches("monthly").count(), 4, "{log}");
     }
 

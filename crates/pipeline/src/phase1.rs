@@ -17,6 +17,7 @@
 //! an answer that failed validation; no model call is made once the cap is reached or
 //! after a run-fatal error (unknown model, rejected key).
 
+pub use crate::spend::{CapState, cap_state, cap_state_of};
 use codex_free_memory::select::normalise_slug;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::usage::{LogLine, Phase1Line};
+use crate::run_log::{LogLine, Phase1Line};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::MemoriesConfig;
@@ -261,36 +262,6 @@ pub fn input_budget(context_window: Option<u64>) -> usize {
     cap.saturating_sub(PROMPT_OVERHEAD_TOKENS).max(1_000)
 }
 
-/// Spend-cap state for this month.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CapState {
-    /// The cap, USD.
-    pub cap_usd: f64,
-    /// Spent this month (priced requests), USD.
-    pub spent_usd: f64,
-    /// Whether no more calls may be made.
-    pub reached: bool,
-}
-
-/// Check `memories.monthly_spend_cap_usd` against this month's usage. `None` when no cap.
-pub fn cap_state(store: &Store, cfg: &MemoriesConfig) -> Result<Option<CapState>> {
-    cap_state_of(store, cfg.monthly_spend_cap_usd)
-}
-
-/// The one spend-cap check (phase 1, phase 2, status): `cap` USD against this month's
-/// spend ([`Store::spend_this_month`]). `None` when there is no cap.
-pub fn cap_state_of(store: &Store, cap: Option<f64>) -> Result<Option<CapState>> {
-    let Some(cap) = cap else {
-        return Ok(None);
-    };
-    let spent = store.spend_this_month()?.usd;
-    Ok(Some(CapState {
-        cap_usd: cap,
-        spent_usd: spent,
-        reached: spent >= cap,
-    }))
-}
-
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
@@ -522,7 +493,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
     };
     let line = {
         let home = ctx.home.clone();
-        blocking(move || crate::usage::append(&home, &LogLine::Phase1(line))).await?
+        blocking(move || crate::run_log::append(&home, &LogLine::Phase1(line))).await?
     };
     tracing::info!(target: "memories", "{line}");
     if let Some(e) = first_err
@@ -586,7 +557,7 @@ async fn stopped_before_claim(
         ..Default::default()
     };
     let home = ctx.home.clone();
-    let line = blocking(move || crate::usage::append(&home, &LogLine::Phase1(line))).await?;
+    let line = blocking(move || crate::run_log::append(&home, &LogLine::Phase1(line))).await?;
     tracing::warn!(target: "memories", "{line}");
     Ok(RunReport {
         run_id: Some(run_id),
@@ -701,7 +672,7 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     };
     // Citations of earlier memories in this session raise their usage once per rollout,
     // whatever happens to this session's own extraction.
-    let cited = codex_free_memory::readpath::cited_rollout_ids(&rendered);
+    let cited = codex_free_memory::citations::cited_rollout_ids(&rendered);
     if !cited.is_empty() {
         let (store, id) = (ctx.store.clone(), claim.thread.id.clone());
         if let Err(e) = blocking(move || store.record_citations_once(&id, &cited)).await {
@@ -829,7 +800,7 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
 }
 
 fn build_request(ctx: &Phase1Ctx, t: &ThreadRow, rendered: &str) -> CompletionRequest {
-    let updated = crate::usage::iso(t.updated_at);
+    let updated = crate::run_log::iso(t.updated_at);
     let header = format!(
         "Session {id} ({source}), last active {updated}{cwd}.\n\n<session>\n",
         id = t.id,

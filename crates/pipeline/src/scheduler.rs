@@ -339,12 +339,12 @@ async fn run_loop(
                 let msg = e.to_string();
                 if last_error.as_deref() != Some(msg.as_str()) {
                     tracing::warn!(error = %msg, "phase 1 not run");
-                    let line = crate::usage::LogLine::NotRun {
+                    let line = crate::run_log::LogLine::NotRun {
                         at: store.now(),
                         phase: "phase1",
                         why: msg.clone(),
                     };
-                    let _ = crate::usage::append(&home, &line);
+                    let _ = crate::run_log::append(&home, &line);
                 }
                 last_error = Some(msg);
             }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_memory::jail::{self, Jail};
+use codex_free_memory::jail::{self, FolderJail};
 use codex_free_models::TokenUsage;
 
 /// Who speaks a message.
@@ -297,7 +297,7 @@ pub struct AgentFailure {
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
     model: &dyn ConsolidationModel,
-    jail: &Jail,
+    jail: &FolderJail,
     system: &str,
     task: &str,
     opts: &AgentOptions,
@@ -357,7 +357,7 @@ pub async fn run(
 
 async fn tool_loop(
     model: &dyn ConsolidationModel,
-    jail: &Jail,
+    jail: &FolderJail,
     tools: &[ToolSpec],
     messages: &mut Vec<Message>,
     opts: &AgentOptions,
@@ -518,7 +518,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn loop_executes_tools_logs_usage_and_repairs_once() {
         let d = tempfile::tempdir().unwrap();
-        let jail = Jail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
+        let jail = FolderJail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
         let long: String = (0..400).map(|i| format!("l{i}\n")).collect();
         let model = Scripted::new(vec![
             reply(vec![call(
@@ -571,7 +571,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn request_cap_stops_a_model_that_never_stops() {
         let d = tempfile::tempdir().unwrap();
-        let jail = Jail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
+        let jail = FolderJail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
         let replies = (0..10)
             .map(|i| {
                 reply(vec![call(

@@ -7,6 +7,7 @@
 //! Invariant: an unpriced request is counted in `unpriced_requests`, never as $0; buckets
 //! are UTC.
 
+use super::csv::cell;
 use std::collections::BTreeMap;
 
 use chrono::Utc;
@@ -188,20 +189,6 @@ pub fn view(
         models,
         import_error,
         now_ms,
-    }
-}
-
-fn cell(s: &str) -> String {
-    // Quote per RFC 4180; a leading formula character is neutralised for spreadsheets.
-    let s = if s.starts_with(['=', '+', '-', '@']) {
-        format!("'{s}")
-    } else {
-        s.to_string()
-    };
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s
     }
 }
 

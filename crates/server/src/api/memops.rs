@@ -313,6 +313,7 @@ impl ApiService {
                 cfg.memories.review,
                 a,
                 codex_free_memory::sync::consolidation_running(&self.home)?,
+                &codex_free_memory::budget::ArtifactBudget::from_config(&cfg.memories),
             )?,
         };
         Ok(ReviewView {

@@ -14,6 +14,7 @@
 pub mod agent_usage;
 pub mod catalog;
 pub mod connect;
+pub mod csv;
 pub mod dto;
 pub mod hooks;
 pub mod http;
@@ -256,6 +257,14 @@ impl ApiService {
                     mechanism: sb.mechanism,
                     summary: sb.summary,
                     warning: sb.warning,
+                }
+            },
+            transcripts: {
+                let u = codex_free_transcripts::sources::mcp::usage(&self.home);
+                TranscriptsView {
+                    files: u.files,
+                    bytes: u.bytes,
+                    retention_days: cfg.memories.mcp_transcript_retention_days,
                 }
             },
         })

@@ -10,6 +10,7 @@
 
 pub mod auth;
 pub mod clients;
+pub mod conn;
 pub mod http;
 mod instructions;
 mod memories_tools;
@@ -17,6 +18,7 @@ mod memory_tools;
 mod resources;
 mod schema;
 pub mod server;
+pub mod sessions;
 pub mod stdio;
 mod tools_exec;
 mod tools_fs;

@@ -204,6 +204,10 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
+/// Transcript writers kept between calls (the least recently used beyond are dropped):
+/// memory stays flat however many sessions come and go.
+pub const MAX_TRANSCRIPT_WRITERS: usize = 256;
+
 /// A client counts as connected while it was active within this window (5 minutes).
 pub const CLIENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
 
@@ -227,11 +231,16 @@ pub struct Shared {
     pub clients: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// The audit trail's appender, its file kept open between tool calls.
     pub audit: codex_free_core::audit::AuditWriter,
-    /// Open MCP transcript writers by transcript key (see [`CodexFree::record`]).
+    /// MCP transcript writers by transcript key (see [`CodexFree::record`]), each with its
+    /// last use; at most [`MAX_TRANSCRIPT_WRITERS`] (a writer holds no open file, and one
+    /// made again continues its transcript).
     pub transcripts: std::sync::Mutex<
         std::collections::HashMap<
             String,
-            Arc<codex_free_transcripts::sources::mcp::TranscriptWriter>,
+            (
+                Arc<codex_free_transcripts::sources::mcp::TranscriptWriter>,
+                std::time::Instant,
+            ),
         >,
     >,
     /// Single mode: the project's jail now and where its root came from (the client's roots
@@ -369,6 +378,10 @@ impl CodexFree {
             .filter(|d| !d.as_os_str().is_empty())
             .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
         let config = LiveConfig::load(opts.config_path)?;
+        // Temp files of writes a killed server left in the project's `.git`.
+        if let Mode::Single { root } = &opts.mode {
+            codex_free_tools::tmpfiles::sweep_project(root);
+        }
         let follow_roots = opts.root_source == RootSource::WorkingDirectory;
         let shared = Arc::new(Shared {
             mode: opts.mode,
@@ -584,9 +597,18 @@ impl CodexFree {
                 .transcripts
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            if let Some(w) = map.get(&key) {
+            if let Some((w, used)) = map.get_mut(&key) {
+                *used = std::time::Instant::now();
                 w.clone()
             } else {
+                if map.len() >= MAX_TRANSCRIPT_WRITERS
+                    && let Some(oldest) = map
+                        .iter()
+                        .min_by_key(|(_, (_, used))| *used)
+                        .map(|(k, _)| k.clone())
+                {
+                    map.remove(&oldest);
+                }
                 let cwd = match &self.shared.mode {
                     Mode::Single { .. } => Some(self.shared.project_jail().root().to_path_buf()),
                     Mode::Multi { .. } => None,
@@ -598,7 +620,7 @@ impl CodexFree {
                 ) {
                     Ok(w) => {
                         let w = Arc::new(w);
-                        map.insert(key, w.clone());
+                        map.insert(key, (w.clone(), std::time::Instant::now()));
                         w
                     }
                     Err(e) => {

@@ -24,7 +24,7 @@ pub enum IconState {
 }
 
 /// Shared app state (held by Tauri as managed state and by the tray).
-pub struct Core {
+pub struct AppHost {
     /// Everything the process hosts, assembled by [`App::open`].
     pub app: Arc<App>,
     /// The UI's service (`app.service`).
@@ -35,7 +35,7 @@ pub struct Core {
     pub home: PathBuf,
 }
 
-impl Core {
+impl AppHost {
     /// Wrap an [`App`] that hosts an HTTP server. Errors when it does not.
     pub fn new(app: Arc<App>) -> anyhow::Result<Self> {
         let server = app
@@ -59,7 +59,7 @@ fn usd(x: f64) -> String {
     }
 }
 
-impl Core {
+impl AppHost {
     /// The current status (dashboard data).
     pub fn status(&self) -> codex_free_core::Result<Status> {
         self.service.status()
@@ -278,7 +278,7 @@ mod tests {
     use codex_free_server::app::AppOptions;
     use codex_free_server::mcp::ServerOptions;
 
-    fn core(port: u16) -> (tempfile::TempDir, tokio::runtime::Runtime, Core) {
+    fn core(port: u16) -> (tempfile::TempDir, tokio::runtime::Runtime, AppHost) {
         let d = tempfile::tempdir().unwrap();
         let (home, project) = (d.path().join("state"), d.path().join("project"));
         std::fs::create_dir_all(&project).unwrap();
@@ -303,7 +303,7 @@ mod tests {
             rt.handle().clone(),
         )
         .unwrap();
-        (d, rt, Core::new(app).unwrap())
+        (d, rt, AppHost::new(app).unwrap())
     }
 
     #[test]

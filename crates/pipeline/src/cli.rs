@@ -14,10 +14,10 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::input::{SecretRedactor, TranscriptInput};
 use crate::phase1::{Redactor, RolloutInput, Trigger, cap_state};
+use crate::run_log::{iso, log_path};
 use crate::scheduler::{self, SchedulerDeps};
-use crate::usage::{iso, log_path};
+use crate::transcript_input::{SecretRedactor, TranscriptInput};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::{CONFIG_FILE, Config};
@@ -240,6 +240,10 @@ pub struct Status {
     pub sync: Option<codex_free_memory::sync::SyncStatus>,
     /// `memories.review` is on and a consolidation waits for `memories review accept`.
     pub review_pending: bool,
+    /// This server's own MCP transcripts under the state home (files, bytes).
+    pub mcp_transcripts: codex_free_transcripts::sources::mcp::TranscriptUsage,
+    /// `memories.mcp_transcript_retention_days`.
+    pub mcp_transcript_retention_days: u32,
 }
 
 fn describe_model(
@@ -351,6 +355,8 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         review_pending: codex_free_memory::review::state(&env.home, m.review)
             .map(|r| r.pending)
             .unwrap_or(false),
+        mcp_transcripts: codex_free_transcripts::sources::mcp::usage(&env.home),
+        mcp_transcript_retention_days: m.mcp_transcript_retention_days,
     })
 }
 
@@ -522,6 +528,13 @@ impl Status {
                 s.push_str(&format!("  {l}\n"));
             }
         }
+        let t = &self.mcp_transcripts;
+        s.push_str(&format!(
+            "MCP transcripts (this server's): {} file(s), {:.1} MB; each deleted {} days after its last call once extracted\n",
+            t.files,
+            t.bytes as f64 / 1e6,
+            self.mcp_transcript_retention_days
+        ));
         s.push_str(&format!("database: {}\nlog: {}\n", self.database, self.log));
         s
     }
@@ -673,6 +686,84 @@ fn remove_generated_memory_dir(home: &Path) -> Result<bool> {
 /// [`Error::Busy`] for `reset` while jobs run; model resolution errors for `run`/`force`
 /// (an unavailable explicit model fails the run, it is never swapped).
 pub async fn execute(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
+    execute_with_verdict(cmd, env).await.map(|(text, _)| text)
+}
+
+/// [`execute`], and whether the command achieved its work: `Some(reason)` when `memories
+/// run`/`force` sent requests and none succeeded (every one failed), or the spend cap
+/// stopped the run before anything was extracted. The binary prints the text, then the
+/// reason on stderr, and exits 1, so a scheduler, a script or CI can tell.
+///
+/// Errors: as [`execute`].
+pub async fn execute_with_verdict(
+    cmd: MemoriesCmd,
+    env: &ControlEnv,
+) -> Result<(String, Option<String>)> {
+    if matches!(cmd, MemoriesCmd::Run | MemoriesCmd::Force) {
+        return run_command(cmd, env).await;
+    }
+    execute_other(cmd, env).await.map(|t| (t, None))
+}
+
+/// `memories run` / `force`: one phase-1 pass (and what follows it) now, with its verdict
+/// (see [`execute_with_verdict`]).
+async fn run_command(cmd: MemoriesCmd, env: &ControlEnv) -> Result<(String, Option<String>)> {
+    let cfg = env.config()?;
+    if !cfg.memories.enabled {
+        return Err(Error::Refused(
+            "the memory pipeline is off; run `codex-free memories on` first".into(),
+        ));
+    }
+    let trigger = if cmd == MemoriesCmd::Force {
+        Trigger::Force
+    } else {
+        Trigger::Manual
+    };
+    let store = env.store()?;
+    resolve_extract_model(
+        &cfg.memories,
+        env.secrets.as_ref(),
+        PriceTable::bundled(),
+        env.retry,
+    )?;
+    let r = scheduler::run_once(
+        &env.home,
+        &cfg,
+        &env.scheduler_deps(),
+        &store,
+        trigger,
+        env.cancel.clone(),
+    )
+    .await?;
+    let s = &r.summary;
+    let extracted = s.with_output + s.no_output;
+    let verdict = match s.outcome.as_str() {
+            "failed" => Some(format!(
+                "memories run failed: {} of {} requests failed, none succeeded{}",
+                s.failed,
+                s.claimed,
+                s.error.as_deref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
+            )),
+            "spend_cap" if extracted == 0 => Some(
+                "memories run stopped by the monthly spend cap before anything was extracted (memories.monthly_spend_cap_usd)".to_string(),
+            ),
+            _ => None,
+        };
+    let text = match (&r.log_line, r.summary.outcome.as_str()) {
+        (Some(l), _) => format!("{l}\n"),
+        (None, "idle") => format!(
+            "nothing to do: {} sessions seen, none eligible (idle < {} h, already extracted, off, or retrying)\n",
+            r.scanned, cfg.memories.min_rollout_idle_hours
+        ),
+        (None, o) => match &r.summary.error {
+            Some(e) => format!("{o}: {e}\n"),
+            None => format!("{o}\n"),
+        },
+    };
+    Ok((text, verdict))
+}
+
+async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
     match cmd {
         MemoriesCmd::Status { json } => {
             let st = status(env)?;
@@ -683,46 +774,7 @@ pub async fn execute(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
             })
         }
         MemoriesCmd::Readiness => Ok(readiness(env)?.render()),
-        MemoriesCmd::Run | MemoriesCmd::Force => {
-            let cfg = env.config()?;
-            if !cfg.memories.enabled {
-                return Err(Error::Refused(
-                    "the memory pipeline is off; run `codex-free memories on` first".into(),
-                ));
-            }
-            let trigger = if cmd == MemoriesCmd::Force {
-                Trigger::Force
-            } else {
-                Trigger::Manual
-            };
-            let store = env.store()?;
-            resolve_extract_model(
-                &cfg.memories,
-                env.secrets.as_ref(),
-                PriceTable::bundled(),
-                env.retry,
-            )?;
-            let r = scheduler::run_once(
-                &env.home,
-                &cfg,
-                &env.scheduler_deps(),
-                &store,
-                trigger,
-                env.cancel.clone(),
-            )
-            .await?;
-            Ok(match (&r.log_line, r.summary.outcome.as_str()) {
-                (Some(l), _) => format!("{l}\n"),
-                (None, "idle") => format!(
-                    "nothing to do: {} sessions seen, none eligible (idle < {} h, already extracted, off, or retrying)\n",
-                    r.scanned, cfg.memories.min_rollout_idle_hours
-                ),
-                (None, o) => match &r.summary.error {
-                    Some(e) => format!("{o}: {e}\n"),
-                    None => format!("{o}\n"),
-                },
-            })
-        }
+        MemoriesCmd::Run | MemoriesCmd::Force => run_command(cmd, env).await.map(|(t, _)| t),
         MemoriesCmd::On | MemoriesCmd::Off => {
             let v = cmd == MemoriesCmd::On;
             edit_config(env, |c| c.memories.enabled = v)?;
