@@ -538,3 +538,122 @@ fn the_linked_copy_follows_rollback_and_the_use_switch() {
     ok(&h.cli(&["connect", "pi", "--undo"]));
     assert!(!agents.exists());
 }
+
+/// Issue 27, finding 8: `connect` wrote through a symlinked `~/.codex/config.toml`,
+/// `AGENTS.md`, `~/.claude.json` or `~/.claude/CLAUDE.md` to a file outside HOME without
+/// saying so. Now a link is followed only when it leads inside HOME, and the plan and the
+/// report say "writes through symlink X -> Y"; any other link is refused with the path and
+/// nothing is written (the file outside, the link, no backup, no record).
+#[test]
+fn symlinked_targets_are_followed_only_inside_home_and_said() {
+    let outside = tempfile::tempdir().unwrap();
+    let outside = std::fs::canonicalize(outside.path()).unwrap();
+    let h = Homes::new();
+    let home = std::fs::canonicalize(h.home()).unwrap();
+    // (client, the file the client reads, a file the link may point at outside HOME)
+    let cases = [
+        ("codex", ".codex/config.toml", CODEX_TOML),
+        ("codex", ".codex/AGENTS.md", "# Global\n"),
+        ("claude", ".claude.json", CLAUDE_JSON),
+        ("claude", ".claude/CLAUDE.md", "Be brief.\n"),
+        ("pi", ".pi/agent/AGENTS.md", "# pi rules\n"),
+    ];
+    for (client, file, text) in cases {
+        let link = h.home().join(file);
+        let victim = outside.join(file.replace('/', "_"));
+        std::fs::write(&victim, text).unwrap();
+        let saved = std::fs::read(&link).ok();
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::fs::remove_file(&link).ok();
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        for args in [
+            vec!["connect", client, "--dry-run"],
+            vec!["connect", client],
+        ] {
+            let o = h.cli(&args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(!o.status.success(), "{args:?} through {file}: {err}");
+            assert!(
+                err.contains(&link.display().to_string())
+                    && err.contains(&victim.display().to_string())
+                    && err.contains("outside your home"),
+                "{file}: the refusal names the link and its target: {err}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), text, "{file}");
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            !h.state
+                .join("connect")
+                .join(format!("{client}.json"))
+                .exists()
+        );
+        let mut backup = link.as_os_str().to_owned();
+        backup.push(".codex-free-backup");
+        assert!(!Path::new(&backup).exists(), "{file}: a backup was made");
+        // Put the fixture back for the next case.
+        std::fs::remove_file(&link).unwrap();
+        if let Some(b) = saved {
+            std::fs::write(&link, b).unwrap();
+        }
+    }
+
+    // A linked directory (`~/.claude -> elsewhere`) counts the same.
+    let claude_dir = outside.join("claude-dir");
+    std::fs::create_dir_all(&claude_dir).unwrap();
+    std::fs::write(claude_dir.join("CLAUDE.md"), "Be brief.\n").unwrap();
+    let dot_claude = h.home().join(".claude");
+    std::fs::rename(&dot_claude, h.home().join(".claude-real")).unwrap();
+    std::os::unix::fs::symlink(&claude_dir, &dot_claude).unwrap();
+    let o = h.cli(&["connect", "claude"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("outside your home"));
+    assert_eq!(
+        std::fs::read_to_string(claude_dir.join("CLAUDE.md")).unwrap(),
+        "Be brief.\n"
+    );
+    std::fs::remove_file(&dot_claude).unwrap();
+    std::fs::rename(h.home().join(".claude-real"), &dot_claude).unwrap();
+
+    // Inside HOME (a dotfiles folder): followed, and said in the dry run and the report.
+    let dotfiles = home.join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    let link = h.home().join(".codex/config.toml");
+    std::fs::rename(&link, dotfiles.join("codex-config.toml")).unwrap();
+    std::os::unix::fs::symlink("../dotfiles/codex-config.toml", &link).unwrap();
+    let says = format!(
+        "writes through symlink {} -> {}",
+        link.display(),
+        dotfiles.join("codex-config.toml").display()
+    );
+    let dry = ok(&h.cli(&["connect", "codex", "--dry-run"]));
+    assert!(dry.contains(&says), "{dry}");
+    let out = ok(&h.cli(&["connect", "codex"]));
+    assert!(out.contains(&says), "{out}");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let written = std::fs::read_to_string(dotfiles.join("codex-config.toml")).unwrap();
+    assert!(written.contains("[mcp_servers.codex_free]"), "{written}");
+    ok(&h.cli(&["connect", "codex", "--undo"]));
+    assert_eq!(
+        std::fs::read_to_string(dotfiles.join("codex-config.toml")).unwrap(),
+        CODEX_TOML
+    );
+
+    // A link into Codex Free's own state home is refused too.
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(h.state.join("codex.config.json"), &link).unwrap();
+    let o = h.cli(&["connect", "codex"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("state home"));
+    assert!(!h.state.join("codex.config.json").exists());
+}

@@ -475,13 +475,11 @@ pub(super) fn claude_has(path: &Path, text: Option<&str>) -> Result<bool> {
 // ---- writes -----------------------------------------------------------------------------
 
 /// Write `bytes` to `path` atomically (or remove it for `None`), keeping an existing file's
-/// mode and writing through a symbolic link to its target (a dotfiles link stays a link).
-pub(super) fn write_file(path: &Path, bytes: Option<&str>) -> Result<()> {
-    let real = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
-            .map_err(|e| Error::io(format!("resolving the link {}", path.display()), e))?,
-        _ => path.to_path_buf(),
-    };
+/// mode; with `through` (the target [`crate::links::guard`] approved for a link on the way)
+/// the bytes go to that target, so a dotfiles link stays a link.
+pub(super) fn write_file(path: &Path, through: Option<&Path>, bytes: Option<&str>) -> Result<()> {
+    // Only the link target the plan checked and showed (`links::guard`) is written through.
+    let real = through.unwrap_or(path).to_path_buf();
     let Some(bytes) = bytes else {
         return match std::fs::remove_file(path) {
             Ok(()) => Ok(()),

@@ -24,7 +24,11 @@
 //! removes a file that did not exist) when the file still holds what connect wrote, and
 //! otherwise removes only our entry and block, since the agent (Claude rewrites its config
 //! on every start) or the user changed the file since. A file that does not parse is
-//! refused with its path, line and reason before anything is written.
+//! refused with its path, line and reason before anything is written. A symbolic link on
+//! the way to a file is followed only when it leads inside the user's home (and not into
+//! the state home); the plan then says "writes through symlink X -> Y", and [`apply`]
+//! checks the link again before writing; any other link is refused with the path
+//! ([`links::guard`]).
 //!
 //! [`refresh_linked`] rewrites the managed blocks of every connected client from the
 //! current `memory_summary.md` (after each consolidation and rollback), and removes them
@@ -34,6 +38,7 @@
 //! these very files out of reach of the agents.
 
 mod files;
+pub mod links;
 pub mod saved;
 
 use std::path::{Path, PathBuf};
@@ -137,6 +142,9 @@ pub struct Target {
     pub global_args: Vec<String>,
     /// `PATH` used to tell whether a client is installed.
     pub path_var: Option<std::ffi::OsString>,
+    /// The user's home directory: the only place a symbolic link on the way to a client's
+    /// file may lead ([`links::guard`]); `None` refuses every such link.
+    pub user_home: Option<PathBuf>,
 }
 
 impl Target {
@@ -174,6 +182,7 @@ impl Target {
             server_env,
             global_args,
             path_var: std::env::var_os("PATH"),
+            user_home: std::env::home_dir(),
         })
     }
 
@@ -217,6 +226,12 @@ impl Target {
             })?),
             Client::Pi | Client::Chatgpt => None,
         })
+    }
+
+    /// Where a write to `path` lands when a link is on the way ([`links::guard`] against
+    /// this target's home and state home).
+    fn through(&self, path: &Path) -> Result<Option<PathBuf>> {
+        links::guard(path, self.user_home.as_deref(), &self.state_home)
     }
 
     fn records_dir(&self) -> PathBuf {
@@ -287,8 +302,40 @@ pub struct FileChange {
     pub before: Option<String>,
     /// Bytes after the change, `None` to remove the file.
     pub after: Option<String>,
-    /// One line on what changes (or why undo only removed our part).
+    /// One line on what changes (or why undo only removed our part); ends with
+    /// "writes through symlink X -> Y" when [`Self::through`] is set.
     pub note: String,
+    /// The file actually written when `path` is reached through a symbolic link (always
+    /// inside the user's home, see [`links::guard`]); `None` when no link is on the way.
+    pub through: Option<PathBuf>,
+}
+
+impl FileChange {
+    fn new(
+        path: PathBuf,
+        kind: FileKind,
+        before: Option<String>,
+        after: Option<String>,
+        note: impl Into<String>,
+        through: Option<PathBuf>,
+    ) -> Self {
+        let mut note = note.into();
+        if let Some(real) = &through {
+            note.push_str(&format!(
+                "; writes through symlink {} -> {}",
+                path.display(),
+                real.display()
+            ));
+        }
+        Self {
+            path,
+            kind,
+            before,
+            after,
+            note,
+            through,
+        }
+    }
 }
 
 /// The changes one `connect` or `undo` would make; only files that change are listed.
@@ -309,10 +356,18 @@ impl Plan {
     }
 
     /// The unified diff of every change (`--- a/<path>` / `+++ b/<path>`, 3 lines of
-    /// context; `/dev/null` for a created or removed file).
+    /// context; `/dev/null` for a created or removed file), each file reached through a
+    /// symbolic link preceded by a `writes through symlink X -> Y` line.
     pub fn diff(&self) -> String {
         let mut out = String::new();
         for c in &self.changes {
+            if let Some(real) = &c.through {
+                out.push_str(&format!(
+                    "writes through symlink {} -> {}\n",
+                    c.path.display(),
+                    real.display()
+                ));
+            }
             let path = c.path.display().to_string();
             let a = if c.before.is_some() {
                 format!("a{path}")
@@ -454,6 +509,7 @@ fn summary_body(t: &Target, client: Client, cfg: &Config) -> Option<String> {
 pub fn plan_connect(t: &Target, client: Client, opts: &Options, cfg: &Config) -> Result<Plan> {
     let mut changes = Vec::new();
     if let Some(p) = t.mcp_file(client)? {
+        let through = t.through(&p)?;
         let before = read_opt(&p)?;
         let (after, kind) = match client {
             Client::Codex => (
@@ -466,16 +522,18 @@ pub fn plan_connect(t: &Target, client: Client, opts: &Options, cfg: &Config) ->
             ),
         };
         if after.as_deref() != before.as_deref() {
-            changes.push(FileChange {
-                path: p,
+            changes.push(FileChange::new(
+                p,
                 kind,
                 before,
                 after,
-                note: format!("register the {SERVER_NAME} MCP server"),
-            });
+                format!("register the {SERVER_NAME} MCP server"),
+                through,
+            ));
         }
     }
     if let Some(p) = t.memory_file(client)? {
+        let through = t.through(&p)?;
         let before = read_opt(&p)?;
         let body = block_body(t, client, cfg);
         let after = match &body {
@@ -485,13 +543,14 @@ pub fn plan_connect(t: &Target, client: Client, opts: &Options, cfg: &Config) ->
                 .unwrap_or(before.clone()),
         };
         if after.as_deref() != before.as_deref() {
-            changes.push(FileChange {
-                path: p,
-                kind: FileKind::MemoryBlock,
+            changes.push(FileChange::new(
+                p,
+                FileKind::MemoryBlock,
                 before,
                 after,
-                note: "link the memory summary".into(),
-            });
+                "link the memory summary",
+                through,
+            ));
         }
     }
     Ok(Plan {
@@ -517,6 +576,7 @@ pub fn plan_undo(t: &Target, client: Client) -> Result<Plan> {
     };
     let mut changes = Vec::new();
     for f in &rec.files {
+        let through = t.through(&f.path)?;
         let before = read_opt(&f.path)?;
         let cur_sha = before.as_deref().map(|s| sha256_hex(s.as_bytes()));
         let original = if f.existed {
@@ -552,13 +612,14 @@ pub fn plan_undo(t: &Target, client: Client) -> Result<Plan> {
             )
         };
         if after != before {
-            changes.push(FileChange {
-                path: f.path.clone(),
-                kind: f.kind,
+            changes.push(FileChange::new(
+                f.path.clone(),
+                f.kind,
                 before,
                 after,
                 note,
-            });
+                through,
+            ));
         }
     }
     Ok(Plan {
@@ -569,18 +630,35 @@ pub fn plan_undo(t: &Target, client: Client) -> Result<Plan> {
 }
 
 /// Write a plan: backups and the record first, then each file atomically (its mode kept; a
-/// symbolic link is written through). For an undo the record and the backups are removed
-/// at the end. Runs under the lock of `<state home>/connect/`.
+/// symbolic link the plan named in [`FileChange::through`] is written through). For an undo
+/// the record and the backups are removed at the end. Runs under the lock of
+/// `<state home>/connect/`.
 ///
-/// Errors: [`Error::Io`] when a file cannot be written (files already written stay written
-/// and recorded, so a later undo still restores them).
+/// Errors: [`Error::Refused`], before anything is written, when a link on the way to a file
+/// now leads elsewhere than the plan said (or outside the home); [`Error::Io`] when a file
+/// cannot be written (files already written stay written and recorded, so a later undo
+/// still restores them).
 pub fn apply(t: &Target, plan: &Plan) -> Result<()> {
+    for c in &plan.changes {
+        let now = t.through(&c.path)?;
+        if now != c.through {
+            return Err(Error::Refused(format!(
+                "{} changed since the plan ({}); nothing was written, run connect again to see the new plan",
+                c.path.display(),
+                match &now {
+                    Some(real) =>
+                        format!("it now leads through a symbolic link to {}", real.display()),
+                    None => "it is no longer reached through a symbolic link".to_string(),
+                }
+            )));
+        }
+    }
     let dir = t.records_dir();
     codex_free_core::home::create_private_dir(&dir)?;
     codex_free_core::home::with_lock(&dir.join("records"), || {
         if plan.undo {
             for c in &plan.changes {
-                files::write_file(&c.path, c.after.as_deref())?;
+                files::write_file(&c.path, c.through.as_deref(), c.after.as_deref())?;
             }
             if let Some(rec) = read_record(t, plan.client)? {
                 for f in rec.files {
@@ -639,7 +717,7 @@ pub fn apply(t: &Target, plan: &Plan) -> Result<()> {
             write_record(t, &rec)?;
         }
         for c in &plan.changes {
-            files::write_file(&c.path, c.after.as_deref())?;
+            files::write_file(&c.path, c.through.as_deref(), c.after.as_deref())?;
         }
         Ok(())
     })
@@ -697,6 +775,7 @@ pub fn refresh_linked(t: &Target, cfg: &Config) -> Result<Vec<Refreshed>> {
             continue;
         }
         let r = (|| -> Result<String> {
+            let through = t.through(&path)?;
             let before = read_opt(&path)?;
             let after = match block_body(t, client, cfg) {
                 Some(b) => Some(files::block_set(&path, before.as_deref(), client, &b)?),
@@ -710,13 +789,14 @@ pub fn refresh_linked(t: &Target, cfg: &Config) -> Result<Vec<Refreshed>> {
             let plan = Plan {
                 client,
                 undo: false,
-                changes: vec![FileChange {
-                    path: path.clone(),
-                    kind: FileKind::MemoryBlock,
+                changes: vec![FileChange::new(
+                    path.clone(),
+                    FileKind::MemoryBlock,
                     before,
                     after,
-                    note: "refresh the memory summary".into(),
-                }],
+                    "refresh the memory summary",
+                    through,
+                )],
             };
             apply(t, &plan)?;
             Ok(format!("rewrote {}", path.display()))

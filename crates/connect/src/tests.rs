@@ -84,6 +84,7 @@ fn fixture() -> Fx {
         server_env: vec![("CODEX_FREE_HOME".into(), state.display().to_string())],
         global_args: Vec::new(),
         path_var: None,
+        user_home: Some(root.to_path_buf()),
     };
     Fx {
         _dir: dir,
@@ -427,6 +428,16 @@ fn a_linked_agents_md_stays_a_link_and_keeps_its_mode() {
     let link = fx.t.agents.codex.as_ref().unwrap().join("AGENTS.md");
     std::fs::remove_file(&link).unwrap();
     std::os::unix::fs::symlink(&real, &link).unwrap();
+    // The plan says where the write lands.
+    let plan = plan_connect(&fx.t, Client::Codex, &Options::default(), &fx.cfg).unwrap();
+    let real_c = std::fs::canonicalize(&real).unwrap();
+    let says = format!(
+        "writes through symlink {} -> {}",
+        link.display(),
+        real_c.display()
+    );
+    assert!(plan.diff().contains(&says), "{}", plan.diff());
+    assert!(plan.changes.iter().any(|c| c.note.ends_with(&says)));
     connect(&fx, Client::Codex);
     assert!(
         std::fs::symlink_metadata(&link)
