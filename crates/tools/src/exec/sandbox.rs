@@ -45,7 +45,7 @@
 //! opened `O_PATH`, rules added, the seccomp programs compiled once); between fork and exec
 //! (`CommandExt::pre_exec`) the child only makes system calls — `setsid`, the supervisor's
 //! split (`prctl`, a raw `clone`), `keyctl(JOIN_SESSION_KEYRING)`, `prctl(CAPBSET_DROP)`
-//! when root, `prctl(NO_NEW_PRIVS)`, `landlock_restrict_self`, three
+//! when root, `prctl(NO_NEW_PRIVS)`, `landlock_restrict_self`, two
 //! `seccomp(SET_MODE_FILTER)` — with no allocation or lock, which is what is safe in the
 //! child of a multi-threaded server. That was preferred to a re-exec helper mode of the
 //! binary: the library (and its tests and benches) need not know where the binary lives, and
@@ -720,6 +720,8 @@ mod platform {
                         if e.raw_os_error() != Some(libc::EINVAL) {
                             return Err(e);
                         }
+                        // Past the kernel's last capability (they are numbered without gaps).
+                        break;
                     }
                 }
             }
@@ -815,10 +817,14 @@ mod platform {
             if self.network || !self.unix_sockets.is_empty() {
                 p.push_str("(allow network-outbound");
                 if self.network {
-                    p.push_str(" (remote unix-socket (path-literal \"/private/var/run/mDNSResponder\"))");
+                    p.push_str(
+                        " (remote unix-socket (path-literal \"/private/var/run/mDNSResponder\"))",
+                    );
                 }
                 for i in 0..self.unix_sockets.len() {
-                    p.push_str(&format!(" (remote unix-socket (path-literal (param \"U{i}\")))"));
+                    p.push_str(&format!(
+                        " (remote unix-socket (path-literal (param \"U{i}\")))"
+                    ));
                 }
                 p.push_str(")\n");
             }
