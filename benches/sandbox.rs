@@ -9,6 +9,13 @@
 //!
 //! Invariant: both variants run the same command through the same code path; only
 //! `exec.sandbox` differs. Nothing is asserted here.
+// A measurement program: it prints its figures and may panic on a broken setup.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 use std::time::{Duration, Instant};
 

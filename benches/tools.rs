@@ -11,6 +11,13 @@
 //! the reference alternating (after one discarded warm-up each, so both read from the page
 //! cache and share any background load alike).
 //! Needs `rg` and `sed` on PATH (`apt-get install -y ripgrep`).
+// A measurement program: it prints its figures and may panic on a broken setup.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

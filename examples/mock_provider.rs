@@ -2,6 +2,13 @@
 //! Anthropic wire formats) as a process, for the browser tests: `cargo run --example
 //! mock_provider` prints its base URL (`http://127.0.0.1:<port>/v1/`) on the first line
 //! of stdout, then serves until it gets SIGTERM or SIGINT.
+// A measurement program: it prints its figures and may panic on a broken setup.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {

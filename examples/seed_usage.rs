@@ -2,6 +2,13 @@
 //! `cargo run --example seed_usage -- DAYS` writes `api::usage::demo_records(now, DAYS)`
 //! (documented there: the exact rows and prices the browser tests assert) into
 //! `$CODEX_FREE_HOME/state.sqlite` through the store's own API. Prints the number of runs.
+// A measurement program: it prints its figures and may panic on a broken setup.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 fn main() -> anyhow::Result<()> {
     let days: u32 = std::env::args()

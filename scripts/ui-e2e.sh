@@ -5,7 +5,7 @@
 # `codex-free serve --http --ui` on it inside a private D-Bus session with an unlocked
 # gnome-keyring (so keys go to a real Secret Service), runs the tests, and saves one
 # screenshot per page to docs/screenshots/. Also runs the keyring unit test against that
-# real Secret Service. Usage: scripts/ui-e2e.sh   (after scripts/install-deps.sh)
+# real Secret Service. Usage: scripts/ui-e2e.sh   (after scripts/install-test-deps.sh)
 # E2E_FILTER="memory page" runs only the main suite's tests whose names match.
 set -euo pipefail
 cd "$(dirname "$0")/.."

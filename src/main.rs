@@ -1,13 +1,15 @@
 //! The `codex-free` command line: `serve`, `connect`, `config`, `token`, `usage` (and
 //! `memories` with the pipeline). See README.md. Logs go to stderr; stdout carries only command results (and
 //! the MCP protocol itself under `serve --stdio`).
+// The binary prints its command results; stdout is the stdio transport only under `serve --stdio`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
+use codex_free_connect as connect;
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_pipeline::connect;
 use codex_free_server::app::{self, App, AppOptions};
 use codex_free_server::mcp::{self, CodexFree, ServerOptions};
 
@@ -50,16 +52,16 @@ enum Cmd {
     /// block.
     Usage {
         #[command(subcommand)]
-        cmd: codex_free_pipeline::agent_usage::cli::UsageCmd,
+        cmd: codex_free_agent_usage::cli::UsageCmd,
     },
 }
 
 #[derive(Subcommand)]
 enum MemoriesTop {
     #[command(flatten)]
-    Control(codex_free_pipeline::control::MemoriesCmd),
+    Control(codex_free_pipeline::cli::MemoriesCmd),
     /// Measure tool-output compaction on your own sessions, with no model call.
-    BenchCompaction(codex_free_pipeline::bench::BenchArgs),
+    BenchCompaction(codex_free_transcripts::bench::BenchArgs),
     /// Run phase 2 (consolidation) now: respects the 6 h cooldown unless --force; makes no
     /// model call when inputs are unchanged and the artifacts are valid.
     Consolidate {
@@ -71,7 +73,7 @@ enum MemoriesTop {
         json: bool,
     },
     #[command(flatten)]
-    History(codex_free_pipeline::phase2::folder::MemoryHistoryCmd),
+    History(codex_free_memory::folder::MemoryHistoryCmd),
     /// Pull the memory folder from memories.sync.remote (merging another machine's
     /// commits) and push this machine's; never forces. Exits 1 when a step failed.
     Sync {
@@ -81,16 +83,16 @@ enum MemoriesTop {
     },
     /// With memories.review on: show the consolidation waiting for review, or accept /
     /// reject it (reject restores the accepted state as a new commit).
-    Review(codex_free_pipeline::phase2::review::ReviewArgs),
+    Review(codex_free_memory::review::ReviewArgs),
     /// Find stale facts, duplicates, conflicts, summary drift, dangling references, secrets
     /// and budget overruns in memory files (no model call); exits 1 on an error finding.
-    Lint(codex_free_pipeline::hygiene::lint::LintArgs),
+    Lint(codex_free_hygiene::lint::LintArgs),
     /// Move what does not belong in the loaded memory to daily/ and archive/ (--plan shows,
     /// --apply backs up, moves, commits and verifies).
-    Tidy(codex_free_pipeline::hygiene::tidy::TidyArgs),
+    Tidy(codex_free_hygiene::tidy::TidyArgs),
     /// Measure a tidy on copies of the shipped replay set: tokens, stale facts, duplicates,
     /// budget headroom, before and after.
-    BenchHygiene(codex_free_pipeline::hygiene::bench::BenchHygieneArgs),
+    BenchHygiene(codex_free_hygiene::bench::BenchHygieneArgs),
 }
 
 #[derive(Args)]
@@ -201,6 +203,9 @@ fn init_logging() {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_logging();
+    // After a memory commit or a saved-state change, the copies linked into other agents'
+    // instruction files follow (the CLI's one registration; `App::open` has the server's).
+    codex_free_core::events::on_memory_event(codex_free_connect::on_memory_event);
     let home = codex_free_core::home::state_home()?;
     let config_path = cli.config.clone().unwrap_or_else(|| home.join(CONFIG_FILE));
     match cli.cmd {
@@ -243,7 +248,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Memories { cmd } => memories(cmd, home, config_path),
         Cmd::Usage { cmd } => {
             let config = Config::load(&config_path)?.config;
-            let out = codex_free_pipeline::agent_usage::cli::run(
+            let out = codex_free_agent_usage::cli::run(
                 &cmd,
                 &home,
                 &config.memories.prices,
@@ -270,8 +275,8 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
         .build()?;
     match cmd {
         MemoriesTop::BenchCompaction(args) => {
-            let report = codex_free_pipeline::bench::run(&args.to_options(&home)?)?;
-            codex_free_pipeline::bench::print(&report, &mut std::io::stdout().lock())?;
+            let report = codex_free_transcripts::bench::run(&args.to_options(&home)?)?;
+            codex_free_transcripts::bench::print(&report, &mut std::io::stdout().lock())?;
         }
         MemoriesTop::History(cmd) => {
             print!(
@@ -279,17 +284,16 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 codex_free_pipeline::phase2::model::history_command_in_home(
                     &home,
                     &cmd,
-                    &codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(
+                    &codex_free_memory::budget::ArtifactBudget::from_config(
                         &Config::load(&config_path)?.config.memories
                     ),
                 )?
             );
         }
         MemoriesTop::Lint(args) => {
-            use codex_free_pipeline::hygiene::{self, lint};
+            use codex_free_hygiene::{self as hygiene, lint};
             let config = Config::load(&config_path)?.config;
-            let budget =
-                codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories);
+            let budget = codex_free_memory::budget::ArtifactBudget::from_config(&config.memories);
             let folder = hygiene::default_folder(&home);
             if args.files.is_empty()
                 && !folder.join("MEMORY.md").exists()
@@ -320,36 +324,31 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             }
         }
         MemoriesTop::Tidy(args) => {
-            use codex_free_pipeline::hygiene::{self, tidy};
+            use codex_free_hygiene::{self as hygiene, tidy};
             let config = Config::load(&config_path)?.config;
             let opts = tidy::TidyOptions::new(
                 args.dir
                     .clone()
                     .unwrap_or_else(|| hygiene::default_folder(&home)),
                 home.clone(),
-                codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories),
+                codex_free_memory::budget::ArtifactBudget::from_config(&config.memories),
             );
             if args.plan {
                 print!("{}", tidy::plan(&opts)?.render());
             } else {
                 let report = tidy::apply(&opts)?;
                 print!("{}", report.render());
-                // The state home's memory changed: the copies linked into agents follow.
-                if args.dir.is_none() {
-                    codex_free_pipeline::connect::refresh_after_commit(&home);
-                }
             }
         }
         MemoriesTop::BenchHygiene(args) => {
-            use codex_free_pipeline::hygiene::bench;
+            use codex_free_hygiene::bench;
             if let Some(d) = &args.write_fixture {
                 bench::write_fixture(d)?;
                 println!("Wrote the bloated memory fixture to {}.", d.display());
                 return Ok(());
             }
             let config = Config::load(&config_path)?.config;
-            let budget =
-                codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories);
+            let budget = codex_free_memory::budget::ArtifactBudget::from_config(&config.memories);
             let cases = bench::run(&args, &budget)?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&cases)?);
@@ -358,14 +357,14 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             }
         }
         MemoriesTop::Sync { json } => {
-            use codex_free_pipeline::phase2::sync;
+            use codex_free_memory::sync;
             let config = Config::load(&config_path)?.config;
             let running = sync::consolidation_running(&home)?;
             let r = rt.block_on(sync::sync_now(
                 &home,
                 config.memories.sync.remote.as_deref(),
                 running,
-                &codex_free_pipeline::phase2::budget::ArtifactBudget::from_config(&config.memories),
+                &codex_free_memory::budget::ArtifactBudget::from_config(&config.memories),
             ));
             match r {
                 Ok(report) if json => println!("{}", serde_json::to_string_pretty(&report)?),
@@ -386,13 +385,15 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             }
         }
         MemoriesTop::Review(args) => {
-            use codex_free_pipeline::phase2::review;
+            use codex_free_memory::review;
             let config = Config::load(&config_path)?.config;
             let st = match args.action {
                 None => review::state(&home, config.memories.review)?,
                 Some(a) => {
-                    let running = codex_free_pipeline::phase2::sync::consolidation_running(&home)?;
-                    review::decide(&home, config.memories.review, a, running)?
+                    let running = codex_free_memory::sync::consolidation_running(&home)?;
+                    let budget =
+                        codex_free_memory::budget::ArtifactBudget::from_config(&config.memories);
+                    review::decide(&home, config.memories.review, a, running, &budget)?
                 }
             };
             if args.json {
@@ -408,7 +409,7 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 &home,
                 &config,
                 keys.store.as_ref(),
-                codex_free_pipeline::providers::RetryPolicy::default(),
+                codex_free_models::RetryPolicy::default(),
                 "cli",
                 force,
                 tokio_util::sync::CancellationToken::new(),
@@ -423,16 +424,21 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             }
         }
         MemoriesTop::Control(cmd) => {
-            let env = codex_free_pipeline::control::ControlEnv::new(home, secrets().store)
+            let env = codex_free_pipeline::cli::ControlEnv::new(home, secrets().store)
                 .with_config_path(config_path);
             let cancel = env.cancel.clone();
             let out = rt.block_on(async move {
                 tokio::select! {
-                    r = codex_free_pipeline::control::execute(cmd, &env) => r,
+                    r = codex_free_pipeline::cli::execute_with_verdict(cmd, &env) => r,
                     _ = tokio::signal::ctrl_c() => { cancel.cancel(); Err(codex_free_core::Error::Cancelled("interrupted".into())) }
                 }
             })?;
+            let (out, verdict) = out;
             println!("{}", out.trim_end());
+            if let Some(reason) = verdict {
+                eprintln!("error: {reason}");
+                std::process::exit(1);
+            }
         }
     }
     Ok(())
@@ -456,7 +462,10 @@ fn connect_cmd(
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        match rt.block_on(connect::chatgpt_check(port, token.expose())) {
+        match rt.block_on(codex_free_models::check::chatgpt_check(
+            port,
+            token.expose(),
+        )) {
             Ok(m) => println!("check: {m}"),
             Err(e) => println!("check: not reachable yet: {e}"),
         }
@@ -562,6 +571,8 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
     if args.stdio == args.http {
         bail!("choose one transport: --stdio or --http");
     }
+    // Before anything opens a file: the server's own caps bound it, not a shell's 1,024.
+    app::raise_open_file_limit();
     let server_opts = match (&args.project, &args.access_root) {
         (Some(p), None) => ServerOptions::single(p, &home, Some(config_path.clone()))?,
         (None, Some(a)) => ServerOptions::multi(a, &home, Some(config_path.clone()))?,

@@ -6,6 +6,13 @@
 //! - `pipeline`: transcript sources, phase 1, phase 2, hygiene, sync and agent usage.
 //! - `server`: transports, client fit, lifecycle, and `connect`.
 //! - `clients`: the real agent CLIs (Codex CLI, Claude Code, pi) and the Python MCP SDK.
+// Test code: panics are failures, printing is diagnostics.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 mod support;
 

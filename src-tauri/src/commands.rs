@@ -14,7 +14,7 @@ use codex_free_server::api::http::Dispatched;
 use serde_json::Value;
 use tauri::State;
 
-use crate::core::Core;
+use crate::host::AppHost;
 
 static FIRST_CALL: std::sync::Once = std::sync::Once::new();
 
@@ -24,7 +24,7 @@ static FIRST_CALL: std::sync::Once = std::sync::Once::new();
 /// status, not command failures).
 #[tauri::command]
 pub async fn api(
-    core: State<'_, Arc<Core>>,
+    core: State<'_, Arc<AppHost>>,
     method: String,
     path: String,
     body: Option<Value>,

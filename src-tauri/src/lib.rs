@@ -11,7 +11,7 @@
 //! exits (pointing to the headless mode) before any GTK call.
 
 pub mod commands;
-pub mod core;
+pub mod host;
 pub mod tray;
 
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ use codex_free_server::app::{App, AppOptions};
 use codex_free_server::mcp::ServerOptions;
 use tauri::{AppHandle, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 
-use crate::core::Core;
+use crate::host::AppHost;
 
 /// Command-line options of the app.
 #[derive(Debug, Clone, Default, clap::Parser)]
@@ -64,7 +64,7 @@ pub fn has_display() -> bool {
 
 /// Build the core state through [`App::open`]: config, keyring, API service, embedded
 /// server (not started).
-pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<Arc<Core>> {
+pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<Arc<AppHost>> {
     let home = codex_free_core::home::state_home()?;
     let server_opts = match (&opts.project, &opts.access_root) {
         (Some(p), _) => ServerOptions::single(p, &home, None)?,
@@ -91,7 +91,7 @@ pub fn build_core(opts: &Options, rt: tokio::runtime::Handle) -> anyhow::Result<
         keyring::open(),
         rt,
     )?;
-    Ok(Arc::new(Core::new(app)?))
+    Ok(Arc::new(AppHost::new(app)?))
 }
 
 /// Create the main window showing the embedded UI.
@@ -105,6 +105,10 @@ pub fn create_window(app: &AppHandle) -> tauri::Result<()> {
 }
 
 /// Run the app until Quit (or SIGTERM/SIGINT). Returns the process exit code.
+#[allow(
+    clippy::print_stderr,
+    reason = "without a display the app tells the terminal why it exits"
+)]
 pub fn run(opts: Options) -> anyhow::Result<i32> {
     if !has_display() {
         eprintln!("{NO_DISPLAY}");
@@ -145,7 +149,7 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
         ])
         .setup(move |app| {
             // Alerts from the scheduler become desktop notifications from now on.
-            app.state::<Arc<Core>>()
+            app.state::<Arc<AppHost>>()
                 .app
                 .pipeline
                 .set_alert_sink(Arc::new(tray::Notifier(app.handle().clone())));

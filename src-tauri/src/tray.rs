@@ -1,5 +1,5 @@
 //! The tray icon and its menu (Tauri glue). Menu ids map one-to-one to the plain actions
-//! of [`crate::core::Core`]; a refresher updates the status lines (spend today and this
+//! of [`crate::host::AppHost`]; a refresher updates the status lines (spend today and this
 //! month, next run, last error), labels and icon every few seconds. The pipeline's alerts
 //! (spend thresholds, failing runs, a rejected key) arrive through [`Notifier`] as desktop
 //! notifications.
@@ -18,7 +18,7 @@ use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_clipboard_manager::ClipboardExt as _;
 use tauri_plugin_notification::NotificationExt as _;
 
-use crate::core::{Core, IconState};
+use crate::host::{AppHost, IconState};
 
 /// How often the tray text and icon are refreshed.
 pub const REFRESH: Duration = Duration::from_secs(5);
@@ -83,7 +83,7 @@ fn copy(app: &AppHandle, what: &str, text: Option<String>) {
 }
 
 fn on_menu(app: &AppHandle, id: &str) {
-    let core = app.state::<Arc<Core>>().inner().clone();
+    let core = app.state::<Arc<AppHost>>().inner().clone();
     let app2 = app.clone();
     match id {
         "toggle_server" => {
@@ -127,7 +127,7 @@ fn on_menu(app: &AppHandle, id: &str) {
 
 /// Stop the server, then exit the app with status 0.
 pub fn quit(app: &AppHandle) {
-    let core = app.state::<Arc<Core>>().inner().clone();
+    let core = app.state::<Arc<AppHost>>().inner().clone();
     let app = app.clone();
     std::thread::spawn(move || {
         core.quit();
@@ -143,7 +143,7 @@ fn notify(app: &AppHandle, title: &str, body: &str) {
 
 /// Build the tray. With no tray host (e.g. under Xvfb) this still succeeds.
 pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
-    let core = app.state::<Arc<Core>>().inner().clone();
+    let core = app.state::<Arc<AppHost>>().inner().clone();
     let server_line =
         MenuItem::with_id(app, "server_line", core.server_line(), false, None::<&str>)?;
     let toggle_server = MenuItem::with_id(
@@ -244,7 +244,7 @@ pub fn build(app: &AppHandle) -> tauri::Result<TrayHandles> {
 
 /// Update texts, labels and icon from the current state.
 pub fn refresh(app: &AppHandle) {
-    let core = app.state::<Arc<Core>>().inner().clone();
+    let core = app.state::<Arc<AppHost>>().inner().clone();
     let Some(h) = app.try_state::<TrayHandles>() else {
         return;
     };

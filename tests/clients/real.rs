@@ -41,7 +41,12 @@ fn fresh() -> Fresh {
     }
     std::fs::write(
         state.join("memories/memory_summary.md"),
-        format!("# Memory\n\n- Release checklist codeword: {CODEWORD}.\n"),
+        // A summary in the served shape: the spawned server's first phase-2 pass adopts it
+        // (a malformed one is discarded as a hand edit that fails the checks, and the
+        // linked copies follow the folder).
+        format!(
+            "v1\n## User Profile\n- Release checklist codeword: {CODEWORD}.\n## User preferences\n\n## General Tips\n\n## What's in Memory\n"
+        ),
     )
     .unwrap();
     // Pipeline off in the spawned servers (no model key here, and no background work).
@@ -511,8 +516,24 @@ async fn claude_second_conversation_sees_the_plan_the_notes_that_fit_and_recall(
         .find(|b| b.contains("PLANSTEP0"))
         .unwrap_or_else(|| {
             panic!(
-                "no request with the saved state\n{}",
-                String::from_utf8_lossy(&out.stderr)
+                "no request with the saved state\n{}\nrequests: {}",
+                String::from_utf8_lossy(&out.stderr),
+                reqs.iter()
+                    .map(|r| {
+                        let b = r.body.to_string();
+                        let i = b.find("codex_free").unwrap_or(0);
+                        format!(
+                            "tools:{} instr:{} at {i}: {}",
+                            b.contains("mcp__codex_free"),
+                            b.contains("MCP Server Instructions"),
+                            b.chars()
+                                .skip(i.saturating_sub(200))
+                                .take(300)
+                                .collect::<String>()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n---\n")
             )
         });
     for k in 0..5 {

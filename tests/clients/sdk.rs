@@ -277,9 +277,9 @@ async fn tool_calls_are_recorded_as_redacted_mcp_transcripts() {
     );
     assert!(body.contains("[REDACTED_SECRET]"), "{body}");
     // the pipeline reads it back as an `mcp` rollout
-    let rollout = codex_free_pipeline::sources::parse_file(
+    let rollout = codex_free_transcripts::sources::parse_file(
         &files[0],
-        codex_free_pipeline::rollout::Source::Mcp,
+        codex_free_transcripts::rollout::Source::Mcp,
     )
     .unwrap();
     assert!(!rollout.items.is_empty());

@@ -238,8 +238,7 @@ fn daily_totals_match_the_agents_records_and_duplicates_count_once() {
     // The resumed session's new gpt-5 turn is priced from the bundled table.
     let prices: Value = serde_json::from_str(
         &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("crates/pipeline/src/providers/model_prices.json"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/models/src/model_prices.json"),
         )
         .unwrap(),
     )

@@ -191,7 +191,7 @@ fn bench_hygiene_prints_before_and_after() {
 
 #[test]
 fn tidy_refuses_to_write_a_secret_and_restores_the_folder() {
-    use codex_free_pipeline::hygiene::tidy;
+    use codex_free_hygiene::tidy;
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("memories");
     std::fs::create_dir_all(&dir).unwrap();
@@ -200,7 +200,7 @@ fn tidy_refuses_to_write_a_secret_and_restores_the_folder() {
     let opts = tidy::TidyOptions::new(
         dir.clone(),
         d.path().join("state"),
-        codex_free_pipeline::phase2::budget::ArtifactBudget::default(),
+        codex_free_memory::budget::ArtifactBudget::default(),
     );
     let e = tidy::apply(&opts).unwrap_err();
     assert!(e.to_string().contains("holds a secret"), "{e}");

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute, status};
+use codex_free_models::{ModelRef, PriceTable, RetryPolicy, TokenUsage};
+use codex_free_pipeline::cli::{ControlEnv, MemoriesCmd, execute, status};
 use codex_free_pipeline::phase1::{Redactor, TextDirInput};
-use codex_free_pipeline::providers::{ModelRef, PriceTable, RetryPolicy, TokenUsage};
 use codex_free_secrets::{MemoryStore, Secret, SecretStore};
 use codex_free_store::Store;
 use serde_json::{Value, json};
@@ -695,7 +695,7 @@ async fn thread_off_force_and_reset() {
     assert!(out.contains("2 claimed, 2 with output"), "{out}");
     execute(
         MemoriesCmd::Thread {
-            state: codex_free_pipeline::control::OnOff::Off,
+            state: codex_free_pipeline::cli::OnOff::Off,
             id: "t000".into(),
         },
         &env,
@@ -883,8 +883,8 @@ async fn scheduler_runs_on_start_and_on_trigger_and_respects_off() {
 /// tool calls back, tool results in the next request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_round_trip_through_chat_completions() {
-    use codex_free_pipeline::providers::genai_client::GenaiClient;
-    use codex_free_pipeline::providers::{
+    use codex_free_models::genai_client::GenaiClient;
+    use codex_free_models::{
         Api, CompletionRequest, Message, ModelClient, Outgoing, StopKind, StructuredMode, ToolSpec,
     };
     let mock = MockProvider::start().await;
@@ -1036,4 +1036,72 @@ async fn citations_in_a_later_session_raise_usage_once_in_both_forms() {
     let out = execute(MemoriesCmd::Run, &env).await.unwrap();
     assert!(out.contains("1 claimed"), "re-extracted: {out}");
     assert_eq!((usage("m000"), usage("m001")), (1, 1));
+}
+
+/// A run in which every request failed is a failed command: the in-process verdict says
+/// why, and the real binary exits 1 with the reason on stderr (a scheduler, a script or CI
+/// can tell), while a run with a success stays exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_every_request_failed_exits_non_zero() {
+    use codex_free_pipeline::cli::execute_with_verdict;
+    let e500 = || Fault::Status(500, json!({"error": {"message": "internal"}}), vec![]);
+    // In process: four failed attempts of the one rollout.
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    configure(d.path(), &mock, "openai-chat", "gpt-5-mini", json!({}));
+    write_rollouts(
+        d.path(),
+        "codex",
+        &ids("v", 1),
+        Duration::from_secs(7 * 3600),
+    );
+    mock.push_faults((0..4).map(|_| e500()));
+    let (text, verdict) = execute_with_verdict(MemoriesCmd::Run, &env_for(d.path()))
+        .await
+        .unwrap();
+    assert!(text.contains("1 failed"), "{text}");
+    let why = verdict.expect("a run with no success has a failure verdict");
+    assert!(why.contains("1 of 1 requests failed"), "{why}");
+
+    // The real binary on a real Codex rollout, every request answered 500.
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state");
+    let sessions = home.path().join(".codex/sessions/2026/11/29");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/data/usage/codex/sessions/2026/11/29/rollout-2026-11-29T12-52-11-01a2275c-efdc-77a0-96ee-02aaa639a804.jsonl",
+    );
+    let copy = sessions.join(fixture.file_name().unwrap());
+    std::fs::copy(&fixture, &copy).unwrap();
+    // Idle for a day, as a finished session is (eligibility waits for idle rollouts).
+    std::fs::File::options()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(24 * 3600))
+        .unwrap();
+    std::fs::create_dir_all(&state).unwrap();
+    let mock = MockProvider::start().await;
+    configure(&state, &mock, "openai-chat", "gpt-5-mini", json!({}));
+    mock.push_faults((0..100).map(|_| e500()));
+    let run = || {
+        std::process::Command::new(crate::support::bin())
+            .args(["memories", "run"])
+            .env("HOME", home.path())
+            .env("CODEX_FREE_HOME", &state)
+            .env("CODEX_HOME", home.path().join(".codex"))
+            .env("OPENAI_API_KEY", "sk-test-not-a-real-key")
+            .output()
+            .unwrap()
+    };
+    let o = run();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "stdout: {}\nstderr: {stderr}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(stderr.contains("none succeeded"), "{stderr}");
+    assert!(!mock.requests().is_empty(), "requests were sent");
 }

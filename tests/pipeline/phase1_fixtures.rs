@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute, status};
-use codex_free_pipeline::discover::SourceRoots;
-use codex_free_pipeline::input::{SecretRedactor, TranscriptInput};
-use codex_free_pipeline::providers::RetryPolicy;
+use codex_free_models::RetryPolicy;
+use codex_free_pipeline::cli::{ControlEnv, MemoriesCmd, execute, status};
+use codex_free_pipeline::transcript_input::{SecretRedactor, TranscriptInput};
 use codex_free_secrets::{MemoryStore, Secret, SecretStore};
 use codex_free_store::Store;
+use codex_free_transcripts::discover::SourceRoots;
 use serde_json::json;
 
 use codex_free_testkit::mock_provider::{MOCK_USAGE, MockProvider, session_id};

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use codex_free_core::config::Config;
-use codex_free_pipeline::phase2::readpath::{self, SUMMARY_TOKEN_BUDGET};
+use codex_free_memory::readpath::{self, SUMMARY_TOKEN_BUDGET};
 
 use crate::support::{Env, call};
 
@@ -221,16 +221,17 @@ mod e2e {
     use axum::Json;
     use axum::extract::State;
     use codex_free_core::config::{CONFIG_FILE, Config};
-    use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute};
-    use codex_free_pipeline::discover::SourceRoots;
-    use codex_free_pipeline::input::TranscriptInput;
+    use codex_free_memory::budget;
+    use codex_free_memory::folder::MemoryFolder;
+    use codex_free_models::RetryPolicy;
+    use codex_free_pipeline::cli::{ControlEnv, MemoriesCmd, execute};
     use codex_free_pipeline::phase1::TextDirInput;
-    use codex_free_pipeline::phase2::folder::MemoryFolder;
+    use codex_free_pipeline::phase2::Outcome;
     use codex_free_pipeline::phase2::model::run_with_store;
-    use codex_free_pipeline::phase2::{Outcome, budget};
-    use codex_free_pipeline::providers::RetryPolicy;
+    use codex_free_pipeline::transcript_input::TranscriptInput;
     use codex_free_secrets::{MemoryStore, SecretStore};
     use codex_free_store::Store;
+    use codex_free_transcripts::discover::SourceRoots;
     use serde_json::{Value, json};
     use tokio_util::sync::CancellationToken;
 
@@ -559,9 +560,7 @@ mod e2e {
 
     #[tokio::test]
     async fn secrets_in_an_ad_hoc_note_reach_no_file_commit_or_request() {
-        use codex_free_pipeline::phase2::readpath::{
-            MemoriesAddAdHocNoteArgs, memories_add_ad_hoc_note,
-        };
+        use codex_free_memory::readpath::{MemoriesAddAdHocNoteArgs, memories_add_ad_hoc_note};
         let mock = Mock::default();
         let base = start(mock.clone()).await;
         let d = tempfile::tempdir().unwrap();
@@ -743,8 +742,8 @@ mod e2e {
 fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
     use codex_free_pipeline::phase2::db::Phase2Db;
     use codex_free_pipeline::phase2::record_rollout_citations;
-    use codex_free_pipeline::rollout::Source;
     use codex_free_store::{ClaimParams, Stage1OutputInput, Store, ThreadUpsert};
+    use codex_free_transcripts::rollout::Source;
 
     let home = tempfile::tempdir().unwrap();
     let store = Store::open_in_home(home.path()).unwrap();
@@ -799,7 +798,7 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
         "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": cite}]}});
     text.push_str(&format!("{line}\n"));
     std::fs::write(&copy, text).unwrap();
-    let rollout = codex_free_pipeline::sources::parse_file(&copy, Source::Codex).unwrap();
+    let rollout = codex_free_transcripts::sources::parse_file(&copy, Source::Codex).unwrap();
 
     let db = Phase2Db {
         store: store.clone(),
@@ -816,7 +815,7 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
     );
 
     // Reading mem-b's rollout summary through memories_read counts as a use.
-    let stem = codex_free_pipeline::phase2::select::rollout_stem(now - 7 * 3600, "mem-b", None);
+    let stem = codex_free_memory::select::rollout_stem(now - 7 * 3600, "mem-b", None);
     seed_folder(
         home.path(),
         &[(
@@ -840,16 +839,27 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
 /// older state as a new commit with a backup ref.
 #[test]
 fn rollback_refuses_during_a_run_and_restores_as_new_commit() {
-    use codex_free_pipeline::phase2::folder::{MemoryFolder, MemoryHistoryCmd};
+    use codex_free_memory::folder::{MemoryFolder, MemoryHistoryCmd};
     use codex_free_pipeline::phase2::model::history_command_in_home;
     use codex_free_store::Store;
 
     let home = tempfile::tempdir().unwrap();
     let (f, _) = MemoryFolder::open_or_init(home.path()).unwrap();
     std::fs::write(f.root().join("MEMORY.md"), "# Memory\n\n- first\n").unwrap();
-    let first = f.commit_all("first").unwrap().unwrap();
+    let first = f
+        .commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "first",
+        )
+        .unwrap()
+        .unwrap();
     std::fs::write(f.root().join("MEMORY.md"), "# Memory\n\n- second\n").unwrap();
-    f.commit_all("second").unwrap().unwrap();
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+        "second",
+    )
+    .unwrap()
+    .unwrap();
 
     let store = Store::open_in_home(home.path()).unwrap();
     let claim = store.claim_phase2("other-process", 3600, true).unwrap();
@@ -894,15 +904,26 @@ fn rollback_refuses_during_a_run_and_restores_as_new_commit() {
 
 #[test]
 fn cli_rollback_to_an_over_budget_commit_is_refused_and_changes_nothing() {
-    use codex_free_pipeline::phase2::folder::MemoryFolder;
+    use codex_free_memory::folder::MemoryFolder;
     let d = tempfile::tempdir().unwrap();
     let home = d.path().join("state");
     let (f, _) = MemoryFolder::open_or_init(&home).unwrap();
     let big: String = (0..401).map(|i| format!("- old rule {i}\n")).collect();
     std::fs::write(f.root().join("MEMORY.md"), &big).unwrap();
-    let bad = f.commit_all("legacy").unwrap().unwrap();
+    let bad = f
+        .commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "legacy",
+        )
+        .unwrap()
+        .unwrap();
     std::fs::write(f.root().join("MEMORY.md"), "# Memory\n\n- ok\n").unwrap();
-    f.commit_all("fixed").unwrap().unwrap();
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+        "fixed",
+    )
+    .unwrap()
+    .unwrap();
     let out = std::process::Command::new(crate::support::bin())
         .args(["memories", "rollback", &bad.to_string()])
         .env("HOME", d.path())

@@ -8,16 +8,16 @@ use std::time::{Duration, SystemTime};
 
 use chrono::{TimeZone, Utc};
 use codex_free_core::config::MemoriesConfig;
-use codex_free_pipeline::bench::{self, BenchOptions};
-use codex_free_pipeline::compact::{self, Compactor};
-use codex_free_pipeline::discover::{
+use codex_free_redact::{REDACTED, redact};
+use codex_free_transcripts::bench::{self, BenchOptions};
+use codex_free_transcripts::compact::{self, Compactor};
+use codex_free_transcripts::discover::{
     Candidate, Ineligible, SourceRoots, WatchEvent, Watcher, discover, eligibility,
 };
-use codex_free_pipeline::redact::{REDACTED, redact};
-use codex_free_pipeline::render::render;
-use codex_free_pipeline::rollout::{Item, Rollout, Source};
-use codex_free_pipeline::sources::mcp::{MAX_FIELD_BYTES, TranscriptWriter};
-use codex_free_pipeline::sources::{
+use codex_free_transcripts::render::render;
+use codex_free_transcripts::rollout::{Item, Rollout, Source};
+use codex_free_transcripts::sources::mcp::{MAX_FIELD_BYTES, TranscriptWriter};
+use codex_free_transcripts::sources::{
     ReadOptions, SessionMeta, parse_file, parse_file_with, read_meta,
 };
 
@@ -914,7 +914,7 @@ fn render_pair_equals_two_renders_on_every_fixture() {
     for c in discover(&roots(), &Source::ALL) {
         let r = parse_file(&c.path, c.source).unwrap();
         for (budget, window) in [(200, None), (50, Some(2_000)), (0, None)] {
-            let (a, b) = codex_free_pipeline::render::render_pair(&r, budget, window);
+            let (a, b) = codex_free_transcripts::render::render_pair(&r, budget, window);
             let want = (render(&r, 0, window), render(&r, budget, window));
             assert_eq!(
                 (

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use axum::Json;
 use axum::extract::State;
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_pipeline::control::{ControlEnv, MemoriesCmd, execute};
+use codex_free_pipeline::cli::{ControlEnv, MemoriesCmd, execute};
 use codex_free_pipeline::phase1::TextDirInput;
 use codex_free_secrets::MemoryStore;
 use serde_json::{Value, json};
@@ -30,7 +30,7 @@ fn usage() -> Value {
 }
 
 fn summary(ids: &str) -> String {
-    let s = codex_free_pipeline::phase2::budget::SUMMARY_SECTIONS;
+    let s = codex_free_memory::budget::SUMMARY_SECTIONS;
     format!(
         "v1\n{}\n- Developer who works through AI agents.\n{}\n- Always pnpm, never npm.\n{}\n- Verify CI state live.\n{}\n- MEMORY.md: tooling rules from {ids}.\n",
         s[0], s[1], s[2], s[3]
@@ -482,12 +482,12 @@ async fn a_refusing_remote_and_injected_urls_lose_nothing() {
         assert_eq!(a.head().unwrap(), head);
     }
     // The same rule holds when git is reached without the config check.
-    let folder = codex_free_pipeline::phase2::folder::MemoryFolder::at(&a.folder());
-    let e = codex_free_pipeline::phase2::sync::pull(
+    let folder = codex_free_memory::folder::MemoryFolder::at(&a.folder());
+    let e = codex_free_memory::sync::pull(
         &folder,
         &a.home,
         &format!("--upload-pack=touch {}", pwned.display()),
-        &codex_free_pipeline::phase2::budget::ArtifactBudget::default(),
+        &codex_free_memory::budget::ArtifactBudget::default(),
     )
     .await
     .unwrap_err();
@@ -737,8 +737,7 @@ async fn review_holds_a_consolidation_until_accepted() {
     let on_disk = std::fs::read_to_string(a.folder().join("memory_summary.md")).unwrap();
     assert!(on_disk.contains("r-002"), "{on_disk}");
     let cfg = Config::load(&a.home.join(CONFIG_FILE)).unwrap().config;
-    let served =
-        codex_free_pipeline::phase2::readpath::summary_for_instructions(&a.home, &cfg).unwrap();
+    let served = codex_free_memory::readpath::summary_for_instructions(&a.home, &cfg).unwrap();
     assert!(
         !served.contains("r-002") && served.contains("r-001"),
         "{served}"
@@ -762,8 +761,7 @@ async fn review_holds_a_consolidation_until_accepted() {
     // Accept: the new summary is served.
     let out = ok(&a.run(&["memories", "review", "accept"]));
     assert!(out.contains("accepted"), "{out}");
-    let served =
-        codex_free_pipeline::phase2::readpath::summary_for_instructions(&a.home, &cfg).unwrap();
+    let served = codex_free_memory::readpath::summary_for_instructions(&a.home, &cfg).unwrap();
     assert!(served.contains("r-002"), "{served}");
     let o = a.run(&["memories", "review", "accept"]);
     assert!(!o.status.success(), "nothing pending any more");
@@ -790,7 +788,7 @@ async fn review_holds_a_consolidation_until_accepted() {
 fn tidy_on_the_state_home_keeps_the_summary_servable() {
     let d = tempfile::tempdir().unwrap();
     let a = Machine::new(d.path(), "t");
-    let (f, _) = codex_free_pipeline::phase2::folder::MemoryFolder::open_or_init(&a.home).unwrap();
+    let (f, _) = codex_free_memory::folder::MemoryFolder::open_or_init(&a.home).unwrap();
     let memory: String = (1..=160)
         .map(|i| format!("- 2026-11-2{}: finished migration step {i}\n", i % 10))
         .collect();
@@ -806,12 +804,13 @@ fn tidy_on_the_state_home_keeps_the_summary_servable() {
         "v1\n## User Profile\n\n## User preferences\n- always pnpm\n\n## General Tips\n\n## What's in Memory\n",
     )
     .unwrap();
-    f.commit_all("seed").unwrap();
+    f.commit_all(&codex_free_memory::gate::approve_as_is(&f).unwrap(), "seed")
+        .unwrap();
     let out = ok(&a.run(&["memories", "tidy", "--apply"]));
     assert!(out.contains("Tidy applied and verified"), "{out}");
     let summary = std::fs::read_to_string(f.root().join("memory_summary.md")).unwrap();
     assert_eq!(
-        codex_free_pipeline::phase2::gate::summary_shape_problems(&summary),
+        codex_free_memory::gate::summary_shape_problems(&summary),
         Vec::<String>::new(),
         "{summary}"
     );
@@ -826,7 +825,189 @@ fn tidy_on_the_state_home_keeps_the_summary_servable() {
         format!("# Memory\n\n- always pnpm\n{memory}"),
     )
     .unwrap();
-    f.commit_all("again").unwrap();
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+        "again",
+    )
+    .unwrap();
     let out = ok(&a.run(&["memories", "tidy", "--apply"]));
     assert!(out.contains("Tidy applied and verified"), "{out}");
+}
+
+/// Commit `files` (path, bytes) and `links` (path, target) into a new history of the bare
+/// repository `url`'s `main`, as an attacker with push access would.
+fn push_hostile(d: &Path, url: &str, files: &[(&str, Vec<u8>)], links: &[(&str, &Path)]) {
+    let w = d.join("hostile-work");
+    git(&["init", "-q", "-b", "main", w.to_str().unwrap()]);
+    for (p, bytes) in files {
+        let f = w.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, bytes).unwrap();
+    }
+    for (p, target) in links {
+        let f = w.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, f).unwrap();
+    }
+    let w = w.to_str().unwrap();
+    git(&["-C", w, "add", "-A"]);
+    git(&[
+        "-C",
+        w,
+        "-c",
+        "user.name=x",
+        "-c",
+        "user.email=x@x",
+        "commit",
+        "-q",
+        "-m",
+        "hostile",
+    ]);
+    git(&["-C", w, "push", "-q", "-f", url, "HEAD:main"]);
+}
+
+/// Issue 27, finding 6: a hostile remote met on the *first* pull (no HEAD yet) used to be
+/// adopted although the gate said "not taken": HEAD moved to its commit and its files
+/// stayed — links to `/etc/passwd` and `~/.ssh/id_rsa`, a 30 MB file. Now a pull whose
+/// result fails the gate leaves HEAD, index and working tree exactly as before: links,
+/// oversized files and a planted key are each refused, nothing is checked out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_remote_on_the_first_pull_is_not_adopted() {
+    let d = tempfile::tempdir().unwrap();
+    let a = Machine::new(d.path(), "a");
+    let key_file = a.root.join(".ssh").join("id_rsa");
+    std::fs::create_dir_all(key_file.parent().unwrap()).unwrap();
+    std::fs::write(&key_file, "-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n").unwrap();
+    let memory = b"# Memory\n\n- always use pnpm\n".to_vec();
+    // A summary in the shape the gate wants, so only what this test plants can fail it.
+    let summary = b"v1\n## User Profile\n- uses pnpm\n## User preferences\n\n## General Tips\n\n## What's in Memory\n".to_vec();
+    let key = format!("sk-proj-{}", "Q7xZ9kLm2PvR4tYw8NbC6dFh3JsG5".repeat(2));
+    let cases: [(&str, Vec<(&str, Vec<u8>)>, Vec<(&str, &Path)>, &str); 3] = [
+        (
+            "links out",
+            vec![("MEMORY.md", memory.clone())],
+            vec![
+                ("passwd", Path::new("/etc/passwd")),
+                ("skills/id_rsa", key_file.as_path()),
+            ],
+            "symbolic link",
+        ),
+        (
+            "a 30 MB file",
+            vec![
+                ("MEMORY.md", memory.clone()),
+                ("rollout_summaries/x/big.md", vec![b'a'; 30 << 20]),
+            ],
+            vec![],
+            "big.md",
+        ),
+        (
+            "a planted key, with a link",
+            vec![(
+                "MEMORY.md",
+                format!("# Memory\n\n- Deploy key: {key}\n").into_bytes(),
+            )],
+            vec![("passwd", Path::new("/etc/passwd"))],
+            "MEMORY.md",
+        ),
+    ];
+    for (i, (what, mut files, links, named)) in cases.into_iter().enumerate() {
+        files.push(("memory_summary.md", summary.clone()));
+        let url = bare(&d.path().join(format!("hostile-{i}.git")));
+        std::fs::remove_dir_all(d.path().join("hostile-work")).ok();
+        push_hostile(d.path(), &url, &files, &links);
+        std::fs::write(
+            a.home.join(CONFIG_FILE),
+            json!({"memories": {"sync": {"remote": url}}}).to_string(),
+        )
+        .unwrap();
+        let o = a.run(&["memories", "sync"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{what}: the sync succeeded");
+        assert!(
+            err.contains("write gate") && err.contains(named),
+            "{what}: {err}"
+        );
+        // HEAD: still unborn; no branch was created.
+        assert_eq!(a.head(), None, "{what}: HEAD moved");
+        let repo = git2::Repository::open(a.folder()).unwrap();
+        assert!(repo.find_reference("refs/heads/main").is_err(), "{what}");
+        // Index: empty.
+        assert_eq!(repo.index().unwrap().len(), 0, "{what}: index");
+        // Working tree: nothing but `.git`, no link anywhere.
+        let left: Vec<String> = std::fs::read_dir(a.folder())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != ".git")
+            .collect();
+        assert!(left.is_empty(), "{what}: left in the folder: {left:?}");
+        assert_eq!(a.status()["sync"]["reconcile_pending"], false, "{what}");
+    }
+}
+
+/// Issue 27, finding 11: the remote check was a denylist (`ext::`, `fd::`), so `evil::x`
+/// made git run a `git-remote-evil` helper found on `PATH`. Only https, ssh, `git@host:path`
+/// and local paths are taken now; the helper never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_allowed_remote_forms_reach_git() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let a = Machine::new(d.path(), "a");
+    let bin = d.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let pwned = d.path().join("pwned");
+    for helper in ["evil", "x"] {
+        let h = bin.join(format!("git-remote-{helper}"));
+        std::fs::write(
+            &h,
+            format!("#!/bin/sh\ntouch {}\nexit 1\n", pwned.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&h, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for evil in [
+        "evil::x",
+        "x::/srv/memory.git",
+        "http://example.com/memory.git",
+        "git://example.com/memory.git",
+        "ssh://-oProxyCommand=touch/x",
+        "relative/memory.git",
+    ] {
+        std::fs::write(
+            a.home.join(CONFIG_FILE),
+            json!({"memories": {"sync": {"remote": evil}}}).to_string(),
+        )
+        .unwrap();
+        let o = a
+            .cmd(&["memories", "sync"])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{evil}: {err}");
+        assert!(
+            err.contains("memories.sync.remote") && err.contains("https://"),
+            "{evil}: the error names the key and the allowed forms: {err}"
+        );
+        assert!(!pwned.exists(), "{evil} ran a remote helper");
+    }
+    // A local path still syncs.
+    let url = bare(&d.path().join("ok.git"));
+    std::fs::write(
+        a.home.join(CONFIG_FILE),
+        json!({"memories": {"sync": {"remote": url}}}).to_string(),
+    )
+    .unwrap();
+    ok(&a
+        .cmd(&["memories", "sync"])
+        .env("PATH", &path)
+        .output()
+        .unwrap());
+    assert!(!pwned.exists());
 }

@@ -565,3 +565,32 @@ async fn audit_trail_rotates_by_size_and_can_be_turned_off() {
     assert_eq!(audit_lines(&env).len(), n);
     client.cancel().await.unwrap();
 }
+
+/// `/login` is rate-limited for the whole process (the attack: unlimited code guesses):
+/// after the burst every attempt, wrong code or right, gets 429 with Retry-After.
+#[tokio::test]
+async fn login_attempts_are_rate_limited() {
+    let env = Env::new(&[("a.txt", "hello\n")]);
+    env.write_config(json!({"server": {"loginAttemptsPerMinute": 30}}));
+    let srv = env.http(&["--ui", "--no-pipeline"]).await;
+    let c = no_redirect();
+    let guess = |i: usize| c.get(format!("{}/login?code=guess-{i}", srv.base())).send();
+    for i in 0..30 {
+        assert_eq!(guess(i).await.unwrap().status(), 401, "attempt {i}");
+    }
+    let r = guess(30).await.unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&wait), "{wait}");
+    assert!(r.text().await.unwrap().contains("Too many login attempts"));
+    // The real link is counted too (it is not told apart before the limit).
+    let r = c.get(srv.login_link().unwrap()).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    // One attempt back after 60/30 = 2 s.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    login(&c, &srv.login_link().unwrap()).await;
+}

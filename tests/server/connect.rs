@@ -470,7 +470,7 @@ async fn connect_chatgpt_prints_the_steps_and_checks_the_server() {
 /// removes it, `use on` brings it back, and undo still leaves no trace.
 #[test]
 fn the_linked_copy_follows_rollback_and_the_use_switch() {
-    use codex_free_pipeline::phase2::folder::MemoryFolder;
+    use codex_free_memory::folder::MemoryFolder;
     let h = Homes::new();
     std::fs::remove_dir_all(h.state.join("memories")).unwrap();
     let (f, _) = MemoryFolder::open_or_init(&h.state).unwrap();
@@ -485,13 +485,24 @@ fn the_linked_copy_follows_rollback_and_the_use_switch() {
         summary("old codeword: amber-11"),
     )
     .unwrap();
-    let first = f.commit_all("first").unwrap().unwrap();
+    let first = f
+        .commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "first",
+        )
+        .unwrap()
+        .unwrap();
     std::fs::write(
         f.root().join("memory_summary.md"),
         summary("new codeword: cobalt-22"),
     )
     .unwrap();
-    f.commit_all("second").unwrap().unwrap();
+    f.commit_all(
+        &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+        "second",
+    )
+    .unwrap()
+    .unwrap();
     let agents = h.home().join(".pi/agent/AGENTS.md");
 
     ok(&h.cli(&["connect", "pi"]));

@@ -10,11 +10,12 @@
 //! interleave whole lines), and rotation happens under the file's cross-process lock
 //! ([`crate::home::with_lock`]). A line written through a handle that another process has
 //! just rotated lands in `audit.jsonl.1`: kept, never lost. [`AuditWriter`] (the server's
-//! per-call path) keeps the file open and takes the lock only to rotate.
+//! per-call path) keeps the file open and takes the lock only to rotate. A line that cannot
+//! be written whole (full disk) is cut back out ([`crate::home::append_whole`]).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -199,8 +200,9 @@ impl AuditWriter {
             let Some((f, _)) = open.as_mut() else {
                 return Ok(());
             };
-            // One write per line: O_APPEND keeps concurrent lines whole.
-            f.write_all(&line)
+            // One write per line: O_APPEND keeps concurrent lines whole; a line that cannot
+            // be written whole is cut back out.
+            crate::home::append_whole(f, &line, b"")
                 .ctx(|| format!("appending to {}", path.display()))
         }
     }
@@ -241,9 +243,10 @@ impl AuditLog {
             if len > 0 && len + line.len() as u64 > max_bytes {
                 self.rotate(keep.max(1))?;
             }
-            let mut f = open_append(&path)?;
-            // One write per line: O_APPEND keeps concurrent lines whole.
-            f.write_all(&line)
+            let f = open_append(&path)?;
+            // One write per line: O_APPEND keeps concurrent lines whole, and a line that
+            // cannot be written whole is cut back out (no torn line on a full disk).
+            crate::home::append_whole(&f, &line, b"")
                 .ctx(|| format!("appending to {}", path.display()))
         })
     }
@@ -330,7 +333,8 @@ fn line_of(entry: &Entry) -> Result<Vec<u8>> {
 
 fn open_append(path: &Path) -> Result<File> {
     let mut o = OpenOptions::new();
-    o.create(true).append(true);
+    // Readable too: the appender checks the last byte for a torn line.
+    o.create(true).read(true).append(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;

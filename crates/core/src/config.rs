@@ -267,6 +267,21 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Extra `Host` values accepted besides loopback ones (e.g. a tunnel's host name).
     pub allowed_hosts: Vec<String>,
+    /// An MCP session with no request for this long is closed, seconds. Default 1800.
+    pub session_idle_secs: u64,
+    /// Live MCP sessions per token; a new one evicts the longest-idle, beyond is refused.
+    /// Default 64.
+    pub max_sessions_per_token: usize,
+    /// Open TCP connections; a new one evicts the longest-idle, beyond gets a quick 503.
+    /// Default 256.
+    pub max_connections: usize,
+    /// Time a connection has to send a request's headers (also the keep-alive idle time),
+    /// seconds. Default 20.
+    pub header_read_timeout_secs: u64,
+    /// Time a request has to send its whole body, seconds. Default 60.
+    pub body_read_timeout_secs: u64,
+    /// `/login` attempts per minute for the process (a token bucket). Default 10.
+    pub login_attempts_per_minute: u32,
 }
 
 impl Default for ServerConfig {
@@ -276,6 +291,12 @@ impl Default for ServerConfig {
             port: 3000,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            session_idle_secs: 1800,
+            max_sessions_per_token: 64,
+            max_connections: 256,
+            header_read_timeout_secs: 20,
+            body_read_timeout_secs: 60,
+            login_attempts_per_minute: 10,
         }
     }
 }
@@ -348,6 +369,9 @@ pub struct MemoriesConfig {
     pub max_unused_days: u32,
     /// Oldest rollout (days) phase 1 considers.
     pub max_rollout_age_days: u32,
+    /// Days this server's own MCP transcripts (`<home>/transcripts`) are kept once phase 1
+    /// has extracted them. Default 30.
+    pub mcp_transcript_retention_days: u32,
     /// Rollouts claimed per run.
     pub max_rollouts_per_startup: usize,
     /// Hours a rollout must be idle before extraction.
@@ -440,6 +464,7 @@ impl Default for MemoriesConfig {
             max_raw_memories_for_consolidation: 256,
             max_unused_days: 30,
             max_rollout_age_days: 10,
+            mcp_transcript_retention_days: 30,
             max_rollouts_per_startup: 2,
             min_rollout_idle_hours: 6,
             extract_model: None,
@@ -521,7 +546,7 @@ impl Config {
     /// returning every problem found. Values are checked in their JSON form (a config only
     /// ever comes from JSON, which cannot hold NaN or infinity).
     pub fn validate(&self) -> std::result::Result<(), Vec<FieldError>> {
-        let json = serde_json::to_value(self).expect("config serialises");
+        let json = to_json(self);
         let mut errors = Vec::new();
         for f in fields::FIELDS {
             if let Some(v) = fields::get_path(&json, f.key) {
@@ -572,8 +597,8 @@ impl Config {
 
     /// The JSON object holding only the values that differ from the defaults (what the file stores).
     pub fn overrides(&self) -> serde_json::Value {
-        let ours = serde_json::to_value(self).expect("config serialises");
-        let defaults = serde_json::to_value(Config::default()).expect("config serialises");
+        let ours = to_json(self);
+        let defaults = to_json(&Config::default());
         diff(&ours, &defaults).unwrap_or_else(|| serde_json::json!({}))
     }
 
@@ -589,8 +614,8 @@ impl Config {
     /// Dotted keys under [`RESTART_KEYS`] whose values differ between `self` and `other`,
     /// sorted (e.g. `["exec.mode", "server.allowedHosts"]`): what needs a restart to apply.
     pub fn restart_changes(&self, other: &Config) -> Vec<String> {
-        let a = serde_json::to_value(self).expect("config serialises");
-        let b = serde_json::to_value(other).expect("config serialises");
+        let a = to_json(self);
+        let b = to_json(other);
         let mut out = Vec::new();
         for key in RESTART_KEYS {
             let (va, vb) = (a.pointer(&pointer(key)), b.pointer(&pointer(key)));
@@ -614,9 +639,20 @@ impl Config {
     pub fn save(&self, path: &Path) -> Result<()> {
         self.validate()
             .map_err(|fields| Error::InvalidConfig { file: None, fields })?;
-        let text = serde_json::to_string_pretty(&self.overrides()).expect("json");
+        let text = serde_json::to_string_pretty(&self.overrides())
+            .map_err(|e| Error::Store(format!("config serialisation: {e}")))?;
         crate::home::write_atomic(path, format!("{text}\n").as_bytes())
     }
+}
+
+/// The config as JSON. Cannot fail: a `Config` holds only plain values and string-keyed
+/// maps, which serde_json always serialises (the unit tests serialise every field).
+#[allow(
+    clippy::expect_used,
+    reason = "a Config always serialises; see the doc comment"
+)]
+fn to_json(c: &Config) -> serde_json::Value {
+    serde_json::to_value(c).expect("config serialises")
 }
 
 /// JSON pointer of a dotted key (`memory.dir` → `/memory/dir`).

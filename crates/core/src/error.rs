@@ -4,6 +4,9 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
 /// Result alias over [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -26,14 +29,14 @@ pub enum Error {
     /// The config cannot be read as config (not JSON, wrong type, no home); the message says where.
     #[error("invalid config: {0}")]
     Config(String),
-    /// Config values break the rules of [`crate::config::fields`]: one entry per bad key,
+    /// Config values break the rules of `config::fields`: one entry per bad key,
     /// each naming the key, the value and what is allowed.
     #[error("invalid config: {}{}", file_prefix(.file), join_fields(.fields))]
     InvalidConfig {
         /// The file the values came from, when they came from one.
         file: Option<PathBuf>,
         /// Every refused setting.
-        fields: Vec<crate::config::FieldError>,
+        fields: Vec<FieldError>,
     },
     /// A command was refused by the exec policy (allowlist, tty, ...).
     #[error("{0}")]
@@ -220,7 +223,7 @@ fn file_prefix(file: &Option<PathBuf>) -> String {
         .unwrap_or_default()
 }
 
-fn join_fields(fields: &[crate::config::FieldError]) -> String {
+fn join_fields(fields: &[FieldError]) -> String {
     let msgs: Vec<&str> = fields.iter().map(|f| f.message.as_str()).collect();
     msgs.join("; ")
 }
@@ -234,6 +237,78 @@ pub trait IoContext<T> {
 impl<T> IoContext<T> for std::io::Result<T> {
     fn ctx(self, context: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|e| Error::io(context(), e))
+    }
+}
+
+/// Why a value was refused, as a stable code the UI and scripts can match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldCode {
+    /// The key is not a setting (or not editable there).
+    UnknownKey,
+    /// The value has the wrong JSON type (text for a number, ...).
+    WrongType,
+    /// `null` for a setting that needs a value.
+    Required,
+    /// A number outside the allowed range.
+    OutOfRange,
+    /// A string (or list entry) that is not one of the allowed values.
+    NotAllowed,
+    /// A string of the wrong shape (not `provider/model-id`, not an IP address, ...).
+    BadFormat,
+    /// Two settings contradict each other (the error names the first).
+    Conflict,
+}
+
+impl FieldCode {
+    /// The code as written on the wire, e.g. `"out_of_range"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldCode::UnknownKey => "unknown_key",
+            FieldCode::WrongType => "wrong_type",
+            FieldCode::Required => "required",
+            FieldCode::OutOfRange => "out_of_range",
+            FieldCode::NotAllowed => "not_allowed",
+            FieldCode::BadFormat => "bad_format",
+            FieldCode::Conflict => "conflict",
+        }
+    }
+}
+
+/// One refused setting: which key, the value given, why (code) and a sentence for people.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldError {
+    /// Dotted key path as written in the file, e.g. `output.maxFileLines` (for map entries
+    /// the entry's path, e.g. `memories.providers.local.api`). Empty for the whole change.
+    pub key: String,
+    /// The refused value (JSON; `null` when there is none to show).
+    pub value: Value,
+    /// Machine-readable reason.
+    pub code: FieldCode,
+    /// A full sentence naming the key, the value and what is allowed.
+    pub message: String,
+}
+
+impl FieldError {
+    /// A field error with its parts.
+    pub fn new(
+        key: impl Into<String>,
+        value: Value,
+        code: FieldCode,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            key: key.into(),
+            value,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
     }
 }
 
@@ -268,7 +343,7 @@ mod tests {
 
     #[test]
     fn config_errors_join_field_messages_after_the_file() {
-        use crate::config::{FieldCode, FieldError};
+        use super::{FieldCode, FieldError};
         let e = Error::InvalidConfig {
             file: Some("/h/codex.config.json".into()),
             fields: vec![

@@ -253,6 +253,66 @@ fn write_atomic_mode(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
     Ok(())
 }
 
+/// Append one record (`line`, ending in `\n`) to `file` whole or not at all: the reason a
+/// full disk used to leave torn lines (a partial record with the next one glued on).
+///
+/// `file` must be opened for reading and appending (`O_APPEND`). Under an exclusive advisory
+/// lock on the file (so cooperating writers of other processes wait, and the length read
+/// here is where this record starts): when the file is empty `if_empty` (e.g. a header
+/// line, may be empty) is written first; when its last byte is not `\n` (a record torn by
+/// an older writer or a crash) a `\n` is written first so the next record starts on its
+/// own line. Everything goes out in one `write_all`; when that fails (ENOSPC, EFBIG, EIO)
+/// the file is cut back to its previous length, so no partial record stays.
+///
+/// Errors: the I/O error of the lock, the write or the metadata read (after the cut-back).
+pub fn append_whole(file: &File, line: &[u8], if_empty: &[u8]) -> std::io::Result<()> {
+    file.lock()?;
+    let out = append_locked(file, line, if_empty);
+    let _ = file.unlock();
+    out
+}
+
+fn append_locked(file: &File, line: &[u8], if_empty: &[u8]) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    let prefix: &[u8] = if len == 0 {
+        if_empty
+    } else if ends_torn(file, len) {
+        b"\n"
+    } else {
+        b""
+    };
+    let joined;
+    let bytes = if prefix.is_empty() {
+        line
+    } else {
+        joined = [prefix, line].concat();
+        &joined[..]
+    };
+    let mut w = file;
+    if let Err(e) = w.write_all(bytes) {
+        // Whatever part reached the file is cut off again (the lock keeps others out).
+        let _ = file.set_len(len);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Whether the last byte of `file` (of length `len` > 0) is not a newline; `false` when it
+/// cannot be read (e.g. a write-only handle): no repair rather than a spurious blank line.
+fn ends_torn(file: &File, len: u64) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        let mut b = [0u8; 1];
+        matches!(file.read_at(&mut b, len - 1), Ok(1) if b[0] != b'\n')
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, len);
+        false
+    }
+}
+
 /// Move a corrupt file aside to `<path>.corrupt-<UTC timestamp>` and return the backup path.
 pub fn move_aside(path: &Path) -> Result<PathBuf> {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
@@ -266,6 +326,82 @@ pub fn move_aside(path: &Path) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn open_rw_append(p: &Path) -> File {
+        OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(p)
+            .unwrap()
+    }
+
+    #[test]
+    fn append_whole_writes_the_header_once_and_repairs_a_torn_end() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.jsonl");
+        let f = open_rw_append(&p);
+        append_whole(&f, b"{\"a\":1}\n", b"{\"h\":0}\n").unwrap();
+        append_whole(&f, b"{\"a\":2}\n", b"{\"h\":0}\n").unwrap();
+        // A crashed writer left half a record without its newline.
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"{\"a\":")
+            .unwrap();
+        append_whole(&f, b"{\"a\":3}\n", b"").unwrap();
+        let text = fs::read_to_string(&p).unwrap();
+        assert_eq!(
+            text,
+            "{\"h\":0}\n{\"a\":1}\n{\"a\":2}\n{\"a\":\n{\"a\":3}\n"
+        );
+    }
+
+    /// A record that hits the file size limit half-way (as ENOSPC would) is cut back out:
+    /// the file keeps its previous length. Runs in a forked child so the limit (and the
+    /// ignored SIGXFSZ) stays out of the test process; the child only makes system calls.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn append_whole_leaves_no_partial_record_when_the_write_fails() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("audit.jsonl");
+        fs::write(
+            &p,
+            [b'x'; 49].iter().chain(b"\n").copied().collect::<Vec<u8>>(),
+        )
+        .unwrap();
+        let f = open_rw_append(&p);
+        let line = [b'y'; 1000];
+        // SAFETY: the child calls only async-signal-safe functions and allocates nothing
+        // (the file is not torn and not empty, so no buffer is joined), then `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            unsafe {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let lim = libc::rlimit {
+                    rlim_cur: 100,
+                    rlim_max: 100,
+                };
+                libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+                let failed = append_whole(&f, &line, b"").is_err();
+                libc::_exit(if failed { 0 } else { 1 });
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waiting for the child forked above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the write did not fail: {status}"
+        );
+        assert_eq!(
+            fs::metadata(&p).unwrap().len(),
+            50,
+            "a partial record stayed"
+        );
+    }
 
     #[cfg(unix)]
     #[test]

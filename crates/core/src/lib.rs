@@ -15,9 +15,11 @@
 pub mod audit;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod home;
 pub mod jail;
 pub mod paging;
+pub mod time;
 pub mod tokens;
 
 pub use error::{Error, ErrorCode, Result};

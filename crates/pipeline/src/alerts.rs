@@ -70,7 +70,7 @@ impl Alert {
 
     /// One or two sentences: what happened and what to do.
     pub fn body(&self) -> String {
-        let usd = |v: f64| crate::providers::prices::format_cost(Some(v));
+        let usd = |v: f64| codex_free_models::prices::format_cost(Some(v));
         match self {
             Alert::Spend {
                 percent: 100,
@@ -267,9 +267,9 @@ impl Watch {
         }
         for a in &out {
             self.sink.notify(a);
-            let _ = crate::usage::append(
+            let _ = crate::run_log::append(
                 home,
-                &crate::usage::LogLine::Alert {
+                &crate::run_log::LogLine::Alert {
                     at: chrono::Utc::now().timestamp(),
                     text: format!("{}: {}", a.title(), a.body()),
                 },
@@ -335,7 +335,7 @@ mod tests {
                 .is_empty()
         );
         // Each alert is in memories.log.
-        let log = std::fs::read_to_string(d.path().join(crate::usage::LOG_FILE)).unwrap();
+        let log = std::fs::read_to_string(d.path().join(crate::run_log::LOG_FILE)).unwrap();
         assert_eq!(log.matches("monthly").count(), 4, "{log}");
     }
 

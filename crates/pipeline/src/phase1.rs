@@ -17,6 +17,8 @@
 //! an answer that failed validation; no model call is made once the cap is reached or
 //! after a run-fatal error (unknown model, rejected key).
 
+pub use crate::spend::{CapState, cap_state, cap_state_of};
+use codex_free_memory::select::normalise_slug;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -26,13 +28,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::providers::{
-    CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage, outgoing,
-};
-use crate::usage::{LogLine, Phase1Line};
+use crate::run_log::{LogLine, Phase1Line};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::MemoriesConfig;
+use codex_free_models::{
+    CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage, outgoing,
+};
 use codex_free_store::stage1::{LEASE_SECONDS, RETRY_DELAY_SECONDS};
 use codex_free_store::{
     ClaimParams, RunSummary, Stage1Claim, Stage1OutputInput, Store, ThreadRow, ThreadUpsert,
@@ -251,25 +253,6 @@ pub fn parse_extraction(text: &str) -> Result<Extraction> {
     })
 }
 
-/// `s` as a file-name slug: lowercase ASCII letters and digits, every other run of
-/// characters one `-`, at most 60 bytes (a rollout summary's name stays readable and
-/// portable); `None` when nothing is left.
-pub(crate) fn normalise_slug(s: &str) -> Option<String> {
-    let mut out = String::new();
-    for c in s.trim().chars().flat_map(char::to_lowercase) {
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-        if out.len() >= 60 {
-            break;
-        }
-    }
-    let out = out.trim_matches('-').to_string();
-    (!out.is_empty()).then_some(out)
-}
-
 /// Input budget for the rendered rollout: 70% of the context window (or
 /// [`DEFAULT_INPUT_CAP_TOKENS`]) minus [`PROMPT_OVERHEAD_TOKENS`].
 pub fn input_budget(context_window: Option<u64>) -> usize {
@@ -277,36 +260,6 @@ pub fn input_budget(context_window: Option<u64>) -> usize {
         .map(|w| (w.saturating_mul(CONTEXT_WINDOW_PERCENT) / 100) as usize)
         .unwrap_or(DEFAULT_INPUT_CAP_TOKENS);
     cap.saturating_sub(PROMPT_OVERHEAD_TOKENS).max(1_000)
-}
-
-/// Spend-cap state for this month.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CapState {
-    /// The cap, USD.
-    pub cap_usd: f64,
-    /// Spent this month (priced requests), USD.
-    pub spent_usd: f64,
-    /// Whether no more calls may be made.
-    pub reached: bool,
-}
-
-/// Check `memories.monthly_spend_cap_usd` against this month's usage. `None` when no cap.
-pub fn cap_state(store: &Store, cfg: &MemoriesConfig) -> Result<Option<CapState>> {
-    cap_state_of(store, cfg.monthly_spend_cap_usd)
-}
-
-/// The one spend-cap check (phase 1, phase 2, status): `cap` USD against this month's
-/// spend ([`Store::spend_this_month`]). `None` when there is no cap.
-pub fn cap_state_of(store: &Store, cap: Option<f64>) -> Result<Option<CapState>> {
-    let Some(cap) = cap else {
-        return Ok(None);
-    };
-    let spent = store.spend_this_month()?.usd;
-    Ok(Some(CapState {
-        cap_usd: cap,
-        spent_usd: spent,
-        reached: spent >= cap,
-    }))
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
@@ -540,7 +493,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
     };
     let line = {
         let home = ctx.home.clone();
-        blocking(move || crate::usage::append(&home, &LogLine::Phase1(line))).await?
+        blocking(move || crate::run_log::append(&home, &LogLine::Phase1(line))).await?
     };
     tracing::info!(target: "memories", "{line}");
     if let Some(e) = first_err
@@ -604,7 +557,7 @@ async fn stopped_before_claim(
         ..Default::default()
     };
     let home = ctx.home.clone();
-    let line = blocking(move || crate::usage::append(&home, &LogLine::Phase1(line))).await?;
+    let line = blocking(move || crate::run_log::append(&home, &LogLine::Phase1(line))).await?;
     tracing::warn!(target: "memories", "{line}");
     Ok(RunReport {
         run_id: Some(run_id),
@@ -719,7 +672,7 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     };
     // Citations of earlier memories in this session raise their usage once per rollout,
     // whatever happens to this session's own extraction.
-    let cited = crate::phase2::readpath::cited_rollout_ids(&rendered);
+    let cited = codex_free_memory::citations::cited_rollout_ids(&rendered);
     if !cited.is_empty() {
         let (store, id) = (ctx.store.clone(), claim.thread.id.clone());
         if let Err(e) = blocking(move || store.record_citations_once(&id, &cited)).await {
@@ -847,7 +800,7 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
 }
 
 fn build_request(ctx: &Phase1Ctx, t: &ThreadRow, rendered: &str) -> CompletionRequest {
-    let updated = crate::usage::iso(t.updated_at);
+    let updated = crate::run_log::iso(t.updated_at);
     let header = format!(
         "Session {id} ({source}), last active {updated}{cwd}.\n\n<session>\n",
         id = t.id,

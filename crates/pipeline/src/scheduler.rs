@@ -18,14 +18,16 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::discover::{DEFAULT_DEBOUNCE, SourceRoots, WatchEvent, Watcher, enabled_sources};
 use crate::phase1::{self, Phase1Ctx, Redactor, RolloutInput, RunReport, Trigger};
-use crate::providers::{PriceTable, RetryPolicy, resolve_extract_model};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
+use codex_free_models::{PriceTable, RetryPolicy, resolve_extract_model};
 use codex_free_secrets::SecretStore;
 use codex_free_store::Store;
+use codex_free_transcripts::discover::{
+    DEFAULT_DEBOUNCE, SourceRoots, WatchEvent, Watcher, enabled_sources,
+};
 
 /// The file under the state home whose OS lock marks the one process running the
 /// scheduler; its first line names that process.
@@ -279,11 +281,12 @@ async fn run_loop(
         if let Some(roots) = deps.watch.clone() {
             let (store2, prices) = (store.clone(), config.memories.prices.clone());
             let r = tokio::task::spawn_blocking(move || {
-                let mut pricer = crate::agent_usage::Pricer::new(PriceTable::bundled(), &prices);
-                crate::agent_usage::import(
+                let mut pricer =
+                    codex_free_agent_usage::Pricer::new(PriceTable::bundled(), &prices);
+                codex_free_agent_usage::import(
                     &store2,
                     &roots,
-                    &crate::agent_usage::AGENTS,
+                    &codex_free_agent_usage::AGENTS,
                     &mut pricer,
                 )
             })
@@ -315,7 +318,7 @@ async fn run_loop(
                             .memories
                             .extract_model
                             .clone()
-                            .unwrap_or_else(|| crate::providers::DEFAULT_EXTRACT_MODEL.into()),
+                            .unwrap_or_else(|| codex_free_models::DEFAULT_EXTRACT_MODEL.into()),
                         error: r.summary.error.clone().unwrap_or_default(),
                     }
                 } else if r.summary.outcome == "failed" {
@@ -336,12 +339,12 @@ async fn run_loop(
                 let msg = e.to_string();
                 if last_error.as_deref() != Some(msg.as_str()) {
                     tracing::warn!(error = %msg, "phase 1 not run");
-                    let line = crate::usage::LogLine::NotRun {
+                    let line = crate::run_log::LogLine::NotRun {
                         at: store.now(),
                         phase: "phase1",
                         why: msg.clone(),
                     };
-                    let _ = crate::usage::append(&home, &line);
+                    let _ = crate::run_log::append(&home, &line);
                 }
                 last_error = Some(msg);
             }

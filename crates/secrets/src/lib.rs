@@ -58,17 +58,25 @@ pub struct MemoryStore(Mutex<HashMap<String, Secret>>);
 
 impl SecretStore for MemoryStore {
     fn get(&self, account: &str) -> Result<Option<Secret>> {
-        Ok(self.0.lock().expect("poisoned").get(account).cloned())
+        Ok(self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(account)
+            .cloned())
     }
     fn set(&self, account: &str, secret: &Secret) -> Result<()> {
         self.0
             .lock()
-            .expect("poisoned")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(account.into(), secret.clone());
         Ok(())
     }
     fn delete(&self, account: &str) -> Result<()> {
-        self.0.lock().expect("poisoned").remove(account);
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(account);
         Ok(())
     }
     fn label(&self) -> String {

@@ -22,7 +22,7 @@ use codex_free_core::config::Config;
 use codex_free_core::error::IoContext;
 use codex_free_core::{Error, Result};
 use codex_free_pipeline::alerts::{Alert, AlertSink, LogSink};
-use codex_free_pipeline::control::ControlEnv;
+use codex_free_pipeline::cli::ControlEnv;
 use codex_free_pipeline::phase1::Trigger;
 use codex_free_pipeline::scheduler::Scheduler;
 use codex_free_secrets::SecretStore;
@@ -42,6 +42,105 @@ use crate::mcp::{self, CodexFree, ServerOptions};
 pub const LOCK_RETRY: Duration = Duration::from_secs(30);
 
 pub use codex_free_pipeline::scheduler::{SCHEDULER_LOCK, lock_holder};
+
+/// How often the scheduler's process prunes the server's own MCP transcripts (hourly:
+/// retention is counted in days).
+pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// Raise this process's soft open-file limit (`RLIMIT_NOFILE`) to its hard limit, so the
+/// server is bounded by its own caps (connections, sessions) rather than by the 1,024 files
+/// a login shell often starts with. On macOS the soft limit is at most `OPEN_MAX` (10,240),
+/// above which `setrlimit` refuses. Returns (soft before, soft now); `None` where there is
+/// no such limit or it cannot be read or raised (logged).
+// `rlim_t` is u64 on the targets built here but not by definition: the casts stay.
+#[allow(clippy::unnecessary_cast)]
+pub fn raise_open_file_limit() -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct passed; nothing else is touched.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+            tracing::warn!(
+                "reading the open-file limit: {}",
+                std::io::Error::last_os_error()
+            );
+            return None;
+        }
+        let before = lim.rlim_cur;
+        #[allow(unused_mut)]
+        let mut target = lim.rlim_max;
+        #[cfg(target_os = "macos")]
+        {
+            target = target.min(10_240);
+        }
+        if target <= before {
+            return Some((before as u64, before as u64));
+        }
+        lim.rlim_cur = target;
+        // SAFETY: setrlimit reads the struct passed; raising the soft limit up to the hard
+        // one needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            tracing::warn!(
+                "raising the open-file limit from {before} to {target}: {}",
+                std::io::Error::last_os_error()
+            );
+            return None;
+        }
+        tracing::debug!("open-file limit raised from {before} to {target}");
+        Some((before as u64, target as u64))
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Delete the server's own MCP transcripts (`<home>/transcripts`) that phase 1 has
+/// extracted as they are now and that were last written more than `retention_days` ago
+/// (see [`codex_free_transcripts::sources::mcp::prune`]). Returns what was removed.
+///
+/// Errors: the state database cannot be opened or read (nothing is removed then).
+pub fn prune_transcripts(
+    home: &Path,
+    retention_days: u32,
+) -> Result<codex_free_transcripts::sources::mcp::TranscriptUsage> {
+    use std::collections::HashMap;
+    let store = codex_free_store::Store::open_in_home(home)?;
+    // Paths as the discovery recorded them, and canonical (a symlinked home still matches).
+    let mut done: HashMap<PathBuf, i64> = HashMap::new();
+    for (path, version) in store.extracted_paths("mcp")? {
+        let p = PathBuf::from(path);
+        if let Ok(c) = p.canonicalize() {
+            done.insert(c, version);
+        }
+        done.insert(p, version);
+    }
+    let extracted = |p: &Path, mtime: std::time::SystemTime| {
+        let secs = mtime
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(i64::MAX);
+        let version = done
+            .get(p)
+            .or_else(|| p.canonicalize().ok().and_then(|c| done.get(&c)));
+        version.is_some_and(|v| secs <= *v)
+    };
+    let removed = codex_free_transcripts::sources::mcp::prune(
+        home,
+        Duration::from_secs(u64::from(retention_days) * 86_400),
+        std::time::SystemTime::now(),
+        extracted,
+    );
+    if removed.files > 0 {
+        tracing::info!(
+            "pruned {} extracted MCP transcript(s) older than {retention_days} days ({} bytes)",
+            removed.files,
+            removed.bytes
+        );
+    }
+    Ok(removed)
+}
 
 /// What to host.
 #[derive(Clone)]
@@ -85,8 +184,12 @@ impl App {
     ///
     /// Errors: the state home cannot be created.
     pub fn open(opts: AppOptions, keys: Opened, rt: tokio::runtime::Handle) -> Result<Arc<App>> {
+        raise_open_file_limit();
         let home = opts.server.home.clone();
         codex_free_core::home::create_private_dir(&home)?;
+        // What runs after a memory commit or a saved-state change: the linked copies in
+        // other agents' instruction files follow (registered once per process).
+        codex_free_core::events::on_memory_event(codex_free_connect::on_memory_event);
         let config = Config::load(&opts.server.config_path)
             .map(|l| l.config)
             .unwrap_or_default();
@@ -430,8 +533,9 @@ impl PipelineHost {
         deps.alerts = self.alerts.clone();
         let cancel = inner.cancel.clone().unwrap_or_default().child_token();
         let _guard = self.rt.enter();
-        let s = Scheduler::start(self.home.clone(), config, deps, cancel)?;
+        let s = Scheduler::start(self.home.clone(), config, deps, cancel.clone())?;
         inner.scheduler = Some(s);
+        self.spawn_pruner(cancel);
         inner.lock = Some(file);
         inner.note = None;
         tracing::info!("memory pipeline scheduler started here ({who})");
@@ -494,6 +598,33 @@ impl PipelineHost {
                 }
             }
         }
+    }
+
+    /// While this process runs the scheduler: prune extracted transcripts now and every
+    /// [`PRUNE_EVERY`], with the retention of the config as it is then.
+    fn spawn_pruner(&self, cancel: CancellationToken) {
+        let (home, config_path) = (self.home.clone(), self.config_path.clone());
+        self.rt.spawn(async move {
+            loop {
+                let (h, c) = (home.clone(), config_path.clone());
+                let r = tokio::task::spawn_blocking(move || {
+                    let days = Config::load(&c)
+                        .map(|l| l.config)
+                        .unwrap_or_default()
+                        .memories
+                        .mcp_transcript_retention_days;
+                    prune_transcripts(&h, days)
+                })
+                .await;
+                if let Ok(Err(e)) = r {
+                    tracing::warn!("pruning MCP transcripts: {e}");
+                }
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(PRUNE_EVERY) => {}
+                }
+            }
+        });
     }
 
     fn spawn_waiter(self: &Arc<Self>) {

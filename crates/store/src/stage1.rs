@@ -713,6 +713,23 @@ impl Store {
         .map_err(db_err)
     }
 
+    /// The transcripts of `source` phase 1 has finished (with or without output), as
+    /// (path, the source version it read: the file's mtime, unix seconds). A file changed
+    /// since has a later mtime: the caller compares before treating it as extracted.
+    pub fn extracted_paths(&self, source: &str) -> Result<Vec<(String, i64)>> {
+        let c = self.conn();
+        let mut st = c
+            .prepare(
+                "SELECT t.path, j.last_success_watermark
+                 FROM threads t JOIN jobs j ON j.kind = ?1 AND j.job_key = t.id
+                 WHERE t.source = ?2 AND j.status = 'done' AND j.last_success_watermark IS NOT NULL",
+            )
+            .map_err(db_err)?;
+        collect_rows(&mut st, params![JOB_KIND_STAGE1, source], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+    }
+
     /// Threads per source: seen, with output, memory off, excluded (sub-agent/ephemeral).
     pub fn source_counts(&self) -> Result<Vec<SourceCounts>> {
         let c = self.conn();
@@ -892,6 +909,26 @@ mod tests {
             .map(|t| t.id)
             .collect();
         assert_eq!(ids, ["busy", "ok"], "force skips the idle wait only");
+    }
+
+    #[test]
+    fn extracted_paths_are_the_done_jobs_with_the_version_they_read() {
+        let (s, _) = store();
+        s.upsert_threads(
+            &[thread("a", NOW - 7 * 3600), thread("b", NOW - 8 * 3600)],
+            true,
+        )
+        .unwrap();
+        assert!(s.extracted_paths("codex").unwrap().is_empty());
+        let claims = s.claim_stage1_jobs(&params(2)).unwrap();
+        assert_eq!(claims.len(), 2);
+        assert!(s.mark_stage1_succeeded(&claims[0], &OUT).unwrap());
+        let done = s.extracted_paths("codex").unwrap();
+        assert_eq!(
+            done,
+            [(claims[0].thread.path.clone(), claims[0].source_updated_at)]
+        );
+        assert!(s.extracted_paths("mcp").unwrap().is_empty());
     }
 
     #[test]

@@ -70,6 +70,8 @@ struct Tracked {
 #[derive(Debug)]
 pub struct ChangeTracker {
     dir: tempfile::TempDir,
+    /// Held while this process lives, so a later sweep knows the folder is in use.
+    _owner: Option<crate::tmpfiles::OwnerLock>,
     conversations: Mutex<HashMap<String, Tracked>>,
     /// Serialises snapshots: two `git add` on one private index would fight over its lock.
     snapshot_lock: Mutex<()>,
@@ -79,13 +81,20 @@ impl ChangeTracker {
     /// A tracker with its private stores in a fresh temporary folder.
     ///
     /// Errors: the temporary folder cannot be created.
+    /// Folders left by servers that are gone are removed first
+    /// ([`crate::tmpfiles::sweep_stores`]).
     pub fn new() -> Result<Self> {
+        crate::tmpfiles::sweep_stores(&std::env::temp_dir());
         let dir = tempfile::Builder::new()
-            .prefix("codex-free-changes-")
+            .prefix(crate::tmpfiles::STORE_PREFIX)
             .tempdir()
             .ctx(|| "creating the show_changes snapshot folder".to_string())?;
+        let owner = crate::tmpfiles::OwnerLock::take(dir.path())
+            .inspect_err(|e| tracing::warn!("show_changes snapshot folder not locked: {e}"))
+            .ok();
         Ok(Self {
             dir,
+            _owner: owner,
             conversations: Mutex::new(HashMap::new()),
             snapshot_lock: Mutex::new(()),
         })

@@ -130,23 +130,42 @@ pub fn project_doc_for_instructions(ctx: &ToolCtx) -> Option<String> {
     }
 }
 
-/// The current git branch of the root's repository: `main`, `detached at 1a2b3c4`, or
-/// `None` outside a repository.
+/// The current git branch of the root's repository: `main`, `detached at 1a2b3c4`,
+/// `refs/heads/main (no commits yet)`, or `None` outside a repository. Read from the
+/// repository's `HEAD` file (a worktree's `.git` file is followed to its git directory), so
+/// no git process runs while instructions are built and nothing in the repository's
+/// config can make it run one.
 fn git_branch(root: &std::path::Path) -> Option<String> {
-    let repo = git2::Repository::discover(root).ok()?;
-    match repo.head() {
-        Ok(h) if h.is_branch() => h.shorthand().ok().map(str::to_string),
-        Ok(h) => h
-            .target()
-            .map(|oid| format!("detached at {}", &oid.to_string()[..7])),
-        // Unborn branch (no commit yet): read the symbolic HEAD.
-        Err(_) => repo.find_reference("HEAD").ok().and_then(|r| {
-            r.symbolic_target()
-                .ok()
-                .flatten()
-                .map(|t| format!("{} (no commits yet)", t.trim_start_matches("refs/heads/")))
-        }),
-    }
+    let git_dir = root.ancestors().find_map(|d| {
+        let g = d.join(".git");
+        if g.is_dir() {
+            return Some(g);
+        }
+        let text = std::fs::read_to_string(&g).ok()?;
+        let rel = text.strip_prefix("gitdir:")?.trim();
+        Some(d.join(rel))
+    })?;
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let head = head.trim();
+    let Some(target) = head.strip_prefix("ref:").map(str::trim) else {
+        return (head.len() >= 7 && head.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| format!("detached at {}", &head[..7]));
+    };
+    // A linked worktree keeps its refs in the common directory.
+    let common = std::fs::read_to_string(git_dir.join("commondir"))
+        .map(|c| git_dir.join(c.trim()))
+        .unwrap_or_else(|_| git_dir.clone());
+    let born = [&git_dir, &common].iter().any(|g| g.join(target).is_file())
+        || std::fs::read_to_string(common.join("packed-refs")).is_ok_and(|p| {
+            p.lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(target))
+        });
+    let short = target.strip_prefix("refs/heads/").unwrap_or(target);
+    Some(if born {
+        short.to_string()
+    } else {
+        format!("{target} (no commits yet)")
+    })
 }
 
 /// `get_environment`: what an agent should know before acting, one `key: value` per line:
@@ -296,7 +315,12 @@ mod tests {
     #[test]
     fn environment_names_root_branch_and_caps() {
         let d = tempfile::tempdir().unwrap();
-        git2::Repository::init(d.path()).unwrap();
+        let init = std::process::Command::new("git")
+            .args(["init", "-q", "-b", "main"])
+            .current_dir(d.path())
+            .status()
+            .unwrap();
+        assert!(init.success());
         let ctx = ctx_with(d.path(), 32768);
         let env = get_environment(&ctx);
         assert!(

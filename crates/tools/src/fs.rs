@@ -469,8 +469,12 @@ pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<b
             "{shown} is a directory; cannot write a file there"
         )));
     }
+    // In the repository's `.git` where there is one (never in `git status`), named by this
+    // process so a killed write's leftover is recognised and removed later.
+    let tmp_dir = crate::tmpfiles::temp_dir_for(&parent_canon, jail.root());
+    let tmp_prefix = crate::tmpfiles::prefix();
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".codex-free-tmp-");
+    builder.prefix(&tmp_prefix);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -478,7 +482,7 @@ pub(crate) fn atomic_write(jail: &Jail, target: &Path, bytes: &[u8]) -> Result<b
         builder.permissions(fs::Permissions::from_mode(0o666));
     }
     let mut tmp = builder
-        .tempfile_in(&parent_canon)
+        .tempfile_in(&tmp_dir)
         .ctx(|| format!("creating a temp file beside {shown}"))?;
     if let Some(m) = &existing
         && m.is_file()

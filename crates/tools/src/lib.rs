@@ -14,6 +14,7 @@ pub mod fs;
 pub mod grep;
 pub mod image;
 pub mod patch;
+pub mod tmpfiles;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -74,4 +75,3 @@ impl ToolCtx {
 pub mod exec;
 pub mod git;
 pub mod policy;
-pub mod task_memory;

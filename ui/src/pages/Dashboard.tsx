@@ -3,7 +3,7 @@ import { api, toFailure } from "../api";
 import type { ActionResult, Api, ApiFailure, Fix } from "../api";
 import { useLoad } from "../hooks";
 import { Badge, Card, ErrorBox, Gauge } from "../components/ui";
-import { formatTime, formatUsd } from "../format";
+import { formatBytes, formatTime, formatUsd } from "../format";
 
 const REFRESH_MS = 5000;
 
@@ -228,6 +228,10 @@ export function Dashboard() {
       <Diagnostics />
       <p class="muted small">
         State home <code>{s.home}</code> · version {s.version}
+      </p>
+      <p class="muted small" data-testid="transcripts">
+        MCP transcripts: {s.transcripts.files} file(s), {formatBytes(s.transcripts.bytes)} · each deleted {s.transcripts.retention_days} days after
+        its last call once extracted
       </p>
     </div>
   );

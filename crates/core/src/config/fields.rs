@@ -81,77 +81,7 @@ impl DefaultValue {
     }
 }
 
-/// Why a value was refused, as a stable code the UI and scripts can match on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FieldCode {
-    /// The key is not a setting (or not editable there).
-    UnknownKey,
-    /// The value has the wrong JSON type (text for a number, ...).
-    WrongType,
-    /// `null` for a setting that needs a value.
-    Required,
-    /// A number outside the allowed range.
-    OutOfRange,
-    /// A string (or list entry) that is not one of the allowed values.
-    NotAllowed,
-    /// A string of the wrong shape (not `provider/model-id`, not an IP address, ...).
-    BadFormat,
-    /// Two settings contradict each other (the error names the first).
-    Conflict,
-}
-
-impl FieldCode {
-    /// The code as written on the wire, e.g. `"out_of_range"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FieldCode::UnknownKey => "unknown_key",
-            FieldCode::WrongType => "wrong_type",
-            FieldCode::Required => "required",
-            FieldCode::OutOfRange => "out_of_range",
-            FieldCode::NotAllowed => "not_allowed",
-            FieldCode::BadFormat => "bad_format",
-            FieldCode::Conflict => "conflict",
-        }
-    }
-}
-
-/// One refused setting: which key, the value given, why (code) and a sentence for people.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FieldError {
-    /// Dotted key path as written in the file, e.g. `output.maxFileLines` (for map entries
-    /// the entry's path, e.g. `memories.providers.local.api`). Empty for the whole change.
-    pub key: String,
-    /// The refused value (JSON; `null` when there is none to show).
-    pub value: Value,
-    /// Machine-readable reason.
-    pub code: FieldCode,
-    /// A full sentence naming the key, the value and what is allowed.
-    pub message: String,
-}
-
-impl FieldError {
-    /// A field error with its parts.
-    pub fn new(
-        key: impl Into<String>,
-        value: Value,
-        code: FieldCode,
-        message: impl Into<String>,
-    ) -> Self {
-        Self {
-            key: key.into(),
-            value,
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+pub use crate::error::{FieldCode, FieldError};
 
 /// An extra check run on a value once its type is right: pushes errors for `key`.
 pub type Rule = fn(key: &str, value: &Value, errors: &mut Vec<FieldError>);
@@ -835,6 +765,67 @@ pub const FIELDS: &[Field] = &[
         "Extra Host values accepted besides loopback.",
     )
     .restart(),
+    // 30 minutes: an agent pausing between turns keeps its session; one that vanished
+    // without a DELETE stops holding memory within the half hour.
+    Field::int(
+        "server.sessionIdleSecs",
+        1800,
+        5,
+        86_400,
+        "s",
+        "An MCP session with no request for this long is closed (the client starts a new one).",
+    )
+    .restart(),
+    // 64: far above the handful of agents a person runs, far below what exhausts memory.
+    Field::int(
+        "server.maxSessionsPerToken",
+        64,
+        1,
+        4096,
+        "sessions",
+        "Live MCP sessions per token: a new one closes the longest-idle, beyond that it is refused (429).",
+    )
+    .restart(),
+    // 256 sockets of the raised open-file limit; idle ones go first, so a flood of bare
+    // connections cannot lock a client out.
+    Field::int(
+        "server.maxConnections",
+        256,
+        8,
+        65_535,
+        "connections",
+        "Open HTTP connections: a new one closes the longest-idle, beyond that it gets 503.",
+    )
+    .restart(),
+    Field::int(
+        "server.headerReadTimeoutSecs",
+        20,
+        1,
+        600,
+        "s",
+        "Time to send a request's headers; also how long an idle keep-alive connection stays open.",
+    )
+    .restart(),
+    Field::int(
+        "server.bodyReadTimeoutSecs",
+        60,
+        1,
+        3600,
+        "s",
+        "Time to send a whole request body (then 408 and the connection is closed).",
+    )
+    .restart(),
+    // A one-time code is 128 bits: the limit is against flooding, 10 a minute is ample for
+    // a person clicking a link.
+    Field::int(
+        "server.loginAttemptsPerMinute",
+        10,
+        1,
+        600,
+        "attempts",
+        "/login attempts per minute for the whole process, right or wrong code (then 429).",
+    )
+    .restart(),
     Field::boolean(
         "memory.enabled",
         true,
@@ -929,6 +920,15 @@ pub const FIELDS: &[Field] = &[
         90,
         "days",
         "Oldest session considered for extraction.",
+    ),
+    // As Claude Code keeps its transcripts: 30 days.
+    Field::int(
+        "memories.mcp_transcript_retention_days",
+        30,
+        1,
+        3650,
+        "days",
+        "Days this server's own MCP transcripts are kept once extracted, then deleted.",
     ),
     Field::int(
         "memories.max_rollouts_per_startup",

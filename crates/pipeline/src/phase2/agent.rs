@@ -1,5 +1,5 @@
 //! The consolidation agent: a tool-calling loop between the consolidation model and the
-//! jailed file tools of [`super::jail`]. The model sees the workspace diff and the
+//! jailed file tools of [`codex_free_memory::jail`]. The model sees the workspace diff and the
 //! folder, edits `MEMORY.md`, `memory_summary.md` and `skills/`, and stops by answering
 //! without tool calls. The artifacts are then validated in code; one repair turn is
 //! allowed; a second failure fails the run.
@@ -17,10 +17,10 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::jail::Jail;
-use crate::providers::TokenUsage;
 use codex_free_core::Error;
 use codex_free_core::Result;
+use codex_free_memory::jail::{self, FolderJail};
+use codex_free_models::TokenUsage;
 
 /// Who speaks a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -72,16 +72,8 @@ impl Message {
     }
 }
 
-/// A tool offered to the model: name, description, JSON schema of the arguments.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ToolSpec {
-    /// Tool name.
-    pub name: String,
-    /// What it does.
-    pub description: String,
-    /// JSON schema (object) of the arguments.
-    pub parameters: serde_json::Value,
-}
+/// A tool offered to the model: the providers' one tool type.
+pub use codex_free_models::ToolSpec;
 
 /// The model's answer to one request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -119,6 +111,36 @@ pub trait ConsolidationModel: Send + Sync {
     fn context_window(&self) -> Option<u64> {
         None
     }
+}
+
+/// The tool list offered to the consolidation agent: name, description and JSON schema
+/// of the arguments (generated from the argument structs' docs).
+pub fn jail_tools() -> Vec<ToolSpec> {
+    fn schema<T: schemars::JsonSchema>() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(T)).expect("schema serialises")
+    }
+    vec![
+        ToolSpec {
+            name: "list_files".into(),
+            description: "List the files of the memory folder (or of one subdirectory), recursively, with sizes in bytes.".into(),
+            parameters: schema::<jail::ListArgs>(),
+        },
+        ToolSpec {
+            name: "read_file".into(),
+            description: "Read a text file of the memory folder, paged by line offset.".into(),
+            parameters: schema::<jail::ReadArgs>(),
+        },
+        ToolSpec {
+            name: "write_file".into(),
+            description: "Create or replace MEMORY.md, memory_summary.md or a file under skills/ with the given content.".into(),
+            parameters: schema::<jail::WriteArgs>(),
+        },
+        ToolSpec {
+            name: "edit_file".into(),
+            description: "Replace exact text in MEMORY.md, memory_summary.md or a file under skills/. old_text must occur exactly once unless replace_all is true.".into(),
+            parameters: schema::<jail::EditArgs>(),
+        },
+    ]
 }
 
 /// Share of the context window one request's input may fill (the rest is left for the
@@ -275,7 +297,7 @@ pub struct AgentFailure {
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
     model: &dyn ConsolidationModel,
-    jail: &Jail,
+    jail: &FolderJail,
     system: &str,
     task: &str,
     opts: &AgentOptions,
@@ -284,7 +306,7 @@ pub async fn run(
     advise: &(dyn Fn() -> Vec<String> + Send + Sync),
     repair: &(dyn Fn(&[String]) -> String + Send + Sync),
 ) -> std::result::Result<AgentReport, AgentFailure> {
-    let tools = Jail::agent_tools();
+    let tools = jail_tools();
     let mut messages = vec![
         Message::text(Role::System, system),
         Message::text(Role::User, task),
@@ -335,7 +357,7 @@ pub async fn run(
 
 async fn tool_loop(
     model: &dyn ConsolidationModel,
-    jail: &Jail,
+    jail: &FolderJail,
     tools: &[ToolSpec],
     messages: &mut Vec<Message>,
     opts: &AgentOptions,
@@ -431,7 +453,7 @@ pub(crate) mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::phase2::jail::WritePolicy;
+    use codex_free_memory::jail::WritePolicy;
 
     /// A model that replays scripted replies and records the requests it saw.
     pub(crate) struct Scripted {
@@ -496,7 +518,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn loop_executes_tools_logs_usage_and_repairs_once() {
         let d = tempfile::tempdir().unwrap();
-        let jail = Jail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
+        let jail = FolderJail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
         let long: String = (0..400).map(|i| format!("l{i}\n")).collect();
         let model = Scripted::new(vec![
             reply(vec![call(
@@ -549,7 +571,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn request_cap_stops_a_model_that_never_stops() {
         let d = tempfile::tempdir().unwrap();
-        let jail = Jail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
+        let jail = FolderJail::new(d.path(), WritePolicy::ConsolidationOutputs).unwrap();
         let replies = (0..10)
             .map(|i| {
                 reply(vec![call(

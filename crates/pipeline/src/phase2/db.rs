@@ -7,9 +7,9 @@ use codex_free_store::Store;
 use codex_free_store::usage::{RunSummary, UsageRow};
 
 use super::agent::TurnRecord;
-use super::select::RawMemory;
 use super::{Claim, Phase2Store};
-use crate::providers::prices::Price;
+use codex_free_memory::select::RawMemory;
+use codex_free_models::prices::Price;
 
 /// [`Phase2Store`] over `state.sqlite`: the job and outputs of [`Store`], usage rows priced
 /// with `price` (`None` = unknown, cost stored as NULL), and one `memories.log`
@@ -75,7 +75,7 @@ impl Phase2Store for Phase2Db {
         })
     }
     fn spend_blocked(&self) -> Result<Option<String>> {
-        let state = crate::phase1::cap_state_of(&self.store, self.spend_cap_usd)?;
+        let state = crate::spend::cap_state_of(&self.store, self.spend_cap_usd)?;
         Ok(state.filter(|c| c.reached).map(|c| {
             format!(
                 "monthly spend cap reached: ${:.4} of ${:.2} (memories.monthly_spend_cap_usd)",
@@ -97,7 +97,7 @@ impl Phase2Store for Phase2Db {
             },
         )?;
         if let Some(r) = self.store.run(run_id)? {
-            let line = crate::usage::Phase2Line {
+            let line = crate::run_log::Phase2Line {
                 at: self.store.now(),
                 outcome: outcome.to_string(),
                 requests: r.requests,
@@ -109,7 +109,7 @@ impl Phase2Store for Phase2Db {
                 run_id: run_id.to_string(),
                 error: error.map(str::to_string),
             };
-            crate::usage::append(&self.home, &crate::usage::LogLine::Phase2(line))?;
+            crate::run_log::append(&self.home, &crate::run_log::LogLine::Phase2(line))?;
         }
         Ok(())
     }
@@ -120,7 +120,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::providers::TokenUsage;
+    use codex_free_models::TokenUsage;
     use codex_free_store::ManualClock;
 
     /// A consolidation request's cache writes (Anthropic) reach its usage row and its

@@ -9,32 +9,31 @@
 //! sync inputs ([`select`]) → workspace diff ([`folder`]) → **no change and valid
 //! artifacts: succeed without a model call** → otherwise run the agent ([`agent`]) with the
 //! diff (INIT or incremental, [`prompt`]) → validate (budgets, summary structure,
-//! whitespace) and lint (stale facts, conflicts: [`crate::hygiene::lint`]) with one repair
+//! whitespace) and lint (stale facts, conflicts: [`codex_free_hygiene::lint`]) with one repair
 //! turn (only validation problems fail the run afterwards) → commit → read back (`git status` clean, no whitespace
 //! errors) → mark the job succeeded. Any failure restores the previous commit exactly
 //! (`reset --hard` + clean) and marks the job failed with the reason.
 //!
 //! The database and the model are reached through two seams, [`Phase2Store`] and
-//! [`agent::ConsolidationModel`], implemented over `codex_free_store` and `crate::providers`.
+//! [`agent::ConsolidationModel`], implemented over `codex_free_store` and `codex_free_models`.
 //!
 //! Invariant: the folder's `HEAD` only ever moves to a commit whose artifacts passed
 //! validation and read-back (or a rollback/snapshot commit); a failed run leaves `HEAD` and
 //! the working tree as they were before it started (apart from the snapshot commit).
 
 pub mod agent;
-pub mod budget;
+mod citations;
 pub mod db;
-pub mod folder;
-pub mod gate;
-pub mod jail;
+mod history;
 pub mod model;
 pub mod prompt;
-pub mod readpath;
-pub mod review;
-pub mod select;
-pub mod sync;
 
 use std::path::Path;
+
+use codex_free_memory::{budget, folder, gate, jail, review, select, sync};
+
+pub use citations::{cited_rollout_ids_in, record_citations, record_rollout_citations};
+pub use history::history_command;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -45,7 +44,7 @@ use codex_free_core::config::MemoriesConfig;
 
 use agent::{AgentOptions, AgentReport, ConsolidationModel, TurnLog, TurnRecord};
 use folder::{FileChange, MemoryFolder};
-use jail::{Jail, WritePolicy};
+use jail::{FolderJail, WritePolicy};
 use select::RawMemory;
 
 /// Job kind of the global consolidation (Codex: `memory_consolidate_global`).
@@ -154,7 +153,7 @@ impl Outcome {
 
     /// Plain-words text for the CLI: what happened, with times in UTC and what comes next.
     pub fn describe(&self) -> String {
-        let at = |t: i64| crate::usage::iso(t);
+        let at = |t: i64| crate::run_log::iso(t);
         match self {
             Outcome::Skipped { reason, until } => match (reason.as_str(), until) {
                 ("cooldown", Some(t)) => format!(
@@ -380,7 +379,7 @@ async fn claimed(
     let reconcile_base = match &machine {
         Some(_) => sync::load_state(deps.home)
             .reconcile_base
-            .and_then(|b| git2::Oid::from_str(&b).ok()),
+            .and_then(|b| folder::Oid::from_str(&b).ok()),
         None => None,
     };
     let mode = if folder.head()?.is_some() && folder.root().join(folder::MEMORY_MD).is_file() {
@@ -442,10 +441,15 @@ async fn claimed(
     let has_notes = folder.root().join(folder::AD_HOC_DIR).is_dir();
     if sel.is_empty() && !has_notes && mode == prompt::Mode::Init {
         // Nothing to consolidate and no memory to update: record the sync only.
-        let commit = folder.commit_all(&format!(
-            "Sync memory inputs: no raw memories selected\n\n{}",
-            folder::change_lines(&diff.changes)
-        ))?;
+        let approved =
+            gate::approve(&folder, &budget, gate::Scope::Present).map_err(refused_by_gate)?;
+        let commit = folder.commit_all(
+            &approved,
+            &format!(
+                "Sync memory inputs: no raw memories selected\n\n{}",
+                folder::change_lines(&diff.changes)
+            ),
+        )?;
         folder.verify_committed()?;
         deps.store.succeed_global(token, watermark, &ids)?;
         remove_inbox_notes(&sync.notes_moved_in);
@@ -469,7 +473,7 @@ async fn claimed(
         store: deps.store,
         run_id: run_id.clone().unwrap_or_default(),
     };
-    let jail = Jail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
+    let jail = FolderJail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
     let system = prompt::system(&budget);
     let mut task = prompt::task(mode, sel.len(), &diff);
     if reconcile_base.is_some() {
@@ -483,7 +487,7 @@ async fn claimed(
     let vfolder = folder.clone();
     let validate = move || gate::check_folder(&vfolder, &budget);
     let lint_root = folder.root().to_path_buf();
-    let advise = move || crate::hygiene::lint::consolidation_findings(&lint_root, &budget);
+    let advise = move || codex_free_hygiene::lint::consolidation_findings(&lint_root, &budget);
     let repair = move |p: &[String]| budget::repair_request_text(p, &budget);
     let agent_fut = agent::run(
         model, &jail, &system, &task, &opts, &log, &validate, &advise, &repair,
@@ -519,9 +523,10 @@ async fn claimed(
         msg.push_str(&format!("\n{r}\n"));
     }
     let before = folder.head()?;
-    let commit = folder.commit_all(&msg)?;
+    let approved = gate::approve(&folder, &budget, gate::Scope::Served).map_err(refused_by_gate)?;
+    let commit = folder.commit_all(&approved, &msg)?;
     if let Err(e) = folder.verify_committed() {
-        undo_commit(&folder, before)?;
+        folder.undo_commit(before)?;
         return Err(e);
     }
     deps.store.succeed_global(token, watermark, &ids)?;
@@ -535,8 +540,6 @@ async fn claimed(
         None => before.map(|c| c.to_string()).unwrap_or_default(),
     };
     tracing::info!(%commit, inputs = sel.len(), requests = report.requests, "phase 2 consolidated the memory folder");
-    // The agents' linked copies of the summary follow the new commit.
-    crate::connect::refresh_after_commit(deps.home);
     Ok(Outcome::Consolidated {
         commit,
         inputs: sel.len(),
@@ -559,47 +562,37 @@ fn adopt_or_rescue(
     if !pending.has_changes() {
         return Ok(None);
     }
+    let mut approved = None;
     let reason = if home.join(gate::INFLIGHT_FILE).exists() {
         Some(
             "left by a consolidation that did not finish (its process was killed or crashed)"
                 .to_string(),
         )
     } else {
-        let at_head = folder
-            .head()?
-            .map(|h| folder.artifacts_at(&h.to_string()))
-            .transpose()?
-            .unwrap_or((None, None));
-        let root = folder.root();
-        let problems: Vec<String> = gate::check_folder(folder, budget)
-            .into_iter()
-            .filter(|p| {
-                // An artifact absent before and after is not a hand edit's fault.
-                let absent = |f: &str, head: &Option<String>| {
-                    p.starts_with(&format!("{f}: missing"))
-                        && head.is_none()
-                        && !root.join(f).exists()
-                };
-                !absent(folder::MEMORY_MD, &at_head.0) && !absent(folder::SUMMARY_MD, &at_head.1)
-            })
-            .collect();
-        (!problems.is_empty()).then(|| {
-            format!(
+        match gate::approve(folder, budget, gate::Scope::Present) {
+            Ok(a) => {
+                approved = Some(a);
+                None
+            }
+            Err(problems) => Some(format!(
                 "uncommitted edits refused by the memory checks: {}",
                 problems.join("; ")
-            )
-        })
+            )),
+        }
     };
-    match reason {
-        None => {
+    match (reason, approved) {
+        (None, Some(approved)) => {
             let msg = format!(
                 "Snapshot uncommitted changes before consolidation\n\n{}",
                 folder::change_lines(&pending.changes)
             );
-            folder.commit_all(&msg)?;
+            folder.commit_all(&approved, &msg)?;
             Ok(None)
         }
-        Some(reason) => {
+        (None, None) => Err(Error::Store(
+            "internal error: hand edits neither approved nor refused".into(),
+        )),
+        (Some(reason), _) => {
             let kept = folder.rescue(&reason)?;
             tracing::warn!(%reason, rescued = ?kept, "phase 2: discarded uncommitted changes in the memory folder");
             Ok(kept.map(|r| format!("Discarded uncommitted changes ({reason}); kept at {r}.")))
@@ -624,31 +617,12 @@ fn clear_inflight(home: &Path) {
     }
 }
 
-/// Move `HEAD` back to `before` (our own commit failed its read-back) and restore the tree.
-fn undo_commit(folder: &MemoryFolder, before: Option<git2::Oid>) -> Result<()> {
-    let repo = git2::Repository::open(folder.root())
-        .map_err(|e| Error::Store(format!("memory folder: {e}")))?;
-    match before {
-        Some(id) => {
-            let obj = repo
-                .find_object(id, None)
-                .map_err(|e| Error::Store(e.to_string()))?;
-            let mut co = git2::build::CheckoutBuilder::new();
-            co.force().remove_untracked(true);
-            repo.reset(&obj, git2::ResetType::Hard, Some(&mut co))
-                .map_err(|e| Error::Store(e.to_string()))?;
-        }
-        None => {
-            // Unborn before: drop the branch ref so HEAD is unborn again.
-            if let Ok(mut r) = repo
-                .find_reference("refs/heads/master")
-                .or_else(|_| repo.find_reference("refs/heads/main"))
-            {
-                r.delete().map_err(|e| Error::Store(e.to_string()))?;
-            }
-        }
-    }
-    folder.restore_head()
+/// The error of a commit the memory gate refused: every problem, and that `HEAD` stays.
+fn refused_by_gate(problems: Vec<String>) -> Error {
+    Error::Budget(format!(
+        "the memory checks refused the commit ({}); the previous commit stays",
+        problems.join("; ")
+    ))
 }
 
 fn remove_inbox_notes(paths: &[std::path::PathBuf]) {
@@ -725,104 +699,6 @@ fn commit_message(
         report.usage.output,
         folder::change_lines(changes)
     )
-}
-
-/// `codex-free memories history | diff | rollback`: run `cmd` and return the text to print.
-/// Rollback refuses with [`Error::Busy`] while a phase-2 job holds a live lease, and with
-/// [`Error::Budget`] when the target's artifacts fail the write gate under `budget`
-/// ([`gate::check_texts`]): an old over-budget commit is never served again.
-pub fn history_command(
-    home: &Path,
-    cmd: &folder::MemoryHistoryCmd,
-    store: &dyn Phase2Store,
-    budget: &budget::ArtifactBudget,
-) -> Result<String> {
-    use folder::MemoryHistoryCmd as C;
-    let Some(f) = MemoryFolder::open(home)? else {
-        return Ok(format!(
-            "No memory folder yet at {}.\n",
-            folder::folder_path(home).display()
-        ));
-    };
-    match cmd {
-        C::History { limit } => {
-            let h = f.history(*limit)?;
-            if h.is_empty() {
-                return Ok("The memory folder has no commits yet.\n".into());
-            }
-            Ok(h.iter()
-                .map(|e| {
-                    let t = chrono::DateTime::from_timestamp(e.time, 0)
-                        .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
-                        .unwrap_or_default();
-                    format!(
-                        "{}  {t}  {:>3} files +{} -{}  {}\n",
-                        &e.id[..10],
-                        e.files_changed,
-                        e.insertions,
-                        e.deletions,
-                        e.subject
-                    )
-                })
-                .collect())
-        }
-        C::Diff { rev } => f.show(rev.as_deref(), 4 * 1024 * 1024),
-        C::Rollback { rev } => {
-            if store.global_running()? {
-                return Err(Error::Busy(
-                    "a phase-2 consolidation is running; retry when it has finished".into(),
-                ));
-            }
-            let (memory, summary) = f.artifacts_at(rev)?;
-            // An artifact absent at REV is not served at all, so only present ones are
-            // checked (a rollback to before the first summary stays possible).
-            let mut problems = Vec::new();
-            for (file, text) in [(folder::MEMORY_MD, &memory), (folder::SUMMARY_MD, &summary)] {
-                if let Some(t) = text {
-                    problems.extend(gate::check_text(file, t, budget));
-                }
-            }
-            if !problems.is_empty() {
-                return Err(Error::Budget(format!(
-                    "refusing to roll back to {rev}: its memory would not pass today's checks ({}); pick another commit from `memories history`",
-                    problems.join("; ")
-                )));
-            }
-            let r = f.rollback(rev)?;
-            crate::connect::refresh_after_commit(home);
-            Ok(format!(
-                "Rolled back the memory folder to {} as new commit {}.\nPrevious state kept at {} (restore it with `memories rollback {}`).\n{}",
-                &r.restored[..10],
-                &r.commit[..10],
-                r.backup_ref,
-                r.backup_ref,
-                folder::change_lines(&r.changes)
-            ))
-        }
-    }
-}
-
-/// Raise usage counts from the citations in a later session's transcript (see
-/// [`readpath::cited_rollout_ids_in`]); returns the rows changed.
-pub fn record_rollout_citations(
-    store: &dyn Phase2Store,
-    rollout: &crate::rollout::Rollout,
-) -> Result<usize> {
-    let ids = readpath::cited_rollout_ids_in(rollout);
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    store.record_usage(&ids)
-}
-
-/// Raise usage counts from `<oai-mem-citation>` blocks found in `text` (a later session's
-/// assistant messages); returns the rows changed. See [`readpath::parse_citations`].
-pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {
-    let ids = readpath::cited_rollout_ids(text);
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    store.record_usage(&ids)
 }
 
 #[cfg(test)]
@@ -1402,9 +1278,19 @@ mod tests {
         let f = MemoryFolder::open(home.path()).unwrap().unwrap();
         let big: String = (0..401).map(|i| format!("- old {i}\n")).collect();
         std::fs::write(f.root().join(folder::MEMORY_MD), &big).unwrap();
-        let bad = f.commit_all("legacy over-budget commit").unwrap().unwrap();
+        let bad = f
+            .commit_all(
+                &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+                "legacy over-budget commit",
+            )
+            .unwrap()
+            .unwrap();
         std::fs::write(f.root().join(folder::MEMORY_MD), "# Memory\n- ok\n").unwrap();
-        f.commit_all("fixed").unwrap();
+        f.commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "fixed",
+        )
+        .unwrap();
         let b = budget::ArtifactBudget::default();
         let cmd = folder::MemoryHistoryCmd::Rollback {
             rev: bad.to_string(),

@@ -3,7 +3,7 @@
 //! `memories run|force`, and [`history_command_in_home`] for `memories history|diff|rollback`.
 //!
 //! Invariant: the adapter only converts types; retries, timeouts and wire formats stay in
-//! `crate::providers`.
+//! `codex_free_models`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,12 +13,12 @@ use tokio_util::sync::CancellationToken;
 use super::agent::{BoxFuture, ConsolidationModel, ModelReply, ModelRequest, Role, ToolCall};
 use super::{Outcome, Phase2Deps};
 use crate::phase2::db::Phase2Db;
-use crate::providers::{
-    self, CompletionRequest, Message, ModelClient, PriceTable, RetryPolicy, outgoing,
-};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
+use codex_free_models::{
+    self as providers, CompletionRequest, Message, ModelClient, PriceTable, RetryPolicy, outgoing,
+};
 use codex_free_secrets::SecretStore;
 use codex_free_store::Store;
 
@@ -191,8 +191,8 @@ pub async fn run_with_store(
 /// [`Error::InvalidArgument`] for an unknown revision; database and git errors.
 pub fn history_command_in_home(
     home: &Path,
-    cmd: &super::folder::MemoryHistoryCmd,
-    budget: &super::budget::ArtifactBudget,
+    cmd: &codex_free_memory::folder::MemoryHistoryCmd,
+    budget: &codex_free_memory::budget::ArtifactBudget,
 ) -> Result<String> {
     let store = Store::open_in_home(home)?;
     let db = Phase2Db {

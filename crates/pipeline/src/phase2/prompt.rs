@@ -1,15 +1,15 @@
 //! The consolidation agent's instructions (system message) and task (first user message).
 //! Written for this project; the rules state the size budgets, the layers of
-//! [`crate::hygiene`] (rules in `MEMORY.md`, progress in `daily/`, evidence in `archive/`,
+//! [`codex_free_hygiene`] (rules in `MEMORY.md`, progress in `daily/`, evidence in `archive/`,
 //! live facts as checks in the verify-at-task-start section), the test for keeping a line
 //! (without it, would a new session make a high-risk wrong decision?) and the required
-//! summary structure of [`super::budget`].
+//! summary structure of [`codex_free_memory::budget`].
 //!
 //! Invariant: the task embeds at most [`MAX_DIFF_BYTES`] of diff; the prompt names only the
 //! four jailed tools.
 
-use super::budget::{ArtifactBudget, SUMMARY_SECTIONS, SUMMARY_VERSION_LINE};
-use super::folder::{FileChange, WorkspaceDiff, change_lines};
+use codex_free_memory::budget::{ArtifactBudget, SUMMARY_SECTIONS, SUMMARY_VERSION_LINE};
+use codex_free_memory::folder::{FileChange, WorkspaceDiff, change_lines};
 
 /// Most bytes of workspace diff handed to the agent (4 MiB); the agent reads files for more.
 pub const MAX_DIFF_BYTES: usize = 4 * 1024 * 1024;
@@ -66,7 +66,7 @@ Write plain Markdown without trailing spaces or trailing blank lines. Work with 
         sl = b.summary_max_lines,
         sb = b.summary_max_bytes,
         v = SUMMARY_VERSION_LINE,
-        verify = crate::hygiene::VERIFY_HEADING,
+        verify = codex_free_hygiene::VERIFY_HEADING,
         sections = SUMMARY_SECTIONS.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "),
     )
 }

@@ -7,16 +7,17 @@
 //! Invariant: an unpriced request is counted in `unpriced_requests`, never as $0; buckets
 //! are UTC.
 
+use super::csv::cell;
 use std::collections::BTreeMap;
 
 use chrono::Utc;
 
 use super::ApiService;
 use super::dto::{AgentSpend, AgentUsageFilter, AgentUsageView};
+use codex_free_agent_usage::cli::all_rows;
+use codex_free_agent_usage::report::{self, Filter, Granularity, Totals};
+use codex_free_agent_usage::{ImportReport, import_from_env};
 use codex_free_core::{Error, Result};
-use codex_free_pipeline::agent_usage::cli::all_rows;
-use codex_free_pipeline::agent_usage::report::{self, Filter, Granularity, Totals};
-use codex_free_pipeline::agent_usage::{ImportReport, import_from_env};
 use codex_free_store::{AgentUsageRow, Store};
 
 /// Most sessions listed on the page.
@@ -188,20 +189,6 @@ pub fn view(
         models,
         import_error,
         now_ms,
-    }
-}
-
-fn cell(s: &str) -> String {
-    // Quote per RFC 4180; a leading formula character is neutralised for spreadsheets.
-    let s = if s.starts_with(['=', '+', '-', '@']) {
-        format!("'{s}")
-    } else {
-        s.to_string()
-    };
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s
     }
 }
 

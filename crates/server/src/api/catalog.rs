@@ -13,8 +13,8 @@ use crate::api::hooks::{ModelCatalog, Provider};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::{CONFIG_FILE, Config};
-use codex_free_pipeline::providers::prices::PriceTable;
-use codex_free_pipeline::providers::{DEFAULT_EXTRACT_MODEL, ModelRef, PRESETS, endpoint_for};
+use codex_free_models::prices::PriceTable;
+use codex_free_models::{DEFAULT_EXTRACT_MODEL, ModelRef, PRESETS, endpoint_for};
 use codex_free_secrets::Secret;
 
 /// Catalog over the bundled price table and the config in `home`.
@@ -112,7 +112,7 @@ impl ModelCatalog for PriceCatalog {
         let (api, base_url, ..) = endpoint_for(provider, &cfg.memories.providers)?;
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::InvalidArgument("test_connection needs a tokio runtime".into()))?;
-        let c = handle.block_on(codex_free_pipeline::providers::check::check_connection(
+        let c = handle.block_on(codex_free_models::check::check_connection(
             api, &base_url, key,
         ));
         Ok(ConnectionTest {
@@ -132,7 +132,7 @@ impl ModelCatalog for PriceCatalog {
         let cfg = self.config();
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::InvalidArgument("test_model needs a tokio runtime".into()))?;
-        let o = handle.block_on(codex_free_pipeline::providers::check::tiny_request(
+        let o = handle.block_on(codex_free_models::check::tiny_request(
             &self.home,
             &cfg.memories,
             secrets,
@@ -164,9 +164,8 @@ impl ModelCatalog for PriceCatalog {
             let Ok((_, base_url, ..)) = endpoint_for(p.name, &cfg.memories.providers) else {
                 continue;
             };
-            if let Some(found) = handle.block_on(
-                codex_free_pipeline::providers::check::local_models(&base_url),
-            ) {
+            if let Some(found) = handle.block_on(codex_free_models::check::local_models(&base_url))
+            {
                 out.push(crate::api::dto::LocalModels {
                     provider: p.name.to_string(),
                     base_url: found.base_url,

@@ -1,12 +1,12 @@
 //! The Connect page: [`ApiService::connect_view`], [`ApiService::connect_preview`] and
-//! [`ApiService::connect_apply`] over `codex_free_pipeline::connect` (the same plans as the
+//! [`ApiService::connect_apply`] over `codex_free_connect` (the same plans as the
 //! `codex-free connect` command). A user action of the UI behind the admin credential; it
 //! is never an MCP tool.
 
+use codex_free_connect::{self as connect, Client};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::home::sha256_hex;
-use codex_free_pipeline::connect::{self, Client};
 
 use super::ApiService;
 use super::dto::{ConnectClient, ConnectPlanView, ConnectRequest, ConnectView};

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(test)]
 use ts_rs::TS;
 
-use codex_free_pipeline::agent_usage::report;
+use codex_free_agent_usage::report;
 
 /// One failed field of a config change: the key path (`output.maxFileLines`), a stable
 /// reason code and a sentence for people.
@@ -282,6 +282,22 @@ pub struct Status {
     pub recent_errors: Vec<RecentError>,
     /// The command sandbox for the config file's `exec` block on this machine.
     pub sandbox: SandboxView,
+    /// This server's own MCP transcripts kept under the state home.
+    pub transcripts: TranscriptsView,
+}
+
+/// The server's own MCP transcripts (`<home>/transcripts`): what is kept and for how long.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct TranscriptsView {
+    /// Transcript files.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub files: u64,
+    /// Their total size, bytes.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub bytes: u64,
+    /// `memories.mcp_transcript_retention_days`: days one is kept once extracted.
+    pub retention_days: u32,
 }
 
 /// Where a provider key currently comes from.

@@ -317,8 +317,8 @@ fn table() -> Table {
         |State(s): State<Svc>, Path(action): Path<String>| {
             json(move || {
                 let a = match action.as_str() {
-                    "accept" => codex_free_pipeline::phase2::review::ReviewAction::Accept,
-                    "reject" => codex_free_pipeline::phase2::review::ReviewAction::Reject,
+                    "accept" => codex_free_memory::review::ReviewAction::Accept,
+                    "reject" => codex_free_memory::review::ReviewAction::Reject,
                     _ => {
                         return Err(codex_free_core::Error::InvalidArgument(format!(
                             "review action {action:?}: accept or reject"

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_pipeline::hygiene::{self, lint, tidy};
-use codex_free_pipeline::phase2::budget::ArtifactBudget;
-use codex_free_pipeline::phase2::folder::{MemoryFolder, MemoryHistoryCmd};
-use codex_free_pipeline::phase2::review;
+use codex_free_hygiene::{self as hygiene, lint, tidy};
+use codex_free_memory::budget::ArtifactBudget;
+use codex_free_memory::folder::{MemoryFolder, MemoryHistoryCmd};
+use codex_free_memory::review;
 
 use super::ApiService;
 use super::dto::{
@@ -293,11 +293,8 @@ impl ApiService {
     ///
     /// Errors: the apply's errors (it restores the backup before returning one).
     pub fn memory_tidy_apply(&self, id: &str) -> Result<ActionResult> {
-        let (folder, opts) = self.tidy_opts(id)?;
+        let (_folder, opts) = self.tidy_opts(id)?;
         let applied = tidy::apply(&opts)?;
-        if folder.id == "home" {
-            codex_free_pipeline::connect::refresh_after_commit(&self.home);
-        }
         Ok(ActionResult {
             ok: true,
             message: applied.render().trim_end().into(),
@@ -315,7 +312,8 @@ impl ApiService {
                 &self.home,
                 cfg.memories.review,
                 a,
-                codex_free_pipeline::phase2::sync::consolidation_running(&self.home)?,
+                codex_free_memory::sync::consolidation_running(&self.home)?,
+                &codex_free_memory::budget::ArtifactBudget::from_config(&cfg.memories),
             )?,
         };
         Ok(ReviewView {

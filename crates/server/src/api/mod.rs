@@ -14,6 +14,7 @@
 pub mod agent_usage;
 pub mod catalog;
 pub mod connect;
+pub mod csv;
 pub mod dto;
 pub mod hooks;
 pub mod http;
@@ -219,12 +220,7 @@ impl ApiService {
             pipeline.message = "paused: memories.enabled is false (Resume turns it on)".into();
             pipeline.fix = None;
         } else if let Some(b) = can_act
-            .then(|| {
-                codex_free_pipeline::providers::check::readiness(
-                    &cfg.memories,
-                    self.secrets.as_ref(),
-                )
-            })
+            .then(|| codex_free_models::check::readiness(&cfg.memories, self.secrets.as_ref()))
             .flatten()
         {
             pipeline.state = PipelineState::NoModel;
@@ -261,6 +257,14 @@ impl ApiService {
                     mechanism: sb.mechanism,
                     summary: sb.summary,
                     warning: sb.warning,
+                }
+            },
+            transcripts: {
+                let u = codex_free_transcripts::sources::mcp::usage(&self.home);
+                TranscriptsView {
+                    files: u.files,
+                    bytes: u.bytes,
+                    retention_days: cfg.memories.mcp_transcript_retention_days,
                 }
             },
         })
@@ -344,7 +348,10 @@ impl ApiService {
                 != (cfg.memories.enabled, cfg.memories.use_memories)
             {
                 // The agents' linked memory copies follow the switch (removed when off).
-                codex_free_pipeline::connect::refresh_after_commit(&self.home);
+                codex_free_core::events::emit(
+                    &self.home,
+                    codex_free_core::events::MemoryEvent::SettingsChanged,
+                );
             }
             Ok(ConfigSaveResult {
                 saved: true,
@@ -448,7 +455,7 @@ impl ApiService {
         let (cfg, _) = self.current_config();
         let of_provider = |spec: &Option<String>| {
             spec.clone().filter(|m| {
-                codex_free_pipeline::providers::ModelRef::parse(m).is_ok_and(|r| {
+                codex_free_models::ModelRef::parse(m).is_ok_and(|r| {
                     r.provider == provider || r.provider.starts_with(&format!("{provider}-"))
                 })
             })
@@ -456,7 +463,7 @@ impl ApiService {
         // A stage without a model uses the default one: that is the model to test.
         let stage = |m: &Option<String>| {
             m.clone()
-                .or_else(|| Some(codex_free_pipeline::providers::DEFAULT_EXTRACT_MODEL.to_string()))
+                .or_else(|| Some(codex_free_models::DEFAULT_EXTRACT_MODEL.to_string()))
         };
         let spec = of_provider(&stage(&cfg.memories.extract_model))
             .or_else(|| of_provider(&stage(&cfg.memories.consolidation_model)))
@@ -626,7 +633,7 @@ impl ApiService {
                 .unwrap_or_default();
             let _ = writeln!(t, "Error {when} {}: {}", e.source, e.message);
         }
-        Ok(codex_free_pipeline::redact::redact_string(t))
+        Ok(codex_free_redact::redact_string(t))
     }
 
     /// The Models & keys page. A store error shows as `keyring.error` with every key absent.

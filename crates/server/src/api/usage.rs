@@ -5,6 +5,7 @@
 //! Invariant: a request without a price contributes to `unpriced_requests`, never $0 to a
 //! cost; buckets are UTC; sums are computed from the same rows that are listed.
 
+use super::csv::cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
@@ -290,14 +291,6 @@ pub fn view(all: Vec<RequestRow>, metas: Vec<RunMeta>, filter: &RunFilter) -> Ru
     }
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// CSV of the matching requests (one line per request, RFC 4180 quoting, UTC ISO times,
 /// empty cost = price unknown), newest first. Header names are stable.
 pub fn csv(all: Vec<RequestRow>, filter: &RunFilter) -> String {
@@ -309,16 +302,16 @@ pub fn csv(all: Vec<RequestRow>, filter: &RunFilter) -> String {
     for r in rows {
         let cols = [
             utc(r.time_ms).to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            csv_field(&r.run_id),
-            csv_field(&r.phase),
-            csv_field(&r.model),
+            cell(&r.run_id),
+            cell(&r.phase),
+            cell(&r.model),
             r.input_tokens.to_string(),
             r.cached_input_tokens.to_string(),
             r.output_tokens.to_string(),
             r.cost_usd.map(|c| format!("{c:.6}")).unwrap_or_default(),
             r.duration_ms.to_string(),
-            csv_field(&r.outcome),
-            csv_field(r.error.as_deref().unwrap_or("")),
+            cell(&r.outcome),
+            cell(r.error.as_deref().unwrap_or("")),
         ];
         out.push_str(&cols.join(","));
         out.push('\n');
@@ -522,6 +515,11 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("time_utc,run_id,phase"));
         assert!(text.contains("\"bad, \"\"quoted\"\"\nline\""), "{text}");
+        // A provider's error text is outside text: no formula reaches a spreadsheet.
+        rows = demo_records(NOW, 1);
+        rows[3].error = Some("=HYPERLINK(\"http://x\")".into());
+        let text = csv(rows, &RunFilter::default());
+        assert!(text.contains(",\"'=HYPERLINK("), "{text}");
         assert!(
             text.contains(",local/unpriced-model,30000,0,1500,,9000,"),
             "{text}"

@@ -438,6 +438,49 @@ pub fn login_link(base: &str, code: &str) -> String {
     format!("{}/login?code={code}", base.trim_end_matches('/'))
 }
 
+/// The rate limit of `/login`: a token bucket for the whole process holding
+/// `per_minute` attempts and refilled at `per_minute` a minute. Every attempt takes one,
+/// right or wrong code, so a flood of guesses is slowed whatever it sends (a code has 128
+/// random bits; the bucket keeps the server from spending itself on the flood).
+#[derive(Debug)]
+pub struct LoginLimiter {
+    per_minute: u32,
+    /// Tokens left and when they were counted.
+    state: Mutex<(f64, Instant)>,
+}
+
+impl LoginLimiter {
+    /// A full bucket of `per_minute` (at least 1) attempts.
+    pub fn new(per_minute: u32) -> Self {
+        let per_minute = per_minute.max(1);
+        Self {
+            per_minute,
+            state: Mutex::new((f64::from(per_minute), Instant::now())),
+        }
+    }
+
+    /// Take one attempt now. Errors: how long until the next one is allowed.
+    pub fn try_acquire(&self) -> std::result::Result<(), Duration> {
+        self.try_acquire_at(Instant::now())
+    }
+
+    /// [`Self::try_acquire`] at `now` (tests).
+    pub fn try_acquire_at(&self, now: Instant) -> std::result::Result<(), Duration> {
+        let cap = f64::from(self.per_minute);
+        let per_sec = cap / 60.0;
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let elapsed = now.saturating_duration_since(st.1).as_secs_f64();
+        st.0 = (st.0 + elapsed * per_sec).min(cap);
+        st.1 = now;
+        if st.0 >= 1.0 {
+            st.0 -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - st.0) / per_sec))
+        }
+    }
+}
+
 /// Browser sessions of one running server: random ids (only their SHA-256 is kept) with
 /// an expiry. Bound to the admin token they were created under: when the admin token
 /// changes, every session ends.
@@ -701,6 +744,28 @@ pub fn cookie_value<'a>(header: Option<&'a str>, name: &str) -> Option<&'a str> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_login_bucket_allows_a_burst_then_refills_at_its_rate() {
+        let l = LoginLimiter::new(10);
+        let t0 = Instant::now();
+        for i in 0..10 {
+            assert!(l.try_acquire_at(t0).is_ok(), "attempt {i}");
+        }
+        let wait = l.try_acquire_at(t0).unwrap_err();
+        assert!(
+            wait > Duration::from_secs(5) && wait <= Duration::from_secs(6),
+            "{wait:?}"
+        );
+        // One attempt back every 6 s; no more than the burst after a long pause.
+        assert!(l.try_acquire_at(t0 + Duration::from_secs(6)).is_ok());
+        assert!(l.try_acquire_at(t0 + Duration::from_secs(6)).is_err());
+        let later = t0 + Duration::from_secs(3600);
+        for _ in 0..10 {
+            assert!(l.try_acquire_at(later).is_ok());
+        }
+        assert!(l.try_acquire_at(later).is_err());
+    }
 
     #[test]
     fn tokens_are_created_once_private_and_rotate_separately() {

@@ -5,6 +5,10 @@
 //! before reaching rmcp or a UI handler: `/mcp…` takes only the MCP token, everything else
 //! only the admin credential on a loopback `Host`.
 //!
+//! Served by [`crate::mcp::conn`] (header and body deadlines, a connection cap,
+//! `TCP_NODELAY`); sessions are bounded by [`crate::mcp::sessions`] (idle expiry, a cap per
+//! token); `/login` is rate-limited ([`auth::LoginLimiter`]).
+//!
 //! Invariant: no route but `/health` and `/login` answers without a credential; no token
 //! or session id is logged.
 
@@ -16,13 +20,16 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::CodexFree;
-use crate::mcp::auth::{self, AdminRequest, Allowed, LiveToken, Refusal, Sessions, TokenKind};
+use crate::mcp::auth::{
+    self, AdminRequest, Allowed, LiveToken, LoginLimiter, Refusal, Sessions, TokenKind,
+};
+use crate::mcp::conn::{self, ConnLimits};
 use crate::mcp::server::Shared;
+use crate::mcp::sessions::{self, BoundedSessions, SESSION_OWNER, SessionLimits};
 use codex_free_core::Error;
 use codex_free_core::Result;
 
@@ -56,6 +63,8 @@ impl Credentials {
 struct GateInner {
     creds: Credentials,
     sessions: Sessions,
+    mcp_sessions: Arc<BoundedSessions>,
+    login_limit: LoginLimiter,
     shared: Arc<Shared>,
     cookie: String,
 }
@@ -99,14 +108,20 @@ pub async fn start(
         .with_allowed_hosts(hosts)
         .with_cancellation_token(cancel.child_token());
     let factory_shared = shared.clone();
+    let mcp_sessions = Arc::new(BoundedSessions::new(SessionLimits::from_config(
+        &config.server,
+    )));
     let service = StreamableHttpService::new(
         move || Ok(CodexFree::from_shared(factory_shared.clone())),
-        Arc::new(LocalSessionManager::default()),
+        mcp_sessions.clone(),
         rmcp_config,
     );
+    tokio::spawn(mcp_sessions.clone().sweep(cancel.child_token()));
     let gate = Gate(Arc::new(GateInner {
         creds,
         sessions: Sessions::default(),
+        mcp_sessions,
+        login_limit: LoginLimiter::new(config.server.login_attempts_per_minute),
         shared: shared.clone(),
         cookie: auth::session_cookie_name(addr.port()),
     }));
@@ -128,11 +143,8 @@ pub async fn start(
         );
     }
     let c = cancel.clone();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { c.cancelled_owned().await })
-            .await;
-    });
+    let limits = ConnLimits::from_config(&config.server);
+    let task = tokio::spawn(conn::serve(listener, app, limits, c));
     tracing::info!("MCP HTTP server listening on http://{addr}/mcp");
     Ok(RunningHttp {
         shared,
@@ -185,7 +197,7 @@ fn is_mcp_path(path: &str) -> bool {
 
 async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
-    let decision = if is_mcp_path(&path) {
+    if is_mcp_path(&path) {
         let config = gate.0.shared.config.get();
         let allowed = Allowed {
             hosts: config.server.allowed_hosts.clone(),
@@ -195,28 +207,41 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
         let path_secret = path
             .strip_prefix("/mcp/")
             .filter(|s| !s.is_empty() && !s.contains('/'));
-        auth::check_mcp(
-            &gate.0.creds.mcp.get(),
+        let token = gate.0.creds.mcp.get();
+        if let Err(r) = auth::check_mcp(
+            &token,
             &allowed,
             host_of(&req),
             header_str(headers, header::ORIGIN),
             header_str(headers, header::AUTHORIZATION),
             path_secret,
-        )
-    } else {
-        auth::check_admin(
-            &gate.0.creds.admin.get(),
-            &gate.0.sessions,
-            &admin_request(&gate.0, &req),
-        )
-        .map(|_| ())
-    };
-    match decision {
-        Ok(()) => {
+        ) {
+            return refuse(r, &path);
+        }
+        let owner = sessions::owner_of(token.expose());
+        // A POST without a session id opens one (initialize): refused early and clearly
+        // when this token's sessions are at the cap and all busy.
+        let opens = req.method() == Method::POST && !headers.contains_key("mcp-session-id");
+        if opens && let Err(full) = gate.0.mcp_sessions.check(&owner) {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, "5")],
+                axum::Json(
+                    serde_json::json!({"code": "too_many_sessions", "message": full.to_string()}),
+                ),
+            )
+                .into_response();
+        }
+        return SESSION_OWNER.scope(owner, next.run(req)).await;
+    }
+    match auth::check_admin(
+        &gate.0.creds.admin.get(),
+        &gate.0.sessions,
+        &admin_request(&gate.0, &req),
+    ) {
+        Ok(_) => {
             let mut resp = next.run(req).await;
-            if !is_mcp_path(&path) {
-                no_store(&mut resp);
-            }
+            no_store(&mut resp);
             resp
         }
         Err(r) => refuse(r, &path),
@@ -237,6 +262,21 @@ fn no_store(resp: &mut Response) {
 /// `GET /login?code=<one-time code>`: on a loopback Host, redeem the code (single use,
 /// see [`auth::redeem_login_code`]), set the session cookie and redirect to `/`.
 async fn login(gate: Gate, req: Request) -> Response {
+    // Every attempt counts, right or wrong code, before anything is checked.
+    if let Err(wait) = gate.0.login_limit.try_acquire() {
+        let secs = wait.as_secs().max(1);
+        let mut resp = html(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "Too many login attempts (server.loginAttemptsPerMinute). Try again in {secs} s."
+            ),
+        );
+        if let Ok(v) = secs.to_string().parse() {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        no_store(&mut resp);
+        return resp;
+    }
     let mut check = admin_request(&gate.0, &req);
     // The code is the credential here; a cookie or header is not needed.
     check.authorization = None;

@@ -15,8 +15,8 @@
 //! Invariant: building never fails and never writes (a store that cannot be read shows as
 //! a line, as in the default layout).
 
-use codex_free_tools::task_memory::brief;
-use codex_free_tools::task_memory::skills::SkillSearch;
+use codex_free_task_memory::brief;
+use codex_free_task_memory::skills::SkillSearch;
 
 use super::clients::{ClientProfile, js_len};
 use super::server::{CodexFree, Mode};
@@ -63,14 +63,13 @@ impl CodexFree {
                 splittable: false,
             });
         }
-        let summary =
-            codex_free_pipeline::phase2::readpath::summary_for_instructions(&shared.home, &config)
-                .map(|text| Section {
-                    what: "the memory summary",
-                    text,
-                    tool: "recall",
-                    splittable: true,
-                });
+        let summary = codex_free_memory::readpath::summary_for_instructions(&shared.home, &config)
+            .map(|text| Section {
+                what: "the memory summary",
+                text,
+                tool: "recall",
+                splittable: true,
+            });
         let head = match &shared.mode {
             Mode::Single { root } => {
                 sections.push(Section {

@@ -1,4 +1,4 @@
-//! MCP wiring of the memory read-path tools ([`codex_free_pipeline::phase2::readpath`]):
+//! MCP wiring of the memory read-path tools ([`codex_free_memory::readpath`]):
 //! `memories_list`, `memories_search`, `memories_read`, `memories_add_ad_hoc_note`.
 //! Registered only when `memories.enabled`, `memories.use_memories` and
 //! `memories.dedicated_tools` are all true (the tools are optional: the summary in the
@@ -13,7 +13,7 @@ use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router};
 
 use crate::mcp::server::{CodexFree, reply};
-use codex_free_pipeline::phase2::readpath::{
+use codex_free_memory::readpath::{
     self, MemoriesAddAdHocNoteArgs, MemoriesListArgs, MemoriesReadArgs, MemoriesSearchArgs,
 };
 

@@ -1,4 +1,4 @@
-//! MCP wiring of task memory, skills and project selection ([`codex_free_tools::task_memory::Service`]):
+//! MCP wiring of task memory, skills and project selection ([`codex_free_task_memory::Service`]):
 //! `remember`, `recall`, `update_plan`, `skills_list`, `skills_read`, `get_agent_brief`,
 //! `list_projects`, `set_project_root`. Calls run on the blocking pool because they take
 //! cross-process file locks and fsync.
@@ -18,7 +18,7 @@ use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::Config;
 use codex_free_core::jail::Jail;
-use codex_free_tools::task_memory::{
+use codex_free_task_memory::{
     GetAgentBriefArgs, ListProjectsArgs, OwnedTexts, RecallArgs, RememberArgs, Scope, Service,
     SetProjectRootArgs, SkillsListArgs, SkillsReadArgs, UpdatePlanArgs,
 };
@@ -71,7 +71,10 @@ pub(crate) fn instructions(shared: &Shared) -> String {
 /// (Codex's carries every project's saved state, see `pipeline::connect::saved`). Nothing
 /// happens before the first `connect`; failures are logged inside, never raised.
 fn refresh_linked_copies(home: &Path) {
-    codex_free_pipeline::connect::refresh_after_commit(home);
+    codex_free_core::events::emit(
+        home,
+        codex_free_core::events::MemoryEvent::SavedStateChanged,
+    );
 }
 
 impl CodexFree {
@@ -98,7 +101,8 @@ impl CodexFree {
     /// Save one note about the task in flight for this project, kept across conversations
     /// (outside the repository). The same key replaces the note; an empty value deletes it.
     /// All notes share a byte budget (memory.maxBytes); a note that does not fit is refused
-    /// and nothing changes.
+    /// and nothing changes. A note holding a secret (key, token, password) is refused too:
+    /// the error names the rule; retry saying where the secret lives, not its value.
     #[tool(annotations(
         title = "Remember",
         read_only_hint = false,
@@ -134,7 +138,7 @@ impl CodexFree {
             // A client that ignores instructions gets the same saved state
             // and memory summary from recall; the summary follows the last page.
             let last_page = codex_free_core::paging::parse_footer(&text).is_none();
-            match codex_free_pipeline::phase2::readpath::summary_for_instructions(&home, &config) {
+            match codex_free_memory::readpath::summary_for_instructions(&home, &config) {
                 Some(m) if last_page => Ok(codex_free_core::paging::enforce_ceiling(
                     format!("{text}\n\n{m}"),
                     ceiling,
@@ -147,7 +151,7 @@ impl CodexFree {
 
     /// Save the task plan (replacing the saved one) so it survives this conversation:
     /// ordered steps, each `pending`, `in_progress` or `completed`, at most one in
-    /// progress. An empty plan clears it.
+    /// progress. An empty plan clears it. A step holding a secret is refused, as in remember.
     #[tool(annotations(
         title = "Update plan",
         read_only_hint = false,

@@ -1,5 +1,5 @@
 //! The MCP face of Codex Free: an `rmcp` server handler ([`server::CodexFree`]) exposing the
-//! bounded tools of [`codex_free_tools`] and the task memory of [`codex_free_tools::task_memory`], served over
+//! bounded tools of [`codex_free_tools`] and the task memory of [`codex_free_task_memory`], served over
 //! stdio ([`stdio`]) or streamable HTTP ([`http`], bearer token or secret path, Origin/Host
 //! checks, `/health`).
 //!
@@ -10,6 +10,7 @@
 
 pub mod auth;
 pub mod clients;
+pub mod conn;
 pub mod http;
 mod instructions;
 mod memories_tools;
@@ -17,6 +18,7 @@ mod memory_tools;
 mod resources;
 mod schema;
 pub mod server;
+pub mod sessions;
 pub mod stdio;
 mod tools_exec;
 mod tools_fs;

@@ -23,9 +23,9 @@ use rmcp::model::{
 
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_pipeline::phase2::readpath;
-use codex_free_tools::task_memory::skills::SkillSearch;
-use codex_free_tools::task_memory::{RecallArgs, brief};
+use codex_free_memory::readpath;
+use codex_free_task_memory::skills::SkillSearch;
+use codex_free_task_memory::{RecallArgs, brief};
 
 use super::memory_tools::with_service;
 use super::server::{CodexFree, ConversationId, Mode};
@@ -92,8 +92,7 @@ impl CodexFree {
             );
         }
         let memories_on = config.memories.enabled && config.memories.use_memories;
-        let memory_md =
-            codex_free_pipeline::phase2::folder::folder_path(&self.shared.home).join("MEMORY.md");
+        let memory_md = codex_free_memory::folder::folder_path(&self.shared.home).join("MEMORY.md");
         if memories_on && memory_md.is_file() {
             out.push(
                 Resource::new(MEMORY_MD_URI, "MEMORY.md")

@@ -204,6 +204,10 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
+/// Transcript writers kept between calls (the least recently used beyond are dropped):
+/// memory stays flat however many sessions come and go.
+pub const MAX_TRANSCRIPT_WRITERS: usize = 256;
+
 /// A client counts as connected while it was active within this window (5 minutes).
 pub const CLIENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
 
@@ -227,9 +231,17 @@ pub struct Shared {
     pub clients: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// The audit trail's appender, its file kept open between tool calls.
     pub audit: codex_free_core::audit::AuditWriter,
-    /// Open MCP transcript writers by transcript key (see [`CodexFree::record`]).
+    /// MCP transcript writers by transcript key (see [`CodexFree::record`]), each with its
+    /// last use; at most [`MAX_TRANSCRIPT_WRITERS`] (a writer holds no open file, and one
+    /// made again continues its transcript).
     pub transcripts: std::sync::Mutex<
-        std::collections::HashMap<String, Arc<codex_free_pipeline::sources::mcp::TranscriptWriter>>,
+        std::collections::HashMap<
+            String,
+            (
+                Arc<codex_free_transcripts::sources::mcp::TranscriptWriter>,
+                std::time::Instant,
+            ),
+        >,
     >,
     /// Single mode: the project's jail now and where its root came from (the client's roots
     /// replace the working directory once listed).
@@ -366,6 +378,10 @@ impl CodexFree {
             .filter(|d| !d.as_os_str().is_empty())
             .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
         let config = LiveConfig::load(opts.config_path)?;
+        // Temp files of writes a killed server left in the project's `.git`.
+        if let Mode::Single { root } = &opts.mode {
+            codex_free_tools::tmpfiles::sweep_project(root);
+        }
         let follow_roots = opts.root_source == RootSource::WorkingDirectory;
         let shared = Arc::new(Shared {
             mode: opts.mode,
@@ -381,12 +397,10 @@ impl CodexFree {
             transcripts: Default::default(),
             clients: Default::default(),
             inline_reads: Default::default(),
-            client_output_tokens: std::env::var(
-                codex_free_pipeline::connect::CLIENT_OUTPUT_TOKENS_ENV,
-            )
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|n| *n > 0),
+            client_output_tokens: std::env::var(codex_free_connect::CLIENT_OUTPUT_TOKENS_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|n| *n > 0),
             changes: codex_free_tools::changes::ChangeTracker::new()
                 .inspect_err(|e| tracing::warn!("show_changes is unavailable: {e}"))
                 .ok(),
@@ -480,7 +494,7 @@ impl CodexFree {
         } else if let Some(n) = self.shared.client_output_tokens {
             format!(
                 "output.maxToolOutputTokens; the client's registration says it passes {n} tokens whole ({})",
-                codex_free_pipeline::connect::CLIENT_OUTPUT_TOKENS_ENV
+                codex_free_connect::CLIENT_OUTPUT_TOKENS_ENV
             )
         } else if let Some(max) = self.client_profile().and_then(|p| p.result_max_bytes)
             && tokens < base
@@ -583,21 +597,30 @@ impl CodexFree {
                 .transcripts
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            if let Some(w) = map.get(&key) {
+            if let Some((w, used)) = map.get_mut(&key) {
+                *used = std::time::Instant::now();
                 w.clone()
             } else {
+                if map.len() >= MAX_TRANSCRIPT_WRITERS
+                    && let Some(oldest) = map
+                        .iter()
+                        .min_by_key(|(_, (_, used))| *used)
+                        .map(|(k, _)| k.clone())
+                {
+                    map.remove(&oldest);
+                }
                 let cwd = match &self.shared.mode {
                     Mode::Single { .. } => Some(self.shared.project_jail().root().to_path_buf()),
                     Mode::Multi { .. } => None,
                 };
-                match codex_free_pipeline::sources::mcp::TranscriptWriter::open(
+                match codex_free_transcripts::sources::mcp::TranscriptWriter::open(
                     &self.shared.home,
                     &key,
                     cwd.as_deref(),
                 ) {
                     Ok(w) => {
                         let w = Arc::new(w);
-                        map.insert(key, w.clone());
+                        map.insert(key, (w.clone(), std::time::Instant::now()));
                         w
                     }
                     Err(e) => {
@@ -694,16 +717,11 @@ impl CodexFree {
             )),
             Mode::Multi { .. } => {
                 let session = conversation.0.as_deref().ok_or_else(|| {
-                    Error::Binding(
-                        codex_free_tools::task_memory::bindings::missing_session_message(
-                            "it is missing",
-                        ),
-                    )
+                    Error::Binding(codex_free_task_memory::bindings::missing_session_message(
+                        "it is missing",
+                    ))
                 })?;
-                let b = codex_free_tools::task_memory::Bindings::new(
-                    &self.shared.home,
-                    &self.shared.jail,
-                );
+                let b = codex_free_task_memory::Bindings::new(&self.shared.home, &self.shared.jail);
                 let jail = b.project_jail(&b.project_for(session)?)?;
                 Ok(ToolCtx::new(jail, config, self.shared.home.clone()))
             }
@@ -721,10 +739,7 @@ impl CodexFree {
             Some(w) => format!("WARNING: {w}.\n\n{base}"),
             None => base,
         };
-        match codex_free_pipeline::phase2::readpath::summary_for_instructions(
-            &self.shared.home,
-            &config,
-        ) {
+        match codex_free_memory::readpath::summary_for_instructions(&self.shared.home, &config) {
             Some(m) => format!("{base}\n\n{m}"),
             None => base,
         }

@@ -5,6 +5,7 @@ import type { RecentError } from "./RecentError";
 import type { SandboxView } from "./SandboxView";
 import type { ServerStatus } from "./ServerStatus";
 import type { Spend } from "./Spend";
+import type { TranscriptsView } from "./TranscriptsView";
 
 /**
  * Everything the dashboard shows.
@@ -41,4 +42,8 @@ recent_errors: Array<RecentError>,
 /**
  * The command sandbox for the config file's `exec` block on this machine.
  */
-sandbox: SandboxView, };
+sandbox: SandboxView, 
+/**
+ * This server's own MCP transcripts kept under the state home.
+ */
+transcripts: TranscriptsView, };

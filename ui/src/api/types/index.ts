@@ -58,6 +58,7 @@ export type { SetKeyRequest } from "./SetKeyRequest";
 export type { Spend } from "./Spend";
 export type { Status } from "./Status";
 export type { TidyPlanView } from "./TidyPlanView";
+export type { TranscriptsView } from "./TranscriptsView";
 export type { UnknownPriceRow } from "./UnknownPriceRow";
 export type { UsageBlock } from "./UsageBlock";
 export type { UsageTotals } from "./UsageTotals";
