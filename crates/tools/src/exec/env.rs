@@ -254,7 +254,7 @@ mod tests {
         };
         assert_eq!(names(without_socket_vars(all.clone(), &[])), ["PATH"]);
         assert_eq!(
-            names(without_socket_vars(all, &[sock.clone()])),
+            names(without_socket_vars(all, std::slice::from_ref(&sock))),
             ["SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "PATH"]
         );
     }

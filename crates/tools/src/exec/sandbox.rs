@@ -5,31 +5,52 @@
 //! - read and execute every file except the protected paths ([`protected_paths`]: the state
 //!   home, the config file's directory, `$CODEX_HOME`/`~/.codex`, `$CLAUDE_CONFIG_DIR`/
 //!   `~/.claude`, `~/.claude.json`, `$PI_CODING_AGENT_DIR`/`~/.pi/agent`) and the devices
-//!   under `/dev` other than `null`, `zero`, `full`, `random`, `urandom` and `shm/` (raw
-//!   disks would bypass every file rule);
+//!   under `/dev` other than `null`, `zero`, `full`, `random` and `urandom` (raw disks would
+//!   bypass every file rule; `/dev/shm` is shared by the whole machine and outlives the
+//!   call: POSIX shared memory and named semaphores need it in `exec.writableRoots`);
 //! - write only inside the project root, a private temporary directory (`TMPDIR`, mode
 //!   0700, removed when the command ends) and the existing directories of
 //!   `exec.writableRoots`, minus the protected paths, plus the devices above;
 //! - not reach a terminal: it leads a new session without a controlling terminal, and
 //!   `/dev/tty` and `/dev/pts` are not granted;
 //! - without network in allowlist mode unless `exec.network` is true: no TCP connect or bind
-//!   (Landlock, ABI 4+) and no IPv4/IPv6/packet socket at all (seccomp, also covering UDP and
-//!   kernels before ABI 4; `io_uring_setup` is refused too because io_uring can open sockets
-//!   past seccomp);
+//!   (Landlock, ABI 4+) and no IPv4/IPv6 socket at all (seccomp, also covering UDP and
+//!   kernels before ABI 4); with it, IP and route netlink only (see
+//!   [`crate::exec::seccomp`]: no packet, vsock, other netlink, ...); io_uring is refused
+//!   because it opens sockets past seccomp;
+//! - reach no Unix socket outside the sandbox: it cannot create an `AF_UNIX` socket at all
+//!   unless `exec.allowUnixSockets` lists one (`socketpair` works: stream and seqpacket),
+//!   abstract sockets outside its domain are scoped away (Landlock ABI 6+), and the
+//!   variables naming sockets (`SSH_AUTH_SOCK`, `DBUS_SESSION_BUS_ADDRESS`, `DOCKER_HOST`,
+//!   `XDG_RUNTIME_DIR`, ...: [`crate::exec::env::is_socket_var`]) are not passed, except for
+//!   a listed socket. seccomp cannot read the path a `connect` names, so on Linux a
+//!   non-empty list opens every pathname socket (the list still decides the variables);
+//! - not use the kernel keyring (`keyctl`, `add_key`, `request_key` answer ENOSYS), and it
+//!   starts in a new, empty session keyring, so not even the kernel's implicit key searches
+//!   reach the user's;
+//! - create no namespace (`unshare`/`clone` with a namespace flag, `setns`; `clone3` answers
+//!   ENOSYS so libc falls back to `clone`): a user namespace would hand it every capability
+//!   inside, the kernel's largest attack surface;
+//! - not outlive its call: it runs under a supervisor ([`crate::exec::supervisor`]) that
+//!   kills every process it started — double-forked and `setsid` ones included — when the
+//!   shell exits, on timeout, when its exec session ends and when the server exits or is
+//!   killed;
 //! - not signal, ptrace or read `/proc/<pid>/{environ,mem,fd}` of any process outside its
-//!   sandbox, the server included (Landlock scoping, ABI 6+ for signals);
+//!   sandbox, the server and its supervisor included (Landlock scoping, ABI 6+ for signals);
 //! - when the server runs as root, keep only the file-ownership capabilities (see
 //!   `KEPT_CAPS`): the others would reach around the rules (ptrace, raw I/O, modules);
 //! - create no device nodes.
 //!
-//! **Linux**: Landlock. The ruleset is built in the server before the fork (paths opened
-//! `O_PATH`, rules added, the seccomp program compiled); between fork and exec
-//! (`CommandExt::pre_exec`) the child only makes three system calls — `prctl(NO_NEW_PRIVS)`,
-//! `landlock_restrict_self`, `seccomp(SET_MODE_FILTER)` — with no allocation or lock, which
-//! is what is safe in the child of a multi-threaded server. That was preferred to a re-exec
-//! helper mode of the binary: the library (and its tests and benches) need not know where the
-//! binary lives, and no extra process start is paid per command. A failure there fails the
-//! spawn: a command never runs half-confined.
+//! **Linux**: Landlock + seccomp. The ruleset is built in the server before the fork (paths
+//! opened `O_PATH`, rules added, the seccomp programs compiled once); between fork and exec
+//! (`CommandExt::pre_exec`) the child only makes system calls — `setsid`, the supervisor's
+//! split (`prctl`, a raw `clone`), `keyctl(JOIN_SESSION_KEYRING)`, `prctl(CAPBSET_DROP)`
+//! when root, `prctl(NO_NEW_PRIVS)`, `landlock_restrict_self`, two
+//! `seccomp(SET_MODE_FILTER)` — with no allocation or lock, which is what is safe in the
+//! child of a multi-threaded server. That was preferred to a re-exec helper mode of the
+//! binary: the library (and its tests and benches) need not know where the binary lives, and
+//! no extra program start is paid per command. A failure there fails the spawn: a command
+//! never runs half-confined.
 //!
 //! Landlock grants by hierarchy (a rule on a directory covers all beneath it) and cannot deny
 //! beneath a grant, so protected paths are **carved out**: a granted directory that contains
@@ -40,8 +61,12 @@
 //! see entries created there after it started.
 //!
 //! **macOS**: a Seatbelt profile through `/usr/bin/sandbox-exec` with the same write, read
-//! and network rules (paths passed as `-D` parameters, never spliced into the profile). It
-//! cannot be compiled or exercised on the Linux machine this was written on.
+//! and network rules (paths passed as `-D` parameters, never spliced into the profile), and
+//! Unix sockets by path: none but `exec.allowUnixSockets` (and mDNSResponder's, for name
+//! lookups, when the network is allowed). Not covered there: the keyring (the Keychain is
+//! reached through Mach services, which the profile leaves open), namespaces (none exist),
+//! and the process tree (no subreaper: the process group is killed, a `setsid` child
+//! escapes). It cannot be compiled or exercised on the Linux machine this was written on.
 //!
 //! **Elsewhere**, or on a Linux kernel without Landlock: commands run unconfined, and
 //! [`sandbox_status`] says so for `get_environment`, the server instructions, the startup
@@ -695,6 +720,8 @@ mod platform {
                         if e.raw_os_error() != Some(libc::EINVAL) {
                             return Err(e);
                         }
+                        // Past the kernel's last capability (they are numbered without gaps).
+                        break;
                     }
                 }
             }
@@ -749,6 +776,7 @@ mod platform {
         writable: Vec<PathBuf>,
         protected: Vec<PathBuf>,
         network: bool,
+        unix_sockets: Vec<PathBuf>,
     }
 
     impl Inner {
@@ -759,12 +787,15 @@ mod platform {
                 writable,
                 protected: spec.protected.clone(),
                 network: spec.network,
+                unix_sockets: spec.unix_sockets.clone(),
             })
         }
 
         /// The profile: allow by default, deny every write but the writable roots and a
         /// few devices, then deny reads and writes of the protected paths (later rules win),
-        /// and, without network, deny IP traffic. Paths are `-D` parameters.
+        /// without network deny IP traffic, and deny connecting to any Unix socket but the
+        /// listed ones (and, with network, mDNSResponder's, which name lookups go through).
+        /// Paths are `-D` parameters.
         fn profile(&self) -> String {
             let mut p = String::from("(version 1)\n(allow default)\n(deny file-write*)\n");
             p.push_str("(allow file-write* (literal \"/dev/null\") (literal \"/dev/zero\") (literal \"/dev/tty\") (regex #\"^/dev/ttys[0-9]+$\")");
@@ -782,6 +813,21 @@ mod platform {
             if !self.network {
                 p.push_str("(deny network-outbound (remote ip))\n(deny network-bind (local ip))\n");
             }
+            p.push_str("(deny network-outbound (remote unix-socket))\n");
+            if self.network || !self.unix_sockets.is_empty() {
+                p.push_str("(allow network-outbound");
+                if self.network {
+                    p.push_str(
+                        " (remote unix-socket (path-literal \"/private/var/run/mDNSResponder\"))",
+                    );
+                }
+                for i in 0..self.unix_sockets.len() {
+                    p.push_str(&format!(
+                        " (remote unix-socket (path-literal (param \"U{i}\")))"
+                    ));
+                }
+                p.push_str(")\n");
+            }
             p
         }
 
@@ -798,6 +844,9 @@ mod platform {
             }
             for (i, p) in self.protected.iter().enumerate() {
                 cmd.arg("-D").arg(format!("P{i}={}", p.display()));
+            }
+            for (i, u) in self.unix_sockets.iter().enumerate() {
+                cmd.arg("-D").arg(format!("U{i}={}", u.display()));
             }
             cmd.arg(program).args(args);
             {

@@ -1,8 +1,9 @@
 //! The seccomp programs every sandboxed command runs under on Linux (beside Landlock, see
-//! [`super::sandbox`]). Three filters, one per answer, installed in order; each matches
-//! only the calls below and allows everything else:
+//! [`super::sandbox`]). Two filters, one per answer (seccompiler gives a filter one action;
+//! each filter costs its install and cache preparation per command), installed in order;
+//! each matches only the calls below and allows everything else:
 //!
-//! - **EACCES** (what a firewall answers, so tools print "Permission denied"):
+//! - **EPERM** ("Operation not permitted"):
 //!   - `socket`: only the families the command may use — `AF_UNIX` when
 //!     `exec.allowUnixSockets` is not empty; `AF_INET`, `AF_INET6` and route netlink
 //!     (`AF_NETLINK` with `NETLINK_ROUTE`, read-only without `CAP_NET_ADMIN`; `getifaddrs`
@@ -14,12 +15,12 @@
 //!     seqpacket pairs (a datagram socket can `sendto` any named socket, a pair included).
 //!   - `io_uring_setup`, `io_uring_enter`, `io_uring_register`: io_uring opens and connects
 //!     sockets without these system calls.
+//!   - `unshare` and `clone` with any namespace flag, `setns`: a new user namespace would
+//!     give the command every capability inside it, the kernel's largest attack surface.
 //! - **ENOSYS** (what a kernel without the feature answers, so callers fall back):
 //!   `keyctl`, `add_key`, `request_key` (the kernel keyring holds the user's keys and is not
 //!   confined by Landlock), and `clone3` (its flags sit behind a pointer seccomp cannot read;
 //!   glibc then uses `clone`).
-//! - **EPERM**: `unshare` and `clone` with any namespace flag, `setns`: a new user namespace
-//!   would give the command every capability inside it, the kernel's largest attack surface.
 //!
 //! Why not filter `connect` by path: seccomp sees only the pointer to the address, not the
 //! path (the same reason Claude Code's sandbox-runtime refuses AF_UNIX `socket` on Linux and
@@ -117,7 +118,7 @@ fn compile(network: bool, unix: bool) -> Result<Vec<BpfProgram>, String> {
     use SeccompCmpOp::{Eq, MaskedEq, Ne};
     let af = |d: i32| d as u64;
 
-    // EACCES: sockets and io_uring.
+    // EPERM: sockets, io_uring, new namespaces.
     let mut allowed = Vec::new();
     if unix {
         allowed.push(libc::AF_UNIX);
@@ -146,15 +147,15 @@ fn compile(network: bool, unix: bool) -> Result<Vec<BpfProgram>, String> {
             socketpair.push(rule(vec![cond(1, MaskedEq(SOCK_TYPE_MASK), t as u64)?])?);
         }
     }
-    let mut access = Rules::new();
-    insert(&mut access, libc::SYS_socket, socket);
-    insert(&mut access, libc::SYS_socketpair, socketpair);
+    let mut perm = Rules::new();
+    insert(&mut perm, libc::SYS_socket, socket);
+    insert(&mut perm, libc::SYS_socketpair, socketpair);
     for nr in [
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
     ] {
-        insert(&mut access, nr, Vec::new());
+        insert(&mut perm, nr, Vec::new());
     }
 
     // ENOSYS: the keyring and clone3.
@@ -168,7 +169,6 @@ fn compile(network: bool, unix: bool) -> Result<Vec<BpfProgram>, String> {
         insert(&mut nosys, nr, Vec::new());
     }
 
-    // EPERM: new namespaces.
     let flag_rules = |flags: &[i32]| -> Result<Vec<SeccompRule>, String> {
         flags
             .iter()
@@ -177,16 +177,11 @@ fn compile(network: bool, unix: bool) -> Result<Vec<BpfProgram>, String> {
     };
     let mut unshare_flags = CLONE_NS_FLAGS.to_vec();
     unshare_flags.push(CLONE_NEWTIME);
-    let mut perm = Rules::new();
     insert(&mut perm, libc::SYS_unshare, flag_rules(&unshare_flags)?);
     insert(&mut perm, libc::SYS_clone, flag_rules(CLONE_NS_FLAGS)?);
     insert(&mut perm, libc::SYS_setns, Vec::new());
 
-    Ok(vec![
-        build(access, libc::EACCES)?,
-        build(nosys, libc::ENOSYS)?,
-        build(perm, libc::EPERM)?,
-    ])
+    Ok(vec![build(perm, libc::EPERM)?, build(nosys, libc::ENOSYS)?])
 }
 
 #[cfg(test)]
@@ -198,7 +193,7 @@ mod tests {
         for network in [false, true] {
             for unix in [false, true] {
                 let p = programs(network, unix).unwrap();
-                assert_eq!(p.len(), 3);
+                assert_eq!(p.len(), 2);
                 // seccomp(2) takes at most 4096 instructions per program.
                 assert!(p.iter().all(|f| !f.is_empty() && f.len() < 4096));
             }
