@@ -396,7 +396,8 @@ async fn stdio_oversize_message_is_answered_and_the_session_goes_on() {
 }
 
 /// A full disk (here the file-size limit, which fails a write half-way as ENOSPC does)
-/// leaves no torn line in the audit trail or the transcript: every line parses.
+/// leaves no torn line in the audit trail or the transcript: every line parses; and every
+/// call is still answered when the server's log cannot be written either.
 #[tokio::test]
 async fn appends_that_cannot_be_written_whole_leave_no_torn_line() {
     let env = Env::new(&[("a.txt", &"0123456789abcdef\n".repeat(200))]);
@@ -422,9 +423,30 @@ async fn appends_that_cannot_be_written_whole_leave_no_torn_line() {
             }
         })
     };
-    let client = crate::support::stdio_client(cmd).await;
+    // Its stderr a file already past the limit, as a log redirected to a full disk: every
+    // log line fails too (that used to panic the task serving the call: no answer).
+    let log = env.home().join("server.log");
+    std::fs::write(&log, vec![b'.'; 30_000]).unwrap();
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::from(
+            std::fs::File::options().append(true).open(&log).unwrap(),
+        ))
+        .spawn()
+        .unwrap();
+    let client = tokio::time::timeout(
+        Duration::from_secs(30),
+        rmcp::ServiceExt::serve((), transport),
+    )
+    .await
+    .expect("initialize answered")
+    .unwrap();
     for _ in 0..120 {
-        let (text, err) = call(&client, "read_file", json!({"path": "a.txt"})).await;
+        let (text, err) = tokio::time::timeout(
+            Duration::from_secs(30),
+            call(&client, "read_file", json!({"path": "a.txt"})),
+        )
+        .await
+        .expect("every call is answered, whatever the disk");
         assert!(!err, "{text}");
     }
     client.cancel().await.unwrap();
