@@ -516,8 +516,24 @@ async fn claude_second_conversation_sees_the_plan_the_notes_that_fit_and_recall(
         .find(|b| b.contains("PLANSTEP0"))
         .unwrap_or_else(|| {
             panic!(
-                "no request with the saved state\n{}",
-                String::from_utf8_lossy(&out.stderr)
+                "no request with the saved state\n{}\nrequests: {}",
+                String::from_utf8_lossy(&out.stderr),
+                reqs.iter()
+                    .map(|r| {
+                        let b = r.body.to_string();
+                        let i = b.find("codex_free").unwrap_or(0);
+                        format!(
+                            "tools:{} instr:{} at {i}: {}",
+                            b.contains("mcp__codex_free"),
+                            b.contains("MCP Server Instructions"),
+                            b.chars()
+                                .skip(i.saturating_sub(200))
+                                .take(300)
+                                .collect::<String>()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n---\n")
             )
         });
     for k in 0..5 {

@@ -1071,7 +1071,15 @@ async fn a_run_whose_every_request_failed_exits_non_zero() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(
         "tests/data/usage/codex/sessions/2026/11/29/rollout-2026-11-29T12-52-11-01a2275c-efdc-77a0-96ee-02aaa639a804.jsonl",
     );
-    std::fs::copy(&fixture, sessions.join(fixture.file_name().unwrap())).unwrap();
+    let copy = sessions.join(fixture.file_name().unwrap());
+    std::fs::copy(&fixture, &copy).unwrap();
+    // Idle for a day, as a finished session is (eligibility waits for idle rollouts).
+    std::fs::File::options()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(24 * 3600))
+        .unwrap();
     std::fs::create_dir_all(&state).unwrap();
     let mock = MockProvider::start().await;
     configure(&state, &mock, "openai-chat", "gpt-5-mini", json!({}));

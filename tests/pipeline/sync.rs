@@ -833,3 +833,181 @@ fn tidy_on_the_state_home_keeps_the_summary_servable() {
     let out = ok(&a.run(&["memories", "tidy", "--apply"]));
     assert!(out.contains("Tidy applied and verified"), "{out}");
 }
+
+/// Commit `files` (path, bytes) and `links` (path, target) into a new history of the bare
+/// repository `url`'s `main`, as an attacker with push access would.
+fn push_hostile(d: &Path, url: &str, files: &[(&str, Vec<u8>)], links: &[(&str, &Path)]) {
+    let w = d.join("hostile-work");
+    git(&["init", "-q", "-b", "main", w.to_str().unwrap()]);
+    for (p, bytes) in files {
+        let f = w.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, bytes).unwrap();
+    }
+    for (p, target) in links {
+        let f = w.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, f).unwrap();
+    }
+    let w = w.to_str().unwrap();
+    git(&["-C", w, "add", "-A"]);
+    git(&[
+        "-C",
+        w,
+        "-c",
+        "user.name=x",
+        "-c",
+        "user.email=x@x",
+        "commit",
+        "-q",
+        "-m",
+        "hostile",
+    ]);
+    git(&["-C", w, "push", "-q", "-f", url, "HEAD:main"]);
+}
+
+/// Issue 27, finding 6: a hostile remote met on the *first* pull (no HEAD yet) used to be
+/// adopted although the gate said "not taken": HEAD moved to its commit and its files
+/// stayed — links to `/etc/passwd` and `~/.ssh/id_rsa`, a 30 MB file. Now a pull whose
+/// result fails the gate leaves HEAD, index and working tree exactly as before: links,
+/// oversized files and a planted key are each refused, nothing is checked out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_remote_on_the_first_pull_is_not_adopted() {
+    let d = tempfile::tempdir().unwrap();
+    let a = Machine::new(d.path(), "a");
+    let key_file = a.root.join(".ssh").join("id_rsa");
+    std::fs::create_dir_all(key_file.parent().unwrap()).unwrap();
+    std::fs::write(&key_file, "-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n").unwrap();
+    let memory = b"# Memory\n\n- always use pnpm\n".to_vec();
+    // A summary in the shape the gate wants, so only what this test plants can fail it.
+    let summary = b"v1\n## User Profile\n- uses pnpm\n## User preferences\n\n## General Tips\n\n## What's in Memory\n".to_vec();
+    let key = format!("sk-proj-{}", "Q7xZ9kLm2PvR4tYw8NbC6dFh3JsG5".repeat(2));
+    let cases: [(&str, Vec<(&str, Vec<u8>)>, Vec<(&str, &Path)>, &str); 3] = [
+        (
+            "links out",
+            vec![("MEMORY.md", memory.clone())],
+            vec![
+                ("passwd", Path::new("/etc/passwd")),
+                ("skills/id_rsa", key_file.as_path()),
+            ],
+            "symbolic link",
+        ),
+        (
+            "a 30 MB file",
+            vec![
+                ("MEMORY.md", memory.clone()),
+                ("rollout_summaries/x/big.md", vec![b'a'; 30 << 20]),
+            ],
+            vec![],
+            "big.md",
+        ),
+        (
+            "a planted key, with a link",
+            vec![(
+                "MEMORY.md",
+                format!("# Memory\n\n- Deploy key: {key}\n").into_bytes(),
+            )],
+            vec![("passwd", Path::new("/etc/passwd"))],
+            "MEMORY.md",
+        ),
+    ];
+    for (i, (what, mut files, links, named)) in cases.into_iter().enumerate() {
+        files.push(("memory_summary.md", summary.clone()));
+        let url = bare(&d.path().join(format!("hostile-{i}.git")));
+        std::fs::remove_dir_all(d.path().join("hostile-work")).ok();
+        push_hostile(d.path(), &url, &files, &links);
+        std::fs::write(
+            a.home.join(CONFIG_FILE),
+            json!({"memories": {"sync": {"remote": url}}}).to_string(),
+        )
+        .unwrap();
+        let o = a.run(&["memories", "sync"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{what}: the sync succeeded");
+        assert!(
+            err.contains("write gate") && err.contains(named),
+            "{what}: {err}"
+        );
+        // HEAD: still unborn; no branch was created.
+        assert_eq!(a.head(), None, "{what}: HEAD moved");
+        let repo = git2::Repository::open(a.folder()).unwrap();
+        assert!(repo.find_reference("refs/heads/main").is_err(), "{what}");
+        // Index: empty.
+        assert_eq!(repo.index().unwrap().len(), 0, "{what}: index");
+        // Working tree: nothing but `.git`, no link anywhere.
+        let left: Vec<String> = std::fs::read_dir(a.folder())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != ".git")
+            .collect();
+        assert!(left.is_empty(), "{what}: left in the folder: {left:?}");
+        assert_eq!(a.status()["sync"]["reconcile_pending"], false, "{what}");
+    }
+}
+
+/// Issue 27, finding 11: the remote check was a denylist (`ext::`, `fd::`), so `evil::x`
+/// made git run a `git-remote-evil` helper found on `PATH`. Only https, ssh, `git@host:path`
+/// and local paths are taken now; the helper never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_allowed_remote_forms_reach_git() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let a = Machine::new(d.path(), "a");
+    let bin = d.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let pwned = d.path().join("pwned");
+    for helper in ["evil", "x"] {
+        let h = bin.join(format!("git-remote-{helper}"));
+        std::fs::write(
+            &h,
+            format!("#!/bin/sh\ntouch {}\nexit 1\n", pwned.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&h, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for evil in [
+        "evil::x",
+        "x::/srv/memory.git",
+        "http://example.com/memory.git",
+        "git://example.com/memory.git",
+        "ssh://-oProxyCommand=touch/x",
+        "relative/memory.git",
+    ] {
+        std::fs::write(
+            a.home.join(CONFIG_FILE),
+            json!({"memories": {"sync": {"remote": evil}}}).to_string(),
+        )
+        .unwrap();
+        let o = a
+            .cmd(&["memories", "sync"])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{evil}: {err}");
+        assert!(
+            err.contains("memories.sync.remote") && err.contains("https://"),
+            "{evil}: the error names the key and the allowed forms: {err}"
+        );
+        assert!(!pwned.exists(), "{evil} ran a remote helper");
+    }
+    // A local path still syncs.
+    let url = bare(&d.path().join("ok.git"));
+    std::fs::write(
+        a.home.join(CONFIG_FILE),
+        json!({"memories": {"sync": {"remote": url}}}).to_string(),
+    )
+    .unwrap();
+    ok(&a
+        .cmd(&["memories", "sync"])
+        .env("PATH", &path)
+        .output()
+        .unwrap());
+    assert!(!pwned.exists());
+}

@@ -523,3 +523,345 @@ async fn npm_test_runs_inside_the_project() {
     );
     c.cancel().await.unwrap();
 }
+
+// ---- The kernel's side doors: Unix sockets, the keyring, processes that outlive their
+// call, shared memory, user namespaces and netlink (each test fails without its fix).
+
+impl Lab {
+    /// As [`Lab::client`], with `set` added to the server's environment.
+    async fn client_with(&self, set: &[(&str, &str)]) -> Client {
+        let path = format!(
+            "{}:{}",
+            self.fakebin.display(),
+            std::env::var("PATH").unwrap()
+        );
+        let mut vars = vec![
+            ("PATH", path.as_str()),
+            ("OPENAI_API_KEY", "sk-leak-canary-4242"),
+        ];
+        vars.extend_from_slice(set);
+        self.env.stdio_env(&[], &vars, &["CARGO_TARGET_DIR"]).await
+    }
+}
+
+/// A listening Unix socket at `path` outside the project (as an ssh-agent, a D-Bus bus or
+/// docker.sock would be) and an abstract one named `name`.
+fn unix_listeners(
+    path: &Path,
+    name: &str,
+) -> (
+    std::os::unix::net::UnixListener,
+    std::os::unix::net::UnixListener,
+) {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    let pathname = UnixListener::bind(path).unwrap();
+    pathname.set_nonblocking(true).unwrap();
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let abstract_ = UnixListener::bind_addr(&addr).unwrap();
+    abstract_.set_nonblocking(true).unwrap();
+    (pathname, abstract_)
+}
+
+fn py_connect_unix(target: &str) -> String {
+    format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect({target}); print('unix-connected')\""
+    )
+}
+
+#[tokio::test]
+async fn unix_sockets_outside_the_sandbox_are_unreachable_unless_allowed() {
+    let lab = lab(false);
+    let sock = lab.base.join("agent.sock");
+    let name = format!("codex-free-test-{}", std::process::id());
+    let (pathname, abstract_) = unix_listeners(&sock, &name);
+    let s = sock.display().to_string();
+    // (Not the listening socket: the server itself asks the Secret Service over D-Bus.)
+    let dbus = format!("unix:path={}", lab.base.join("bus").display());
+    let docker = format!("unix://{s}");
+    let runtime = lab.base.display().to_string();
+    let vars = [
+        ("SSH_AUTH_SOCK", s.as_str()),
+        ("DBUS_SESSION_BUS_ADDRESS", dbus.as_str()),
+        ("DOCKER_HOST", docker.as_str()),
+        ("XDG_RUNTIME_DIR", runtime.as_str()),
+        ("GPG_AGENT_INFO", s.as_str()),
+        ("WAYLAND_DISPLAY", "wayland-0"),
+        ("MY_TOOL_SOCKET", s.as_str()),
+    ];
+    let by_path = py_connect_unix(&format!("'{s}'"));
+    let by_name = py_connect_unix(&format!("'\\0{name}'"));
+    let socketpair = "python3 -c \"import socket; a,b=socket.socketpair(); a.send(b'pair-ok'); print(b.recv(7).decode())\"";
+
+    // With the network on too: it opens TCP/UDP, never local IPC.
+    lab.env.write_config(json!({"exec": {"network": true}}));
+    let c = lab.client_with(&vars).await;
+    for cmd in [&by_path, &by_name] {
+        let text = must_fail(&c, cmd).await;
+        assert!(!text.contains("unix-connected"), "{cmd}: {text}");
+    }
+    assert!(pathname.accept().is_err(), "a connection reached {s}");
+    assert!(abstract_.accept().is_err(), "a connection reached @{name}");
+    let (text, _) = exec(&c, "env").await;
+    for (k, _) in &vars {
+        assert!(!text.contains(&format!("{k}=")), "{k} was passed: {text}");
+    }
+    assert!(!text.contains(&s), "the socket path was passed: {text}");
+    let (text, err) = exec(&c, socketpair).await;
+    assert!(!err && text.contains("pair-ok"), "socketpair: {text}");
+    c.cancel().await.unwrap();
+
+    // The control: listed in exec.allowUnixSockets, the socket is reachable and the
+    // variables naming it are passed, so the test above can fail.
+    lab.env
+        .write_config(json!({"exec": {"allowUnixSockets": [s.clone()]}}));
+    let c = lab.client_with(&vars).await;
+    let (text, err) = exec(&c, &by_path).await;
+    assert!(!err && text.contains("unix-connected"), "{text}");
+    assert!(
+        pathname.accept().is_ok(),
+        "the allowed socket was not reached"
+    );
+    let (text, _) = exec(&c, "env").await;
+    assert!(text.contains(&format!("SSH_AUTH_SOCK={s}")), "{text}");
+    assert!(text.contains(&format!("DOCKER_HOST={docker}")), "{text}");
+    assert!(!text.contains("XDG_RUNTIME_DIR="), "{text}");
+    // Abstract sockets outside stay out of reach (Landlock scoping).
+    must_fail(&c, &by_name).await;
+    assert!(abstract_.accept().is_err(), "a connection reached @{name}");
+    c.cancel().await.unwrap();
+}
+
+/// `keyctl args...` run here, outside any sandbox; stdout trimmed.
+fn keyctl(args: &[&str]) -> String {
+    let out = std::process::Command::new("keyctl")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "keyctl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test]
+async fn the_kernel_keyring_is_out_of_reach() {
+    if crate::support::which("keyctl").is_none() {
+        panic!("keyctl is missing: scripts/install-deps.sh installs keyutils");
+    }
+    let tag = format!("codex-free-canary-{}", std::process::id());
+    let user_key = keyctl(&[
+        "add",
+        "user",
+        &format!("{tag}-u"),
+        "keyring-canary-in-user",
+        "@u",
+    ]);
+    // The user session keyring: the session keyring of every process that has none of its
+    // own, as the server here.
+    let session_key = keyctl(&[
+        "add",
+        "user",
+        &format!("{tag}-s"),
+        "keyring-canary-in-session",
+        "@us",
+    ]);
+    struct Unlink(Vec<(String, &'static str)>);
+    impl Drop for Unlink {
+        fn drop(&mut self) {
+            for (k, ring) in &self.0 {
+                let _ = std::process::Command::new("keyctl")
+                    .args(["unlink", k, ring])
+                    .output();
+            }
+        }
+    }
+    let _cleanup = Unlink(vec![(user_key.clone(), "@u"), (session_key.clone(), "@us")]);
+    // Readable by every process of this user, possessed or not (the worst case a key
+    // store can leave); the control: outside the sandbox both are read.
+    for k in [&user_key, &session_key] {
+        keyctl(&["setperm", k, "0x3f3f0000"]);
+    }
+    assert_eq!(keyctl(&["print", &user_key]), "keyring-canary-in-user");
+    assert_eq!(
+        keyctl(&["print", &session_key]),
+        "keyring-canary-in-session"
+    );
+
+    let lab = lab(false);
+    lab.env
+        .write_config(json!({"exec": {"extraAllowedCommands": ["keyctl"]}}));
+    let c = lab.client().await;
+    for cmd in [
+        format!("keyctl print {user_key}"),
+        format!("keyctl pipe {session_key}"),
+        format!("keyctl print $(keyctl search @u user {tag}-u)"),
+        format!("keyctl print $(keyctl search @s user {tag}-s)"),
+        "keyctl show @s".to_string(),
+        format!("keyctl add user {tag}-new x @u"),
+        format!("keyctl request user {tag}-u"),
+    ] {
+        let text = must_fail(&c, &cmd).await;
+        assert!(!text.contains("keyring-canary"), "{cmd} leaked: {text}");
+    }
+    // The command runs in a new, empty, anonymous session keyring ("_ses"), not the
+    // server's; and nothing it could read names a key's contents.
+    let (text, _) = exec(&c, "cat /proc/keys").await;
+    assert!(!text.contains("keyring-canary"), "{text}");
+    assert!(text.contains("keyring   _ses: empty"), "{text}");
+    c.cancel().await.unwrap();
+}
+
+/// Wait until `path` exists or `secs` seconds passed.
+async fn appears(path: &Path, secs: u64) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < until {
+        if path.exists() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    path.exists()
+}
+
+/// A command line that leaves a double-forked child in a new session behind: 2 s later it
+/// writes `marker` (in the project, which the sandbox lets it write).
+fn escapee(marker: &str) -> String {
+    format!("(setsid sh -c 'sleep 2; touch {marker}' > /dev/null 2>&1 &)")
+}
+
+#[tokio::test]
+async fn nothing_a_command_starts_outlives_its_call() {
+    let lab = lab(false);
+    lab.env
+        .write_config(json!({"exec": {"extraAllowedCommands": ["setsid", "sh"]}}));
+    let p = lab.project();
+    let c = lab.client().await;
+
+    // 1. The call ends normally.
+    let (text, err) = exec(&c, &format!("{}; echo left", escapee("after-exit"))).await;
+    assert!(!err && exit_code(&text) == Some(0), "{text}");
+    // 2. The call times out.
+    let (text, _) = call(
+        &c,
+        "exec_command",
+        json!({"cmd": format!("{}; sleep 60", escapee("after-timeout")), "timeout_ms": 1000, "yield_time_ms": 10000}),
+    )
+    .await;
+    assert!(text.contains("timed out"), "{text}");
+    // 3. An exec session: what it started lives as long as the session, then goes with it.
+    let (text, _) = call(
+        &c,
+        "exec_command",
+        json!({"cmd": format!("(setsid sh -c 'sleep 1; touch during-session; sleep 2; touch after-session' > /dev/null 2>&1 &); cat"), "yield_time_ms": 250}),
+    )
+    .await;
+    let id: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Process running with session ID "))
+        .unwrap_or_else(|| panic!("{text}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        appears(&p.join("during-session"), 5).await,
+        "the session's child did not run"
+    );
+    let (text, _) = call(
+        &c,
+        "write_stdin",
+        json!({"session_id": id, "chars": "\u{4}", "yield_time_ms": 5000}),
+    )
+    .await;
+    assert!(text.contains("Process exited with code 0"), "{text}");
+    for m in ["after-exit", "after-timeout", "after-session"] {
+        assert!(
+            !appears(&p.join(m), 4).await,
+            "a child outlived its call and wrote {m}"
+        );
+    }
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn nothing_a_command_starts_outlives_the_server() {
+    for (sig, name) in [(libc::SIGTERM, "sigterm"), (libc::SIGKILL, "sigkill")] {
+        let lab = lab(false);
+        lab.env
+            .write_config(json!({"exec": {"extraAllowedCommands": ["setsid", "sh"]}}));
+        let mut server = lab.env.http(&[]).await;
+        let c = server.client().await;
+        let marker = format!("after-{name}");
+        let (text, _) = call(
+            &c,
+            "exec_command",
+            json!({"cmd": format!("{}; sleep 60", escapee(&marker)), "yield_time_ms": 250}),
+        )
+        .await;
+        assert!(text.contains("Process running with session ID"), "{text}");
+        let pid = server.child.id().unwrap() as i32;
+        // SAFETY: kill has no memory-safety preconditions; pid is our own child.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), server.child.wait())
+            .await
+            .expect("the server exits");
+        assert!(
+            !appears(&lab.project().join(&marker), 4).await,
+            "a command's child outlived the server's {name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn shared_memory_user_namespaces_and_netlink_are_closed() {
+    let shm = format!("/dev/shm/codex-free-test-{}", std::process::id());
+    let netlink = |proto: i32| {
+        format!(
+            "python3 -c \"import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, {proto}); print('netlink-open')\""
+        )
+    };
+    // clone(CLONE_NEWUSER | SIGCHLD) by number (x86_64: 56, aarch64: 220).
+    let clone_nr = if cfg!(target_arch = "aarch64") {
+        220
+    } else {
+        56
+    };
+    let clone_userns = format!(
+        "python3 -c \"import ctypes,os,sys; l=ctypes.CDLL(None, use_errno=True); r=l.syscall({clone_nr}, 0x10000000|17, 0, 0, 0, 0); r==0 and os._exit(0); r>0 and os.waitpid(r, 0); print('cloned' if r>0 else 'refused'); sys.exit(0 if r>0 else 1)\""
+    );
+    let unshare_userns = "python3 -c \"import ctypes,sys; l=ctypes.CDLL(None, use_errno=True); r=l.unshare(0x10000000); print('unshared' if r==0 else 'refused'); sys.exit(r!=0)\"";
+    for network in [false, true] {
+        let lab = lab(false);
+        lab.env.write_config(
+            json!({"exec": {"network": network, "extraAllowedCommands": ["unshare"]}}),
+        );
+        let c = lab.client().await;
+        let text = must_fail(&c, &format!("echo x > {shm}")).await;
+        assert!(!Path::new(&shm).exists(), "wrote {shm}: {text}");
+        for cmd in [
+            "unshare -U true".to_string(),
+            "unshare -r id".to_string(),
+            unshare_userns.to_string(),
+            clone_userns.clone(),
+        ] {
+            let text = must_fail(&c, &cmd).await;
+            assert!(
+                !text.contains("cloned") && !text.contains("unshared"),
+                "{cmd}: {text}"
+            );
+        }
+        // sock_diag (every socket of the machine), uevents, audit: never.
+        for proto in [4, 15, 9] {
+            let text = must_fail(&c, &netlink(proto)).await;
+            assert!(!text.contains("netlink-open"), "{text}");
+        }
+        // Route netlink (read-only interface lists, which getifaddrs needs) only with
+        // the network.
+        let (text, _) = exec(&c, &netlink(0)).await;
+        assert_eq!(text.contains("netlink-open"), network, "{text}");
+        c.cancel().await.unwrap();
+    }
+    let _ = std::fs::remove_file(&shm);
+}

@@ -621,3 +621,153 @@ async fn memory_tools_are_listed_and_skills_read_pages() {
     assert!(!err && t.ends_with("step 30\n"), "{t}");
     c.cancel().await.unwrap();
 }
+
+/// Fake credentials of the shapes the redaction rules know (never valid).
+const GH_TOKEN: &str = "ghp_Q7xZ9kLm2PvR4tYw8NbC6dFh1JsU3eGa5Wq0";
+const BEARER: &str = "Zm9vYmFy+YmF6/cXV4~MTIzNDU2Nzg5MA==";
+const OPENAI_KEY: &str = "sk-proj-Q7xZ9kLm2PvR4tYw8NbC6dFh";
+const AWS_ID: &str = "AKIAQ7XZ9KLM2PVR4TYW";
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(p)
+                .map(|b| String::from_utf8_lossy(&b).contains(needle))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// A prompt-injected model asks `remember` / `update_plan` to keep a credential (issue 27,
+/// finding 10: it used to land in clear in `memory.json` and in every new session's
+/// instructions). Each is refused with the field and the rule that matched, never the
+/// secret itself; the model's retry without it is saved; nothing secret is stored.
+#[tokio::test]
+async fn secret_shaped_notes_and_plans_are_refused_and_never_stored() {
+    let env = Env::new(&[]);
+    let user = tempfile::tempdir().unwrap();
+    let c = single(&env, user.path()).await;
+    let refusals = [
+        (
+            "remember",
+            json!({"key": "deploy", "value": format!("push with\nGH_TOKEN={GH_TOKEN} then tag")}),
+            GH_TOKEN,
+            "GitHub token",
+        ),
+        (
+            "remember",
+            json!({"key": "api", "value": format!("curl -H 'Authorization: Bearer {BEARER}' /v1")}),
+            BEARER,
+            "bearer",
+        ),
+        (
+            "remember",
+            json!({"key": format!("key {OPENAI_KEY}"), "value": "the staging key"}),
+            OPENAI_KEY,
+            "sk-",
+        ),
+        (
+            "update_plan",
+            json!({"plan": [{"step": "rotate", "status": "completed"}, {"step": format!("export OPENAI_API_KEY={OPENAI_KEY}"), "status": "pending"}]}),
+            OPENAI_KEY,
+            "sk-",
+        ),
+        (
+            "update_plan",
+            json!({"explanation": format!("creds are {AWS_ID}"), "plan": [{"step": "deploy", "status": "pending"}]}),
+            AWS_ID,
+            "AWS access key",
+        ),
+    ];
+    for (tool, args, secret, rule) in &refusals {
+        let (t, err) = call(&c, tool, args.clone()).await;
+        assert!(err, "{tool} {args}: accepted: {t}");
+        assert!(t.starts_with("error[invalid_argument]"), "{t}");
+        assert!(
+            t.to_lowercase().contains(&rule.to_lowercase()),
+            "names the rule {rule:?}: {t}"
+        );
+        assert!(t.contains("secret"), "says why: {t}");
+        assert!(!t.contains(secret), "echoes the secret: {t}");
+        // the start of a secret is a secret too
+        assert!(!t.contains(&secret[..12]), "echoes part of the secret: {t}");
+    }
+    // Which field and where: the note's value, line 2.
+    let (t, _) = call(&c, "remember", refusals[0].1.clone()).await;
+    assert!(t.contains("value") && t.contains("line 2"), "{t}");
+    let (t, _) = call(&c, "update_plan", refusals[3].1.clone()).await;
+    assert!(t.contains("step 2"), "{t}");
+
+    // The retry without the secret, as the error asks, is saved; so is a placeholder.
+    let (t, err) = call(
+        &c,
+        "remember",
+        json!({"key": "deploy", "value": "push with GH_TOKEN from the key store, then tag"}),
+    )
+    .await;
+    assert!(!err, "{t}");
+    let (t, err) = call(
+        &c,
+        "remember",
+        json!({"key": "env", "value": "set api_key=$OPENAI_API_KEY in .env; header Authorization: Bearer <token>"}),
+    )
+    .await;
+    assert!(!err, "a placeholder is no secret: {t}");
+    let (t, err) = call(
+        &c,
+        "update_plan",
+        json!({"plan": [{"step": "export OPENAI_API_KEY from the key store", "status": "pending"}]}),
+    )
+    .await;
+    assert!(!err, "{t}");
+    c.cancel().await.unwrap();
+
+    let c = single(&env, user.path()).await;
+    let i = instructions(&c);
+    assert!(i.contains("GH_TOKEN from the key store"), "{i}");
+    let (r, _) = call(&c, "recall", json!({})).await;
+    c.cancel().await.unwrap();
+    let doc = std::fs::read_to_string(memory_json(&env)).unwrap();
+    for (_, _, secret, _) in &refusals {
+        assert!(!doc.contains(secret), "memory.json holds {secret}:\n{doc}");
+        assert!(
+            !i.contains(secret) && !r.contains(secret),
+            "served {secret}"
+        );
+        let leaked = files_containing(env.home(), secret);
+        assert!(leaked.is_empty(), "{secret} in the state home: {leaked:?}");
+    }
+}
+
+/// A `memory.json` written before secrets were refused (or by hand) still serves none:
+/// the instructions and `recall` show it redacted, and the file is left as the user has it.
+#[tokio::test]
+async fn a_secret_saved_earlier_is_served_redacted() {
+    let env = Env::new(&[]);
+    let user = tempfile::tempdir().unwrap();
+    let path = memory_json(&env);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let doc = json!({
+        "version": 1,
+        "notes": {"old": format!("token {GH_TOKEN} for CI")},
+        "plan": {"explanation": format!("uses {AWS_ID}"), "steps": [{"step": format!("Bearer {BEARER}"), "status": "pending"}], "updatedAt": "2026-01-01T00:00:00Z"}
+    });
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let c = single(&env, user.path()).await;
+    let i = instructions(&c);
+    let (r, _) = call(&c, "recall", json!({})).await;
+    let (b, _) = call(&c, "get_agent_brief", json!({})).await;
+    c.cancel().await.unwrap();
+    for text in [&i, &r, &b] {
+        for secret in [GH_TOKEN, AWS_ID, BEARER] {
+            assert!(!text.contains(secret), "served {secret}:\n{text}");
+        }
+        assert!(
+            text.contains("`old`: token [REDACTED_SECRET] for CI"),
+            "{text}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), doc.to_string());
+}

@@ -208,6 +208,12 @@ pub struct ExecConfig {
     pub writable_roots: Vec<String>,
     /// Network for sandboxed commands in allowlist mode (unrestricted mode always has it). Default false.
     pub network: bool,
+    /// Unix sockets outside the sandbox that commands may use (absolute paths or `~/...`,
+    /// at most 64), e.g. an ssh-agent or docker.sock. Empty (the default): sandboxed commands
+    /// cannot create Unix sockets at all (`socketpair` still works) and get no variable naming
+    /// one. On Linux a non-empty list lets them create Unix sockets and connect to any
+    /// pathname socket (seccomp cannot see the path); abstract sockets outside stay closed.
+    pub allow_unix_sockets: Vec<String>,
 }
 
 impl Default for ExecConfig {
@@ -223,6 +229,7 @@ impl Default for ExecConfig {
                 .map(|s| s.to_string())
                 .collect(),
             network: false,
+            allow_unix_sockets: Vec::new(),
         }
     }
 }
@@ -756,6 +763,17 @@ mod tests {
             "{e}"
         );
         assert!(Config::parse(r#"{"exec":{"sandbox":"maybe"}}"#).is_err());
+        let (c, _) =
+            Config::parse(r#"{"exec":{"allowUnixSockets":["~/.docker/run/docker.sock"]}}"#)
+                .unwrap();
+        assert_eq!(c.exec.allow_unix_sockets, ["~/.docker/run/docker.sock"]);
+        let e = Config::parse(r#"{"exec":{"allowUnixSockets":["agent.sock"]}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("exec.allowUnixSockets") && e.contains("agent.sock"),
+            "{e}"
+        );
         let d = Config::default();
         assert!(!d.exec.network_allowed());
         assert!(

@@ -22,6 +22,7 @@ pub mod lint;
 pub mod synth;
 pub(crate) mod text;
 pub mod tidy;
+pub mod world;
 
 pub use codex_free_memory::layout::{ARCHIVE_DIR, DAILY_DIR, VERIFY_HEADING};
 use std::path::{Path, PathBuf};

@@ -673,8 +673,14 @@ fn stances(line: &str) -> Vec<(usize, &'static str, bool)> {
     for (gi, (_, terms)) in GROUPS.iter().enumerate() {
         for (t, r) in terms.iter().zip(&TERMS[gi]) {
             for m in r.find_iter(&lower) {
-                let before = &lower[..m.start()
-                    + usize::from(m.as_str().starts_with(|c: char| !c.is_alphanumeric()))];
+                // The match may open with the separator before the term (a char of any width).
+                let sep = m
+                    .as_str()
+                    .chars()
+                    .next()
+                    .filter(|c| !c.is_alphanumeric())
+                    .map_or(0, char::len_utf8);
+                let before = &lower[..m.start() + sep];
                 if NEG.is_match(before) {
                     out.push((gi, *t, false));
                 } else if POS.is_match(before) {
@@ -837,6 +843,24 @@ mod tests {
             Checks { all: false },
         );
         assert_eq!(r.count(Kind::Conflict), 1, "{}", r.render());
+    }
+
+    /// A real memory line (a full-width colon before a tool name) made the conflict check
+    /// slice inside a character and panic.
+    #[test]
+    fn a_wide_separator_before_a_tool_name_does_not_panic() {
+        let mem = src(
+            MEMORY_MD,
+            "- 模块测试：npm run test:modules\n- 不要用：npm\n",
+        );
+        let r = lint(
+            &[mem],
+            &[],
+            &ArtifactBudget::default(),
+            Checks { all: true },
+        );
+        // Naming npm in a command chooses nothing; the second line rules it out.
+        assert_eq!(r.count(Kind::Conflict), 0, "{}", r.render());
     }
 
     #[test]

@@ -875,7 +875,7 @@ pub(crate) fn patch_text(diff: &git2::Diff<'_>, max: usize) -> Result<(String, b
 
 /// `git diff --check` over a diff: trailing whitespace or a space before a tab in the
 /// indent on an added line, and a blank line added at the end of a file.
-fn whitespace_errors(diff: &git2::Diff<'_>) -> Result<Vec<String>> {
+pub(crate) fn whitespace_errors(diff: &git2::Diff<'_>) -> Result<Vec<String>> {
     let mut errs = Vec::new();
     let mut last_added: Option<(String, bool)> = None;
     let flush = |last: &mut Option<(String, bool)>, errs: &mut Vec<String>| {

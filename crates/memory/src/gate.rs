@@ -1,8 +1,9 @@
 //! The one gate for every write into the memory folder: consolidation output, rollback,
 //! ad-hoc notes, hand edits found before a consolidation, tidy and its undo point all pass
 //! [`approve`] (or [`approve_rollback`]) before they can become `HEAD` — a commit takes the
-//! [`Approved`] value only these build, naming the exact tree checked — and the read path
-//! serves only what [`serve_summary`] lets through.
+//! [`Approved`] value only these build, naming the exact tree checked; [`check_tree`]
+//! checks what a sync pull would make `HEAD` before any of it is checked out — and the read
+//! path serves only what [`serve_summary`] lets through.
 //!
 //! The checks: the artifact budgets of [`budget`] (lines and bytes), the summary's token
 //! count by the same counter the read path uses ([`codex_free_core::tokens::count`]), the
@@ -253,6 +254,72 @@ pub fn approve_rollback(
     }
     let tree = folder.tree_at(rev).map_err(|e| vec![e.to_string()])?;
     Ok(Approved::new(folder.root(), tree, Scope::Present))
+}
+
+/// The same gate as [`check_folder`] over a tree that is not checked out: what a sync pull
+/// would make `HEAD` (the remote's commit or the merge), read from the object database so
+/// nothing of it reaches the working tree before it passes. Checks both artifacts
+/// ([`check_texts`]), secrets in `skills/`, `ad_hoc_notes/`, `daily/` and `archive/`, and
+/// whitespace errors of what `tree` changes against `base` (the current `HEAD`'s tree, `None`
+/// before the first commit). An artifact that is not UTF-8 text is a problem.
+pub fn check_tree(
+    repo: &git2::Repository,
+    tree: &git2::Tree<'_>,
+    base: Option<&git2::Tree<'_>>,
+    b: &ArtifactBudget,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut read = |f: &str| {
+        let blob = tree
+            .get_path(Path::new(f))
+            .ok()
+            .and_then(|e| e.to_object(repo).ok())
+            .and_then(|o| o.into_blob().ok())?;
+        match std::str::from_utf8(blob.content()) {
+            Ok(t) => Some(t.to_string()),
+            Err(_) => {
+                out.push(format!("{f}: not UTF-8 text"));
+                Some(String::new())
+            }
+        }
+    };
+    let memory = read(MEMORY_MD);
+    let summary = read(SUMMARY_MD);
+    out.extend(check_texts(memory.as_deref(), summary.as_deref(), b));
+    for dir in [
+        SKILLS_DIR,
+        AD_HOC_DIR,
+        crate::layout::DAILY_DIR,
+        crate::layout::ARCHIVE_DIR,
+    ] {
+        let Ok(sub) = tree
+            .get_path(Path::new(dir))
+            .and_then(|e| e.to_object(repo))
+            .and_then(|o| o.peel_to_tree())
+        else {
+            continue;
+        };
+        let _ = sub.walk(git2::TreeWalkMode::PreOrder, |parent, e| {
+            if e.kind() == Some(git2::ObjectType::Blob)
+                && e.filemode() != 0o120000
+                && let Ok(blob) = repo.find_blob(e.id())
+                && let Ok(text) = std::str::from_utf8(blob.content())
+            {
+                let rel = format!("{dir}/{parent}{}", e.name().unwrap_or(""));
+                out.extend(secret_lines(&rel, text));
+            }
+            git2::TreeWalkResult::Ok
+        });
+    }
+    match repo
+        .diff_tree_to_tree(base, Some(tree), None)
+        .map_err(crate::folder::git_err("diff"))
+        .and_then(|d| crate::folder::whitespace_errors(&d))
+    {
+        Ok(ws) => out.extend(ws),
+        Err(e) => out.push(format!("could not check whitespace: {e}")),
+    }
+    out
 }
 
 /// Regular UTF-8 files under `root/dir` (links skipped), as (`dir/…` relative path, text).

@@ -4,7 +4,8 @@
 //!
 //! Network work goes through the `git` command line (so the user's SSH agent, credential
 //! helpers and `~/.ssh/config` apply; we store no credential), with the remote URL after
-//! `--`, the `ext`/`fd` transports disabled, no terminal prompt, provider keys removed
+//! `--`, an allowlist of remote forms (https, ssh, `user@host:path`, local paths; no remote
+//! helper, so no `ext::` or planted `git-remote-*` runs), no terminal prompt, provider keys removed
 //! from the child's environment and a [`GIT_TIMEOUT`]. Everything local (the merge, the
 //! commit) is libgit2, so no user git configuration (hooks, signing, merge drivers) can
 //! change what is written.
@@ -20,7 +21,8 @@
 //! next sync.
 //!
 //! Invariant: after [`pull`] the working tree is clean at `HEAD`, and every commit that was
-//! `HEAD` before is an ancestor of `HEAD` after.
+//! `HEAD` before is an ancestor of `HEAD` after; what a pull would bring is gated before it
+//! is checked out, so a refused pull leaves `HEAD`, index and files exactly as they were.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -247,8 +249,8 @@ pub fn display_url(url: &str) -> String {
     url.to_string()
 }
 
-/// Run `git -C <root> <args>` for a network step: remote-helper transports that run
-/// commands disabled, hooks off, no prompt, no provider key in the environment, stdin
+/// Run `git -C <root> <args>` for a network step: only the https, ssh and file transports
+/// allowed (so no remote helper runs), hooks off, no prompt, no provider key in the environment, stdin
 /// closed, killed after [`GIT_TIMEOUT`].
 ///
 /// Errors: [`Error::Io`] when git is missing, times out or exits non-zero (with its stderr).
@@ -257,10 +259,16 @@ async fn git(root: &Path, what: &str, args: &[OsString]) -> Result<String> {
     c.arg("-C")
         .arg(root)
         .args([
+            // The same allowlist as `allowed_remote`, enforced by git itself: every other
+            // transport, remote helpers included, is refused (also in a redirect).
             "-c",
-            "protocol.ext.allow=never",
+            "protocol.allow=never",
             "-c",
-            "protocol.fd.allow=never",
+            "protocol.https.allow=always",
+            "-c",
+            "protocol.ssh.allow=always",
+            "-c",
+            "protocol.file.allow=always",
             "-c",
             "core.hooksPath=/dev/null",
             "-c",
@@ -316,9 +324,85 @@ async fn git(root: &Path, what: &str, args: &[OsString]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The forms a sync remote may take, as named in refusals.
+pub const ALLOWED_REMOTES: &str = "https://host/path, ssh://[user@]host[:port]/path, user@host:path, or an absolute local path (/srv/memory.git, file:///srv/memory.git)";
+
 fn checked(url: &str) -> Result<()> {
     codex_free_core::config::check_sync_remote(url)
+        .and_then(|()| allowed_remote(url))
         .map_err(|why| Error::InvalidArgument(format!("memories.sync.remote = {url:?} {why}")))
+}
+
+/// The allowlist of remote forms ([`ALLOWED_REMOTES`]): https, ssh (URL or scp-like
+/// `user@host:path`) and local paths; everything else is refused — plain http and git://
+/// (unauthenticated), and every `<transport>::<address>` remote helper, which makes git run
+/// a `git-remote-<transport>` program (`ext::`, `fd::`, or one planted on `PATH`). A host
+/// must be a host name or address (no leading `-`, which ssh would read as an option).
+fn allowed_remote(url: &str) -> std::result::Result<(), String> {
+    let refuse = |what: &str| Err(format!("{what}; use {ALLOWED_REMOTES}"));
+    let host_ok = |h: &str| {
+        !h.is_empty()
+            && !h.starts_with('-')
+            && h.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '[' | ']' | ':')
+            })
+    };
+    let user_ok = |u: &str| {
+        !u.is_empty()
+            && !u.starts_with('-')
+            && u.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '%' | ':'))
+    };
+    if url.contains("::") && !url.contains("://") {
+        return refuse(
+            "is a remote-helper address (<transport>::<address>), which makes git run a program",
+        );
+    }
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme == "file" {
+            return if rest.starts_with('/') {
+                Ok(())
+            } else {
+                refuse("is a file:// URL without an absolute path")
+            };
+        }
+        if scheme != "https" && scheme != "ssh" {
+            return refuse(&format!("uses the {scheme}:// transport"));
+        }
+        let authority = rest.split('/').next().unwrap_or("");
+        let (userinfo, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        if userinfo.is_some_and(|u| !user_ok(u)) || !host_ok(hostport) {
+            return refuse("has no plain host name");
+        }
+        if !rest[authority.len()..].starts_with('/') || rest.len() == authority.len() + 1 {
+            return refuse("has no repository path after the host");
+        }
+        return Ok(());
+    }
+    if url.starts_with('/') {
+        return Ok(());
+    }
+    // scp-like `[user@]host:path`: git reads it so when a ':' comes before any '/'.
+    if let Some((authority, path)) = url.split_once(':')
+        && !authority.contains('/')
+    {
+        let (user, host) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        if user.is_some_and(|u| !user_ok(u)) || !host_ok(host) || host.contains(':') {
+            return refuse("has no plain host name before ':'");
+        }
+        if path.is_empty() {
+            return refuse("has no repository path after ':'");
+        }
+        return Ok(());
+    }
+    refuse("is a relative path (it would depend on git's working directory)")
 }
 
 /// Fetch the remote's branches into [`TRACKING_PREFIX`] (pruned, no tags).
@@ -329,6 +413,7 @@ pub async fn fetch(root: &Path, url: &str) -> Result<()> {
     let args: Vec<OsString> = [
         "fetch",
         "--no-tags",
+        "--no-recurse-submodules",
         "--prune",
         "--quiet",
         "--",
@@ -430,81 +515,142 @@ fn flatten(repo: &Repository, tree: Option<&git2::Tree<'_>>) -> Result<Flat> {
     Ok(out)
 }
 
-/// Merge the fetched remote branch into `HEAD` (see the module doc for the per-file rule).
-/// The working tree must be clean (the caller commits or rescues first).
+/// Largest file a pull may bring, in bytes: the folder holds model-written notes and
+/// summaries of a few KiB (`MEMORY.md`'s budget is 15 KiB), so 1 MiB fits any of them with
+/// room to spare and stops a remote from filling the disk through the working tree.
+pub const MAX_PULLED_FILE_BYTES: u64 = 1 << 20;
+/// Largest total of the files a pulled tree may hold, in bytes (years of per-rollout
+/// summaries at a few KiB each stay far below it).
+pub const MAX_PULLED_TREE_BYTES: u64 = 256 << 20;
+/// Problems listed at most in one refusal (the rest are counted).
+const MAX_LISTED: usize = 12;
+
+/// What a pull would make `HEAD`, computed without touching `HEAD`, the index or the files.
+struct Candidate {
+    /// The commit `HEAD` would point at.
+    commit: Oid,
+    /// Its tree.
+    tree: Oid,
+    /// The message of the branch move.
+    reflog: &'static str,
+    /// What the caller is told.
+    pulled: Pulled,
+    /// The remote commit to record as reconcile base (a merge).
+    reconcile: Option<Oid>,
+}
+
+/// Merge the fetched remote branch into `HEAD` (see the module doc for the per-file rule),
+/// but only when the result passes the write gate: the candidate tree is checked from the
+/// object database first ([`tree_problems`], then [`gate::check_tree`] under `budget`), and
+/// only an accepted one is checked out. A refused pull leaves `HEAD`, the index and the
+/// working tree exactly as they were, first pull (no `HEAD` yet) included. The working tree
+/// must be clean (the caller commits or rescues first).
 ///
-/// Errors: [`Error::Busy`] when the working tree has uncommitted changes; git errors.
-pub fn integrate(folder: &MemoryFolder, home: &Path, machine: &str) -> Result<Pulled> {
+/// Errors: [`Error::Busy`] when the working tree has uncommitted changes; [`Error::Budget`]
+/// listing every reason when the result fails the gate (nothing of it is kept); git errors
+/// (a checkout that fails half-way is put back to the `HEAD` before).
+///
+/// [`gate::check_tree`]: super::gate::check_tree
+pub fn integrate(
+    folder: &MemoryFolder,
+    home: &Path,
+    machine: &str,
+    budget: &super::budget::ArtifactBudget,
+) -> Result<Pulled> {
     let repo = folder.repo()?;
-    let Some(theirs) = tracking(&repo) else {
+    if tracking(&repo).is_none() {
         return Ok(Pulled::RemoteEmpty);
-    };
+    }
     if folder.workspace_diff(0)?.has_changes() {
         return Err(Error::Busy(
             "the memory folder has uncommitted changes; commit or discard them before a sync"
                 .into(),
         ));
     }
-    let ours = folder.head()?;
-    let theirs_c = repo.find_commit(theirs).map_err(git_err("remote commit"))?;
-    let checkout = |tree: &git2::Tree<'_>| -> Result<()> {
-        let mut co = CheckoutBuilder::new();
-        co.force().remove_untracked(true);
-        repo.checkout_tree(tree.as_object(), Some(&mut co))
-            .map_err(git_err("checkout"))?;
-        let mut index = repo.index().map_err(git_err("index"))?;
-        index.read_tree(tree).map_err(git_err("read tree"))?;
-        index.write().map_err(git_err("write index"))?;
-        Ok(())
-    };
-    let move_head = |to: Oid, msg: &str| -> Result<()> {
-        // HEAD is a symbolic ref to the local branch (born or not): move that branch.
-        let head_ref = repo.find_reference("HEAD").map_err(git_err("HEAD"))?;
-        let branch = head_ref
-            .symbolic_target_bytes()
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-            .unwrap_or_else(|| "refs/heads/main".to_string());
-        repo.reference(&branch, to, true, msg)
-            .map_err(git_err("move branch"))?;
-        Ok(())
-    };
-    let Some(ours) = ours else {
-        let tree = theirs_c.tree().map_err(git_err("tree"))?;
-        checkout(&tree)?;
-        move_head(theirs, "sync: first pull")?;
-        remove_untracked_leftovers(folder.root(), &repo)?;
-        return Ok(Pulled::FastForward {
-            commit: theirs.to_string(),
+    let before = folder.head()?;
+    let Some(c) = candidate(&repo, before, machine)? else {
+        return Ok(if before == tracking(&repo) {
+            Pulled::UpToDate
+        } else {
+            Pulled::Ahead
         });
     };
-    if ours == theirs {
-        return Ok(Pulled::UpToDate);
+    let tree = repo.find_tree(c.tree).map_err(git_err("candidate tree"))?;
+    let (mut problems, oversize) = tree_problems(&repo, &tree)?;
+    // The contents are read only when no file is over the size limits; every other
+    // problem is listed together with the content gate's.
+    if !oversize {
+        let base = folder::tree_of(&repo, before, "head tree")?;
+        problems.extend(super::gate::check_tree(&repo, &tree, base.as_ref(), budget));
     }
-    if repo
-        .graph_descendant_of(ours, theirs)
-        .map_err(git_err("ancestry"))?
+    if !problems.is_empty() {
+        let more = problems.len().saturating_sub(MAX_LISTED);
+        problems.truncate(MAX_LISTED);
+        return Err(Error::Budget(format!(
+            "the sync remote's memory fails the write gate, not taken (HEAD, index and files stay as they were): {}{}",
+            problems.join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        )));
+    }
+    if let Err(e) = adopt(folder, &repo, &tree, &c) {
+        // Put back what the half-done checkout changed; report the checkout's error.
+        if let Err(back) = put_back(folder, &repo, before) {
+            tracing::warn!("memory sync: putting the folder back failed: {back}");
+        }
+        return Err(e);
+    }
+    if let Some(base) = c.reconcile {
+        let mut s = load_state(home);
+        s.reconcile_base = Some(base.to_string());
+        save_state(home, &s)?;
+    }
+    Ok(c.pulled)
+}
+
+/// The commit a pull would move `HEAD` to, or `None` when `HEAD` already holds the remote's
+/// commit. A merge commit is written to the object database only (no ref points at it
+/// unless it is adopted).
+fn candidate(repo: &Repository, ours: Option<Oid>, machine: &str) -> Result<Option<Candidate>> {
+    let Some(theirs) = tracking(repo) else {
+        return Ok(None);
+    };
+    let theirs_c = repo.find_commit(theirs).map_err(git_err("remote commit"))?;
+    let fast_forward = |reflog| Candidate {
+        commit: theirs,
+        tree: theirs_c.tree_id(),
+        reflog,
+        pulled: Pulled::FastForward {
+            commit: theirs.to_string(),
+        },
+        reconcile: None,
+    };
+    let Some(ours) = ours else {
+        return Ok(Some(fast_forward("sync: first pull")));
+    };
+    if ours == theirs
+        || repo
+            .graph_descendant_of(ours, theirs)
+            .map_err(git_err("ancestry"))?
     {
-        return Ok(Pulled::Ahead);
+        return Ok(None);
     }
     if repo
         .graph_descendant_of(theirs, ours)
         .map_err(git_err("ancestry"))?
     {
-        let tree = theirs_c.tree().map_err(git_err("tree"))?;
-        checkout(&tree)?;
-        move_head(theirs, "sync: fast-forward")?;
-        remove_untracked_leftovers(folder.root(), &repo)?;
-        return Ok(Pulled::FastForward {
-            commit: theirs.to_string(),
-        });
+        return Ok(Some(fast_forward("sync: fast-forward")));
     }
     // Two histories: a per-file three-way merge (no text merge, so no conflict markers).
     let ours_c = repo.find_commit(ours).map_err(git_err("head"))?;
     // Unrelated histories (two folders started apart): no base, everything is "added" on both.
-    let base_tree = folder::tree_of(&repo, repo.merge_base(ours, theirs).ok(), "base tree")?;
-    let b = flatten(&repo, base_tree.as_ref())?;
-    let o = flatten(&repo, Some(&ours_c.tree().map_err(git_err("tree"))?))?;
-    let t = flatten(&repo, Some(&theirs_c.tree().map_err(git_err("tree"))?))?;
+    let base_tree = folder::tree_of(repo, repo.merge_base(ours, theirs).ok(), "base tree")?;
+    let b = flatten(repo, base_tree.as_ref())?;
+    let o = flatten(repo, Some(&ours_c.tree().map_err(git_err("tree"))?))?;
+    let t = flatten(repo, Some(&theirs_c.tree().map_err(git_err("tree"))?))?;
     let paths: BTreeSet<&String> = b.keys().chain(o.keys()).chain(t.keys()).collect();
     let mut index = git2::Index::new().map_err(git_err("index"))?;
     let mut both_changed = Vec::new();
@@ -539,7 +685,7 @@ pub fn integrate(folder: &MemoryFolder, home: &Path, machine: &str) -> Result<Pu
                 .map_err(git_err("merge index"))?;
         }
     }
-    let tree_id = index.write_tree_to(&repo).map_err(git_err("merge tree"))?;
+    let tree_id = index.write_tree_to(repo).map_err(git_err("merge tree"))?;
     let tree = repo.find_tree(tree_id).map_err(git_err("merge tree"))?;
     let msg = format!(
         "Merge memory from the sync remote\n\nBoth machines consolidated since they last met. Files changed on both sides keep the remote's version (this machine's own evidence keeps ours); the next consolidation rewrites the memory from the evidence of both.\n\n{}",
@@ -552,25 +698,141 @@ pub fn integrate(folder: &MemoryFolder, home: &Path, machine: &str) -> Result<Pu
     let id = repo
         .commit(None, &sig, &sig, &msg, &tree, &[&ours_c, &theirs_c])
         .map_err(git_err("merge commit"))?;
-    checkout(&tree)?;
-    move_head(id, "sync: merge")?;
-    remove_untracked_leftovers(folder.root(), &repo)?;
-    let mut s = load_state(home);
-    s.reconcile_base = Some(theirs.to_string());
-    save_state(home, &s)?;
-    Ok(Pulled::Merged {
-        commit: id.to_string(),
-        both_changed,
-    })
+    Ok(Some(Candidate {
+        commit: id,
+        tree: tree_id,
+        reflog: "sync: merge",
+        pulled: Pulled::Merged {
+            commit: id.to_string(),
+            both_changed,
+        },
+        reconcile: Some(theirs),
+    }))
 }
 
-/// Fetch then merge ([`integrate`]); the error is recorded in the sync state.
-///
-/// What the remote brings must pass the memory folder's write gate under `budget` (the
-/// user's `memories` budgets), or the folder is put back where it was.
+/// What in `tree` no memory folder holds, one line per entry: symbolic links (a pull must
+/// not plant a link to `/etc/passwd` or `~/.ssh/id_rsa`), submodules, hidden names (never
+/// committed here: `.gitattributes` and the like would steer git), files over
+/// [`MAX_PULLED_FILE_BYTES`] and a total over [`MAX_PULLED_TREE_BYTES`]; and whether a size
+/// limit was passed. Sizes come from the object headers, so a huge blob is never read.
+fn tree_problems(repo: &Repository, tree: &git2::Tree<'_>) -> Result<(Vec<String>, bool)> {
+    let odb = repo.odb().map_err(git_err("object database"))?;
+    let mut out = Vec::new();
+    let mut total: u64 = 0;
+    let mut oversize = false;
+    let mut failed = None;
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
+        let name = String::from_utf8_lossy(e.name_bytes()).into_owned();
+        let path = format!("{dir}{name}");
+        if name.starts_with('.') {
+            out.push(format!(
+                "{path}: a hidden name, never part of a memory folder"
+            ));
+            return git2::TreeWalkResult::Skip;
+        }
+        match (e.kind(), e.filemode()) {
+            (Some(git2::ObjectType::Tree), _) => {}
+            (Some(git2::ObjectType::Blob), 0o120000) => {
+                let target = repo
+                    .find_blob(e.id())
+                    .map(|b| {
+                        String::from_utf8_lossy(&b.content()[..b.content().len().min(200)])
+                            .chars()
+                            .map(|c| if c.is_control() { '?' } else { c })
+                            .collect::<String>()
+                    })
+                    .unwrap_or_default();
+                out.push(format!(
+                    "{path}: a symbolic link (to {target}); a memory folder holds only regular files"
+                ));
+            }
+            (Some(git2::ObjectType::Blob), _) => match odb.read_header(e.id()) {
+                Ok((size, _)) => {
+                    let size = size as u64;
+                    total += size;
+                    if size > MAX_PULLED_FILE_BYTES {
+                        oversize = true;
+                        out.push(format!(
+                            "{path}: {size} bytes, over the {MAX_PULLED_FILE_BYTES}-byte limit of a pulled file"
+                        ));
+                    }
+                }
+                Err(err) => {
+                    failed = Some(err);
+                    return git2::TreeWalkResult::Abort;
+                }
+            },
+            _ => out.push(format!(
+                "{path}: a submodule; a memory folder holds only regular files"
+            )),
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .or_else(|e| if failed.is_some() { Ok(()) } else { Err(e) })
+    .map_err(git_err("walk tree"))?;
+    if let Some(e) = failed {
+        return Err(git_err("object header")(e));
+    }
+    if total > MAX_PULLED_TREE_BYTES {
+        oversize = true;
+        out.push(format!(
+            "the files total {total} bytes, over the {MAX_PULLED_TREE_BYTES}-byte limit of a pulled tree"
+        ));
+    }
+    Ok((out, oversize))
+}
+
+/// Check out the accepted `tree` and move the branch `HEAD` names to the candidate.
+fn adopt(
+    folder: &MemoryFolder,
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    c: &Candidate,
+) -> Result<()> {
+    let mut co = CheckoutBuilder::new();
+    co.force().remove_untracked(true);
+    repo.checkout_tree(tree.as_object(), Some(&mut co))
+        .map_err(git_err("checkout"))?;
+    let mut index = repo.index().map_err(git_err("index"))?;
+    index.read_tree(tree).map_err(git_err("read tree"))?;
+    index.write().map_err(git_err("write index"))?;
+    repo.reference(&head_branch(repo)?, c.commit, true, c.reflog)
+        .map_err(git_err("move branch"))?;
+    remove_untracked_leftovers(folder.root(), repo)
+}
+
+/// The branch `HEAD` is a symbolic ref to (born or not).
+fn head_branch(repo: &Repository) -> Result<String> {
+    let head_ref = repo.find_reference("HEAD").map_err(git_err("HEAD"))?;
+    Ok(head_ref
+        .symbolic_target_bytes()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_else(|| "refs/heads/main".to_string()))
+}
+
+/// Put the branch, index and files back at `to` (the `HEAD` before a pull); with no `HEAD`
+/// before, the branch is removed again (unborn) and every visible entry goes.
+fn put_back(folder: &MemoryFolder, repo: &Repository, to: Option<Oid>) -> Result<()> {
+    let branch = head_branch(repo)?;
+    match to {
+        Some(to) => {
+            repo.reference(&branch, to, true, "sync: put back")
+                .map_err(git_err("restore branch"))?;
+        }
+        None => {
+            if let Ok(mut r) = repo.find_reference(&branch) {
+                r.delete().map_err(git_err("restore branch"))?;
+            }
+        }
+    }
+    folder.restore_head()
+}
+
+/// Fetch then merge ([`integrate`], which gates what the remote brings under `budget`, the
+/// user's `memories` budgets); the error is recorded in the sync state.
 ///
 /// Errors: as [`fetch`] and [`integrate`]; [`Error::Budget`] when the merged folder fails
-/// the gate (nothing of it is kept).
+/// the gate (nothing of it is kept: `HEAD`, index and files stay as they were).
 pub async fn pull(
     folder: &MemoryFolder,
     home: &Path,
@@ -578,22 +840,10 @@ pub async fn pull(
     budget: &super::budget::ArtifactBudget,
 ) -> Result<Pulled> {
     let machine = machine_id(home)?;
-    let before = folder.head()?;
     let r = async {
         fetch(folder.root(), url).await?;
-        let pulled = integrate(folder, home, &machine)?;
-        // What a remote brings is a write into the memory folder like any other: it must
-        // pass the same write gate, or the folder goes back to where it was.
+        let pulled = integrate(folder, home, &machine, budget)?;
         if matches!(pulled, Pulled::FastForward { .. } | Pulled::Merged { .. }) {
-            let problems = super::gate::check_folder(folder, budget);
-            if !problems.is_empty() {
-                restore_head(folder, before)?;
-                clear_reconcile(home)?;
-                return Err(Error::Budget(format!(
-                    "the sync remote's memory fails the write gate, not taken (the folder stays as it was): {}",
-                    problems.join("; ")
-                )));
-            }
             // HEAD moved to the remote's memory: whatever follows a commit runs.
             codex_free_core::events::emit(home, codex_free_core::events::MemoryEvent::Committed);
         }
@@ -602,18 +852,6 @@ pub async fn pull(
     .await;
     record(home, r.as_ref().err(), false);
     r
-}
-
-/// Put the folder's branch, index and files back at `to` (the HEAD before a pull).
-fn restore_head(folder: &MemoryFolder, to: Option<Oid>) -> Result<()> {
-    let Some(to) = to else {
-        return Ok(());
-    };
-    let repo = Repository::open(folder.root()).map_err(git_err("open"))?;
-    let commit = repo.find_object(to, None).map_err(git_err("restore"))?;
-    repo.reset(&commit, git2::ResetType::Hard, None)
-        .map_err(git_err("restore"))?;
-    Ok(())
 }
 
 /// Push when local commits are ahead; the error is recorded, the local commits stay.
@@ -764,14 +1002,41 @@ mod tests {
             "FD::17",
             "a\nb",
             "",
+            "evil::x",
+            "x::/srv/memory.git",
+            "Evil::https://example.com/m.git",
+            "http://example.com/m.git",
+            "git://example.com/m.git",
+            "ftp://example.com/m.git",
+            "ssh://-oProxyCommand=x/m.git",
+            "ssh://host",
+            "https://",
+            "-oProxyCommand=x:m.git",
+            "git@-oProxyCommand=x:m.git",
+            "host:",
+            "relative/memory.git",
+            "memory.git",
+            "file://relative/m.git",
         ] {
-            assert!(checked(bad).is_err(), "{bad:?}");
+            let e = checked(bad).expect_err(bad).to_string();
+            assert!(e.contains("memories.sync.remote"), "{e}");
         }
+        assert!(
+            checked("evil::x")
+                .unwrap_err()
+                .to_string()
+                .contains("https://")
+        );
         for ok in [
             "git@github.com:me/memory.git",
+            "github.com:me/memory.git",
             "https://example.com/me/memory.git",
+            "HTTPS://example.com/me/memory.git",
+            "https://me:tok3n@example.com/m.git",
             "ssh://git@host:22/memory.git",
+            "ssh://git@[::1]:22/memory.git",
             "/srv/git/memory.git",
+            "/srv/git/with space.git",
             "file:///srv/git/memory.git",
         ] {
             assert!(checked(ok).is_ok(), "{ok}");

@@ -1,13 +1,17 @@
 //! Secret redaction: every text that leaves the machine (phase-1 input, stored outputs,
 //! this server's own transcripts) passes [`redact`] first. Secrets become
-//! [`REDACTED`]; for `key=value`-style pairs, URL credentials and `Bearer` headers the key
-//! name / scheme is kept so the reader still sees what was there.
+//! [`REDACTED`]; for `key=value`-style pairs and URL credentials the key name / user is
+//! kept so the reader still sees what was there, and a bearer token becomes
+//! `Bearer [REDACTED_SECRET]` (an `Authorization:` before it kept).
 //!
 //! Covered (issue 4 "Sanitise"): OpenAI `sk-`/`sk-proj-`, Anthropic `sk-ant-`, OpenRouter
 //! `sk-or-`, Google `AIza`, GitHub `ghp_`/`gho_`/`ghs_`/`ghu_`/`ghr_`/`github_pat_`, Slack
 //! `xox?-`, AWS access key ids (`AKIA`/`ASIA`) and secret access keys given as pairs,
-//! `Bearer` tokens, PEM private-key blocks (also JSON-escaped and cut-off ones), JWTs,
+//! `Bearer` tokens (RFC 6750 characters `+ / ~ . _ - =`, after spaces or tabs), PEM
+//! private-key blocks (also JSON-escaped and cut-off ones), JWTs,
 //! `password=` / `api_key:` / `secret=` / `token=`-style pairs, and `scheme://user:pass@`.
+//! Every vector of the upstream sanitizer's tests (openai/codex's, as pinned by
+//! pi-codex-memory) passes, its false positives included (`upstream_tests`).
 //!
 //! Invariant: the regexes are compiled once per process; redaction is idempotent
 //! (`redact(redact(x)) == redact(x)`) and never alters text without a match.
@@ -21,11 +25,27 @@ use regex::{Captures, Regex, RegexSet};
 pub const REDACTED: &str = "[REDACTED_SECRET]";
 
 struct Rule {
+    /// What the rule finds, as told to a caller whose text it refuses ([`Finding::rule`]).
+    name: &'static str,
+    /// The match; rules that keep part of it name the secret part `secret` and, for
+    /// [`Keep::Bearer`], the kept text before the scheme word `keep`.
     re: Regex,
-    /// Replace the whole match, or keep capture group 1 (a prefix) and redact group 2.
-    keep_prefix: bool,
+    keep: Keep,
     /// Extra check on the secret part; `false` leaves the match untouched.
     accept: fn(&str) -> bool,
+}
+
+/// What of a match survives around [`REDACTED`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Nothing: the whole match is the secret.
+    Nothing,
+    /// Everything before the `secret` group (a key name, `scheme://user:`) and after it.
+    Prefix,
+    /// The `keep` group (`Authorization: `), then the scheme written `Bearer ` whatever its
+    /// case and the blanks after it: the upstream sanitizer's replacement, so one redacted
+    /// header reads the same however it was spelled.
+    Bearer,
 }
 
 fn any(_: &str) -> bool {
@@ -37,9 +57,24 @@ fn keyish(s: &str) -> bool {
     s.bytes().any(|b| b.is_ascii_digit()) && s.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
-/// A bearer token outside an `Authorization` header: key-like, or a long letters-only run.
+/// A bearer token outside an `Authorization` header (trailing `=` padding not counted):
+/// 16+ characters, the upstream sanitizer's floor (`Bearer abcdefghijklmno`, 15, is prose),
+/// or 12+ mixing letters and digits.
 fn bearer_token(s: &str) -> bool {
-    keyish(s) || (s.len() >= 24 && s.bytes().all(|b| b.is_ascii_alphabetic()))
+    let token = s.trim_end_matches('=');
+    token.len() >= 16 || (token.len() >= 12 && keyish(token))
+}
+
+/// An `sk-` key: key-like, or 20+ letters and digits straight after `sk-` (the upstream
+/// sanitizer's `sk-[A-Za-z0-9]{20,}`; a digit-free key is still a key), so
+/// `sk-learn-compatible` prose survives.
+fn openai_key(s: &str) -> bool {
+    keyish(s)
+        || s.bytes()
+            .skip(3)
+            .take_while(u8::is_ascii_alphanumeric)
+            .count()
+            >= 20
 }
 
 /// Values of `password=`-style pairs: not a placeholder or a plain short word.
@@ -73,63 +108,102 @@ fn pair_value(v: &str) -> bool {
 }
 
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    let r = |pat: &str, keep_prefix: bool, accept: fn(&str) -> bool| Rule {
+    let r = |name: &'static str, pat: &str, keep: Keep, accept: fn(&str) -> bool| Rule {
+        name,
         re: Regex::new(pat).expect("redaction regex compiles"),
-        keep_prefix,
+        keep,
         accept,
     };
+    // The token of a bearer scheme: RFC 6750's b64token (`A-Z a-z 0-9 - . _ ~ + /`, then
+    // `=` padding). Outside any `(?i)`: case-insensitive classes would take the Kelvin
+    // sign for a `k`. Blanks between scheme and token are spaces and tabs only, never a
+    // line break or a no-break space (upstream's false positives).
+    const B64TOKEN: &str = r"[A-Za-z0-9._~+/-]+=*";
     vec![
+        // Bearer rules first, as upstream orders them: a token holding another rule's shape
+        // (`Bearer AKIA…/~tail`, `Bearer sk-…+tail`) is redacted whole, never up to the
+        // inner key with its tail left behind.
+        // An `Authorization: Bearer` header value, however short (`abc123`, `devtoken`):
+        // the header names it a credential. Placeholders (`$TOKEN`, `<token>`) do not match.
+        r(
+            "an `Authorization: Bearer` header value",
+            &format!(
+                r"(?P<keep>\b(?i:authorization)\s*:\s*)(?i:bearer)[ \t]+(?P<secret>{B64TOKEN})"
+            ),
+            Keep::Bearer,
+            any,
+        ),
+        // Other bearer tokens ([`bearer_token`] decides the length).
+        r(
+            "a bearer token (`Bearer …`)",
+            &format!(r"\b(?i:bearer)[ \t]+(?P<secret>{B64TOKEN})"),
+            Keep::Bearer,
+            bearer_token,
+        ),
         // PEM private keys: whole block, newlines raw or JSON-escaped; a block cut before
         // its END line is redacted through its base64 body.
         r(
+            "a PEM private key",
             r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:\\[nr]|[\sA-Za-z0-9+/=:-])*",
-            false,
+            Keep::Nothing,
             any,
         ),
         // JWT: three base64url segments, the first two JSON objects (`eyJ`).
         r(
+            "a JWT",
             r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-            false,
+            Keep::Nothing,
             any,
         ),
-        // OpenAI / Anthropic / OpenRouter (`sk-`, `sk-proj-`, `sk-ant-api03-`, `sk-or-v1-`).
-        r(r"\bsk-[A-Za-z0-9_-]{20,}", false, keyish),
-        // Google API keys.
-        r(r"\bAIza[0-9A-Za-z_-]{35}", false, any),
-        // GitHub tokens.
+        // OpenAI / Anthropic / OpenRouter (`sk-`, `sk-proj-`, `sk-ant-api03-`, `sk-or-v1-`),
+        // through the whole `[A-Za-z0-9_-]` run, so no `_SUFFIX` tail is left behind.
         r(
-            r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
-            false,
+            "an OpenAI / Anthropic / OpenRouter key (`sk-…`)",
+            r"\bsk-[A-Za-z0-9_-]{20,}",
+            Keep::Nothing,
+            openai_key,
+        ),
+        // Google API keys.
+        r(
+            "a Google API key (`AIza…`)",
+            r"\bAIza[0-9A-Za-z_-]{35}",
+            Keep::Nothing,
+            any,
+        ),
+        // GitHub tokens: 16+ after the prefix (classic ones have 36, but a shorter one
+        // pasted or cut is still a credential; the prefix alone is distinctive).
+        r(
+            "a GitHub token (`ghp_…`, `github_pat_…`)",
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{22,})",
+            Keep::Nothing,
             any,
         ),
         // Slack tokens.
-        r(r"\bxox[abposre]-[A-Za-z0-9-]{10,}", false, keyish),
-        // AWS access key ids.
-        r(r"\b(?:AKIA|ASIA|AIDA|AROA)[0-9A-Z]{16}\b", false, any),
-        // An `Authorization: Bearer` header value, however short (`abc123`, `devtoken`):
-        // the header names it a credential. Placeholders (`$TOKEN`, `<token>`) do not match.
         r(
-            r"(?i)(\bauthorization\s*:\s*bearer\s+)([A-Za-z0-9._~+/-]+=*)",
-            true,
-            any,
+            "a Slack token (`xox?-…`)",
+            r"\bxox[abposre]-[A-Za-z0-9-]{10,}",
+            Keep::Nothing,
+            keyish,
         ),
-        // Other bearer tokens (keep the scheme word): long, and mixing letters and digits,
-        // or 24+ characters of letters only (base64 of words has no digit).
+        // AWS access key ids.
         r(
-            r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/-]{12,}=*)",
-            true,
-            bearer_token,
+            "an AWS access key id (`AKIA…`)",
+            r"\b(?:AKIA|ASIA|AIDA|AROA)[0-9A-Z]{16}\b",
+            Keep::Nothing,
+            any,
         ),
         // URL credentials: keep `scheme://user:`, redact the password.
         r(
-            r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^@\s/]{3,})@",
-            true,
+            "a password in a URL (`scheme://user:password@`)",
+            r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:(?P<secret>[^@\s/]{3,})@",
+            Keep::Prefix,
             any,
         ),
         // key=value / key: value pairs, plain, quoted or JSON-escaped (any depth); keep the key.
         r(
-            r#"(?i)((?:password|passwd|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token)\b(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)([^\s"'\\,;&}\]]+)"#,
-            true,
+            "a credential pair (`password=`, `token:`, `api_key=`, `secret=` …)",
+            r#"(?i)(?:password|passwd|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token)\b(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?(?P<secret>[^\s"'\\,;&}\]]+)"#,
+            Keep::Prefix,
             pair_value,
         ),
     ]
@@ -205,26 +279,80 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         if !hits.matched(i) || !rule.re.is_match(&out) {
             continue;
         }
-        let replaced = rule.re.replace_all(&out, |c: &Captures<'_>| {
-            if rule.keep_prefix {
-                let secret = c.get(2).map_or("", |m| m.as_str());
-                if (rule.accept)(secret) {
-                    let tail = &c[0][c[1].len() + secret.len()..];
-                    format!("{}{REDACTED}{tail}", &c[1])
-                } else {
-                    c[0].to_string()
-                }
-            } else if (rule.accept)(&c[0]) {
-                REDACTED.to_string()
-            } else {
-                c[0].to_string()
-            }
-        });
+        let replaced = rule
+            .re
+            .replace_all(&out, |c: &Captures<'_>| replacement(rule, c));
         if let Cow::Owned(s) = replaced {
             out = Cow::Owned(s);
         }
     }
     out
+}
+
+/// Where a text holds a secret and which rule says so; the secret itself is not kept, so a
+/// finding can be shown to whoever sent the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finding {
+    /// What was found, e.g. "a GitHub token (`ghp_…`, `github_pat_…`)".
+    pub rule: &'static str,
+    /// Line of the match's start, from 1.
+    pub line: usize,
+    /// Column of the match's start on that line, in characters from 1.
+    pub column: usize,
+}
+
+/// The first secret [`redact`] would replace in `text` (rules in their order, so the rule
+/// named is the one that redacts it), or `None` when `redact(text)` leaves it unchanged.
+/// Cost: as [`redact`] on a text without secrets, one literal scan.
+pub fn find_secret(text: &str) -> Option<Finding> {
+    if text.is_ascii() && !LITERALS.is_match(text) {
+        return None;
+    }
+    let hits = ANY_RULE.matches(text);
+    // `redact` runs rule by rule on the text the earlier rules left: the first rule with an
+    // accepted match in the original text is the first that changes it.
+    RULES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| hits.matched(*i))
+        .find_map(|(_, rule)| {
+            rule.re.captures_iter(text).find_map(|c| {
+                let whole = c.get(0)?;
+                let secret = c.name("secret").unwrap_or(whole);
+                (rule.accept)(secret.as_str()).then(|| {
+                    let before = &text[..whole.start()];
+                    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+                    Finding {
+                        rule: rule.name,
+                        line: before.matches('\n').count() + 1,
+                        column: before[line_start..].chars().count() + 1,
+                    }
+                })
+            })
+        })
+}
+
+/// What one match of `rule` becomes: unchanged when the rule's check refuses its secret,
+/// else the kept parts (see [`Keep`]) around [`REDACTED`].
+fn replacement(rule: &Rule, c: &Captures<'_>) -> String {
+    let Some(whole) = c.get(0) else {
+        return String::new();
+    };
+    let secret = c.name("secret").unwrap_or(whole);
+    if !(rule.accept)(secret.as_str()) {
+        return whole.as_str().to_string();
+    }
+    let text = whole.as_str();
+    let (start, end) = (secret.start() - whole.start(), secret.end() - whole.start());
+    let tail = &text[end..];
+    match rule.keep {
+        Keep::Nothing => REDACTED.to_string(),
+        Keep::Prefix => format!("{}{REDACTED}{tail}", &text[..start]),
+        Keep::Bearer => {
+            let keep = c.name("keep").map_or("", |m| m.as_str());
+            format!("{keep}Bearer {REDACTED}{tail}")
+        }
+    }
 }
 
 /// [`redact`] into an owned string.
@@ -331,6 +459,33 @@ mod tests {
         }
     }
 
+    /// `find_secret` finds exactly what `redact` changes, and names the rule and the place.
+    #[test]
+    fn find_secret_agrees_with_redact() {
+        let f = find_secret("ok\n  token ghp_Q7xZ9kLm2PvR4tYw8NbC6dFh1JsU3eGa5Wq0").unwrap();
+        assert_eq!((f.line, f.column), (2, 9));
+        assert!(f.rule.contains("GitHub"), "{}", f.rule);
+        let f = find_secret("x Bearer AKIAABCDEFGHIJKLMNOP/~secret_suffix").unwrap();
+        assert!(
+            f.rule.contains("bearer"),
+            "the rule that redacts it: {}",
+            f.rule
+        );
+        for s in [
+            "the token: see below",
+            "api_key=$OPENAI_API_KEY",
+            "Bearer abcdefghijklmno",
+            "use sk-learn for this",
+            "plain text",
+            "DB_PASSWORD=hunter2!",
+            "postgres://app:s3cretpw@db:5432/x",
+            "Authorization: Bearer abc123",
+            "\u{17f}ecret=hunter2x",
+        ] {
+            assert_eq!(find_secret(s).is_some(), redact(s) != s, "{s}");
+        }
+    }
+
     #[test]
     fn idempotent() {
         let s = "k=sk-proj-abcDEF1234567890abcdef1234 and password=pw12345";
@@ -339,3 +494,6 @@ mod tests {
         assert!(!once.contains("abcDEF"));
     }
 }
+
+#[cfg(test)]
+mod upstream_tests;

@@ -39,7 +39,9 @@ pub struct RememberArgs {
     pub key: String,
     /// The note's text (markdown allowed). An empty value deletes the note. All notes of
     /// the project together must fit the `memory.maxBytes` budget (default 16384 bytes);
-    /// a note that does not fit is refused and nothing is changed.
+    /// a note that does not fit is refused and nothing is changed. A key or value holding a
+    /// credential (API key, token, password, private key) is refused: notes are kept in clear
+    /// and shown to every new session; name where the secret lives instead.
     pub value: String,
 }
 
@@ -50,7 +52,8 @@ pub struct UpdatePlanArgs {
     #[serde(default)]
     pub explanation: Option<String>,
     /// The whole plan, replacing the saved one: ordered steps, each with a status. At most
-    /// one step may be `in_progress`. An empty list clears the saved plan.
+    /// one step may be `in_progress`. An empty list clears the saved plan. A step or
+    /// explanation holding a credential is refused, as in `remember`.
     pub plan: Vec<PlanItem>,
 }
 

@@ -14,7 +14,11 @@
 //! ([`home::with_lock`]) and lands by temp file + fsync + rename; a file that does not parse
 //! is moved aside to `memory.json.corrupt-<timestamp>` and reported ([`Error::Corrupt`]),
 //! never overwritten; with `memory.enabled = false` nothing is created or written; a note
-//! that would push the notes over `memory.maxBytes` is refused and nothing is evicted.
+//! that would push the notes over `memory.maxBytes` is refused and nothing is evicted; a
+//! note key, note value, plan explanation or step holding a secret-shaped text (one of
+//! `codex_free_redact`'s rules) is refused ([`refuse_secret`]), and what was saved before
+//! that rule is served redacted ([`render_saved_state`]): the file is kept in clear in the
+//! state home and its text goes into every new session's instructions.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -275,11 +279,15 @@ impl TaskMemory {
     /// Errors: [`Error::InvalidArgument`] for an empty key, a key with line breaks or control
     /// characters, or one over [`MAX_KEY_BYTES`]; [`Error::Budget`] when the notes would
     /// exceed `memory.maxBytes` (message gives current bytes, limit and the note's bytes;
-    /// nothing changes); [`Error::Refused`] when memory is disabled; plus [`Self::load`]'s.
+    /// nothing changes); [`Error::InvalidArgument`] from [`refuse_secret`] when the key or
+    /// the value holds a secret-shaped text (nothing changes); [`Error::Refused`] when memory
+    /// is disabled; plus [`Self::load`]'s.
     pub fn remember(&self, args: &RememberArgs) -> Result<String> {
         let key = validate_key(&args.key)?;
         let value = args.value.trim_end().to_string();
         let delete = value.trim().is_empty();
+        refuse_secret(&format!("note {}: its key", quoted_key(&key)), &key)?;
+        refuse_secret(&format!("note {}: its value", quoted_key(&key)), &value)?;
         let limit = self.max_bytes;
         self.modify(|doc| {
             let current = doc.notes_bytes();
@@ -311,10 +319,18 @@ impl TaskMemory {
     /// clears it. Returns e.g. `Plan saved: 4 steps (1 completed, 1 in progress, 2 pending).`
     ///
     /// Errors: [`Error::InvalidArgument`] from [`Plan::validate`]; [`Error::Budget`] when
-    /// the plan alone (explanation + steps) exceeds `memory.maxBytes`; [`Error::Refused`]
-    /// when memory is disabled.
+    /// the plan alone (explanation + steps) exceeds `memory.maxBytes`;
+    /// [`Error::InvalidArgument`] from [`refuse_secret`] when the explanation or a step
+    /// holds a secret-shaped text (nothing changes); [`Error::Refused`] when memory is
+    /// disabled.
     pub fn update_plan(&self, args: &UpdatePlanArgs) -> Result<String> {
         Plan::validate(&args.plan)?;
+        if let Some(e) = &args.explanation {
+            refuse_secret("plan: its explanation", e)?;
+        }
+        for (i, item) in args.plan.iter().enumerate() {
+            refuse_secret(&format!("plan: step {}", i + 1), &item.step)?;
+        }
         let steps: Vec<PlanItem> = args
             .plan
             .iter()
@@ -407,8 +423,45 @@ fn remove_orphan_temps(path: &Path) {
     }
 }
 
-/// Render a document as the `## Saved state` section.
+/// `"key"` for a message, unless the key itself is secret-shaped (then `with that key`
+/// stands in, so a refusal never repeats a secret).
+fn quoted_key(key: &str) -> String {
+    if codex_free_redact::find_secret(key).is_some() {
+        "with that key".into()
+    } else {
+        format!("\"{key}\"")
+    }
+}
+
+/// Refuse `text` when it holds a secret-shaped value: task memory is stored in clear in the
+/// state home and served into every new session's instructions (and, for Codex, its
+/// `AGENTS.md`), so a credential must never enter it. `what` names the field in the message
+/// (`note "deploy": its value`, `plan: step 2`).
+///
+/// Errors: [`Error::InvalidArgument`] naming the field, the line and column, and the rule
+/// that matched ([`codex_free_redact::Finding`]), never the secret itself, and saying how
+/// to retry (describe where the secret lives instead of its value).
+pub fn refuse_secret(what: &str, text: &str) -> Result<()> {
+    let Some(f) = codex_free_redact::find_secret(text) else {
+        return Ok(());
+    };
+    Err(Error::InvalidArgument(format!(
+        "{what} holds what looks like a secret ({}) at line {}, column {}; refused, nothing was changed. \
+         Task memory is stored in clear and shown to every new session, so credentials are never saved in it. \
+         Retry without the value: name where it lives instead (an environment variable, the key store, a file path), \
+         or write a placeholder such as $TOKEN or <token>.",
+        f.rule, f.line, f.column
+    )))
+}
+
+/// Render a document as the `## Saved state` section. Every text in it passes
+/// [`codex_free_redact::redact`]: a note saved before secrets were refused, or written into
+/// the file by hand, is served redacted (the file itself is left as it is).
 pub fn render_saved_state(doc: &MemoryFile, max_bytes: usize) -> String {
+    codex_free_redact::redact_string(render_saved_state_raw(doc, max_bytes))
+}
+
+fn render_saved_state_raw(doc: &MemoryFile, max_bytes: usize) -> String {
     let mut out = String::from("## Saved state\n\n");
     if doc.plan.is_none() && doc.notes.is_empty() {
         out.push_str("Nothing saved for this project yet. Use `update_plan` for the plan and `remember` for facts worth keeping.\n");

@@ -609,6 +609,7 @@ pub(crate) fn run_git_in(
                 writable: env.writable.clone(),
                 protected: crate::exec::protected_paths(&ctx.home, &extra),
                 network: false,
+                unix_sockets: Vec::new(),
             })?
         }
     };
@@ -660,12 +661,13 @@ pub(crate) fn run_git_in(
         .spawn()
         .ctx(|| format!("running git {sub} (is git installed?)"))?;
     let pid = child.id() as i32;
+    let supervised = prepared.is_some() && crate::exec::sandbox::SUPERVISED;
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
         if done_rx.recv_timeout(timeout) == Err(mpsc::RecvTimeoutError::Timeout) {
-            // SAFETY: killpg has no memory-safety preconditions; the group leader is our
-            // unreaped child until `wait` below, so the id cannot be recycled.
-            unsafe { libc::killpg(pid, libc::SIGKILL) };
+            // The group leader is our unreaped child until `wait` below, so the id cannot be
+            // recycled.
+            crate::exec::kill_tree(pid, supervised);
             return true;
         }
         false

@@ -406,8 +406,9 @@ fn sync_remote(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// `exec.writableRoots`: at most 64 entries, each absolute or `~/...` (a relative root
-/// would depend on the working directory of whoever starts the server).
+/// `exec.writableRoots` and `exec.allowUnixSockets`: at most 64 entries, each absolute or
+/// `~/...` (a relative path would depend on the working directory of whoever starts the
+/// server).
 fn writable_root(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     let Some(list) = v.as_array() else { return };
     if list.len() > 64 {
@@ -699,6 +700,14 @@ pub const FIELDS: &[Field] = &[
         "Let sandboxed commands use the network in allowlist mode.",
     )
     .restart(),
+    Field::list(
+        "exec.allowUnixSockets",
+        &[],
+        &[],
+        "Unix sockets (absolute or ~/...) sandboxed commands may use, e.g. an ssh-agent; empty: none. On Linux any entry opens every pathname Unix socket.",
+    )
+    .restart()
+    .with_rule(writable_root),
     Field::int(
         "exec.maxSessions",
         8,

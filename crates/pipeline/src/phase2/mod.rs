@@ -22,13 +22,18 @@
 //! the working tree as they were before it started (apart from the snapshot commit).
 
 pub mod agent;
+mod citations;
 pub mod db;
+mod history;
 pub mod model;
 pub mod prompt;
 
 use std::path::Path;
 
-use codex_free_memory::{budget, folder, gate, jail, readpath, review, select, sync};
+use codex_free_memory::{budget, folder, gate, jail, review, select, sync};
+
+pub use citations::{cited_rollout_ids_in, record_citations, record_rollout_citations};
+pub use history::history_command;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -694,114 +699,6 @@ fn commit_message(
         report.usage.output,
         folder::change_lines(changes)
     )
-}
-
-/// `codex-free memories history | diff | rollback`: run `cmd` and return the text to print.
-/// Rollback refuses with [`Error::Busy`] while a phase-2 job holds a live lease, and with
-/// [`Error::Budget`] when the target's artifacts fail the write gate under `budget`
-/// ([`gate::check_texts`]): an old over-budget commit is never served again.
-pub fn history_command(
-    home: &Path,
-    cmd: &folder::MemoryHistoryCmd,
-    store: &dyn Phase2Store,
-    budget: &budget::ArtifactBudget,
-) -> Result<String> {
-    use folder::MemoryHistoryCmd as C;
-    let Some(f) = MemoryFolder::open(home)? else {
-        return Ok(format!(
-            "No memory folder yet at {}.\n",
-            folder::folder_path(home).display()
-        ));
-    };
-    match cmd {
-        C::History { limit } => {
-            let h = f.history(*limit)?;
-            if h.is_empty() {
-                return Ok("The memory folder has no commits yet.\n".into());
-            }
-            Ok(h.iter()
-                .map(|e| {
-                    let t = chrono::DateTime::from_timestamp(e.time, 0)
-                        .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
-                        .unwrap_or_default();
-                    format!(
-                        "{}  {t}  {:>3} files +{} -{}  {}\n",
-                        &e.id[..10],
-                        e.files_changed,
-                        e.insertions,
-                        e.deletions,
-                        e.subject
-                    )
-                })
-                .collect())
-        }
-        C::Diff { rev } => f.show(rev.as_deref(), 4 * 1024 * 1024),
-        C::Rollback { rev } => {
-            if store.global_running()? {
-                return Err(Error::Busy(
-                    "a phase-2 consolidation is running; retry when it has finished".into(),
-                ));
-            }
-            // An artifact absent at REV is not served at all, so only present ones are
-            // checked (a rollback to before the first summary stays possible).
-            let approved = gate::approve_rollback(&f, rev, budget).map_err(|problems| {
-                Error::Budget(format!(
-                    "refusing to roll back to {rev}: its memory would not pass today's checks ({}); pick another commit from `memories history`",
-                    problems.join("; ")
-                ))
-            })?;
-            let r = f.rollback(rev, &approved)?;
-            Ok(format!(
-                "Rolled back the memory folder to {} as new commit {}.\nPrevious state kept at {} (restore it with `memories rollback {}`).\n{}",
-                &r.restored[..10],
-                &r.commit[..10],
-                r.backup_ref,
-                r.backup_ref,
-                folder::change_lines(&r.changes)
-            ))
-        }
-    }
-}
-
-/// Raise usage counts from the citations in a later session's transcript (see
-/// [`cited_rollout_ids_in`]); returns the rows changed.
-pub fn record_rollout_citations(
-    store: &dyn Phase2Store,
-    rollout: &codex_free_transcripts::rollout::Rollout,
-) -> Result<usize> {
-    let ids = cited_rollout_ids_in(rollout);
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    store.record_usage(&ids)
-}
-
-/// Raise usage counts from `<oai-mem-citation>` blocks found in `text` (a later session's
-/// assistant messages); returns the rows changed. See [`codex_free_memory::citations::parse_citations`].
-pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {
-    let ids = codex_free_memory::citations::cited_rollout_ids(text);
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    store.record_usage(&ids)
-}
-
-/// The distinct rollout ids cited by the assistant in `rollout` (a later session's
-/// transcript, as parsed by `pipeline::sources`), excluding the rollout's own id. Call it
-/// once per rollout version (phase 1 does: one claim per `updated_at`) so a citation is
-/// counted once.
-pub fn cited_rollout_ids_in(rollout: &codex_free_transcripts::rollout::Rollout) -> Vec<String> {
-    let mut ids: Vec<String> = Vec::new();
-    for item in &rollout.items {
-        if let codex_free_transcripts::rollout::Item::Assistant { text } = item {
-            for id in codex_free_memory::citations::cited_rollout_ids(text) {
-                if id != rollout.id && !ids.contains(&id) {
-                    ids.push(id);
-                }
-            }
-        }
-    }
-    ids
 }
 
 #[cfg(test)]

@@ -101,7 +101,8 @@ impl CodexFree {
     /// Save one note about the task in flight for this project, kept across conversations
     /// (outside the repository). The same key replaces the note; an empty value deletes it.
     /// All notes share a byte budget (memory.maxBytes); a note that does not fit is refused
-    /// and nothing changes.
+    /// and nothing changes. A note holding a secret (key, token, password) is refused too:
+    /// the error names the rule; retry saying where the secret lives, not its value.
     #[tool(annotations(
         title = "Remember",
         read_only_hint = false,
@@ -150,7 +151,7 @@ impl CodexFree {
 
     /// Save the task plan (replacing the saved one) so it survives this conversation:
     /// ordered steps, each `pending`, `in_progress` or `completed`, at most one in
-    /// progress. An empty plan clears it.
+    /// progress. An empty plan clears it. A step holding a secret is refused, as in remember.
     #[tool(annotations(
         title = "Update plan",
         read_only_hint = false,

@@ -11,9 +11,102 @@
 //! Then, as Codex's unified exec does, output-friendly settings are forced: `NO_COLOR=1`,
 //! `TERM=dumb`, `PAGER=cat`, `GIT_PAGER=cat`, `GH_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`.
 //!
+//! A sandboxed command also loses the variables that point at a Unix socket of the user's
+//! session ([`is_socket_var`]: the agent, bus, container, display and terminal sockets), which
+//! it could not reach anyway, unless the socket is listed in `exec.allowUnixSockets`
+//! ([`without_socket_vars`]).
+//!
 //! Invariant: no variable for which [`is_secret_name`] is true reaches a child process.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// Variables naming a local IPC endpoint outside the sandbox, or the directory holding them:
+/// ssh and gpg agents, D-Bus buses, container engines, display servers and sound, terminal
+/// multiplexers and editors (whose sockets run commands), systemd's notify socket.
+pub const SOCKET_VARS: &[&str] = &[
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "GNOME_KEYRING_CONTROL",
+    "GNOME_KEYRING_PID",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "DBUS_STARTER_ADDRESS",
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    "XDG_RUNTIME_DIR",
+    "WAYLAND_DISPLAY",
+    "WAYLAND_SOCKET",
+    "DISPLAY",
+    "XAUTHORITY",
+    "PULSE_SERVER",
+    "PIPEWIRE_REMOTE",
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "SWAYSOCK",
+    "I3SOCK",
+    "NIRI_SOCKET",
+    "HYPRLAND_INSTANCE_SIGNATURE",
+    "KITTY_LISTEN_ON",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "WEZTERM_UNIX_SOCKET",
+    "VSCODE_IPC_HOOK",
+    "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE",
+    "NOTIFY_SOCKET",
+];
+
+/// True when `name=value` points a command at a Unix socket: a name of [`SOCKET_VARS`], a
+/// name ending in `_SOCK`, `_SOCKET`, `_IPC_HOOK` or `_IPC_HANDLE`, or a value that is a
+/// `unix:` address (D-Bus, Docker) or the path of an existing socket.
+pub fn is_socket_var(name: &str, value: &OsStr) -> bool {
+    let n = name.to_ascii_uppercase();
+    const SUFFIXES: &[&str] = &["_SOCK", "_SOCKET", "_IPC_HOOK", "_IPC_HANDLE"];
+    if SOCKET_VARS.contains(&n.as_str()) || SUFFIXES.iter().any(|s| n.ends_with(s)) {
+        return true;
+    }
+    let v = value.as_encoded_bytes();
+    if v.starts_with(b"unix:") {
+        return true;
+    }
+    use std::os::unix::fs::FileTypeExt;
+    v.first() == Some(&b'/')
+        && std::fs::metadata(Path::new(value)).is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// The pathname socket a socket variable names: `unix:path=P[,...]`, `unix://P`, or `P`
+/// itself when absolute; `None` for abstract or non-`unix` addresses and for names.
+pub fn socket_path(value: &OsStr) -> Option<PathBuf> {
+    let v = value.to_str()?;
+    let p = if let Some(rest) = v.strip_prefix("unix:path=") {
+        rest.split(',').next().unwrap_or(rest)
+    } else if let Some(rest) = v.strip_prefix("unix://") {
+        rest
+    } else {
+        v
+    };
+    p.starts_with('/').then(|| PathBuf::from(p))
+}
+
+/// `env` without its socket variables ([`is_socket_var`]), except those whose socket
+/// ([`socket_path`], symbolic links resolved) is one of `allowed` (resolved paths).
+pub fn without_socket_vars(
+    env: Vec<(OsString, OsString)>,
+    allowed: &[PathBuf],
+) -> Vec<(OsString, OsString)> {
+    let permitted = |v: &OsStr| {
+        socket_path(v).is_some_and(|p| {
+            let p = std::fs::canonicalize(&p).unwrap_or(p);
+            allowed.contains(&p)
+        })
+    };
+    env.into_iter()
+        .filter(|(k, v)| !is_socket_var(&k.to_string_lossy(), v) || permitted(v))
+        .collect()
+}
 
 /// Variables set for every child, overriding the inherited values (after Codex's unified exec).
 pub const FORCED: &[(&str, &str)] = &[
@@ -104,6 +197,66 @@ mod tests {
         ] {
             assert!(!is_secret_name(n), "{n}");
         }
+    }
+
+    #[test]
+    fn socket_variables_are_told_apart() {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        let sock = base.join("s.sock");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let s = sock.display().to_string();
+        for (k, v) in [
+            ("SSH_AUTH_SOCK", "/nonexistent/agent"),
+            ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1000/bus"),
+            ("docker_host", "tcp://127.0.0.1:2375"),
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
+            ("SOME_IPC", "unix:abstract=/tmp/x"),
+            ("ANYTHING", s.as_str()),
+            ("TOOL_SOCKET", "x"),
+        ] {
+            assert!(is_socket_var(k, OsStr::new(v)), "{k}={v}");
+        }
+        for (k, v) in [
+            ("PATH", "/usr/bin:/bin"),
+            ("HOME", base.to_str().unwrap()),
+            ("LANG", "C.UTF-8"),
+            ("SOCKS_PROXY", "socks5://x"),
+        ] {
+            assert!(!is_socket_var(k, OsStr::new(v)), "{k}={v}");
+        }
+        assert_eq!(
+            socket_path(OsStr::new("unix:path=/run/bus,guid=1")),
+            Some(PathBuf::from("/run/bus"))
+        );
+        assert_eq!(
+            socket_path(OsStr::new("unix:///var/run/docker.sock")),
+            Some(PathBuf::from("/var/run/docker.sock"))
+        );
+        assert_eq!(socket_path(OsStr::new("unix:abstract=/tmp/x")), None);
+        let env = |pairs: &[(&str, &str)]| -> Vec<(OsString, OsString)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect()
+        };
+        let bus = format!("unix:path={s}");
+        let all = env(&[
+            ("SSH_AUTH_SOCK", &s),
+            ("DBUS_SESSION_BUS_ADDRESS", &bus),
+            ("XDG_RUNTIME_DIR", base.to_str().unwrap()),
+            ("PATH", "/bin"),
+        ]);
+        let names = |e: Vec<(OsString, OsString)>| -> Vec<String> {
+            e.into_iter()
+                .map(|(k, _)| k.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names(without_socket_vars(all.clone(), &[])), ["PATH"]);
+        assert_eq!(
+            names(without_socket_vars(all, &[sock.clone()])),
+            ["SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "PATH"]
+        );
     }
 
     #[test]

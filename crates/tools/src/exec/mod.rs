@@ -15,8 +15,11 @@
 //!   is refused.
 //! - Every command has a timeout (`timeout_ms`, default `command.defaultTimeout`, at most
 //!   `command.maxTimeout`). The child is the leader of its own process group; on timeout
-//!   the whole group gets SIGKILL and the reply says so. When the shell exits, whatever it
-//!   left running in its group is killed too, so no command outlives its reply.
+//!   everything the command started is killed (SIGKILL) and the reply says so. When the
+//!   shell exits, whatever it left running is killed too, so no command outlives its call.
+//!   On Linux the leader is a supervisor ([`mod@supervisor`]), a child subreaper that
+//!   keeps even double-forked, `setsid` descendants in its tree and kills them all, also
+//!   when the server is killed; elsewhere the process group is killed.
 //! - Output (stdout and stderr merged into one pipe, in order) is streamed to a spool file
 //!   `<home>/spool/<output_id>.out` (mode 0600) capped at `exec.maxSpoolBytes`; memory holds
 //!   only a head and a tail of the bytes not yet returned. A reply longer than its budget
@@ -33,8 +36,9 @@
 //!   cut (nothing to page). Cut outputs are kept for paging: the last [`RETAINED_OUTPUTS`]
 //!   of this server, each at most [`SPOOL_TTL`] old (older spool files in the directory,
 //!   from any server process, are swept on the next `exec_command`). Dropping
-//!   [`ExecSessions`] kills every running process group and deletes its spools.
-//! - The child's environment is the server's minus credentials (see [`mod@env`]).
+//!   [`ExecSessions`] kills every running command's tree and deletes its spools.
+//! - The child's environment is the server's minus credentials, and in the sandbox minus
+//!   the variables naming Unix sockets (see [`mod@env`]).
 //! - With `exec.sandbox = "os"` (the default) every command runs in the OS sandbox
 //!   ([`sandbox`]): writes only in the project root, a private `TMPDIR` and
 //!   `exec.writableRoots`; no access to the protected paths; no network in allowlist mode
@@ -48,6 +52,10 @@
 pub mod env;
 mod output;
 pub mod sandbox;
+#[cfg(target_os = "linux")]
+mod seccomp;
+#[cfg(target_os = "linux")]
+mod supervisor;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -179,24 +187,56 @@ struct ProcState {
 #[derive(Debug)]
 struct Group {
     pid: i32,
+    /// `pid` is the command's supervisor (Linux, [`mod@supervisor`]): it kills the whole
+    /// tree when asked, and must never be SIGKILLed itself (the tree would be orphaned).
+    supervised: bool,
     st: Mutex<ProcState>,
 }
 
 impl Group {
-    /// Send `sig` to the whole group if its leader has not exited. True if sent.
+    /// Send `sig` to the whole group if its leader has not exited. True if sent. (A
+    /// supervisor ignores what is sent to its group; the command's processes get it.)
     fn signal(&self, sig: i32) -> bool {
         let st = self.st.lock().expect("group lock");
         // SAFETY: killpg has no memory-safety preconditions.
         !st.done && unsafe { libc::killpg(self.pid, sig) } == 0
     }
 
+    /// Kill everything the command started, if its leader has not exited: the supervisor is
+    /// asked to kill its tree; an unsupervised group gets SIGKILL.
+    fn kill_tree(&self) {
+        let st = self.st.lock().expect("group lock");
+        if !st.done {
+            self.kill_tree_locked();
+        }
+    }
+
+    fn kill_tree_locked(&self) {
+        kill_tree(self.pid, self.supervised);
+    }
+
     fn kill_for_timeout(&self) {
         let mut st = self.st.lock().expect("group lock");
         if !st.done {
             st.timed_out = true;
-            // SAFETY: as above.
-            unsafe { libc::killpg(self.pid, libc::SIGKILL) };
+            self.kill_tree_locked();
         }
+    }
+}
+
+/// Kill everything the command led by `pid` started: its supervisor (`supervised`, Linux) is
+/// asked to kill its tree; otherwise its process group gets SIGKILL. The caller guarantees
+/// `pid` is its unreaped child (so not a recycled id).
+pub(crate) fn kill_tree(pid: i32, supervised: bool) {
+    // SAFETY: kill and killpg have no memory-safety preconditions.
+    unsafe {
+        #[cfg(target_os = "linux")]
+        if supervised {
+            libc::kill(pid, supervisor::KILL_TREE_SIG);
+            return;
+        }
+        let _ = supervised;
+        libc::killpg(pid, libc::SIGKILL);
     }
 }
 
@@ -219,6 +259,8 @@ struct Session {
 struct SandboxedRun {
     cwd: PathBuf,
     network: bool,
+    /// `exec.allowUnixSockets` is not empty.
+    unix_sockets: bool,
 }
 
 impl Session {
@@ -246,7 +288,7 @@ impl Drop for ExecSessions {
     fn drop(&mut self) {
         let store = self.store.get_mut().unwrap_or_else(|e| e.into_inner());
         for s in store.sessions.values() {
-            s.group.signal(libc::SIGKILL);
+            s.group.kill_tree();
             s.output.remove_file();
         }
         for o in &store.retained {
@@ -333,6 +375,7 @@ impl ExecSessions {
                         .collect::<Vec<_>>(),
                 ),
                 network: ctx.config.exec.network_allowed(),
+                unix_sockets: sandbox::unix_sockets(&ctx.config.exec),
             })?,
         };
 
@@ -569,7 +612,12 @@ impl ExecSessions {
         let body = s.output.render(&window, budget);
         // The sandbox hint goes above the output, so a continuation stays the last line.
         if let (Some(run), true) = (&s.sandbox, failed) {
-            head.extend(sandbox::denial_hint(&body, &run.cwd, run.network));
+            head.extend(sandbox::denial_hint(
+                &body,
+                &run.cwd,
+                run.network,
+                run.unix_sockets,
+            ));
         }
         head.push("Output:".into());
         let mut reply = head.join("\n");
@@ -785,15 +833,28 @@ fn spawn(
     let mut cmd = match &prepared {
         Some(p) => {
             let mut c = p.command(sh, &[flag, &a.cmd]);
-            c.env_clear().envs(child_env()).env("TMPDIR", p.tmp());
+            c.env_clear()
+                .envs(env::without_socket_vars(child_env(), p.unix_sockets()))
+                .env("TMPDIR", p.tmp());
             c
         }
         None => {
             let mut c = std::process::Command::new(sh);
             c.arg(flag).arg(&a.cmd).env_clear().envs(child_env());
+            // (A sandboxed command leads its own group already: see `Prepared::command`.)
+            c.process_group(0);
+            #[cfg(target_os = "linux")]
+            {
+                let server = std::process::id() as libc::pid_t;
+                // SAFETY: `split` makes only async-signal-safe system calls (its module doc).
+                unsafe {
+                    c.pre_exec(move || supervisor::split(server));
+                }
+            }
             c
         }
     };
+    let supervised = sandbox::SUPERVISED;
     cmd.current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(writer)
@@ -812,15 +873,12 @@ fn spawn(
             });
         }
     }
-    if prepared.is_none() {
-        // (A sandboxed command leads its own group already: see `Prepared::command`.)
-        cmd.process_group(0);
-    }
     let spawned = cmd.spawn();
     drop(cmd); // closes the parent's copies of the pipe's write end
     let sandboxed = prepared.as_ref().map(|_| SandboxedRun {
         cwd: cwd.to_path_buf(),
         network: exec_cfg.network_allowed(),
+        unix_sockets: !exec_cfg.allow_unix_sockets.is_empty(),
     });
     // Only the TMPDIR outlives the spawn (the ruleset fd closes here); it is removed when
     // the waiter thread sees the process end.
@@ -846,6 +904,7 @@ fn spawn(
     let pid = child.id() as i32;
     let group = Arc::new(Group {
         pid,
+        supervised,
         st: Mutex::new(ProcState::default()),
     });
     let stdin = child

@@ -96,13 +96,18 @@ pub fn sandbox_status(exec: &ExecConfig) -> SandboxStatus {
     if exec.sandbox == SandboxMode::Off {
         return unconfined("none", "exec.sandbox is \"off\"".into());
     }
+    let unix_text = if exec.allow_unix_sockets.is_empty() {
+        "no Unix sockets (exec.allowUnixSockets)"
+    } else {
+        "Unix sockets allowed (exec.allowUnixSockets)"
+    };
     match platform::available() {
         Ok((mechanism, detail)) => SandboxStatus {
             enforced: true,
             mechanism: mechanism.into(),
             network,
             summary: format!(
-                "{detail}: commands may write only in the project root, a private TMPDIR and exec.writableRoots, cannot read the state home or agent configs; {net_text}"
+                "{detail}: commands may write only in the project root, a private TMPDIR and exec.writableRoots, cannot read the state home or agent configs; {net_text}; {unix_text}"
             ),
             warning: None,
         },
@@ -138,6 +143,17 @@ pub fn protected_paths(home: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
 /// needing `$HOME` are dropped when it is unset), symbolic links resolved.
 pub fn writable_roots(exec: &ExecConfig) -> Vec<PathBuf> {
     exec.writable_roots
+        .iter()
+        .filter_map(|r| expand_home(r))
+        .filter(|p| p.is_absolute())
+        .map(|p| resolve(&p))
+        .collect()
+}
+
+/// `exec.allowUnixSockets` as absolute paths (`~` expanded as for [`writable_roots`]),
+/// symbolic links resolved: what the variables naming a socket are compared with.
+pub fn unix_sockets(exec: &ExecConfig) -> Vec<PathBuf> {
+    exec.allow_unix_sockets
         .iter()
         .filter_map(|r| expand_home(r))
         .filter(|p| p.is_absolute())
@@ -195,6 +211,11 @@ fn resolve(p: &Path) -> PathBuf {
     }
 }
 
+/// Whether commands run under a supervisor that kills their whole process tree (Linux:
+/// [`crate::exec::supervisor`]), sandboxed or not. Then the server asks the supervisor
+/// (SIGTERM) and never SIGKILLs the group, which would orphan the tree.
+pub(crate) const SUPERVISED: bool = cfg!(target_os = "linux");
+
 /// What one command's sandbox is made of.
 #[derive(Debug, Clone)]
 pub(crate) struct Spec {
@@ -206,6 +227,9 @@ pub(crate) struct Spec {
     pub protected: Vec<PathBuf>,
     /// Network allowed.
     pub network: bool,
+    /// `exec.allowUnixSockets`, resolved ([`unix_sockets`]): non-empty lets the command make
+    /// Unix sockets.
+    pub unix_sockets: Vec<PathBuf>,
 }
 
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -282,6 +306,7 @@ fn carve_into(
 pub(crate) struct Prepared {
     tmp: tempfile::TempDir,
     inner: platform::Inner,
+    unix_sockets: Vec<PathBuf>,
 }
 
 impl Prepared {
@@ -300,7 +325,11 @@ impl Prepared {
             .map_err(|e| codex_free_core::Error::io("creating the command's private TMPDIR", e))?;
         let tmp_path = resolve(tmp.path());
         let inner = platform::Inner::new(spec, &tmp_path)?;
-        Ok(Some(Self { tmp, inner }))
+        Ok(Some(Self {
+            tmp,
+            inner,
+            unix_sockets: spec.unix_sockets.clone(),
+        }))
     }
 
     /// The private temporary directory (set as `TMPDIR`).
@@ -308,10 +337,15 @@ impl Prepared {
         self.tmp.path()
     }
 
+    /// The Unix sockets the command may use (the variables naming them are passed).
+    pub(crate) fn unix_sockets(&self) -> &[PathBuf] {
+        &self.unix_sockets
+    }
+
     /// A command running `program args...` inside this sandbox, as the leader of a new
-    /// process group (on Linux of a new session, without a controlling terminal). The
-    /// caller sets the environment, including `TMPDIR` = [`Prepared::tmp`], and must not
-    /// set a process group itself.
+    /// process group (on Linux of a new session, without a controlling terminal, under a
+    /// supervisor: [`supervised`]). The caller sets the environment, including `TMPDIR` =
+    /// [`Prepared::tmp`], and must not set a process group itself.
     pub(crate) fn command(&self, program: &str, args: &[&str]) -> std::process::Command {
         self.inner.command(program, args, self.tmp.path())
     }
@@ -325,7 +359,7 @@ impl Prepared {
 /// A hint for the reply of a sandboxed command that failed with a permission error, or
 /// `None` when `output` shows none. Names up to three paths the output blames (absolute,
 /// resolved against `cwd`) and the rules; at most about 500 bytes.
-pub(crate) fn denial_hint(output: &str, cwd: &Path, network: bool) -> Option<String> {
+pub(crate) fn denial_hint(output: &str, cwd: &Path, network: bool, unix: bool) -> Option<String> {
     const MARKERS: &[&str] = &[
         "Permission denied",
         "Read-only file system",
@@ -367,10 +401,13 @@ pub(crate) fn denial_hint(output: &str, cwd: &Path, network: bool) -> Option<Str
     } else {
         format!(" Denied: {}.", shown.join(", "))
     };
-    let net = if network {
-        ""
-    } else {
-        " It has no network (exec.network)."
+    let net = match (network, unix) {
+        (true, true) => "",
+        (true, false) => " It has no Unix sockets (exec.allowUnixSockets).",
+        (false, true) => " It has no network (exec.network).",
+        (false, false) => {
+            " It has no network (exec.network) and no Unix sockets (exec.allowUnixSockets)."
+        }
     };
     Some(format!(
         "Note: this command ran in the OS sandbox: it may write only in the project root, its TMPDIR and exec.writableRoots, and cannot read the state home or agent configs.{net}{blamed} If the access is legitimate, add the directory to exec.writableRoots and restart the server."
@@ -468,7 +505,8 @@ mod platform {
     #[derive(Debug)]
     pub(super) struct Inner {
         ruleset: OwnedFd,
-        seccomp: Option<Vec<seccompiler::sock_filter>>,
+        /// The seccomp programs ([`crate::exec::seccomp`]), installed in order.
+        seccomp: &'static [seccompiler::BpfProgram],
         /// The server runs as root: drop the capabilities of [`DROPPED_CAPS`] from the
         /// child's bounding set, so the command's root has none of them after exec.
         drop_caps: bool,
@@ -531,13 +569,8 @@ mod platform {
                     dev_file,
                 ));
             }
-            rules.push((
-                Grant {
-                    path: "/dev/shm".into(),
-                    dir: true,
-                },
-                all,
-            ));
+            // Not /dev/shm: shared by every process of the machine, a place to leave files
+            // that outlive the call (add it to exec.writableRoots for POSIX semaphores).
             rules.push((
                 Grant {
                     path: "/dev".into(),
@@ -549,12 +582,12 @@ mod platform {
             let mut ruleset = Ruleset::default()
                 .handle_access(all)
                 .map_err(|e| refused("filesystem rights", e))?;
-            let mut scopes = BitFlags::from(Scope::Signal);
+            // Abstract Unix sockets are local IPC, not network: scoped whatever exec.network.
+            let scopes = Scope::Signal | Scope::AbstractUnixSocket;
             if !spec.network {
                 ruleset = ruleset
                     .handle_access(AccessNet::from_all(TARGET))
                     .map_err(|e| refused("network rights", e))?;
-                scopes |= Scope::AbstractUnixSocket;
             }
             if kernel_abi() >= 6 {
                 ruleset = ruleset.scope(scopes).map_err(|e| refused("scopes", e))?;
@@ -577,11 +610,9 @@ mod platform {
             let ruleset: Option<OwnedFd> = created.into();
             let ruleset =
                 ruleset.ok_or_else(|| refused("ruleset", "the kernel returned no ruleset"))?;
-            let seccomp = if spec.network {
-                None
-            } else {
-                Some(network_filter()?)
-            };
+            let seccomp =
+                crate::exec::seccomp::programs(spec.network, !spec.unix_sockets.is_empty())
+                    .map_err(|e| refused("seccomp filter", e))?;
             // SAFETY: geteuid has no preconditions.
             let drop_caps = unsafe { libc::geteuid() } == 0;
             Ok(Self {
@@ -601,12 +632,13 @@ mod platform {
             let mut cmd = std::process::Command::new(program);
             cmd.args(args);
             let fd = self.ruleset.as_raw_fd();
-            let filter = self.seccomp.clone();
+            let filters = self.seccomp;
             let drop_caps = self.drop_caps;
-            // SAFETY: the closure runs in the forked child before exec. It only makes the
-            // system calls setsid, prctl, landlock_restrict_self and seccomp on memory prepared in
-            // the parent (`fd` is open and CLOEXEC, `filter` is owned by the closure): no
-            // allocation, no lock, async-signal-safe.
+            let server = std::process::id() as libc::pid_t;
+            // SAFETY: the closure runs in the forked child before exec and only makes system
+            // calls (setsid, the supervisor's prctl/clone, keyctl, prctl,
+            // landlock_restrict_self, seccomp) on memory prepared in the parent (`fd` is open
+            // and CLOEXEC, `filters` is static): no allocation, no lock, async-signal-safe.
             unsafe {
                 cmd.pre_exec(move || {
                     // A new session and process group led by the child: no controlling
@@ -614,98 +646,81 @@ mod platform {
                     if libc::setsid() == -1 {
                         return Err(std::io::Error::last_os_error());
                     }
-                    if drop_caps {
-                        for cap in DROPPED_CAPS {
-                            if KEPT_CAPS.contains(&cap) {
-                                continue;
-                            }
-                            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
-                                let e = std::io::Error::last_os_error();
-                                if e.raw_os_error() != Some(libc::EINVAL) {
-                                    return Err(e);
-                                }
-                            }
-                        }
-                    }
-                    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    if let Some(f) = &filter {
-                        let prog = libc::sock_fprog {
-                            len: f.len() as u16,
-                            filter: f.as_ptr() as *mut libc::sock_filter,
-                        };
-                        if libc::syscall(
-                            libc::SYS_seccomp,
-                            libc::SECCOMP_SET_MODE_FILTER,
-                            0u32,
-                            &prog as *const libc::sock_fprog,
-                        ) != 0
-                        {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    }
-                    Ok(())
+                    // From here on this is the command's process; its parent, the
+                    // supervisor, stays outside the sandbox and kills the whole tree.
+                    crate::exec::supervisor::split(server)?;
+                    confine(fd, filters, drop_caps)
                 });
             }
             cmd
         }
     }
 
-    /// The seccomp program of "no network": `socket(AF_INET | AF_INET6 | AF_PACKET, ...)`
-    /// and `io_uring_setup` fail with EACCES; everything else is allowed. Compiled once.
-    fn network_filter() -> Result<Vec<seccompiler::sock_filter>> {
-        static PROGRAM: OnceLock<std::result::Result<Vec<seccompiler::sock_filter>, String>> =
-            OnceLock::new();
-        PROGRAM
-            .get_or_init(|| {
-                use seccompiler::{
-                    SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-                    SeccompRule, TargetArch,
-                };
-                let arch = TargetArch::try_from(std::env::consts::ARCH)
-                    .map_err(|e| format!("seccomp on {}: {e:?}", std::env::consts::ARCH))?;
-                let domain_rule = |domain: i32| {
-                    SeccompCondition::new(
-                        0,
-                        SeccompCmpArgLen::Dword,
-                        SeccompCmpOp::Eq,
-                        domain as u64,
-                    )
-                    .and_then(|c| SeccompRule::new(vec![c]))
-                    .map_err(|e| format!("{e:?}"))
-                };
-                let socket_rules = vec![
-                    domain_rule(libc::AF_INET)?,
-                    domain_rule(libc::AF_INET6)?,
-                    domain_rule(libc::AF_PACKET)?,
-                ];
-                let mut rules = std::collections::BTreeMap::new();
-                rules.insert(libc::SYS_socket, socket_rules.clone());
-                rules.insert(libc::SYS_io_uring_setup, Vec::new());
-                #[cfg(target_arch = "x86_64")]
-                {
-                    // The x32 ABI numbers the same calls with bit 30 set.
-                    const X32: i64 = 0x4000_0000;
-                    rules.insert(X32 | libc::SYS_socket, socket_rules);
-                    rules.insert(X32 | libc::SYS_io_uring_setup, Vec::new());
+    /// The restrictions, in the command's process before exec: a new empty session keyring,
+    /// capabilities (root only), no new privileges, Landlock, seccomp. Async-signal-safe.
+    ///
+    /// # Safety
+    /// Only between fork and exec; `fd` is a Landlock ruleset.
+    unsafe fn confine(
+        fd: std::os::fd::RawFd,
+        filters: &[seccompiler::BpfProgram],
+        drop_caps: bool,
+    ) -> std::io::Result<()> {
+        // SAFETY (whole body): raw system calls on memory owned by the caller.
+        unsafe {
+            // A new anonymous session keyring: the kernel's implicit key searches no longer
+            // reach the user's session keyring (keyctl itself is refused by seccomp). A kernel
+            // without keys, or an outer seccomp that refuses keyctl, has none to reach.
+            if libc::syscall(
+                libc::SYS_keyctl,
+                crate::exec::seccomp::KEYCTL_JOIN_SESSION_KEYRING,
+                std::ptr::null::<libc::c_char>(),
+            ) < 0
+            {
+                let e = std::io::Error::last_os_error();
+                if !matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOSYS | libc::EPERM | libc::EACCES)
+                ) {
+                    return Err(e);
                 }
-                let filter = SeccompFilter::new(
-                    rules,
-                    SeccompAction::Allow,
-                    SeccompAction::Errno(libc::EACCES as u32),
-                    arch,
-                )
-                .map_err(|e| format!("{e:?}"))?;
-                let prog: seccompiler::BpfProgram =
-                    filter.try_into().map_err(|e| format!("{e:?}"))?;
-                Ok(prog)
-            })
-            .clone()
-            .map_err(|e| refused("seccomp network filter", e))
+            }
+            if drop_caps {
+                for cap in DROPPED_CAPS {
+                    if KEPT_CAPS.contains(&cap) {
+                        continue;
+                    }
+                    if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                        let e = std::io::Error::last_os_error();
+                        if e.raw_os_error() != Some(libc::EINVAL) {
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for f in filters {
+                let prog = libc::sock_fprog {
+                    len: f.len() as u16,
+                    filter: f.as_ptr() as *mut libc::sock_filter,
+                };
+                if libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0u32,
+                    &prog as *const libc::sock_fprog,
+                ) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        }
     }
 }
 
@@ -899,13 +914,21 @@ mod tests {
             ("touch: cannot touch '/opt/y': Permission denied", "/opt/y"),
             ("find: ‘../x’: Permission denied", "/proj/x"),
         ] {
-            let h = denial_hint(line, cwd, false).unwrap();
+            let h = denial_hint(line, cwd, false, false).unwrap();
             assert!(h.contains(want), "{line} -> {h}");
             assert!(h.contains("exec.writableRoots") && h.len() < 600, "{h}");
         }
-        assert!(denial_hint("all good\n", cwd, false).is_none());
-        let h = denial_hint("connect: Permission denied", cwd, false).unwrap();
-        assert!(h.contains("exec.network"), "{h}");
+        assert!(denial_hint("all good\n", cwd, false, false).is_none());
+        let h = denial_hint("connect: Permission denied", cwd, false, false).unwrap();
+        assert!(
+            h.contains("exec.network") && h.contains("exec.allowUnixSockets"),
+            "{h}"
+        );
+        let h = denial_hint("connect: Permission denied", cwd, true, false).unwrap();
+        assert!(
+            !h.contains("exec.network") && h.contains("exec.allowUnixSockets"),
+            "{h}"
+        );
     }
 
     #[test]
