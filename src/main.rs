@@ -197,6 +197,10 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(ansi)
+        // A log line that cannot be written (stderr redirected to a full disk) is dropped:
+        // tracing-subscriber's own report of the failure goes through `eprintln!`, whose
+        // panic killed the task serving a request (the client waited forever).
+        .log_internal_errors(false)
         .try_init();
 }
 

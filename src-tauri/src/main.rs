@@ -16,6 +16,9 @@ fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A log line that cannot be written (full disk) is dropped instead of panicking the
+        // task that logged it (tracing-subscriber reports the failure with `eprintln!`).
+        .log_internal_errors(false)
         .init();
     let code = codex_free_app::run(codex_free_app::Options::parse())?;
     std::process::exit(code)

@@ -91,6 +91,16 @@ fn pid(srv: &HttpServer) -> u32 {
     srv.child.id().unwrap()
 }
 
+/// Resident memory of `pid`, MB.
+fn rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
 fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
@@ -186,6 +196,7 @@ async fn soak_abandoned_sessions_and_connections_leave_the_server_answering() {
     let pid = pid(&srv);
     let raw = Raw::new(&srv);
     let base = open_fds(pid);
+    let rss_base = rss_mb(pid);
     let started = Instant::now();
     // 1,000 sessions, one in four with a tool call (a transcript line), none closed.
     let workers: Vec<_> = (0..16)
@@ -210,6 +221,7 @@ async fn soak_abandoned_sessions_and_connections_leave_the_server_answering() {
     let transcripts = crate::support::jsonl_under(&env.home().join("transcripts")).len();
     assert!(transcripts >= 240, "{transcripts} transcripts written");
     let after_sessions = open_fds(pid);
+    let rss_after = rss_mb(pid);
     // Bare connects, half-sent headers, half-sent bodies, all held.
     let addr = srv.base().trim_start_matches("http://").to_string();
     let bare_n = if limit > 2_000 {
@@ -292,7 +304,7 @@ async fn soak_abandoned_sessions_and_connections_leave_the_server_answering() {
     let ((text, err), _client) = long.await.unwrap();
     assert!(!err && text.contains("done"), "{text}");
     eprintln!(
-        "soak: 1,000 sessions in {sessions_took:?}, {flood} sockets held; a new client answered in {answered_in:?}; open files {base} at start, {after_sessions} after the sessions, {during} during the flood"
+        "soak: 1,000 sessions in {sessions_took:?}, {flood} sockets held; a new client answered in {answered_in:?}; open files {base} at start, {after_sessions} after the sessions, {during} during the flood; RSS {rss_base:.0} MB at start, {rss_after:.0} MB after the sessions"
     );
 }
 
@@ -396,7 +408,8 @@ async fn stdio_oversize_message_is_answered_and_the_session_goes_on() {
 }
 
 /// A full disk (here the file-size limit, which fails a write half-way as ENOSPC does)
-/// leaves no torn line in the audit trail or the transcript: every line parses.
+/// leaves no torn line in the audit trail or the transcript: every line parses; and every
+/// call is still answered when the server's log cannot be written either.
 #[tokio::test]
 async fn appends_that_cannot_be_written_whole_leave_no_torn_line() {
     let env = Env::new(&[("a.txt", &"0123456789abcdef\n".repeat(200))]);
@@ -422,9 +435,30 @@ async fn appends_that_cannot_be_written_whole_leave_no_torn_line() {
             }
         })
     };
-    let client = crate::support::stdio_client(cmd).await;
+    // Its stderr a file already past the limit, as a log redirected to a full disk: every
+    // log line fails too (that used to panic the task serving the call: no answer).
+    let log = env.home().join("server.log");
+    std::fs::write(&log, vec![b'.'; 30_000]).unwrap();
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::from(
+            std::fs::File::options().append(true).open(&log).unwrap(),
+        ))
+        .spawn()
+        .unwrap();
+    let client = tokio::time::timeout(
+        Duration::from_secs(30),
+        rmcp::ServiceExt::serve((), transport),
+    )
+    .await
+    .expect("initialize answered")
+    .unwrap();
     for _ in 0..120 {
-        let (text, err) = call(&client, "read_file", json!({"path": "a.txt"})).await;
+        let (text, err) = tokio::time::timeout(
+            Duration::from_secs(30),
+            call(&client, "read_file", json!({"path": "a.txt"})),
+        )
+        .await
+        .expect("every call is answered, whatever the disk");
         assert!(!err, "{text}");
     }
     client.cancel().await.unwrap();
