@@ -11,6 +11,13 @@
 //!
 //! Invariant: both binaries get the same requests on the same kind of connection; nothing
 //! is asserted here.
+// A measurement program: it prints its figures and may panic on a broken setup.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

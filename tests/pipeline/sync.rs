@@ -882,7 +882,14 @@ async fn a_hostile_remote_on_the_first_pull_is_not_adopted() {
     // A summary in the shape the gate wants, so only what this test plants can fail it.
     let summary = b"v1\n## User Profile\n- uses pnpm\n## User preferences\n\n## General Tips\n\n## What's in Memory\n".to_vec();
     let key = format!("sk-proj-{}", "Q7xZ9kLm2PvR4tYw8NbC6dFh3JsG5".repeat(2));
-    let cases: [(&str, Vec<(&str, Vec<u8>)>, Vec<(&str, &Path)>, &str); 3] = [
+    // (case, files to commit, symbolic links to plant, what the refusal names)
+    type Case<'a> = (
+        &'a str,
+        Vec<(&'a str, Vec<u8>)>,
+        Vec<(&'a str, &'a Path)>,
+        &'a str,
+    );
+    let cases: [Case; 3] = [
         (
             "links out",
             vec![("MEMORY.md", memory.clone())],

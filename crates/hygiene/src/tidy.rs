@@ -825,14 +825,11 @@ fn blockers(dir: &Path, originals: &BTreeMap<String, String>) -> Vec<String> {
             ));
         }
     }
-    if let Some(repo) = own_repo(dir) {
-        let st = repo.state();
-        if st != git2::RepositoryState::Clean {
-            out.push(format!(
-                "{} is a git repository in the middle of an operation ({st:?}); finish or abort it first",
-                dir.display()
-            ));
-        }
+    if let Some(st) = own_repo(dir).and_then(|r| r.operation_in_progress().ok().flatten()) {
+        out.push(format!(
+            "{} is a git repository in the middle of an operation ({st}); finish or abort it first",
+            dir.display()
+        ));
     }
     for d in [
         Some(dir.to_path_buf()),
@@ -1516,13 +1513,13 @@ fn preflight(dir: &Path) -> Result<()> {
             drop(probe);
         }
     }
-    if let Some(repo) = own_repo(dir) {
-        if let Some(st) = repo.operation_in_progress()? {
-            return Err(Error::Refused(format!(
-                "{} is a git repository in the middle of an operation ({st}); finish or abort it first; nothing was changed",
-                dir.display()
-            )));
-        }
+    if let Some(repo) = own_repo(dir)
+        && let Some(st) = repo.operation_in_progress()?
+    {
+        return Err(Error::Refused(format!(
+            "{} is a git repository in the middle of an operation ({st}); finish or abort it first; nothing was changed",
+            dir.display()
+        )));
     }
     Ok(())
 }
@@ -2268,8 +2265,12 @@ mod tests {
         let dir = tmp.path().join("mem");
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(dir.join(MEMORY_MD), text).unwrap();
-        git2::Repository::init(&dir).unwrap();
-        MemoryFolder::at(&dir).commit_all("start").unwrap();
+        let f = MemoryFolder::init_at(&dir).unwrap();
+        f.commit_all(
+            &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+            "start",
+        )
+        .unwrap();
         (tmp, dir)
     }
 
@@ -2335,8 +2336,12 @@ mod tests {
             std::fs::set_permissions(dir.join(MEMORY_MD), std::fs::Permissions::from_mode(0o644))
                 .unwrap();
             if git {
-                git2::Repository::init(&dir).unwrap();
-                MemoryFolder::at(&dir).commit_all("start").unwrap();
+                let f = MemoryFolder::init_at(&dir).unwrap();
+                f.commit_all(
+                    &codex_free_memory::gate::approve_as_is(&f).unwrap(),
+                    "start",
+                )
+                .unwrap();
             }
             let applied = apply(&opts(&dir, &tmp.path().join("home"))).unwrap();
             let mut all = String::new();

@@ -390,9 +390,9 @@ pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Resu
         std::fs::set_permissions(&mem, std::fs::Permissions::from_mode(0o644))
             .ctx(|| format!("chmod {}", mem.display()))?;
         if git {
-            git2::Repository::init(&dir)
-                .map_err(|e| Error::Store(format!("git init {}: {e}", dir.display())))?;
-            codex_free_memory::folder::MemoryFolder::at(&dir).commit_all("corpus file")?;
+            let folder = codex_free_memory::folder::MemoryFolder::init_at(&dir)?;
+            let approved = codex_free_memory::gate::approve_as_is(&folder)?;
+            folder.commit_all(&approved, "corpus file")?;
         }
         let opts = super::tidy::TidyOptions {
             dir: dir.clone(),

@@ -226,6 +226,18 @@ impl MemoryFolder {
         }
     }
 
+    /// `git init` a folder that is not the state home's (a corpus copy, a fixture) and
+    /// return its handle; an existing repository is opened as is.
+    ///
+    /// Errors: I/O or git errors.
+    pub fn init_at(root: &Path) -> Result<Self> {
+        fs::create_dir_all(root).ctx(|| format!("creating {}", root.display()))?;
+        if Repository::open(root).is_err() {
+            Repository::init(root).map_err(git_err("init"))?;
+        }
+        Ok(Self::at(root))
+    }
+
     /// The folder path.
     pub fn root(&self) -> &Path {
         &self.root
