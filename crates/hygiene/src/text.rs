@@ -484,6 +484,11 @@ pub fn stale(line: &str) -> Option<Stale> {
     if is_heading(line) {
         return stale_heading(line).map(|(s, _)| s);
     }
+    if is_index_entry(line) {
+        // An entry of an index (`- [title](topics/x.md) — read when …`) names another
+        // memory file; what it points at is judged in that file, not by its title's date.
+        return None;
+    }
     let raw = without_ids(line.trim());
     if CHECKBOX.is_match(&raw) {
         return verdict(Shape::Checkbox, &raw, "checkbox item");
@@ -724,6 +729,15 @@ fn transient_lead_in(line: &str) -> bool {
         && !strong_rule(t)
 }
 
+/// A list item that opens with a Markdown link to a relative `.md` file: an entry of an
+/// index of memory files (the tidy's topic index, a hand-written table of contents).
+fn is_index_entry(line: &str) -> bool {
+    static L: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"^\s*(?:[-*+]|\d+[.)])\s+\[[^\]]+\]\((?:\./)?[^):/\s][^):\s]*\.md(?:#[^)\s]*)?\)")
+    });
+    L.is_match(line)
+}
+
 fn is_list_item(line: &str) -> bool {
     static L: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*(?:[-*+]|\d+[.)])\s+"));
     L.is_match(line)
@@ -949,6 +963,18 @@ pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_index_entry_is_judged_in_the_file_it_points_at() {
+        let entry = "- [Task group 16: parser (2025-04-22)](topics/task-group-16.md) — read when the task touches it (4 lines)";
+        assert!(is_index_entry(entry));
+        assert!(stale(entry).is_none());
+        // The same date on a plain item, or a link to a web page, is still judged.
+        assert!(stale("- Task group 16 shipped on 2025-04-22 (4 lines)").is_some());
+        assert!(!is_index_entry(
+            "- [notes](https://example.com/notes.md) from 2025-04-22"
+        ));
+    }
 
     #[test]
     fn bullets_headings_and_structure() {
