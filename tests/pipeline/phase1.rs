@@ -1105,3 +1105,46 @@ async fn a_run_whose_every_request_failed_exits_non_zero() {
     assert!(stderr.contains("none succeeded"), "{stderr}");
     assert!(!mock.requests().is_empty(), "requests were sent");
 }
+
+/// A prompt's `<private>…</private>` span (the user's own marking) never reaches the
+/// provider, also when a budget cut removed its closing tag; the public part still does.
+/// Before: the planted marker was in the request body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_spans_never_reach_the_provider() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path();
+    configure(home, &mock, "openai-chat", "gpt-5-mini", json!({}));
+    let dir = home.join("rollouts").join("codex");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (id, text) in [
+        (
+            "p000",
+            "user: please fix the build <private>PLANTED-PRIVATE-ONE my home address</private> using pnpm\nassistant: done\n",
+        ),
+        (
+            "p001",
+            "user: please fix the build\nassistant: noted <PRIVATE>PLANTED-PRIVATE-TWO and the rest was cut",
+        ),
+    ] {
+        let p = dir.join(format!("{id}.txt"));
+        std::fs::write(&p, text).unwrap();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(7 * 3600))
+            .unwrap();
+    }
+    mock.set_answer(|_| {
+        json!({"rollout_summary": "", "rollout_slug": null, "raw_memory": ""}).to_string()
+    });
+    let env = env_for(home);
+    execute(MemoriesCmd::Run, &env).await.unwrap();
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    for r in &reqs {
+        let body = r.body.to_string();
+        assert!(!body.contains("PLANTED-PRIVATE"), "{body}");
+        assert!(body.contains("please fix the build"), "{body}");
+        assert!(body.contains("[private: removed]"), "{body}");
+    }
+    mock.stop();
+}

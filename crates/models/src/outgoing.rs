@@ -4,7 +4,8 @@
 //! only `seal` builds one, so no path (phase 1, phase 2's agent, the connection test, or a
 //! later caller) can send a request that skipped the gate. Sealing
 //!
-//! - redacts every text that came from outside this program: the system prompt, each
+//! - removes `<private>…</private>` spans ([`codex_free_redact::strip_private`]) and
+//!   redacts every text that came from outside this program: the system prompt, each
 //!   message, each tool result and the arguments of the model's own tool calls (the
 //!   callers redact their inputs already; this is the last line, so a side path that forgot
 //!   cannot leak a key), and
@@ -77,7 +78,7 @@ impl Outgoing {
         if redacted > 0 {
             tracing::warn!(
                 texts = redacted,
-                "outgoing request: secrets redacted at the last gate (an earlier step missed them)"
+                "outgoing request: private spans or secrets removed at the last gate"
             );
         }
         // A token covers at least one byte, so a request of at most `w` bytes fits without
@@ -117,7 +118,12 @@ impl Outgoing {
     }
 }
 
+/// Private spans out first (so a secret inside one is not even counted), then secrets.
 fn redact_in_place(text: &mut String, n: &mut usize) {
+    if let (std::borrow::Cow::Owned(s), _) = codex_free_redact::strip_private(text) {
+        *text = s;
+        *n += 1;
+    }
     if let std::borrow::Cow::Owned(s) = redact(text) {
         *text = s;
         *n += 1;

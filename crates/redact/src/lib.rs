@@ -289,6 +289,68 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// What replaces a `<private>…</private>` span in a text that leaves this machine.
+pub const PRIVATE_REMOVED: &str = "[private: removed]";
+
+/// `text` without its private spans: each `<private>…</private>` (tags in any case, spans
+/// across lines) becomes [`PRIVATE_REMOVED`]; borrowed when the text has no tag. The user
+/// marks such spans in a prompt or a note so they never reach a model provider (claude-mem's
+/// convention). Fails closed on a cut text: an opening tag without its close removes to the
+/// end, and a closing tag without an opening removes from the start (a compaction or a
+/// budget cut may have dropped the other tag). Returns the text and the spans removed.
+pub fn strip_private(text: &str) -> (Cow<'_, str>, usize) {
+    static TAG: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)<\s*(/?)\s*private\s*>").expect("private tag pattern"));
+    if !text
+        .as_bytes()
+        .windows(7)
+        .any(|w| w.eq_ignore_ascii_case(b"private"))
+    {
+        return (Cow::Borrowed(text), 0);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut removed = 0;
+    // Byte offset where the kept text resumes, and whether a span is open.
+    let mut keep_from = 0;
+    let mut open = false;
+    for m in TAG.captures_iter(text) {
+        let (Some(all), closing) = (m.get(0), m.get(1).is_some_and(|c| !c.is_empty())) else {
+            continue;
+        };
+        match (open, closing) {
+            (false, false) => {
+                out.push_str(&text[keep_from..all.start()]);
+                open = true;
+            }
+            (true, true) => {
+                out.push_str(PRIVATE_REMOVED);
+                removed += 1;
+                open = false;
+                keep_from = all.end();
+            }
+            // A nested opening tag inside an open span: still private.
+            (true, false) => {}
+            // A close with no open: everything kept so far was private.
+            (false, true) => {
+                out.clear();
+                out.push_str(PRIVATE_REMOVED);
+                removed += 1;
+                keep_from = all.end();
+            }
+        }
+    }
+    if open {
+        out.push_str(PRIVATE_REMOVED);
+        removed += 1;
+    } else {
+        out.push_str(&text[keep_from..]);
+    }
+    if removed == 0 {
+        return (Cow::Borrowed(text), 0);
+    }
+    (Cow::Owned(out), removed)
+}
+
 /// Where a text holds a secret and which rule says so; the secret itself is not kept, so a
 /// finding can be shown to whoever sent the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,6 +428,36 @@ pub fn redact_string(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn private_spans_never_leave_and_a_cut_span_fails_closed() {
+        let t = "keep A <private>secret plan\nline 2</private> keep B <PRIVATE >x</ private> C";
+        let (out, n) = strip_private(t);
+        assert_eq!(n, 2);
+        assert_eq!(
+            out,
+            format!("keep A {PRIVATE_REMOVED} keep B {PRIVATE_REMOVED} C")
+        );
+        // Cut by a budget: the opening tag is gone, or the closing one.
+        let (out, n) = strip_private("tail of a secret</private> then public");
+        assert_eq!(
+            (out.as_ref(), n),
+            (format!("{PRIVATE_REMOVED} then public").as_str(), 1)
+        );
+        let (out, n) = strip_private("public <private>secret to the end");
+        assert_eq!(
+            (out.as_ref(), n),
+            (format!("public {PRIVATE_REMOVED}").as_str(), 1)
+        );
+        // Nested opening tags stay inside the span.
+        let (out, _) = strip_private("a <private>x <private> y</private> b");
+        assert_eq!(out, format!("a {PRIVATE_REMOVED} b"));
+        // No tag: borrowed and untouched, the word alone included.
+        assert!(matches!(
+            strip_private("a private repo"),
+            (Cow::Borrowed(_), 0)
+        ));
+    }
 
     /// Every rule's secret contains a prefilter literal, so the prefilter never hides one.
     #[test]
