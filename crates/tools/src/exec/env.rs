@@ -137,12 +137,19 @@ pub fn is_secret_name(name: &str) -> bool {
         || n.starts_with("BASH_FUNC_")
 }
 
+/// Dynamic-loader variables never passed to a child: a library preloaded into this server
+/// (a profiler, a time faker) is not meant for the commands a model runs, and one that
+/// needs resources outside the sandbox (libfaketime's shared memory) would break each of
+/// them; `LD_AUDIT` runs code in every program the same way.
+pub const LOADER_INJECTION: &[&str] = &["LD_PRELOAD", "LD_AUDIT"];
+
 /// The environment for a child: the current process environment filtered by
-/// [`is_secret_name`], plus [`FORCED`]. Names that are not UTF-8 are kept only if they
+/// [`is_secret_name`] and [`LOADER_INJECTION`], plus [`FORCED`]. Names that are not UTF-8 are kept only if they
 /// cannot match the rule (they are compared lossily, so a match drops them too).
 pub fn child_env() -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| !is_secret_name(&k.to_string_lossy()))
+        .filter(|(k, _)| !LOADER_INJECTION.iter().any(|l| k == l))
         .filter(|(k, _)| !FORCED.iter().any(|(f, _)| k == f))
         .collect();
     env.extend(
