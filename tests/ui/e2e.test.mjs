@@ -151,6 +151,23 @@ test("a refused tool call shows up under Last refusals on the dashboard", async 
   assert.ok(!audit.includes("passwd"), "the audit trail holds no argument values");
 });
 
+test("a tool call that changes a Makefile is flagged on the dashboard", async () => {
+  const s = {};
+  const init = await mcp(s, "initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "ui-e2e", version: "1" } }, 1);
+  s.version = init.result.protocolVersion;
+  await mcp(s, "notifications/initialized", {});
+  const r = await mcp(s, "tools/call", { name: "write_file", arguments: { path: "Makefile", content: "all:\n\techo hi\n" } }, 2);
+  assert.notEqual(r.result.isError, true, JSON.stringify(r));
+  assert.match(r.result.content[0].text, /run later outside the sandbox: Makefile/);
+  await go("dashboard");
+  await page.reload();
+  await page.getByTestId("page-dashboard").waitFor();
+  const item = page.getByTestId("runs-later").first();
+  await item.waitFor();
+  assert.match(await item.textContent(), /write_file/);
+  assert.match(await item.textContent(), /Makefile/);
+});
+
 test("invalid settings show inline errors and save nothing", async () => {
   const before = fs.existsSync(configFile()) ? fs.readFileSync(configFile(), "utf8") : null;
   await go("settings");

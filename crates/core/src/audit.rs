@@ -4,7 +4,9 @@
 //! A line says who (a hashed conversation key), what (tool name, the *shape* of each
 //! argument: key name, JSON type and length), how it went (result size, duration, error
 //! code) and, once the exec sandbox reports one, its verdict. It never holds an argument
-//! value, a result, an error message (messages quote file lines) or a token.
+//! value, a result, an error message (messages quote file lines) or a token; the one piece
+//! of a result it keeps is the project-relative paths of changed files that another program
+//! runs later outside the sandbox ([`crate::runs_later`]), so the user can review them.
 //!
 //! Invariant: every line is one `O_APPEND` write (several server processes sharing a home
 //! interleave whole lines), and rotation happens under the file's cross-process lock
@@ -141,6 +143,10 @@ pub struct Entry {
     pub error: Option<String>,
     /// The exec sandbox's verdict for this call; null while no sandbox reports one.
     pub sandbox: Option<String>,
+    /// Project-relative paths this call changed that another program runs later (a
+    /// `Makefile`, `.envrc`, a CI workflow: [`crate::runs_later`]); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_later: Vec<String>,
 }
 
 /// An appender that keeps the current file open between lines: one `stat` and one write
@@ -288,6 +294,17 @@ impl AuditLog {
     /// The newest `limit` entries with an error, newest first, looking back over at most the
     /// last 4 MiB of the trail. Unparsable lines are skipped. Errors: unreadable file.
     pub fn last_errors(&self, limit: usize) -> Result<Vec<Entry>> {
+        self.last_matching(limit, |e| e.error.is_some())
+    }
+
+    /// The newest `limit` entries that changed a file run later outside the sandbox
+    /// ([`Entry::runs_later`] not empty), newest first, over the same 4 MiB look-back as
+    /// [`AuditLog::last_errors`]. Errors: unreadable file.
+    pub fn last_runs_later(&self, limit: usize) -> Result<Vec<Entry>> {
+        self.last_matching(limit, |e| !e.runs_later.is_empty())
+    }
+
+    fn last_matching(&self, limit: usize, keep: impl Fn(&Entry) -> bool) -> Result<Vec<Entry>> {
         let mut out = Vec::new();
         let mut budget = SCAN_BYTES;
         for path in self.files() {
@@ -305,7 +322,7 @@ impl AuditLog {
                     break;
                 }
                 if let Ok(e) = serde_json::from_str::<Entry>(l)
-                    && e.error.is_some()
+                    && keep(&e)
                 {
                     out.push(e);
                 }
@@ -377,6 +394,7 @@ mod tests {
             duration_ms: 3,
             error: error.map(str::to_owned),
             sandbox: None,
+            runs_later: Vec::new(),
         }
     }
 

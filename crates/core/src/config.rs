@@ -176,17 +176,56 @@ pub enum SandboxMode {
     Off,
 }
 
-/// Default `exec.writableRoots`: the download and build caches that cargo, npm, pip, go and
-/// friends write even for an offline build of a warm project, so builds work inside the
-/// sandbox. Only caches: never `~/.cargo/bin`, `~/.cargo/config.toml`, `~/.rustup`, shell
-/// profiles or `~/.local/bin`, which the user runs or loads later outside the sandbox. The
-/// state home and the config file's directory are never writable whatever this list says
-/// (the sandbox carves them out): they hold `exec.mode` and the server token, so a command
-/// that could write them could switch its own guardrails off for the next server start.
-/// Trade-off: a command can still plant an entry in these caches that a later unsandboxed
-/// build uses; set `exec.writableRoots` to `[]` to close that at the cost of cache writes.
-pub const DEFAULT_WRITABLE_ROOTS: &[&str] =
+/// Default `exec.cacheRoots`: the download and build caches of cargo, npm, pip, go and
+/// friends. Commands can always read them (a warm build needs no more: cargo, npm and pip
+/// fall back to a read-only cache), and may write them only when they have the network
+/// (downloads need somewhere to go). Offline, nothing in them can be changed: an entry
+/// planted there (a `build.rs` appended to an extracted crate, a pre-commit environment) would
+/// run later in the user's own, unsandboxed builds. Never `~/.cargo/bin`,
+/// `~/.cargo/config.toml`, `~/.rustup`, shell profiles or `~/.local/bin`.
+pub const DEFAULT_CACHE_ROOTS: &[&str] =
     &["~/.cargo/registry", "~/.cargo/git", "~/.npm", "~/.cache"];
+
+/// Default `exec.denyRead`: where credentials live in a home directory. A command reading
+/// one would hand it to the model (and from there to anyone who injected the prompt), so
+/// no command may read these, whatever the rest of the home allows: ssh and gpg keys, cloud
+/// and cluster credentials, registry tokens, git and gh credentials, keyrings and password
+/// stores, browser profiles (cookies and saved passwords). `exec.allowRead` relaxes it.
+pub const DEFAULT_DENY_READ: &[&str] = &[
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/git/credentials",
+    "~/.config/gh",
+    "~/.config/hub",
+    "~/.npmrc",
+    "~/.yarnrc.yml",
+    "~/.pypirc",
+    "~/.gem/credentials",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.terraform.d/credentials.tfrc.json",
+    "~/.vault-token",
+    "~/.local/share/keyrings",
+    "~/.password-store",
+    "~/.config/op",
+    "~/.config/Bitwarden",
+    "~/.mozilla",
+    "~/.config/google-chrome",
+    "~/.config/chromium",
+    "~/.config/BraveSoftware",
+    "~/.config/microsoft-edge",
+    "~/snap/firefox",
+    "~/Library/Keychains",
+    "~/Library/Application Support/Google/Chrome",
+    "~/Library/Application Support/Firefox",
+];
 
 /// `exec` block. Every key takes effect when the server starts (see [`RESTART_KEYS`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,9 +242,18 @@ pub struct ExecConfig {
     /// `"os"` (default): every command runs in the OS sandbox; `"off"`: unconfined.
     pub sandbox: SandboxMode,
     /// Directories a sandboxed command may write besides the project root and its private
-    /// TMPDIR: absolute paths or `~/...`; missing ones are skipped. Default
-    /// [`DEFAULT_WRITABLE_ROOTS`]; at most 64 entries.
+    /// TMPDIR: absolute paths or `~/...`; missing ones are skipped. Default empty; at most 64
+    /// entries. Whatever is listed here can be changed for good by any command.
     pub writable_roots: Vec<String>,
+    /// Caches commands may write only when they have the network (see
+    /// [`DEFAULT_CACHE_ROOTS`], the default); offline they are read-only. At most 64 entries.
+    pub cache_roots: Vec<String>,
+    /// Files and folders no command may read (absolute or `~/...`), on top of the protected
+    /// paths. Default [`DEFAULT_DENY_READ`]; at most 64 entries.
+    pub deny_read: Vec<String>,
+    /// Entries of `exec.denyRead` commands may read after all (compared after `~`
+    /// expansion), e.g. `~/.npmrc` for a private registry. Default empty.
+    pub allow_read: Vec<String>,
     /// Network for sandboxed commands in allowlist mode (unrestricted mode always has it). Default false.
     pub network: bool,
     /// Unix sockets outside the sandbox that commands may use (absolute paths or `~/...`,
@@ -224,10 +272,10 @@ impl Default for ExecConfig {
             max_sessions: 8,
             max_spool_bytes: 64 * 1024 * 1024,
             sandbox: SandboxMode::Os,
-            writable_roots: DEFAULT_WRITABLE_ROOTS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            writable_roots: Vec::new(),
+            cache_roots: DEFAULT_CACHE_ROOTS.iter().map(|s| s.to_string()).collect(),
+            deny_read: DEFAULT_DENY_READ.iter().map(|s| s.to_string()).collect(),
+            allow_read: Vec::new(),
             network: false,
             allow_unix_sockets: Vec::new(),
         }

@@ -15,7 +15,8 @@
 //!   tools leave it out ([`Jail::protected_inside`]). A root that lies *in* one is refused
 //!   by [`Jail::new`].
 //!
-//! Writes resolve with [`Jail::resolve_for_write`]: the deepest existing ancestor is
+//! Writes resolve with [`Jail::resolve_for_write`], which also refuses any path in a `.git`
+//! directory (by name or once resolved; [`is_git_dir_name`]): the deepest existing ancestor is
 //! canonicalised and checked, missing components are plain names (no `..` left after lexical
 //! normalisation). Writers then create a temp file with `O_EXCL` in the checked directory and
 //! `rename` it over the target; `rename` replaces a symlink rather than writing through it,
@@ -325,6 +326,34 @@ impl Jail {
     /// (its target cannot be checked) and [`Error::InvalidArgument`] when the path is the root.
     pub fn resolve_for_write(&self, user_path: &str) -> Result<PathBuf> {
         let lexical = self.lexical(user_path)?;
+        self.check_not_git(user_path, &lexical)?;
+        let out = self.resolve_for_write_inner(user_path, &lexical)?;
+        self.check_not_git(user_path, &out)?;
+        Ok(out)
+    }
+
+    /// Refuse a write into a repository's git directory: a component of `p` below the root
+    /// named `.git` (compared ASCII case-insensitively, trailing dots and spaces ignored, as
+    /// case-folding and Windows file systems treat them). Reason: hooks, `core.fsmonitor`,
+    /// `core.hooksPath`, `include.path` and filter drivers written there run at the user's
+    /// next plain `git` command, outside any sandbox.
+    fn check_not_git(&self, user_path: &str, p: &Path) -> Result<()> {
+        let Ok(rel) = p.strip_prefix(&self.root) else {
+            return Ok(());
+        };
+        if rel.components().any(|c| match c {
+            Component::Normal(n) => is_git_dir_name(&n.to_string_lossy()),
+            _ => false,
+        }) {
+            return Err(Error::PathProtected(format!(
+                "path \"{user_path}\" is in a .git directory, which the file tools do not change: hooks and settings there would run later, outside the sandbox (the git tools make commits; edit git settings yourself)"
+            )));
+        }
+        Ok(())
+    }
+
+    fn resolve_for_write_inner(&self, user_path: &str, lexical: &Path) -> Result<PathBuf> {
+        let lexical = lexical.to_path_buf();
         if lexical == self.root {
             return Err(Error::InvalidArgument(format!(
                 "path \"{user_path}\" names the project root itself; give a file path"
@@ -534,6 +563,14 @@ impl Jail {
     }
 }
 
+/// Whether a path component names a git directory: `.git`, ASCII case-insensitively, with
+/// trailing dots and spaces ignored (`.GIT`, `.git.`, `.git ` are the same directory on
+/// case-insensitive or Windows file systems).
+pub fn is_git_dir_name(name: &str) -> bool {
+    name.trim_end_matches(['.', ' '])
+        .eq_ignore_ascii_case(".git")
+}
+
 /// Lexically normalise an absolute path (`.` dropped, `..` pops). `None` if `..` climbs
 /// above `/`.
 fn normalize(p: &Path) -> Option<PathBuf> {
@@ -590,6 +627,44 @@ pub fn display_rel(root: &Path, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_into_a_git_directory_are_refused_however_named() {
+        let (dir, jail) = setup();
+        std::fs::create_dir_all(dir.path().join("proj/.git/hooks")).unwrap();
+        std::fs::create_dir_all(dir.path().join("proj/sub/.git")).unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("proj/.git/hooks"),
+            dir.path().join("proj/h"),
+        )
+        .unwrap();
+        for p in [
+            ".git/config",
+            ".git/hooks/pre-commit",
+            ".GIT/config",
+            ".git./config",
+            "src/../.git/info/attributes",
+            "sub/.git/config",
+            "h/post-checkout",
+        ] {
+            assert!(
+                matches!(jail.resolve_for_write(p), Err(Error::PathProtected(_))),
+                "{p}: {:?}",
+                jail.resolve_for_write(p)
+            );
+        }
+        // Reading stays possible, and names that only look alike are ordinary files.
+        std::fs::write(dir.path().join("proj/.git/config"), "[core]\n").unwrap();
+        assert!(jail.resolve(".git/config").is_ok());
+        for p in [
+            ".gitignore",
+            ".github/workflows/ci.yml",
+            "git/config",
+            ".gitx/a",
+        ] {
+            assert!(jail.resolve_for_write(p).is_ok(), "{p}");
+        }
+    }
 
     /// Claude Code's MCP server list sits beside its home; writing it would make Claude
     /// start a command of the attacker's choosing, so it is protected like the homes.

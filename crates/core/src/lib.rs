@@ -19,6 +19,7 @@ pub mod events;
 pub mod home;
 pub mod jail;
 pub mod paging;
+pub mod runs_later;
 pub mod time;
 pub mod tokens;
 

@@ -180,6 +180,38 @@ impl ChangeTracker {
         if page.total == 0 {
             return Ok(format!("{note}(no changes since {since})"));
         }
+        if offset == 0 {
+            // Flag the changed files that another program runs later (first page only).
+            let mut changed = Vec::new();
+            let names = [
+                "diff",
+                "--name-only",
+                "--no-renames",
+                from.as_str(),
+                to.as_str(),
+            ];
+            run_git_in(
+                ctx,
+                &env,
+                &names,
+                &scoped(ctx, Vec::new()),
+                read_timeout(ctx),
+                |l| {
+                    let rel = String::from_utf8_lossy(l).trim_end().to_string();
+                    let abs = t.top.join(&rel);
+                    if let Ok(in_root) = abs.strip_prefix(ctx.root())
+                        && let Some(what) = codex_free_core::runs_later::runs_later(in_root)
+                    {
+                        changed.push((in_root.to_string_lossy().into_owned(), what));
+                    }
+                },
+            )?
+            .map_err(|f| f.into_error("diff --name-only"))?;
+            if let Some(n) = codex_free_core::runs_later::note(&changed) {
+                note.push_str(&n);
+                note.push('\n');
+            }
+        }
         Ok(format!("{note}{}", page.render(offset)))
     }
 

@@ -512,12 +512,38 @@ pub fn write_file(ctx: &ToolCtx, a: &WriteFileArgs) -> Result<String> {
     let jail = ctx.jail();
     let target = jail.resolve_for_write(&a.path)?;
     let existed = atomic_write(jail, &target, a.content.as_bytes())?;
-    Ok(format!(
+    let shown = jail.display(&target);
+    let mut out = format!(
         "wrote {} bytes to {} ({})",
         a.content.len(),
-        jail.display(&target),
+        shown,
         if existed { "replaced" } else { "created" }
-    ))
+    );
+    if let Some(n) = runs_later_note(jail, [target.as_path()]) {
+        out.push('\n');
+        out.push_str(&n);
+    }
+    Ok(out)
+}
+
+/// The flag line ([`codex_free_core::runs_later::note`]) for the written `paths` that
+/// another program runs later (task runners, CI, editor tasks, package scripts), or `None`.
+pub fn runs_later_note<'a>(
+    jail: &codex_free_core::jail::Jail,
+    paths: impl IntoIterator<Item = &'a Path>,
+) -> Option<String> {
+    let mut flagged: Vec<(String, &'static str)> = Vec::new();
+    for p in paths {
+        if let Ok(rel) = p.strip_prefix(jail.root())
+            && let Some(what) = codex_free_core::runs_later::runs_later(rel)
+        {
+            let shown = jail.display(p);
+            if !flagged.iter().any(|(s, _)| *s == shown) {
+                flagged.push((shown, what));
+            }
+        }
+    }
+    codex_free_core::runs_later::note(&flagged)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -603,13 +603,18 @@ pub(crate) fn run_git_in(
                 .paths()
                 .iter()
                 .map(|p| p.path().to_path_buf())
+                .chain(crate::exec::sandbox::deny_read(&ctx.config.exec))
                 .collect();
+            // The product's own git tools write `.git` (commit, stage); they run git with
+            // hooks, fsmonitor, external diff and pager off (below), so `.git` stays
+            // writable for them only.
             crate::exec::sandbox::Prepared::new(&crate::exec::sandbox::Spec {
                 root: ctx.root().to_path_buf(),
                 writable: env.writable.clone(),
                 protected: crate::exec::protected_paths(&ctx.home, &extra),
                 network: false,
                 unix_sockets: Vec::new(),
+                read_only: Vec::new(),
             })?
         }
     };

@@ -552,6 +552,10 @@ pub fn apply_patch(ctx: &ToolCtx, a: &ApplyPatchArgs) -> Result<String> {
     commit(&stage)?;
     let mut out = String::from("Success. Updated the following files:\n");
     out.push_str(&summary.join("\n"));
+    if let Some(n) = crate::fs::runs_later_note(jail, stage.files.keys().map(|p| p.as_path())) {
+        out.push('\n');
+        out.push_str(&n);
+    }
     Ok(codex_free_core::paging::enforce_ceiling(
         out,
         ctx.max_output_bytes(),

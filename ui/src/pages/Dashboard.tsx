@@ -225,6 +225,33 @@ export function Dashboard() {
           </>
         )}
       </Card>
+      <Card title="Changed files that run later" testid="card-runs-later">
+        {auditErr ? (
+          <ErrorBox error={auditErr} />
+        ) : !audit ? (
+          <p class="muted">Loading…</p>
+        ) : (audit.runs_later ?? []).length === 0 ? (
+          <p class="muted">No tool call changed a Makefile, package.json, CI workflow, .envrc or editor task.</p>
+        ) : (
+          <>
+            <ul class="errors" data-testid="runs-later-list">
+              {audit.runs_later.map((r, i) => (
+                <li key={i} data-testid="runs-later">
+                  <span class="muted">{formatTime(r.time_ms)}</span> <Badge kind="warn">{r.tool}</Badge>{" "}
+                  {r.paths.map((p) => (
+                    <code key={p}>{p} </code>
+                  ))}
+                  <span class="muted small">{r.conversation}</span>
+                </li>
+              ))}
+            </ul>
+            <p class="muted small">
+              These files are run later by other programs (make, npm, CI, direnv, your editor) outside the sandbox: review them (Show changes in
+              the client, or git diff) before those run.
+            </p>
+          </>
+        )}
+      </Card>
       <Diagnostics />
       <p class="muted small">
         State home <code>{s.home}</code> · version {s.version}

@@ -406,7 +406,8 @@ fn sync_remote(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// `exec.writableRoots` and `exec.allowUnixSockets`: at most 64 entries, each absolute or
+/// `exec.writableRoots`, `exec.cacheRoots`, `exec.denyRead`, `exec.allowRead` and
+/// `exec.allowUnixSockets`: at most 64 entries, each absolute or
 /// `~/...` (a relative path would depend on the working directory of whoever starts the
 /// server).
 fn writable_root(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
@@ -688,9 +689,33 @@ pub const FIELDS: &[Field] = &[
     .restart(),
     Field::list(
         "exec.writableRoots",
-        crate::config::DEFAULT_WRITABLE_ROOTS,
         &[],
-        "Folders (absolute or ~/...) sandboxed commands may also write, e.g. build caches.",
+        &[],
+        "Folders (absolute or ~/...) sandboxed commands may also write; anything there can be changed for good.",
+    )
+    .restart()
+    .with_rule(writable_root),
+    Field::list(
+        "exec.cacheRoots",
+        crate::config::DEFAULT_CACHE_ROOTS,
+        &[],
+        "Build and download caches (absolute or ~/...): always readable, writable only when commands have the network.",
+    )
+    .restart()
+    .with_rule(writable_root),
+    Field::list(
+        "exec.denyRead",
+        crate::config::DEFAULT_DENY_READ,
+        &[],
+        "Credential files and folders (absolute or ~/...) no command may read.",
+    )
+    .restart()
+    .with_rule(writable_root),
+    Field::list(
+        "exec.allowRead",
+        &[],
+        &[],
+        "Entries of exec.denyRead that commands may read after all, e.g. ~/.npmrc.",
     )
     .restart()
     .with_rule(writable_root),

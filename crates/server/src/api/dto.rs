@@ -563,6 +563,24 @@ pub struct RefusalsView {
     pub file: String,
     /// Newest first.
     pub refusals: Vec<AuditRefusal>,
+    /// The newest tool calls that changed a file another program runs later outside the
+    /// sandbox (a `Makefile`, `.envrc`, CI workflow), newest first.
+    pub runs_later: Vec<RunsLaterChange>,
+}
+
+/// One tool call that changed files run later outside the sandbox (from the audit trail).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct RunsLaterChange {
+    /// When the call started (Unix ms).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub time_ms: i64,
+    /// Tool name (`write_file`, `apply_patch`, `exec_command`, `show_changes`).
+    pub tool: String,
+    /// Project-relative paths of the changed files.
+    pub paths: Vec<String>,
+    /// Hashed conversation key (`conv-…`) or the MCP handler's instance id.
+    pub conversation: String,
 }
 
 /// Filter of the Runs & costs page. Every field is optional; empty strings mean "any".

@@ -721,10 +721,21 @@ impl ApiService {
                 duration_ms: e.duration_ms,
             })
             .collect();
+        let runs_later = log
+            .last_runs_later(limit)?
+            .into_iter()
+            .map(|e| RunsLaterChange {
+                time_ms: e.time_ms,
+                tool: e.tool,
+                paths: e.runs_later,
+                conversation: e.conversation,
+            })
+            .collect();
         Ok(RefusalsView {
             enabled: cfg.audit.enabled,
             file: log.path().display().to_string(),
             refusals,
+            runs_later,
         })
     }
 

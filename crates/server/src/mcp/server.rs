@@ -645,6 +645,15 @@ impl CodexFree {
         if !cfg.enabled {
             return;
         }
+        let runs_later = match call.out {
+            Ok(CallToolResponse::Complete(r)) => r
+                .content
+                .iter()
+                .filter_map(|c| c.as_text())
+                .flat_map(|t| codex_free_core::runs_later::parse_note(&t.text))
+                .collect(),
+            _ => Vec::new(),
+        };
         let (result_bytes, error) = match call.out {
             Ok(CallToolResponse::Complete(r)) => {
                 let texts: Vec<&str> = r
@@ -689,6 +698,7 @@ impl CodexFree {
             duration_ms: t0.elapsed().as_millis() as u64,
             error,
             sandbox: None,
+            runs_later,
         };
         if let Err(e) = self
             .shared

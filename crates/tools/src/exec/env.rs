@@ -8,6 +8,11 @@
 //! - starts with `CODEX_FREE_` (the server's own settings and tokens), except `CODEX_FREE_HOME`;
 //! - starts with `BASH_FUNC_` (exported shell functions could shadow allowed programs).
 //!
+//! A variable is also dropped, whatever its name, when its **value** is secret-shaped
+//! ([`is_secret_value`]): a URL carrying a password (`postgres://u:pw@host/db`) or anything
+//! the redaction rules recognise (a provider key, a GitHub or Slack token, a private key
+//! block, a JWT …). Names alone miss `MYAPP_DB_URL` and `SENTRY_DSN`.
+//!
 //! Then, as Codex's unified exec does, output-friendly settings are forced: `NO_COLOR=1`,
 //! `TERM=dumb`, `PAGER=cat`, `GIT_PAGER=cat`, `GH_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`.
 //!
@@ -16,7 +21,8 @@
 //! it could not reach anyway, unless the socket is listed in `exec.allowUnixSockets`
 //! ([`without_socket_vars`]).
 //!
-//! Invariant: no variable for which [`is_secret_name`] is true reaches a child process.
+//! Invariant: no variable for which [`is_secret_name`] or [`is_secret_value`] is true
+//! reaches a child process.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -137,6 +143,38 @@ pub fn is_secret_name(name: &str) -> bool {
         || n.starts_with("BASH_FUNC_")
 }
 
+/// True when a variable's value must not be passed to a child whatever its name: a URL with
+/// a password in its authority (`scheme://user:password@host`), or a value in which
+/// [`codex_free_redact::find_secret`] finds a credential. Values that are not UTF-8 are
+/// checked lossily. Reason: connection strings and DSNs carry credentials under ordinary
+/// names.
+pub fn is_secret_value(value: &OsStr) -> bool {
+    let v = value.to_string_lossy();
+    url_with_password(&v) || codex_free_redact::find_secret(&v).is_some()
+}
+
+/// Whether `text` holds `scheme://user:password@` (a non-empty password before the `@` of
+/// an authority), anywhere (lists such as `a,postgres://u:p@h` included).
+fn url_with_password(text: &str) -> bool {
+    text.match_indices("://").any(|(i, _)| {
+        let scheme_ok = text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric());
+        let rest = &text[i + 3..];
+        let authority = rest
+            .split(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace())
+            .next()
+            .unwrap_or("");
+        scheme_ok
+            && authority.rfind('@').is_some_and(|at| {
+                authority[..at]
+                    .split_once(':')
+                    .is_some_and(|(_, pw)| !pw.is_empty())
+            })
+    })
+}
+
 /// Dynamic-loader variables never passed to a child: a library preloaded into this server
 /// (a profiler, a time faker) is not meant for the commands a model runs, and one that
 /// needs resources outside the sandbox (libfaketime's shared memory) would break each of
@@ -144,11 +182,12 @@ pub fn is_secret_name(name: &str) -> bool {
 pub const LOADER_INJECTION: &[&str] = &["LD_PRELOAD", "LD_AUDIT"];
 
 /// The environment for a child: the current process environment filtered by
-/// [`is_secret_name`] and [`LOADER_INJECTION`], plus [`FORCED`]. Names that are not UTF-8 are kept only if they
+/// [`is_secret_name`], [`is_secret_value`] and [`LOADER_INJECTION`], plus [`FORCED`]. Names that are not UTF-8 are kept only if they
 /// cannot match the rule (they are compared lossily, so a match drops them too).
 pub fn child_env() -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| !is_secret_name(&k.to_string_lossy()))
+        .filter(|(_, v)| !is_secret_value(v))
         .filter(|(k, _)| !LOADER_INJECTION.iter().any(|l| k == l))
         .filter(|(k, _)| !FORCED.iter().any(|(f, _)| k == f))
         .collect();
@@ -264,6 +303,33 @@ mod tests {
             names(without_socket_vars(all, std::slice::from_ref(&sock))),
             ["SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "PATH"]
         );
+    }
+
+    #[test]
+    fn secret_shaped_values_are_dropped_whatever_the_name() {
+        for v in [
+            "postgres://u:pw@db.internal:5432/app",
+            "redis://:hunter2@cache:6379/0",
+            "https://alice:s3cr3t@example.com/x",
+            "mysql://app:pa%40ss@10.0.0.1/db?ssl=true",
+            "a,amqp://guest:guest@rabbit/",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH",
+        ] {
+            assert!(is_secret_value(OsStr::new(v)), "{v}");
+        }
+        for v in [
+            "postgres://db.internal:5432/app",
+            "https://alice@example.com/x",
+            "https://example.com/a:b@c",
+            "/usr/local/bin:/usr/bin:/bin",
+            "en_US.UTF-8",
+            "xterm-256color",
+            "user@host",
+            "C:\\Users\\me",
+        ] {
+            assert!(!is_secret_value(OsStr::new(v)), "{v}");
+        }
     }
 
     #[test]

@@ -253,7 +253,12 @@ struct Session {
     last_used: Mutex<Instant>,
     /// Ran in the OS sandbox (with or without network), and its working directory.
     sandbox: Option<SandboxedRun>,
+    /// The project's runs-later files as last seen ([`codex_free_core::runs_later::stamps`]):
+    /// at the start, then at each reply, which flags what changed in between.
+    runs_later: Mutex<RunsLaterStamps>,
 }
+
+type RunsLaterStamps = std::collections::BTreeMap<PathBuf, (u64, i128, u64)>;
 
 #[derive(Debug, Clone)]
 struct SandboxedRun {
@@ -372,10 +377,12 @@ impl ExecSessions {
                                 .iter()
                                 .map(|p| p.path().to_path_buf()),
                         )
+                        .chain(sandbox::deny_read(&ctx.config.exec))
                         .collect::<Vec<_>>(),
                 ),
                 network: ctx.config.exec.network_allowed(),
                 unix_sockets: sandbox::unix_sockets(&ctx.config.exec),
+                read_only: sandbox::git_dirs(ctx.root()),
             })?,
         };
 
@@ -589,6 +596,13 @@ impl ExecSessions {
         }
         let window = s.output.take_window();
         let mut head = std::mem::take(&mut notes);
+        {
+            let now = codex_free_core::runs_later::stamps(&s.root);
+            let mut seen = s.runs_later.lock().expect("session lock");
+            let changed = codex_free_core::runs_later::changed(&seen, &now);
+            *seen = now;
+            head.extend(codex_free_core::runs_later::note(&changed));
+        }
         head.push(format!(
             "Wall time: {:.4} seconds",
             started.elapsed().as_secs_f64()
@@ -819,6 +833,7 @@ fn spawn(
     use std::os::unix::process::CommandExt;
     let exec_cfg = &ctx.config.exec;
     let window_cap = ctx.max_output_bytes();
+    let runs_later = codex_free_core::runs_later::stamps(ctx.root());
     let output = Output::create(spool_dir, exec_cfg.max_spool_bytes, window_cap)?;
     let (reader, writer) = std::io::pipe().ctx(|| "creating the output pipe".into())?;
     let writer2 = writer
@@ -964,6 +979,7 @@ fn spawn(
         exit_rx,
         last_used: Mutex::new(Instant::now()),
         sandbox: sandboxed,
+        runs_later: Mutex::new(runs_later),
     }))
 }
 

