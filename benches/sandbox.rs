@@ -6,6 +6,8 @@
 //! sandbox was on this machine. `SANDBOX_BENCH_RUNS` overrides the count (default 200). The
 //! state home sits beside the project (the usual layout); with `SANDBOX_BENCH_HOME_IN_TMP=1`
 //! it sits in `/tmp` instead, so the rules are carved around a busy shared directory.
+//! The project holds a `.git` (the usual case: it is kept read-only by a mount namespace
+//! per command); `SANDBOX_BENCH_NO_GIT=1` leaves it out.
 //!
 //! Invariant: both variants run the same command through the same code path; only
 //! `exec.sandbox` differs. Nothing is asserted here.
@@ -61,6 +63,11 @@ fn main() {
     let base = std::fs::canonicalize(tmp.path()).unwrap();
     let root = base.join("proj");
     std::fs::create_dir_all(&root).unwrap();
+    if std::env::var("SANDBOX_BENCH_NO_GIT").as_deref() != Ok("1") {
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    }
     let home_tmp = tempfile::Builder::new()
         .prefix("sandbox-bench-home")
         .tempdir_in("/tmp")

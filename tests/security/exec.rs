@@ -343,6 +343,49 @@ async fn cargo_builds_a_crate_inside_the_project_with_a_warm_cache() {
     c.cancel().await.unwrap();
 }
 
+/// The version of `name` in this workspace's lock file: the registry holds it extracted
+/// (the workspace was built from it), as a user's cache holds their project's dependencies.
+fn locked_version(name: &str) -> String {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock")).unwrap();
+    let at = lock
+        .find(&format!("name = \"{name}\"\nversion = \""))
+        .unwrap_or_else(|| panic!("{name} is not in Cargo.lock"));
+    let rest = &lock[at..];
+    let v = rest.split("version = \"").nth(1).unwrap();
+    v[..v.find('"').unwrap()].to_string()
+}
+
+#[tokio::test]
+async fn a_warm_cargo_build_with_registry_dependencies_works_offline() {
+    // Dependencies from the (read-only) registry cache, one with a build script.
+    let lab = lab(false);
+    let p = lab.project();
+    std::fs::write(
+        p.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"warm\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nmemchr = \"={}\"\nlibc = \"={}\"\n",
+            locked_version("memchr"),
+            locked_version("libc")
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir(p.join("src")).unwrap();
+    std::fs::write(
+        p.join("src/main.rs"),
+        "fn main() { let pid = unsafe { libc::getpid() }; println!(\"found at {:?}, pid>0: {}\", memchr::memchr(b'z', b\"xyz\"), pid > 0); }\n",
+    )
+    .unwrap();
+    let c = lab.client().await;
+    let (text, err) = exec(
+        &c,
+        "cargo build --offline 2>&1 && cargo run --offline -q 2>&1",
+    )
+    .await;
+    assert!(!err && exit_code(&text) == Some(0), "{text}");
+    assert!(text.contains("found at Some(2), pid>0: true"), "{text}");
+    c.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn network_is_off_in_allowlist_mode_unless_exec_network() {
     use std::net::TcpListener;

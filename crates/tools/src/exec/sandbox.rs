@@ -4,13 +4,18 @@
 //! A sandboxed command, and everything it starts, may
 //! - read and execute every file except the protected paths ([`protected_paths`]: the state
 //!   home, the config file's directory, `$CODEX_HOME`/`~/.codex`, `$CLAUDE_CONFIG_DIR`/
-//!   `~/.claude`, `~/.claude.json`, `$PI_CODING_AGENT_DIR`/`~/.pi/agent`) and the devices
+//!   `~/.claude`, `~/.claude.json`, `$PI_CODING_AGENT_DIR`/`~/.pi/agent`, and the
+//!   credentials of `exec.denyRead` minus `exec.allowRead`: [`deny_read`]) and the devices
 //!   under `/dev` other than `null`, `zero`, `full`, `random` and `urandom` (raw disks would
 //!   bypass every file rule; `/dev/shm` is shared by the whole machine and outlives the
 //!   call: POSIX shared memory and named semaphores need it in `exec.writableRoots`);
-//! - write only inside the project root, a private temporary directory (`TMPDIR`, mode
-//!   0700, removed when the command ends) and the existing directories of
-//!   `exec.writableRoots`, minus the protected paths, plus the devices above;
+//! - write only inside the project root except its git directory ([`git_dirs`]: `.git`, and
+//!   for a linked worktree or submodule the git directory and `commondir` it names, read-only
+//!   because hooks and config there run at the user's next `git`), a private temporary
+//!   directory (`TMPDIR`, mode 0700, removed when the command ends) and the existing
+//!   directories of `exec.writableRoots` (empty by default) and, only with the network,
+//!   `exec.cacheRoots` (offline a command cannot change a cached package a later build
+//!   runs), minus the protected paths, plus the devices above;
 //! - not reach a terminal: it leads a new session without a controlling terminal, and
 //!   `/dev/tty` and `/dev/pts` are not granted;
 //! - without network in allowlist mode unless `exec.network` is true: no TCP connect or bind
@@ -44,7 +49,8 @@
 //! **Linux**: Landlock + seccomp. The ruleset is built in the server before the fork (paths
 //! opened `O_PATH`, rules added, the seccomp programs compiled once); between fork and exec
 //! (`CommandExt::pre_exec`) the child only makes system calls — `setsid`, the supervisor's
-//! split (`prctl`, a raw `clone`), `keyctl(JOIN_SESSION_KEYRING)`, `prctl(CAPBSET_DROP)`
+//! split (`prctl`, a raw `clone`), the read-only mounts (`unshare`, id maps, `mount`),
+//! `keyctl(JOIN_SESSION_KEYRING)`, `prctl(CAPBSET_DROP)`
 //! when root, `prctl(NO_NEW_PRIVS)`, `landlock_restrict_self`, two
 //! `seccomp(SET_MODE_FILTER)` — with no allocation or lock, which is what is safe in the
 //! child of a multi-threaded server. That was preferred to a re-exec helper mode of the
@@ -59,6 +65,14 @@
 //! Consequences, by design: directories on that way (`/`, `~`, or a project root holding the
 //! state home) cannot be listed, and the command cannot create entries directly in them nor
 //! see entries created there after it started.
+//!
+//! Read-only paths *inside* a write grant (the git directory) are not carved, which would
+//! make the project's top level unable to take new files: they become read-only bind mounts
+//! in a private mount namespace of the command ([`platform`]'s `mountns`: `CLONE_NEWNS`, and
+//! a user namespace mapping the server's own uid and gid when it is not root), made before
+//! Landlock, which then forbids any mount change. Where the kernel or distribution refuses
+//! that (unprivileged user namespaces restricted, e.g. Ubuntu's AppArmor default) a probe at
+//! first use says so in the log, and they are carved like protected paths instead.
 //!
 //! **macOS**: a Seatbelt profile through `/usr/bin/sandbox-exec` with the same write, read
 //! and network rules (paths passed as `-D` parameters, never spliced into the profile), and
