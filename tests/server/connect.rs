@@ -657,3 +657,52 @@ fn symlinked_targets_are_followed_only_inside_home_and_said() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("state home"));
     assert!(!h.state.join("codex.config.json").exists());
 }
+
+/// A client that introduces itself as Codex CLI does.
+#[derive(Clone)]
+struct CodexLike;
+
+impl ClientHandler for CodexLike {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("codex-mcp-client", "0.130.0"),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_codex_user_without_the_agents_block_is_told_how_memory_reaches_codex() {
+    let h = Homes::new();
+    let project = tempfile::tempdir().unwrap();
+    let status = ok(&h.cli(&["memories", "status"]));
+    assert!(!status.contains("codex-free connect codex"), "{status}");
+    // Registered by hand: a Codex session reaches the server.
+    let mut cmd = tokio::process::Command::new(support::bin());
+    cmd.args(["serve", "--stdio", "--project"])
+        .arg(project.path())
+        .env("HOME", h.home())
+        .env("CODEX_FREE_HOME", &h.state)
+        .env("CODEX_FREE_LOG", "warn")
+        .env_remove("CODEX_HOME");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let client = CodexLike.serve(transport).await.unwrap();
+    client.list_tools(None).await.unwrap();
+    client.cancel().await.unwrap();
+    let status = ok(&h.cli(&["memories", "status"]));
+    let warning = status
+        .lines()
+        .find(|l| l.starts_with("warning: a Codex session reached this server"))
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(
+        warning.contains(".codex/AGENTS.md") && warning.ends_with("Fix: codex-free connect codex"),
+        "{warning}"
+    );
+    // The one command fixes it.
+    ok(&h.cli(&["connect", "codex"]));
+    let status = ok(&h.cli(&["memories", "status"]));
+    assert!(!status.contains("warning: a Codex session"), "{status}");
+}

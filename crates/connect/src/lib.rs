@@ -939,6 +939,57 @@ fn on_path(t: &Target, program: &str) -> bool {
     })
 }
 
+/// Where the server records the last Codex CLI session it served (an RFC 3339 time, one
+/// line), under the state home: read by `memories status` and the dashboard, which run in
+/// other processes than the server that saw the session.
+pub const CODEX_SEEN_FILE: &str = "connect/codex-last-session";
+
+/// Record that a Codex CLI session (`clientInfo.name` of Codex's profile) reached this
+/// server now. Best effort for the caller: an error is only worth a log line.
+///
+/// Errors: [`Error::Io`] when the file cannot be written.
+pub fn record_codex_session(home: &Path) -> Result<()> {
+    let path = home.join(CODEX_SEEN_FILE);
+    if let Some(dir) = path.parent() {
+        codex_free_core::home::create_private_dir(dir)?;
+    }
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    codex_free_core::home::write_atomic_private_unlocked(&path, format!("{now}\n").as_bytes())
+}
+
+/// The warning for a user whose memory cannot reach Codex, or `None`: Codex lists this
+/// server (its `config.toml`) or a Codex session has reached it ([`CODEX_SEEN_FILE`]), and
+/// Codex's `AGENTS.md` holds no managed block. Reason: Codex passes a model none of an MCP
+/// server's instructions (with a model it knows it even defers MCP tools behind
+/// `tool_search`), so only the `AGENTS.md` block that `connect codex` writes carries the
+/// memory summary and the saved plans into its sessions.
+pub fn codex_memory_gap(t: &Target, home: &Path, sts: &[ClientStatus]) -> Option<String> {
+    let codex = sts.iter().find(|s| s.client == Client::Codex)?;
+    if codex.linked {
+        return None;
+    }
+    let seen = std::fs::read_to_string(home.join(CODEX_SEEN_FILE))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    if !codex.connected && seen.is_none() {
+        return None;
+    }
+    let agents = t
+        .memory_file(Client::Codex)
+        .ok()
+        .flatten()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "$CODEX_HOME/AGENTS.md".into());
+    let why = match &seen {
+        Some(at) => format!("a Codex session reached this server (last at {at})"),
+        None => "Codex lists this server in its config.toml".into(),
+    };
+    Some(format!(
+        "{why}, but {agents} has no Codex Free block: Codex passes its model none of an MCP server's instructions, so your memory and saved plans never reach Codex sessions. Fix: codex-free connect codex"
+    ))
+}
+
 /// One line per client, for `codex-free connect` without a client and `memories status`.
 pub fn render_status(sts: &[ClientStatus]) -> String {
     let yn = |b: bool| if b { "yes" } else { "no" };

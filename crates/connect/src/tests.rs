@@ -609,3 +609,32 @@ fn a_users_own_codex_output_limit_is_kept() {
         );
     }
 }
+
+#[test]
+fn codex_without_the_agents_block_is_told_the_one_command_that_fixes_it() {
+    let fx = fixture();
+    let home = fx.t.state_home.clone();
+    // Codex not connected and never seen: nothing to say.
+    assert_eq!(codex_memory_gap(&fx.t, &home, &status(&fx.t)), None);
+    // A Codex session reached the server (registered by hand): told, with the fix.
+    record_codex_session(&home).unwrap();
+    let w = codex_memory_gap(&fx.t, &home, &status(&fx.t)).unwrap();
+    assert!(w.contains("a Codex session reached this server"), "{w}");
+    assert!(
+        w.contains("AGENTS.md") && w.ends_with("codex-free connect codex"),
+        "{w}"
+    );
+    // After connect the block is there: the warning is gone; after undo it is back.
+    connect(&fx, Client::Codex);
+    assert_eq!(codex_memory_gap(&fx.t, &home, &status(&fx.t)), None);
+    undo(&fx, Client::Codex);
+    assert!(codex_memory_gap(&fx.t, &home, &status(&fx.t)).is_some());
+    // Listed in config.toml by hand, no session yet: told too.
+    std::fs::remove_file(home.join(CODEX_SEEN_FILE)).unwrap();
+    let toml = format!(
+        "{CODEX_TOML}\n[mcp_servers.codex_free]\ncommand = \"/opt/codex-free/bin/codex-free\"\nargs = [\"serve\", \"--stdio\"]\n"
+    );
+    std::fs::write(fx.t.mcp_file(Client::Codex).unwrap().unwrap(), toml).unwrap();
+    let w = codex_memory_gap(&fx.t, &home, &status(&fx.t)).unwrap();
+    assert!(w.contains("lists this server"), "{w}");
+}

@@ -235,6 +235,9 @@ pub struct Status {
     /// The coding agents `codex-free connect` knows: installed, connected, linked, and when
     /// their memory block was last refreshed.
     pub clients: Vec<codex_free_connect::ClientStatus>,
+    /// Why memory cannot reach Codex sessions and the command that fixes it
+    /// ([`codex_free_connect::codex_memory_gap`]); `None` when it can or Codex is not used.
+    pub codex_memory: Option<String>,
     /// Git sync of the memory folder (`memories.sync.remote`): ahead/behind, last sync and
     /// its error; `None` when no remote is configured.
     pub sync: Option<codex_free_memory::sync::SyncStatus>,
@@ -327,6 +330,11 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         force: false,
     };
     let cap = cap_state(&store, m)?;
+    let target = codex_free_connect::Target::from_env(&env.home, &env.config_path).ok();
+    let clients = target
+        .as_ref()
+        .map(codex_free_connect::status)
+        .unwrap_or_default();
     Ok(Status {
         enabled: m.enabled,
         generate_memories: m.generate_memories,
@@ -348,9 +356,10 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         log: log_path(&env.home).display().to_string(),
         scheduler: crate::scheduler::lock_holder(&env.home),
         consolidation: store.phase2_job()?,
-        clients: codex_free_connect::Target::from_env(&env.home, &env.config_path)
-            .map(|t| codex_free_connect::status(&t))
-            .unwrap_or_default(),
+        clients: clients.clone(),
+        codex_memory: target
+            .as_ref()
+            .and_then(|t| codex_free_connect::codex_memory_gap(t, &env.home, &clients)),
         sync: codex_free_memory::sync::status(&env.home, m.sync.remote.as_deref()),
         review_pending: codex_free_memory::review::state(&env.home, m.review)
             .map(|r| r.pending)
@@ -522,6 +531,9 @@ impl Status {
                 "not running (it runs inside the tray app and every `codex-free serve`)"
             )
         ));
+        if let Some(w) = &self.codex_memory {
+            s.push_str(&format!("warning: {w}\n"));
+        }
         if !self.clients.is_empty() {
             s.push_str("connected clients (`codex-free connect`):\n");
             for l in codex_free_connect::render_status(&self.clients).lines() {

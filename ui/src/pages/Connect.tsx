@@ -104,6 +104,11 @@ export function Connect() {
         beside each file and undo restores it. Server command: <code>{data.server_command}</code>
       </p>
       <ErrorBox error={error} />
+      {data.codex_memory && (
+        <div class="alert warn" data-testid="codex-memory-gap">
+          {data.codex_memory}
+        </div>
+      )}
       <div class="two">
         {data.clients.map((c) => (
           <ClientCard key={c.client} c={c} reload={() => void reload()} />

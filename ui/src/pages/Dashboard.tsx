@@ -89,6 +89,11 @@ export function Dashboard() {
           {msg.message}
         </div>
       )}
+      {s.codex_memory && (
+        <div class="alert warn" data-testid="codex-memory-gap">
+          {s.codex_memory} (or Connect → Codex here).
+        </div>
+      )}
       <Card
         title="MCP server"
         testid="card-server"

@@ -41,8 +41,12 @@ impl ApiService {
             }
             Err(e) => (None, format!("no codex-free CLI found: {e}")),
         };
+        let statuses = t.as_ref().map(connect::status).unwrap_or_default();
+        let codex_memory = t
+            .as_ref()
+            .and_then(|t| connect::codex_memory_gap(t, &self.home, &statuses));
         let clients = match &t {
-            Some(t) => connect::status(t)
+            Some(_) => statuses
                 .into_iter()
                 .map(|s| ConnectClient {
                     client: s.client.name().into(),
@@ -60,6 +64,7 @@ impl ApiService {
         };
         Ok(ConnectView {
             clients,
+            codex_memory,
             server_command,
         })
     }

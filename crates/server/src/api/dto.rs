@@ -284,6 +284,9 @@ pub struct Status {
     pub sandbox: SandboxView,
     /// This server's own MCP transcripts kept under the state home.
     pub transcripts: TranscriptsView,
+    /// Why memory cannot reach Codex sessions, ending in the command that fixes it; null
+    /// when it can or Codex is not used.
+    pub codex_memory: Option<String>,
 }
 
 /// The server's own MCP transcripts (`<home>/transcripts`): what is kept and for how long.
@@ -756,6 +759,9 @@ pub struct ConnectClient {
 pub struct ConnectView {
     /// Every client.
     pub clients: Vec<ConnectClient>,
+    /// Why memory cannot reach Codex sessions, ending in the command that fixes it
+    /// (`codex-free connect codex`); null when it can or Codex is not used.
+    pub codex_memory: Option<String>,
     /// The command line registered for stdio clients, or why there is none.
     pub server_command: String,
 }

@@ -267,6 +267,15 @@ impl ApiService {
                     retention_days: cfg.memories.mcp_transcript_retention_days,
                 }
             },
+            codex_memory: codex_free_connect::Target::from_env(&self.home, &self.config_path())
+                .ok()
+                .and_then(|t| {
+                    codex_free_connect::codex_memory_gap(
+                        &t,
+                        &self.home,
+                        &codex_free_connect::status(&t),
+                    )
+                }),
         })
     }
 

@@ -830,6 +830,11 @@ impl ServerHandler for CodexFree {
         context.peer.set_peer_info(request.clone());
         // Set before the instructions are built (`get_info`), which depend on it.
         let _ = self.client.set(request.client_info.name.clone());
+        if self.client_profile().is_some_and(|p| p.id == "codex")
+            && let Err(e) = codex_free_connect::record_codex_session(&self.shared.home)
+        {
+            tracing::warn!("could not record the Codex session: {e}");
+        }
         self.negotiate_initialize(&request)
     }
 

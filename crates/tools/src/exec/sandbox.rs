@@ -1291,6 +1291,7 @@ mod tests {
             .unwrap();
         let got = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let mountns = platform::mountns::available();
+        eprintln!("read-only .git by mount namespace: {mountns}");
         let want = if mountns { "2 1 0 0" } else { "2 1 0 1" };
         assert_eq!(
             got,

@@ -10,6 +10,11 @@ export type ConnectView = {
  */
 clients: Array<ConnectClient>, 
 /**
+ * Why memory cannot reach Codex sessions, ending in the command that fixes it
+ * (`codex-free connect codex`); null when it can or Codex is not used.
+ */
+codex_memory: string | null, 
+/**
  * The command line registered for stdio clients, or why there is none.
  */
 server_command: string, };

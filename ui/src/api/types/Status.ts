@@ -46,4 +46,9 @@ sandbox: SandboxView,
 /**
  * This server's own MCP transcripts kept under the state home.
  */
-transcripts: TranscriptsView, };
+transcripts: TranscriptsView, 
+/**
+ * Why memory cannot reach Codex sessions, ending in the command that fixes it; null
+ * when it can or Codex is not used.
+ */
+codex_memory: string | null, };

@@ -50,6 +50,7 @@ export type { RequestRow } from "./RequestRow";
 export type { ReviewView } from "./ReviewView";
 export type { RunFilter } from "./RunFilter";
 export type { RunRow } from "./RunRow";
+export type { RunsLaterChange } from "./RunsLaterChange";
 export type { RunsView } from "./RunsView";
 export type { SandboxView } from "./SandboxView";
 export type { ServerState } from "./ServerState";
