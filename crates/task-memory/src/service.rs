@@ -1,5 +1,5 @@
 //! The memory tools as plain functions over (state home, config snapshot, scope): what the
-//! MCP layer (`mcp/memory_tools.rs`) and the UI's API call. Each returns the text of one
+//! MCP layer (`mcp/tools_task_memory.rs`) and the UI's API call. Each returns the text of one
 //! tool result, never more than `output.maxToolOutputTokens` (x 4 bytes), paged with a
 //! continuation line when longer.
 //!

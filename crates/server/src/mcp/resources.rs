@@ -27,7 +27,7 @@ use codex_free_memory::readpath;
 use codex_free_task_memory::skills::SkillSearch;
 use codex_free_task_memory::{RecallArgs, brief};
 
-use super::memory_tools::with_service;
+use super::tools_task_memory::with_service;
 use super::server::{CodexFree, ConversationId, Mode};
 
 /// URI of the saved state.

@@ -5,7 +5,7 @@
 //! except the security settings, fixed at startup: see [`LiveConfig`]), and the exec sessions.
 //! Every tool call leaves one line in the audit trail ([`codex_free_core::audit`]).
 //!
-//! Tool groups live in sibling files (`tools_fs.rs`, `tools_exec.rs`, `memory_tools.rs`),
+//! Tool groups live in sibling files (`tools_fs.rs`, `tools_exec.rs`, `tools_task_memory.rs`),
 //! each a `#[tool_router(router = ...)]` block combined in [`CodexFree::new`].
 
 use std::path::{Path, PathBuf};
@@ -741,9 +741,9 @@ impl CodexFree {
     /// The instructions for a new session: rebuilt on every initialize, so they never show
     /// stale state. Single project: brief, environment, saved state, skills, AGENTS.md;
     /// multi-project: the project-neutral brief (no project is known yet). Built by
-    /// `memory_tools::instructions`.
+    /// `tools_task_memory::instructions`.
     pub fn instructions(&self) -> String {
-        let base = crate::mcp::memory_tools::instructions(&self.shared);
+        let base = crate::mcp::tools_task_memory::instructions(&self.shared);
         let config = self.shared.config.get();
         let base = match self.sandbox_status().warning {
             Some(w) => format!("WARNING: {w}.\n\n{base}"),
