@@ -215,7 +215,7 @@ fn main() -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Config { cmd } => config_cmd(cmd, &config_path),
         Cmd::Token { cmd } => {
-            use mcp::auth::TokenKind;
+            use codex_free_server::http::auth::TokenKind;
             let kind = |admin: bool| {
                 if admin {
                     TokenKind::Admin
@@ -224,22 +224,30 @@ fn main() -> anyhow::Result<()> {
                 }
             };
             let t = match cmd {
-                TokenCmd::Show { admin } => mcp::auth::load_or_create(&home, kind(admin))?,
-                TokenCmd::Rotate { admin } => mcp::auth::rotate(&home, kind(admin))?,
+                TokenCmd::Show { admin } => {
+                    codex_free_server::http::auth::load_or_create(&home, kind(admin))?
+                }
+                TokenCmd::Rotate { admin } => {
+                    codex_free_server::http::auth::rotate(&home, kind(admin))?
+                }
                 TokenCmd::Where { admin } => {
                     println!(
                         "{}",
-                        mcp::auth::TokenVault::for_home(&home, kind(admin)).describe()
+                        codex_free_server::http::auth::TokenVault::for_home(&home, kind(admin))
+                            .describe()
                     );
                     return Ok(());
                 }
                 TokenCmd::Login { port } => {
                     let config = Config::load(&config_path)?.config;
                     let port = port.unwrap_or(config.server.port);
-                    let code = mcp::auth::issue_login_code(&home)?;
+                    let code = codex_free_server::http::auth::issue_login_code(&home)?;
                     println!(
                         "{}",
-                        mcp::auth::login_link(&format!("http://127.0.0.1:{port}"), &code)
+                        codex_free_server::http::auth::login_link(
+                            &format!("http://127.0.0.1:{port}"),
+                            &code
+                        )
                     );
                     return Ok(());
                 }
@@ -461,7 +469,10 @@ fn connect_cmd(
     };
     let port = args.port.unwrap_or(config.server.port);
     if client == connect::Client::Chatgpt {
-        let token = mcp::auth::load_or_create(home, mcp::auth::TokenKind::Mcp)?;
+        let token = codex_free_server::http::auth::load_or_create(
+            home,
+            codex_free_server::http::auth::TokenKind::Mcp,
+        )?;
         print!("{}", connect::chatgpt_steps(port, token.expose(), &config));
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -480,7 +491,10 @@ fn connect_cmd(
     } else {
         let opts = connect::Options {
             http: if args.http {
-                let token = mcp::auth::load_or_create(home, mcp::auth::TokenKind::Mcp)?;
+                let token = codex_free_server::http::auth::load_or_create(
+                    home,
+                    codex_free_server::http::auth::TokenKind::Mcp,
+                )?;
                 Some((
                     format!("http://127.0.0.1:{port}/mcp"),
                     token.expose().to_string(),
@@ -653,7 +667,7 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
             bail!("no HTTP server configured");
         };
         let addr = http.start_async().await?;
-        let token = mcp::http::Credentials::load(&home)?.mcp.get();
+        let token = codex_free_server::http::Credentials::load(&home)?.mcp.get();
         let base = format!("http://{addr}");
         println!("Codex Free MCP server listening on {base}/mcp");
         if args.ui {
@@ -662,16 +676,16 @@ fn serve(args: ServeArgs, home: PathBuf, config_path: PathBuf) -> anyhow::Result
                 std::net::IpAddr::V6(ip) if ip.is_loopback() => format!("http://[::1]:{}", addr.port()),
                 _ => format!("http://127.0.0.1:{}", addr.port()),
             };
-            let code = mcp::auth::issue_login_code(&home)?;
-            println!("  web UI:       {}", mcp::auth::login_link(&local, &code));
+            let code = codex_free_server::http::auth::issue_login_code(&home)?;
+            println!("  web UI:       {}", codex_free_server::http::auth::login_link(&local, &code));
             println!("                (one-time login link, valid 10 minutes; `codex-free token login` prints a new one)");
         }
         println!("  health:       {base}/health (no auth)");
         println!("  auth header:  Authorization: Bearer {}", token.expose());
         println!("  secret path:  {base}/mcp/{}   (for clients that cannot send headers; keep it secret)", token.expose());
         println!("  token file:   {}   (MCP only; the web UI uses {})",
-            mcp::auth::token_path(&home, mcp::auth::TokenKind::Mcp).display(),
-            mcp::auth::token_path(&home, mcp::auth::TokenKind::Admin).display());
+            codex_free_server::http::auth::token_path(&home, codex_free_server::http::auth::TokenKind::Mcp).display(),
+            codex_free_server::http::auth::token_path(&home, codex_free_server::http::auth::TokenKind::Admin).display());
         println!("Press Ctrl-C to stop.");
         use std::io::Write;
         std::io::stdout().flush().ok();

@@ -104,9 +104,9 @@ impl AppHost {
 
     /// The MCP token to copy (for MCP clients; it does not open the web UI or `/api`).
     pub fn token(&self) -> codex_free_core::Result<String> {
-        Ok(codex_free_server::mcp::auth::load_or_create(
+        Ok(codex_free_server::http::auth::load_or_create(
             &self.home,
-            codex_free_server::mcp::auth::TokenKind::Mcp,
+            codex_free_server::http::auth::TokenKind::Mcp,
         )?
         .expose()
         .to_string())
@@ -114,9 +114,9 @@ impl AppHost {
 
     /// The admin token (web UI and `/api` over HTTP on loopback).
     pub fn admin_token(&self) -> codex_free_core::Result<String> {
-        Ok(codex_free_server::mcp::auth::load_or_create(
+        Ok(codex_free_server::http::auth::load_or_create(
             &self.home,
-            codex_free_server::mcp::auth::TokenKind::Admin,
+            codex_free_server::http::auth::TokenKind::Admin,
         )?
         .expose()
         .to_string())
@@ -126,12 +126,12 @@ impl AppHost {
     /// use), when the server is running.
     pub fn ui_url(&self) -> Option<String> {
         let addr = self.server.addr()?;
-        let code = codex_free_server::mcp::auth::issue_login_code(&self.home).ok()?;
+        let code = codex_free_server::http::auth::issue_login_code(&self.home).ok()?;
         let base = match addr.ip() {
             std::net::IpAddr::V6(ip) if ip.is_loopback() => format!("http://[::1]:{}", addr.port()),
             _ => format!("http://127.0.0.1:{}", addr.port()),
         };
-        Some(codex_free_server::mcp::auth::login_link(&base, &code))
+        Some(codex_free_server::http::auth::login_link(&base, &code))
     }
 
     /// Run the pipeline now.

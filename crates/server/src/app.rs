@@ -249,7 +249,7 @@ impl App {
 
 struct Running {
     addr: SocketAddr,
-    inner: mcp::http::RunningHttp,
+    inner: crate::http::RunningHttp,
 }
 
 /// The MCP HTTP server of a process: started, stopped and restarted on demand; the last
@@ -298,14 +298,14 @@ impl HttpHost {
             return Ok(a);
         }
         let server = CodexFree::new(self.opts.clone())?;
-        let creds = mcp::http::Credentials::load(&self.opts.home)?;
+        let creds = crate::http::Credentials::load(&self.opts.home)?;
         let extra = self
             .service
             .as_ref()
             .and_then(Weak::upgrade)
             .map(crate::api::http::router);
-        let opts = mcp::http::HttpOptions { extra };
-        let inner = mcp::http::start(server, &self.host, self.port, creds, opts).await?;
+        let opts = crate::http::HttpOptions { extra };
+        let inner = crate::http::start(server, &self.host, self.port, creds, opts).await?;
         let addr = inner.addr;
         let mut guard = self.lock_running();
         if let Some(r) = guard.as_ref() {

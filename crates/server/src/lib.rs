@@ -10,4 +10,5 @@
 
 pub mod api;
 pub mod app;
+pub mod http;
 pub mod mcp;

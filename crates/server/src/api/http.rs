@@ -36,7 +36,7 @@
 //! Failures answer [`ApiError`] JSON with a status from the error code (400 bad argument,
 //! 404 not found, 409 busy, 503 secrets store unreachable, 500 otherwise).
 //!
-//! Auth is not done here: [`crate::mcp::http`] mounts these routes behind the admin
+//! Auth is not done here: [`crate::http`] mounts these routes behind the admin
 //! credential (the admin token as a bearer header, or the HttpOnly session cookie that
 //! `/login?code=<one-time code>` sets), on loopback `Host` values only, with an `Origin`
 //! check on every state change; the MCP token does not open them. [`ui_router`] serves the
@@ -379,7 +379,7 @@ pub fn api_routes() -> Vec<ApiRoute> {
 }
 
 /// The JSON API routes. Mount them only behind the admin check of
-/// [`crate::mcp::http`] (the routes themselves authenticate nothing).
+/// [`crate::http`] (the routes themselves authenticate nothing).
 pub fn api_router(service: Svc) -> Router {
     table()
         .router

@@ -535,7 +535,7 @@ impl ApiService {
         let _ = writeln!(
             t,
             "Server tokens: {}",
-            crate::mcp::auth::TokenVault::for_home(&self.home, crate::mcp::auth::TokenKind::Mcp)
+            crate::http::auth::TokenVault::for_home(&self.home, crate::http::auth::TokenKind::Mcp)
                 .describe()
         );
         let _ = writeln!(
@@ -931,7 +931,7 @@ pub(crate) mod tests {
         let key = "sk-proj-DIAGNOSTICSKEY0000000000000000000000abcd";
         s.set_key("openai", key).unwrap();
         let token =
-            crate::mcp::auth::load_or_create(d.path(), crate::mcp::auth::TokenKind::Mcp).unwrap();
+            crate::http::auth::load_or_create(d.path(), crate::http::auth::TokenKind::Mcp).unwrap();
         s.record_error(
             "server",
             format!("upstream said Authorization: Bearer {key}"),

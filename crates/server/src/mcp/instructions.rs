@@ -85,7 +85,8 @@ impl CodexFree {
                     tool: "get_agent_brief",
                     splittable: false,
                 });
-                let texts = super::tools_task_memory::project_texts(&shared.jail, &config, &shared.home);
+                let texts =
+                    super::tools_task_memory::project_texts(&shared.jail, &config, &shared.home);
                 sections.push(Section {
                     what: "the environment",
                     text: brief::environment_section(&texts.environment),

@@ -8,13 +8,8 @@
 //! Instructions are rebuilt on every `initialize`, so a new session sees the
 //! current saved state.
 
-pub mod auth;
 pub mod clients;
-pub mod conn;
-pub mod http;
 mod instructions;
-mod tools_memory_folder;
-mod tools_task_memory;
 mod resources;
 mod schema;
 pub mod server;
@@ -22,5 +17,7 @@ pub mod sessions;
 pub mod stdio;
 mod tools_exec;
 mod tools_fs;
+mod tools_memory_folder;
+mod tools_task_memory;
 
 pub use server::{CodexFree, Mode, ServerOptions};

@@ -27,8 +27,8 @@ use codex_free_memory::readpath;
 use codex_free_task_memory::skills::SkillSearch;
 use codex_free_task_memory::{RecallArgs, brief};
 
-use super::tools_task_memory::with_service;
 use super::server::{CodexFree, ConversationId, Mode};
+use super::tools_task_memory::with_service;
 
 /// URI of the saved state.
 pub const SAVED_STATE_URI: &str = "codex-free://saved-state";

@@ -1,16 +1,19 @@
 //! The streamable HTTP transport: `POST/GET/DELETE /mcp` (bearer MCP token) and
 //! `/mcp/<token>` (secret path), `/health` without auth, and optional extra routes (the web
 //! UI and `/api`, see [`HttpOptions::extra`]) with `/login` behind the admin credential.
-//! Binds 127.0.0.1 by default. Every request passes the checks of [`crate::mcp::auth`]
+//! Binds 127.0.0.1 by default. Every request passes the checks of [`crate::http::auth`]
 //! before reaching rmcp or a UI handler: `/mcp…` takes only the MCP token, everything else
 //! only the admin credential on a loopback `Host`.
 //!
-//! Served by [`crate::mcp::conn`] (header and body deadlines, a connection cap,
+//! Served by [`crate::http::conn`] (header and body deadlines, a connection cap,
 //! `TCP_NODELAY`); sessions are bounded by [`crate::mcp::sessions`] (idle expiry, a cap per
 //! token); `/login` is rate-limited ([`auth::LoginLimiter`]).
 //!
 //! Invariant: no route but `/health` and `/login` answers without a credential; no token
 //! or session id is logged.
+
+pub mod auth;
+pub mod conn;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,11 +26,11 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::CodexFree;
-use crate::mcp::auth::{
-    self, AdminRequest, Allowed, LiveToken, LoginLimiter, Refusal, Sessions, TokenKind,
+use crate::http::auth::{
+    AdminRequest, Allowed, LiveToken, LoginLimiter, Refusal, Sessions, TokenKind,
 };
-use crate::mcp::conn::{self, ConnLimits};
+use crate::http::conn::ConnLimits;
+use crate::mcp::CodexFree;
 use crate::mcp::server::Shared;
 use crate::mcp::sessions::{self, BoundedSessions, SESSION_OWNER, SessionLimits};
 use codex_free_core::Error;
@@ -41,7 +44,7 @@ pub struct HttpOptions {
     pub extra: Option<Router>,
 }
 
-/// The two credentials of an HTTP server (see [`crate::mcp::auth`]).
+/// The two credentials of an HTTP server (see [`crate::http::auth`]).
 pub struct Credentials {
     /// Opens `/mcp` only.
     pub mcp: LiveToken,
