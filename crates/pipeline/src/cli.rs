@@ -59,6 +59,19 @@ pub enum MemoriesCmd {
     /// Run phase 1 ignoring idle time, retry backoff and exhausted retries (never the
     /// watermark, never the spend cap).
     Force,
+    /// Show the exact requests the next phase-1 run would send (sealed by the same gate:
+    /// redacted, compacted, with tokens and the price estimate) and send nothing.
+    Preview {
+        /// How many sessions, newest first (at most memories.max_rollouts_per_startup).
+        #[arg(long, default_value_t = 3)]
+        next: usize,
+        /// Only this session (rollout) id.
+        #[arg(long)]
+        rollout: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Turn the pipeline on.
     On,
     /// Turn the pipeline off (background runs stop at their next check).
@@ -775,6 +788,76 @@ async fn run_command(cmd: MemoriesCmd, env: &ControlEnv) -> Result<(String, Opti
     Ok((text, verdict))
 }
 
+/// `memories preview`: [`crate::phase1::preview`] rendered as text (a header per request,
+/// then its system prompt and message verbatim) or JSON.
+async fn preview_command(
+    env: &ControlEnv,
+    next: usize,
+    rollout: Option<&str>,
+    json: bool,
+) -> Result<String> {
+    let cfg = env.config()?;
+    let store = env.store()?;
+    let ctx = scheduler::phase1_ctx(
+        &env.home,
+        &cfg,
+        &env.scheduler_deps(),
+        &store,
+        Trigger::Manual,
+        env.cancel.clone(),
+    )?;
+    let reqs = crate::phase1::preview(&ctx, next, rollout).await?;
+    if json {
+        return Ok(serde_json::to_string_pretty(&reqs).expect("preview serialises") + "\n");
+    }
+    if reqs.is_empty() {
+        return Ok(format!(
+            "nothing would be sent: no session is eligible now (idle < {} h, already extracted, off, or outside memories.sources)\n",
+            cfg.memories.min_rollout_idle_hours
+        ));
+    }
+    let usd = |v: Option<f64>| v.map_or("price unknown".to_string(), |c| format!("${c:.4}"));
+    let mut out = String::new();
+    let (mut tokens, mut cost, mut max_cost) = (0usize, Some(0.0), Some(0.0));
+    for (i, r) in reqs.iter().enumerate() {
+        tokens += r.input_tokens;
+        cost = cost.zip(r.input_cost_usd).map(|(a, b)| a + b);
+        max_cost = max_cost
+            .zip(r.input_cost_usd.zip(r.max_output_cost_usd))
+            .map(|(a, (b, c))| a + b + c);
+        out.push_str(&format!(
+            "=== request {} of {}: session {} ({}) -> {}\n{} bytes, ~{} input tokens, input {} (at most {} with {} output tokens); {} redaction marker(s){}\n",
+            i + 1,
+            reqs.len(),
+            r.thread_id,
+            r.source,
+            r.model,
+            r.bytes,
+            r.input_tokens,
+            usd(r.input_cost_usd),
+            usd(r.input_cost_usd.zip(r.max_output_cost_usd).map(|(a, b)| a + b)),
+            r.max_output_tokens.unwrap_or(0),
+            r.redaction_markers,
+            r.refused
+                .as_deref()
+                .map(|w| format!("\nREFUSED by the gate (logged as failed, not sent): {w}"))
+                .unwrap_or_default()
+        ));
+        out.push_str("--- system\n");
+        out.push_str(&r.system);
+        out.push_str("\n--- user\n");
+        out.push_str(&r.user);
+        out.push_str("\n\n");
+    }
+    out.push_str(&format!(
+        "total: {} request(s), ~{tokens} input tokens, input {} (at most {}); nothing was sent\n",
+        reqs.len(),
+        usd(cost),
+        usd(max_cost)
+    ));
+    Ok(out)
+}
+
 async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
     match cmd {
         MemoriesCmd::Status { json } => {
@@ -787,6 +870,11 @@ async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
         }
         MemoriesCmd::Readiness => Ok(readiness(env)?.render()),
         MemoriesCmd::Run | MemoriesCmd::Force => run_command(cmd, env).await.map(|(t, _)| t),
+        MemoriesCmd::Preview {
+            next,
+            rollout,
+            json,
+        } => preview_command(env, next, rollout.as_deref(), json).await,
         MemoriesCmd::On | MemoriesCmd::Off => {
             let v = cmd == MemoriesCmd::On;
             edit_config(env, |c| c.memories.enabled = v)?;

@@ -799,6 +799,169 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     })
 }
 
+/// One request the next phase-1 run would send, exactly as the outgoing gate seals it
+/// ([`outgoing::Outgoing::seal`], the gate every sent request passes): nothing is sent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PreviewRequest {
+    /// The session (rollout) id.
+    pub thread_id: String,
+    /// Its source (`codex`, `claude`, `pi`, `mcp`).
+    pub source: String,
+    /// The model it would go to (`provider/model`).
+    pub model: String,
+    /// The sealed system prompt, byte for byte.
+    pub system: String,
+    /// The sealed user message (the rendered, compacted and redacted session), byte for
+    /// byte: what the provider receives as the message text.
+    pub user: String,
+    /// Bytes of `system` + `user`.
+    pub bytes: usize,
+    /// Input tokens (o200k_base estimate; the provider's own count differs by a few %).
+    pub input_tokens: usize,
+    /// Output tokens asked for at most.
+    pub max_output_tokens: Option<u32>,
+    /// Cost of the input at the model's price, USD; `None` when the price is unknown.
+    pub input_cost_usd: Option<f64>,
+    /// Cost if the answer used every output token allowed, USD (the ceiling of the total
+    /// is `input_cost_usd` + this); `None` when the price is unknown.
+    pub max_output_cost_usd: Option<f64>,
+    /// Redaction markers in the sealed text (secrets replaced upstream or by the gate).
+    pub redaction_markers: usize,
+    /// Texts the gate itself had to redact or strip of private spans (0 when the renderer
+    /// did its part).
+    pub redacted_by_gate: usize,
+    /// Why the gate would refuse it (over the context window): it would be logged as
+    /// failed, not sent. `None` when it would be sent.
+    pub refused: Option<String>,
+}
+
+/// The requests the next phase-1 run would send, at most `next`, newest session first, or
+/// only session `rollout`: discovery runs as in a run (the session list in the database is
+/// refreshed), then each eligible session is rendered and sealed by the same code a run
+/// uses. No model is called, nothing is claimed, no job state, citation or usage row
+/// changes. A session in retry backoff is shown although the run would skip it until the
+/// backoff ends.
+///
+/// Errors: discovery or database errors; [`Error::InvalidArgument`] when `rollout` is
+/// given and is not an eligible session; a session that cannot be rendered is an error
+/// naming it.
+pub async fn preview(
+    ctx: &Phase1Ctx,
+    next: usize,
+    rollout: Option<&str>,
+) -> Result<Vec<PreviewRequest>> {
+    let cfg = ctx.config.clone();
+    {
+        let (input, store, sources, generate) = (
+            ctx.input.clone(),
+            ctx.store.clone(),
+            cfg.sources.clone(),
+            cfg.generate_memories,
+        );
+        blocking(move || {
+            let threads = input.scan(&sources)?;
+            store.upsert_threads(&threads, generate)
+        })
+        .await?;
+    }
+    let params = ClaimParams {
+        sources: cfg.sources.clone(),
+        max_claimed: cfg.max_rollouts_per_startup,
+        max_running: cfg.max_rollouts_per_startup,
+        max_age_days: cfg.max_rollout_age_days,
+        min_idle_hours: cfg.min_rollout_idle_hours,
+        lease_seconds: LEASE_SECONDS,
+        worker_id: ctx.worker_id.clone(),
+        force: ctx.trigger == Trigger::Force,
+    };
+    let limit = if rollout.is_some() {
+        codex_free_store::stage1::SCAN_LIMIT
+    } else {
+        next.min(cfg.max_rollouts_per_startup)
+    };
+    let threads = {
+        let store = ctx.store.clone();
+        blocking(move || store.eligible_threads(&params, limit)).await?
+    };
+    let threads: Vec<ThreadRow> = match rollout {
+        Some(id) => {
+            let t: Vec<ThreadRow> = threads.into_iter().filter(|t| t.id == id).collect();
+            if t.is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "session {id} is not eligible for phase 1 now (unknown, too recent, already extracted, memory off for it, or its source is not in memories.sources)"
+                )));
+            }
+            t
+        }
+        None => threads,
+    };
+    let (window, tool_budget) = (ctx.model.context_window, cfg.tool_result_token_budget);
+    let mut out = Vec::new();
+    for t in threads {
+        let rendered = {
+            let (input, thread) = (ctx.input.clone(), t.clone());
+            blocking(move || input.render(&thread, window, tool_budget)).await
+        }
+        .map_err(|e| Error::InvalidArgument(format!("rendering session {}: {e}", t.id)))?;
+        let req = build_request(ctx, &t, &rendered);
+        let max_output_tokens = req.max_output_tokens;
+        let (sealed, refused, by_gate, tokens) = match outgoing::Outgoing::seal(req.clone(), window)
+        {
+            Ok(o) => {
+                let tokens = o.input_tokens();
+                (o.request().clone(), None, o.redacted(), tokens)
+            }
+            Err(e) => {
+                let tokens = codex_free_core::tokens::estimate(&req.system)
+                    + req
+                        .messages
+                        .iter()
+                        .map(|m| match m {
+                            Message::User(t) => codex_free_core::tokens::estimate(t),
+                            _ => 0,
+                        })
+                        .sum::<usize>();
+                (req, Some(e.message), 0, tokens)
+            }
+        };
+        let user = sealed
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::User(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let price = ctx.model.price;
+        let cost = |u: TokenUsage| price.map(|p| p.cost(&u));
+        let markers = codex_free_redact::count_markers(&sealed.system)
+            + codex_free_redact::count_markers(&user);
+        out.push(PreviewRequest {
+            thread_id: t.id.clone(),
+            source: t.source.clone(),
+            model: ctx.model.model.to_string(),
+            bytes: sealed.system.len() + user.len(),
+            system: sealed.system,
+            user,
+            input_tokens: tokens,
+            max_output_tokens,
+            input_cost_usd: cost(TokenUsage {
+                input: tokens as u64,
+                ..Default::default()
+            }),
+            max_output_cost_usd: cost(TokenUsage {
+                output: u64::from(max_output_tokens.unwrap_or(0)),
+                ..Default::default()
+            }),
+            redaction_markers: markers,
+            redacted_by_gate: by_gate,
+            refused,
+        });
+    }
+    Ok(out)
+}
+
 fn build_request(ctx: &Phase1Ctx, t: &ThreadRow, rendered: &str) -> CompletionRequest {
     let updated = crate::run_log::iso(t.updated_at);
     let header = format!(

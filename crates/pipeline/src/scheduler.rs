@@ -406,13 +406,31 @@ pub async fn run_once(
     trigger: Trigger,
     cancel: CancellationToken,
 ) -> Result<RunReport> {
+    let ctx = phase1_ctx(home, config, deps, store, trigger, cancel)?;
+    phase1::run(ctx).await.map_err(|e| match e {
+        Error::Store(m) => Error::Store(format!("phase 1: {m}")),
+        other => other,
+    })
+}
+
+/// What a phase-1 run (or its preview) needs, the model resolved from `config`.
+///
+/// Errors: model resolution ([`Error::Config`], [`Error::Secrets`], ...).
+pub fn phase1_ctx(
+    home: &std::path::Path,
+    config: &Config,
+    deps: &SchedulerDeps,
+    store: &Store,
+    trigger: Trigger,
+    cancel: CancellationToken,
+) -> Result<Phase1Ctx> {
     let model = resolve_extract_model(
         &config.memories,
         deps.secrets.as_ref(),
         PriceTable::bundled(),
         deps.retry,
     )?;
-    let ctx = Phase1Ctx {
+    Ok(Phase1Ctx {
         home: home.to_path_buf(),
         store: store.clone(),
         config: config.memories.clone(),
@@ -422,10 +440,6 @@ pub async fn run_once(
         cancel,
         trigger,
         worker_id: worker_id(),
-    };
-    phase1::run(ctx).await.map_err(|e| match e {
-        Error::Store(m) => Error::Store(format!("phase 1: {m}")),
-        other => other,
     })
 }
 

@@ -289,6 +289,13 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// How many redaction markers `text` holds: each [`REDACTED`] (a secret replaced) and each
+/// [`PRIVATE_REMOVED`] (a private span removed), so a preview can say how much was taken
+/// out without showing it.
+pub fn count_markers(text: &str) -> usize {
+    text.matches(REDACTED).count() + text.matches(PRIVATE_REMOVED).count()
+}
+
 /// What replaces a `<private>…</private>` span in a text that leaves this machine.
 pub const PRIVATE_REMOVED: &str = "[private: removed]";
 
