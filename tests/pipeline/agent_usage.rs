@@ -359,8 +359,11 @@ impl Own {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("claude/projects/-home-dev-work-tz");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("5e55e55e-0000-4000-8000-000000000001.jsonl"), lines.concat())
-            .unwrap();
+        std::fs::write(
+            dir.join("5e55e55e-0000-4000-8000-000000000001.jsonl"),
+            lines.concat(),
+        )
+        .unwrap();
         for d in ["state", "home", "codex", "pi"] {
             std::fs::create_dir_all(tmp.path().join(d)).unwrap();
         }
@@ -418,7 +421,11 @@ fn days_are_the_local_zones_by_default_and_timezone_picks_another() {
     let own = Own::new(&[
         claude_line("2026-11-29T07:30:00.000Z", "msg_a", b"LA 23:30 on the 28th"),
         claude_line("2026-11-29T08:30:00.000Z", "msg_b", b"LA 00:30 on the 29th"),
-        claude_line("2026-11-29T15:30:00.000Z", "msg_c", b"Tokyo 00:30 on the 30th"),
+        claude_line(
+            "2026-11-29T15:30:00.000Z",
+            "msg_c",
+            b"Tokyo 00:30 on the 30th",
+        ),
     ]);
     let la = "America/Los_Angeles";
     // The default is the local zone (TZ).
@@ -426,10 +433,30 @@ fn days_are_the_local_zones_by_default_and_timezone_picks_another() {
     assert_eq!(v["timezone"], la);
     assert_eq!(buckets(&v), pairs(&[("2026-11-28", 1), ("2026-11-29", 2)]));
     // --timezone wins over TZ, in every report.
-    let v = own.json(la, &["usage", "daily", "--json", "--no-import", "--timezone", "Asia/Tokyo"]);
+    let v = own.json(
+        la,
+        &[
+            "usage",
+            "daily",
+            "--json",
+            "--no-import",
+            "--timezone",
+            "Asia/Tokyo",
+        ],
+    );
     assert_eq!(v["timezone"], "Asia/Tokyo");
     assert_eq!(buckets(&v), pairs(&[("2026-11-29", 2), ("2026-11-30", 1)]));
-    let v = own.json(la, &["usage", "daily", "--json", "--no-import", "--timezone", "UTC"]);
+    let v = own.json(
+        la,
+        &[
+            "usage",
+            "daily",
+            "--json",
+            "--no-import",
+            "--timezone",
+            "UTC",
+        ],
+    );
     assert_eq!(buckets(&v), pairs(&[("2026-11-29", 3)]));
     // Monday the 30th in Tokyo is ISO week 49; in Los Angeles all is week 48.
     let v = own.json("Asia/Tokyo", &["usage", "weekly", "--json", "--no-import"]);
@@ -437,11 +464,28 @@ fn days_are_the_local_zones_by_default_and_timezone_picks_another() {
     let v = own.json(la, &["usage", "weekly", "--json", "--no-import"]);
     assert_eq!(buckets(&v), pairs(&[("2026-W48", 3)]));
     // --since is local midnight of the zone: the 28th's request in LA is left out.
-    let v = own.json(la, &["usage", "daily", "--json", "--no-import", "--since", "2026-11-29"]);
+    let v = own.json(
+        la,
+        &[
+            "usage",
+            "daily",
+            "--json",
+            "--no-import",
+            "--since",
+            "2026-11-29",
+        ],
+    );
     assert_eq!(buckets(&v), pairs(&[("2026-11-29", 2)]));
     let v = own.json(
         la,
-        &["usage", "daily", "--json", "--no-import", "--until", "2026-11-28"],
+        &[
+            "usage",
+            "daily",
+            "--json",
+            "--no-import",
+            "--until",
+            "2026-11-28",
+        ],
     );
     assert_eq!(buckets(&v), pairs(&[("2026-11-28", 1)]));
     // The text heading names the zone; blocks print local times.
@@ -450,8 +494,14 @@ fn days_are_the_local_zones_by_default_and_timezone_picks_another() {
     assert!(text.contains("2026-11-28 "), "{text}");
     let blocks = own.ok(la, &["usage", "blocks", "--no-import"]);
     assert!(blocks.lines().next().unwrap().contains(la), "{blocks}");
-    assert!(blocks.contains("2026-11-28 23:00"), "the 07:00Z block, local: {blocks}");
-    let v = own.json("Asia/Tokyo", &["usage", "sessions", "--json", "--no-import"]);
+    assert!(
+        blocks.contains("2026-11-28 23:00"),
+        "the 07:00Z block, local: {blocks}"
+    );
+    let v = own.json(
+        "Asia/Tokyo",
+        &["usage", "sessions", "--json", "--no-import"],
+    );
     assert_eq!(v["timezone"], "Asia/Tokyo");
     // An unknown zone is an error naming it.
     let bad = own
@@ -460,7 +510,10 @@ fn days_are_the_local_zones_by_default_and_timezone_picks_another() {
         .unwrap();
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("\"Mars/Olympus_Mons\"") && err.contains("IANA"), "{err}");
+    assert!(
+        err.contains("\"Mars/Olympus_Mons\"") && err.contains("IANA"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -517,9 +570,7 @@ fn a_usage_line_with_invalid_utf8_is_repaired_and_counted() {
     assert_eq!(v["import"]["lines_skipped"], 1);
     assert_eq!(v["import"]["lines_by_agent"]["claude"]["repaired"], 1);
     // Read again from the start (a new state home): the text report says so per agent.
-    let again = Own::new(&[
-        claude_line("2026-11-29T07:31:00.000Z", "msg_b", b"caf\xc3"),
-    ]);
+    let again = Own::new(&[claude_line("2026-11-29T07:31:00.000Z", "msg_b", b"caf\xc3")]);
     let text = again.ok("UTC", &["usage", "daily"]);
     assert!(
         text.contains("(claude: 1 line repaired (invalid UTF-8 decoded lossily))"),

@@ -421,9 +421,10 @@ test("the Usage page shows the same totals as `codex-free usage daily --json`, w
   // agents and the pipeline's seeded runs, so the page has an active 5-hour block.
   const codexHome = env("CODEX_HOME");
   const now = Date.now();
-  // Spend's "today" is the UTC day: a run just after midnight must not put the live session's
-  // requests into yesterday, so each time is clamped to today's start.
-  const dayStart = now - (now % 86_400_000);
+  // Spend's "today" is the local day (the server runs on this machine, in this zone): a run
+  // just after midnight must not put the live session's requests into yesterday, so each
+  // time is clamped to today's start.
+  const dayStart = new Date(now).setHours(0, 0, 0, 0);
   const at = (minutesAgo) => Math.max(dayStart, now - minutesAgo * 60_000);
   const iso = (ms) => new Date(ms).toISOString();
   const usage = (i, c, o) => ({ input_tokens: i, cached_input_tokens: c, output_tokens: o, reasoning_output_tokens: 0, total_tokens: i + o });

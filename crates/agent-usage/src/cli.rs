@@ -80,7 +80,11 @@ pub fn parse_day(flag: &str, s: &str, zone: &Zone, end: bool) -> Result<i64> {
         t.to_string()
     };
     let d: jiff::civil::Date = dashed.parse().map_err(|_| bad())?;
-    let d = if end { d.tomorrow().map_err(|_| bad())? } else { d };
+    let d = if end {
+        d.tomorrow().map_err(|_| bad())?
+    } else {
+        d
+    };
     zone.day_start_ms(d)
 }
 
@@ -391,7 +395,6 @@ fn shorten(s: &str, n: usize) -> String {
         format!("…{}", c[c.len() - (n - 1)..].iter().collect::<String>())
     }
 }
-
 
 #[cfg(test)]
 mod tests {
