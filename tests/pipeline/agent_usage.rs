@@ -503,6 +503,9 @@ fn days_are_the_local_zones_by_default_and_timezone_picks_another() {
         &["usage", "sessions", "--json", "--no-import"],
     );
     assert_eq!(v["timezone"], "Asia/Tokyo");
+    // The session's last request, 15:30Z, in local time.
+    let sessions = own.ok(la, &["usage", "sessions", "--no-import"]);
+    assert!(sessions.contains("2026-11-29 07:30"), "{sessions}");
     // An unknown zone is an error naming it.
     let bad = own
         .cmd(la, &["usage", "monthly", "--timezone", "Mars/Olympus_Mons"])

@@ -194,16 +194,17 @@ pub fn run(
             let _ = writeln!(s, "Agent usage per session (time zone: {})", zone.name());
             let _ = writeln!(
                 s,
-                "{:<8} {:<38} {:<28} {:>12} {:>12} {:>14}",
-                "agent", "session", "project", "input", "output", "cost"
+                "{:<8} {:<38} {:<28} {:<16} {:>12} {:>12} {:>14}",
+                "agent", "session", "project", "last request", "input", "output", "cost"
             );
             for r in &v {
                 let _ = writeln!(
                     s,
-                    "{:<8} {:<38} {:<28} {:>12} {:>12} {:>14}",
+                    "{:<8} {:<38} {:<28} {:<16} {:>12} {:>12} {:>14}",
                     r.agent,
                     r.session_id,
                     shorten(r.project.as_deref().unwrap_or("-"), 28),
+                    zone.minute(r.last_ms),
                     r.totals.tokens.input_tokens,
                     r.totals.tokens.output_tokens,
                     cost_cell(&r.totals)

@@ -13,7 +13,9 @@
 //!
 //! Invariant: a bucket's `cost_usd` sums only priced rows and is `None` when none of its
 //! rows is priced; `unpriced_requests` says how many rows it leaves out. Never $0 for
-//! "unknown".
+//! "unknown". Totals without any row (an empty report) keep `cost_usd: None` in the JSON
+//! (stable wire shape) and are shown as `$0.00` ([`crate::cli::cost_cell`], the page's
+//! `costCell`): nothing was used, so the cost is known.
 
 use std::collections::BTreeMap;
 
