@@ -480,6 +480,21 @@ test("the Usage page shows the same totals as `codex-free usage daily --json`, w
   assert.equal(csv.length - 1, claude.total.requests);
   await page.getByTestId("usage-filter-agent").selectOption("");
   await page.getByTestId("agent-codex").waitFor();
+  // Days of the browser's time zone by default, named in the heading; UTC on request, the
+  // same buckets as `usage daily --timezone UTC`.
+  const zone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+  assert.ok((await page.getByTestId("usage-period-heading").textContent()).includes(`(${zone})`));
+  await page.getByTestId("usage-timezone").selectOption("UTC");
+  await page.waitForFunction(() => document.querySelector('[data-testid="usage-period-heading"]')?.textContent?.includes("(UTC)"));
+  const utc = JSON.parse(execFileSync(path.join(env("TARGET"), "debug", "codex-free"), ["usage", "daily", "--json", "--timezone", "UTC", "--no-import"], { encoding: "utf8" }));
+  assert.equal(utc.timezone, "UTC");
+  for (const b of utc.buckets) expectRow(await cells(`period-${b.period}`), b.totals, `UTC ${b.period}`);
+  // A range without a request costs $0.00, not "price unknown".
+  await page.getByTestId("usage-since").fill("2099-01-01");
+  await page.waitForFunction(() => document.querySelector('[data-testid="usage-total-cost"]')?.textContent === "$0.00");
+  assert.equal((await cells("usage-total-row"))[8], "$0.00");
+  await page.getByTestId("usage-since").fill("");
+  await page.getByTestId("agent-codex").waitFor();
   await page.getByTestId("split-model").click();
   await shot("usage");
   // The tray's figure: today's spend across agents and the pipeline.
