@@ -189,6 +189,22 @@ enum TokenCmd {
     },
 }
 
+/// Give SIGPIPE back its default action (end the process quietly) for every command but
+/// `serve`, as command-line tools do: `codex-free usage daily | head -1` closes the pipe
+/// after one line, and with Rust's default (SIGPIPE ignored) the next `println!` panicked
+/// with "failed printing to stdout: Broken pipe". These commands write nothing to a
+/// child's stdin, so a closed pipe can only be their own output's. `serve` keeps SIGPIPE
+/// ignored: its stdio transport and HTTP connections handle a closed peer as an error
+/// (shutting down in order), and its commands' stdin pipes must not kill the server.
+fn default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called once at the start of `main`, before any thread exists; setting a
+    // signal's disposition to SIG_DFL has no memory-safety precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CODEX_FREE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
@@ -206,6 +222,9 @@ fn init_logging() {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if !matches!(cli.cmd, Cmd::Serve(_)) {
+        default_sigpipe();
+    }
     init_logging();
     // After a memory commit or a saved-state change, the copies linked into other agents'
     // instruction files follow (the CLI's one registration; `App::open` has the server's).

@@ -175,6 +175,8 @@ impl Env {
             .env("CLAUDE_CONFIG_DIR", self.root.join("claude"))
             .env("PI_CODING_AGENT_DIR", self.root.join("pi"))
             .env("CODEX_FREE_LOG", "warn")
+            // The fixture days are UTC days; reports default to the local zone.
+            .env("TZ", "UTC")
             .args(args)
             .output()
             .unwrap();
@@ -319,4 +321,262 @@ fn sessions_blocks_and_filters_answer() {
         .unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("YYYY-MM-DD"));
+}
+
+/// A real Claude Code assistant line (tests/data/usage) re-timed to `ts`, with message id
+/// `id` and text `text` (bytes, so a test can plant invalid UTF-8).
+fn claude_line(ts: &str, id: &str, text: &[u8]) -> Vec<u8> {
+    let real = data().join(
+        "claude/projects/-home-dev-work-claude-hello/7917781e-79ed-44a6-af39-d7f79b9d1541.jsonl",
+    );
+    let line = std::fs::read_to_string(real)
+        .unwrap()
+        .lines()
+        .find(|l| l.contains(r#""type":"assistant""#))
+        .unwrap()
+        .to_string();
+    let mut v: Value = serde_json::from_str(&line).unwrap();
+    v["timestamp"] = ts.into();
+    v["message"]["id"] = id.into();
+    v["requestId"] = format!("req_{id}").into();
+    v["message"]["content"][0]["text"] = "TEXT".into();
+    let s = serde_json::to_string(&v).unwrap();
+    let (before, after) = s.split_once("TEXT").unwrap();
+    let mut out = before.as_bytes().to_vec();
+    out.extend_from_slice(text);
+    out.extend_from_slice(after.as_bytes());
+    out.push(b'\n');
+    out
+}
+
+/// A state home and agent homes holding one Claude transcript made of `lines`.
+struct Own {
+    tmp: tempfile::TempDir,
+}
+
+impl Own {
+    fn new(lines: &[Vec<u8>]) -> Own {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("claude/projects/-home-dev-work-tz");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("5e55e55e-0000-4000-8000-000000000001.jsonl"),
+            lines.concat(),
+        )
+        .unwrap();
+        for d in ["state", "home", "codex", "pi"] {
+            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+        }
+        Own { tmp }
+    }
+    fn cmd(&self, tz: &str, args: &[&str]) -> Command {
+        let p = self.tmp.path();
+        let mut c = Command::new(bin());
+        c.env("CODEX_FREE_HOME", p.join("state"))
+            .env("HOME", p.join("home"))
+            .env("CODEX_HOME", p.join("codex"))
+            .env("CLAUDE_CONFIG_DIR", p.join("claude"))
+            .env("PI_CODING_AGENT_DIR", p.join("pi"))
+            .env("CODEX_FREE_LOG", "error")
+            .env("TZ", tz)
+            .args(args);
+        c
+    }
+    fn ok(&self, tz: &str, args: &[&str]) -> String {
+        let o = self.cmd(tz, args).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+    fn json(&self, tz: &str, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(tz, args)).unwrap()
+    }
+}
+
+/// (period, requests) of a period report.
+fn buckets(v: &Value) -> Vec<(String, i64)> {
+    v["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["period"].as_str().unwrap().to_string(),
+                b["totals"]["requests"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(v: &[(&str, i64)]) -> Vec<(String, i64)> {
+    v.iter().map(|(p, n)| (p.to_string(), *n)).collect()
+}
+
+#[test]
+fn days_are_the_local_zones_by_default_and_timezone_picks_another() {
+    // Three requests around midnight in Los Angeles (08:00Z, UTC-8) and Tokyo (15:00Z).
+    let own = Own::new(&[
+        claude_line("2026-11-29T07:30:00.000Z", "msg_a", b"LA 23:30 on the 28th"),
+        claude_line("2026-11-29T08:30:00.000Z", "msg_b", b"LA 00:30 on the 29th"),
+        claude_line(
+            "2026-11-29T15:30:00.000Z",
+            "msg_c",
+            b"Tokyo 00:30 on the 30th",
+        ),
+    ]);
+    let la = "America/Los_Angeles";
+    // The default is the local zone (TZ).
+    let v = own.json(la, &["usage", "daily", "--json"]);
+    assert_eq!(v["timezone"], la);
+    assert_eq!(buckets(&v), pairs(&[("2026-11-28", 1), ("2026-11-29", 2)]));
+    // --timezone wins over TZ, in every report.
+    let v = own.json(
+        la,
+        &[
+            "usage",
+            "daily",
+            "--json",
+            "--no-import",
+            "--timezone",
+            "Asia/Tokyo",
+        ],
+    );
+    assert_eq!(v["timezone"], "Asia/Tokyo");
+    assert_eq!(buckets(&v), pairs(&[("2026-11-29", 2), ("2026-11-30", 1)]));
+    let v = own.json(
+        la,
+        &[
+            "usage",
+            "daily",
+            "--json",
+            "--no-import",
+            "--timezone",
+            "UTC",
+        ],
+    );
+    assert_eq!(buckets(&v), pairs(&[("2026-11-29", 3)]));
+    // Monday the 30th in Tokyo is ISO week 49; in Los Angeles all is week 48.
+    let v = own.json("Asia/Tokyo", &["usage", "weekly", "--json", "--no-import"]);
+    assert_eq!(buckets(&v), pairs(&[("2026-W48", 2), ("2026-W49", 1)]));
+    let v = own.json(la, &["usage", "weekly", "--json", "--no-import"]);
+    assert_eq!(buckets(&v), pairs(&[("2026-W48", 3)]));
+    // --since is local midnight of the zone: the 28th's request in LA is left out.
+    let v = own.json(
+        la,
+        &[
+            "usage",
+            "daily",
+            "--json",
+            "--no-import",
+            "--since",
+            "2026-11-29",
+        ],
+    );
+    assert_eq!(buckets(&v), pairs(&[("2026-11-29", 2)]));
+    let v = own.json(
+        la,
+        &[
+            "usage",
+            "daily",
+            "--json",
+            "--no-import",
+            "--until",
+            "2026-11-28",
+        ],
+    );
+    assert_eq!(buckets(&v), pairs(&[("2026-11-28", 1)]));
+    // The text heading names the zone; blocks print local times.
+    let text = own.ok(la, &["usage", "daily", "--no-import"]);
+    assert!(text.lines().next().unwrap().contains(la), "{text}");
+    assert!(text.contains("2026-11-28 "), "{text}");
+    let blocks = own.ok(la, &["usage", "blocks", "--no-import"]);
+    assert!(blocks.lines().next().unwrap().contains(la), "{blocks}");
+    assert!(
+        blocks.contains("2026-11-28 23:00"),
+        "the 07:00Z block, local: {blocks}"
+    );
+    let v = own.json(
+        "Asia/Tokyo",
+        &["usage", "sessions", "--json", "--no-import"],
+    );
+    assert_eq!(v["timezone"], "Asia/Tokyo");
+    // The session's last request, 15:30Z, in local time.
+    let sessions = own.ok(la, &["usage", "sessions", "--no-import"]);
+    assert!(sessions.contains("2026-11-29 07:30"), "{sessions}");
+    // An unknown zone is an error naming it.
+    let bad = own
+        .cmd(la, &["usage", "monthly", "--timezone", "Mars/Olympus_Mons"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("\"Mars/Olympus_Mons\"") && err.contains("IANA"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_empty_report_totals_zero_dollars() {
+    let own = Own::new(&[]);
+    for what in ["daily", "weekly", "monthly"] {
+        let text = own.ok("UTC", &["usage", what]);
+        let total = text.lines().find(|l| l.starts_with("total")).unwrap();
+        assert!(total.trim_end().ends_with("$0.00"), "{what}: {text}");
+        assert!(!text.contains("price unknown"), "{what}: {text}");
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let own = Own::new(&[claude_line("2026-11-29T07:30:00.000Z", "msg_a", b"hi")]);
+    // The reader is gone before the command starts: its first write meets a closed pipe,
+    // as `codex-free usage daily | head -1` does once head has its line.
+    for args in [
+        &["usage", "daily"][..],
+        &["usage", "blocks", "--json"],
+        &["config", "show"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = own
+            .cmd("UTC", args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.success() || o.status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {:?} {err}",
+            o.status
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_usage_line_with_invalid_utf8_is_repaired_and_counted() {
+    // The second request's text ends in the first byte of a two-byte character.
+    let own = Own::new(&[
+        claude_line("2026-11-29T07:30:00.000Z", "msg_a", b"fine"),
+        claude_line("2026-11-29T07:31:00.000Z", "msg_b", b"caf\xc3"),
+        b"{\"type\":\"assistant\",\"message\":{\"usage\":{\"input_tok\n".to_vec(),
+    ]);
+    let v = own.json("UTC", &["usage", "daily", "--json"]);
+    assert_eq!(v["total"]["requests"], 2, "{v}");
+    assert_eq!(v["import"]["lines_repaired"], 1);
+    assert_eq!(v["import"]["lines_skipped"], 1);
+    assert_eq!(v["import"]["lines_by_agent"]["claude"]["repaired"], 1);
+    // Read again from the start (a new state home): the text report says so per agent.
+    let again = Own::new(&[claude_line("2026-11-29T07:31:00.000Z", "msg_b", b"caf\xc3")]);
+    let text = again.ok("UTC", &["usage", "daily"]);
+    assert!(
+        text.contains("(claude: 1 line repaired (invalid UTF-8 decoded lossily))"),
+        "{text}"
+    );
 }

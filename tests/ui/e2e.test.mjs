@@ -421,9 +421,10 @@ test("the Usage page shows the same totals as `codex-free usage daily --json`, w
   // agents and the pipeline's seeded runs, so the page has an active 5-hour block.
   const codexHome = env("CODEX_HOME");
   const now = Date.now();
-  // Spend's "today" is the UTC day: a run just after midnight must not put the live session's
-  // requests into yesterday, so each time is clamped to today's start.
-  const dayStart = now - (now % 86_400_000);
+  // Spend's "today" is the local day (the server runs on this machine, in this zone): a run
+  // just after midnight must not put the live session's requests into yesterday, so each
+  // time is clamped to today's start.
+  const dayStart = new Date(now).setHours(0, 0, 0, 0);
   const at = (minutesAgo) => Math.max(dayStart, now - minutesAgo * 60_000);
   const iso = (ms) => new Date(ms).toISOString();
   const usage = (i, c, o) => ({ input_tokens: i, cached_input_tokens: c, output_tokens: o, reasoning_output_tokens: 0, total_tokens: i + o });
@@ -478,6 +479,21 @@ test("the Usage page shows the same totals as `codex-free usage daily --json`, w
   const csv = fs.readFileSync(await download.path(), "utf8").trim().split("\n");
   assert.equal(csv.length - 1, claude.total.requests);
   await page.getByTestId("usage-filter-agent").selectOption("");
+  await page.getByTestId("agent-codex").waitFor();
+  // Days of the browser's time zone by default, named in the heading; UTC on request, the
+  // same buckets as `usage daily --timezone UTC`.
+  const zone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+  assert.ok((await page.getByTestId("usage-period-heading").textContent()).includes(`(${zone})`));
+  await page.getByTestId("usage-timezone").selectOption("UTC");
+  await page.waitForFunction(() => document.querySelector('[data-testid="usage-period-heading"]')?.textContent?.includes("(UTC)"));
+  const utc = JSON.parse(execFileSync(path.join(env("TARGET"), "debug", "codex-free"), ["usage", "daily", "--json", "--timezone", "UTC", "--no-import"], { encoding: "utf8" }));
+  assert.equal(utc.timezone, "UTC");
+  for (const b of utc.buckets) expectRow(await cells(`period-${b.period}`), b.totals, `UTC ${b.period}`);
+  // A range without a request costs $0.00, not "price unknown".
+  await page.getByTestId("usage-since").fill("2099-01-01");
+  await page.waitForFunction(() => document.querySelector('[data-testid="usage-total-cost"]')?.textContent === "$0.00");
+  assert.equal((await cells("usage-total-row"))[8], "$0.00");
+  await page.getByTestId("usage-since").fill("");
   await page.getByTestId("agent-codex").waitFor();
   await page.getByTestId("split-model").click();
   await shot("usage");

@@ -1,15 +1,16 @@
 //! `codex-free usage daily|weekly|monthly|sessions|blocks|bench-import`: import the
-//! agents' transcripts, then report from the store (text tables or `--json`).
+//! agents' transcripts, then report from the store (text tables or `--json`), in the
+//! user's time zone unless `--timezone` names another (see [`crate::zone`]).
 
 use crate::bench::BenchImportArgs;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
 use super::report::{self, Filter, Granularity, Totals};
+use super::zone::Zone;
 use super::{ImportReport, import_from_env};
 use codex_free_core::config::PriceOverride;
 use codex_free_core::{Error, Result};
@@ -19,11 +20,11 @@ use codex_free_store::{AgentUsageRow, Store};
 /// The `usage` subcommands.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum UsageCmd {
-    /// Tokens and cost per UTC day.
+    /// Tokens and cost per day (local time zone unless --timezone).
     Daily(ReportArgs),
-    /// Tokens and cost per ISO week.
+    /// Tokens and cost per ISO week (local time zone unless --timezone).
     Weekly(ReportArgs),
-    /// Tokens and cost per calendar month.
+    /// Tokens and cost per calendar month (local time zone unless --timezone).
     Monthly(ReportArgs),
     /// Tokens and cost per agent session, most expensive first.
     Sessions(ReportArgs),
@@ -40,12 +41,17 @@ pub struct ReportArgs {
     /// Only these agents (codex, claude, pi, pipeline), comma-separated or repeated.
     #[arg(long, value_delimiter = ',')]
     pub agent: Vec<String>,
-    /// From this UTC day on (YYYY-MM-DD or YYYYMMDD).
+    /// From this day on (YYYY-MM-DD or YYYYMMDD), from midnight of the report's time zone.
     #[arg(long)]
     pub since: Option<String>,
-    /// Before the end of this UTC day (YYYY-MM-DD or YYYYMMDD).
+    /// Up to the end of this day (YYYY-MM-DD or YYYYMMDD) in the report's time zone.
     #[arg(long)]
     pub until: Option<String>,
+    /// Cut days, weeks and months and print times in this zone: an IANA name
+    /// (America/Los_Angeles, Asia/Tokyo, …) or UTC. Default: the local zone (TZ, else the
+    /// system's).
+    #[arg(long, short = 'z', value_name = "IANA NAME|UTC")]
+    pub timezone: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -56,27 +62,44 @@ pub struct ReportArgs {
 
 const AGENT_NAMES: [&str; 4] = ["codex", "claude", "pi", "pipeline"];
 
-/// Parse a UTC day (`YYYY-MM-DD` or `YYYYMMDD`) to its first millisecond.
+/// Parse a day (`YYYY-MM-DD` or `YYYYMMDD`) to its first millisecond in `zone` (Unix
+/// ms), or with `end` to the first millisecond of the day after (so `--until` covers the
+/// whole day, 23 or 25 hours long on daylight-saving days).
 ///
 /// Errors: [`Error::InvalidArgument`] naming the flag and the accepted forms.
-pub fn parse_day(flag: &str, s: &str) -> Result<i64> {
-    NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .or_else(|_| NaiveDate::parse_from_str(s, "%Y%m%d"))
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|d| d.and_utc().timestamp_millis())
-        .ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "--{flag} \"{s}\": expected a UTC day as YYYY-MM-DD or YYYYMMDD"
-            ))
-        })
+pub fn parse_day(flag: &str, s: &str, zone: &Zone, end: bool) -> Result<i64> {
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "--{flag} \"{s}\": expected a day as YYYY-MM-DD or YYYYMMDD"
+        ))
+    };
+    let t = s.trim();
+    let dashed = if t.len() == 8 && t.bytes().all(|b| b.is_ascii_digit()) {
+        format!("{}-{}-{}", &t[..4], &t[4..6], &t[6..])
+    } else {
+        t.to_string()
+    };
+    let d: jiff::civil::Date = dashed.parse().map_err(|_| bad())?;
+    let d = if end {
+        d.tomorrow().map_err(|_| bad())?
+    } else {
+        d
+    };
+    zone.day_start_ms(d)
 }
 
 impl ReportArgs {
-    /// The row filter these options describe.
+    /// The zone these options name (`--timezone`), else the local one.
+    ///
+    /// Errors: [`Error::InvalidArgument`] naming an unknown zone.
+    pub fn zone(&self) -> Result<Zone> {
+        Zone::named_or_local(self.timezone.as_deref())
+    }
+
+    /// The row filter these options describe, days read in `zone`.
     ///
     /// Errors: [`Error::InvalidArgument`] for an unknown agent or a malformed day.
-    pub fn filter(&self) -> Result<Filter> {
+    pub fn filter(&self, zone: &Zone) -> Result<Filter> {
         for a in &self.agent {
             if !AGENT_NAMES.contains(&a.as_str()) {
                 return Err(Error::InvalidArgument(format!(
@@ -90,12 +113,12 @@ impl ReportArgs {
             since_ms: self
                 .since
                 .as_deref()
-                .map(|s| parse_day("since", s))
+                .map(|s| parse_day("since", s, zone, false))
                 .transpose()?,
             until_ms: self
                 .until
                 .as_deref()
-                .map(|s| parse_day("until", s).map(|d| d + 86_400_000))
+                .map(|s| parse_day("until", s, zone, true))
                 .transpose()?,
             ..Default::default()
         })
@@ -137,7 +160,8 @@ pub fn run(
         UsageCmd::Blocks(a) => (a, "blocks"),
         UsageCmd::BenchImport(a) => return super::bench::run(a),
     };
-    let f = args.filter()?;
+    let zone = args.zone()?;
+    let f = args.filter(&zone)?;
     let store = Store::open_in_home(home)?;
     let imported = if args.no_import {
         None
@@ -154,29 +178,33 @@ pub fn run(
             if args.json {
                 #[derive(Serialize)]
                 struct B<'a> {
+                    timezone: &'a str,
                     sessions: &'a [report::SessionRow],
                     unknown_prices: &'a [report::UnknownPrice],
                 }
                 return json(
                     &imported,
                     B {
+                        timezone: zone.name(),
                         sessions: &v,
                         unknown_prices: &unknown,
                     },
                 );
             }
+            let _ = writeln!(s, "Agent usage per session (time zone: {})", zone.name());
             let _ = writeln!(
                 s,
-                "{:<8} {:<38} {:<28} {:>12} {:>12} {:>14}",
-                "agent", "session", "project", "input", "output", "cost"
+                "{:<8} {:<38} {:<28} {:<16} {:>12} {:>12} {:>14}",
+                "agent", "session", "project", "last request", "input", "output", "cost"
             );
             for r in &v {
                 let _ = writeln!(
                     s,
-                    "{:<8} {:<38} {:<28} {:>12} {:>12} {:>14}",
+                    "{:<8} {:<38} {:<28} {:<16} {:>12} {:>12} {:>14}",
                     r.agent,
                     r.session_id,
                     shorten(r.project.as_deref().unwrap_or("-"), 28),
+                    zone.minute(r.last_ms),
                     r.totals.tokens.input_tokens,
                     r.totals.tokens.output_tokens,
                     cost_cell(&r.totals)
@@ -189,20 +217,28 @@ pub fn run(
             if args.json {
                 #[derive(Serialize)]
                 struct B<'a> {
+                    timezone: &'a str,
                     blocks: &'a [report::Block],
                 }
-                return json(&imported, B { blocks: &v });
+                return json(
+                    &imported,
+                    B {
+                        timezone: zone.name(),
+                        blocks: &v,
+                    },
+                );
             }
+            let _ = writeln!(s, "5-hour blocks (times in {})", zone.name());
             let _ = writeln!(
                 s,
                 "{:<20} {:<8} {:>10} {:>14} {:>14}  models",
-                "block start (UTC)", "status", "requests", "tokens", "cost"
+                "block start", "status", "requests", "tokens", "cost"
             );
             for b in &v {
                 let _ = writeln!(
                     s,
                     "{:<20} {:<8} {:>10} {:>14} {:>14}  {}",
-                    iso(b.start_ms),
+                    zone.minute(b.start_ms),
                     if b.active { "ACTIVE" } else { "" },
                     b.totals.requests,
                     b.totals.total_tokens,
@@ -216,7 +252,7 @@ pub fn run(
                         burn.tokens_per_min,
                         format_cost(burn.usd_per_hour),
                         burn.remaining_ms / 60_000,
-                        iso(b.end_ms),
+                        zone.minute(b.end_ms),
                         burn.projected_tokens,
                         format_cost(burn.projected_usd)
                     );
@@ -228,10 +264,16 @@ pub fn run(
         }
         _ => {
             let g = Granularity::parse(what).unwrap_or(Granularity::Day);
-            let p = report::periods(&rows, &f, g);
+            let p = report::periods(&rows, &f, g, &zone);
             if args.json {
                 return json(&imported, &p);
             }
+            let per = match g {
+                Granularity::Day => "day",
+                Granularity::Week => "ISO week",
+                Granularity::Month => "month",
+            };
+            let _ = writeln!(s, "Agent usage per {per} (time zone: {})", zone.name());
             let _ = writeln!(
                 s,
                 "{:<11} {:<9} {:>12} {:>12} {:>12} {:>10} {:>10} {:>13} {:>14}",
@@ -260,8 +302,32 @@ pub fn run(
             "(imported: {} transcripts, {} read, {} new requests, {} ms)",
             i.files, i.files_read, i.rows_written, i.duration_ms
         );
+        for (agent, l) in &i.lines_by_agent {
+            let _ = writeln!(s, "{}", lines_note(agent, l));
+        }
     }
     Ok(s)
+}
+
+/// `(claude: 1 line repaired (invalid UTF-8 decoded lossily), 2 lines skipped (not JSON))`.
+fn lines_note(agent: &str, l: &super::parse::LineStats) -> String {
+    let plural = |n: usize| if n == 1 { "line" } else { "lines" };
+    let mut parts = Vec::new();
+    if l.repaired > 0 {
+        parts.push(format!(
+            "{} {} repaired (invalid UTF-8 decoded lossily)",
+            l.repaired,
+            plural(l.repaired)
+        ));
+    }
+    if l.skipped > 0 {
+        parts.push(format!(
+            "{} {} skipped (not JSON)",
+            l.skipped,
+            plural(l.skipped)
+        ));
+    }
+    format!("({agent}: {})", parts.join(", "))
 }
 
 fn json<T: Serialize>(imported: &Option<ImportReport>, body: T) -> Result<String> {
@@ -288,8 +354,13 @@ fn line(s: &mut String, period: &str, agent: &str, t: &Totals) {
     );
 }
 
-/// `$1.23`, `price unknown`, or `$1.23 + 4 unpriced`.
+/// `$1.23`, `price unknown`, or `$1.23 + 4 unpriced`; `$0.00` for no requests at all
+/// (nothing was used, so the cost is known: zero — "price unknown" is for requests whose
+/// model has no price).
 pub fn cost_cell(t: &Totals) -> String {
+    if t.requests == 0 {
+        return "$0.00".into();
+    }
     match (t.cost_usd, t.unpriced_requests) {
         (None, _) => "price unknown".into(),
         (Some(c), 0) => format_cost(Some(c)),
@@ -326,9 +397,77 @@ fn shorten(s: &str, n: usize) -> String {
     }
 }
 
-fn iso(ms: i64) -> String {
-    DateTime::<Utc>::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .format("%Y-%m-%d %H:%M")
-        .to_string()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(tz: Option<&str>) -> ReportArgs {
+        ReportArgs {
+            no_import: true,
+            timezone: tz.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    fn run_in(cmd: UsageCmd) -> Result<String> {
+        let home = tempfile::tempdir().unwrap();
+        run(&cmd, home.path(), &BTreeMap::new(), 0)
+    }
+
+    #[test]
+    fn days_are_read_in_the_reports_zone() {
+        let tokyo = Zone::named("Asia/Tokyo").unwrap();
+        // Midnight in Tokyo is 15:00 UTC the day before.
+        assert_eq!(
+            parse_day("since", "2026-11-29", &tokyo, false).unwrap(),
+            parse_day("since", "20261128", &Zone::utc(), false).unwrap() + 15 * 3_600_000
+        );
+        let la = Zone::named("America/Los_Angeles").unwrap();
+        // --until of the day daylight saving ends covers its 25 hours.
+        let end = parse_day("until", "2026-11-01", &la, true).unwrap();
+        let start = parse_day("since", "2026-11-01", &la, false).unwrap();
+        assert_eq!(end - start, 25 * 3_600_000);
+        let e = parse_day("since", "yesterday", &la, false).unwrap_err();
+        assert!(e.to_string().contains("YYYY-MM-DD"), "{e}");
+    }
+
+    #[test]
+    fn every_report_names_its_zone_and_an_unknown_zone_is_an_error() {
+        for cmd in [
+            UsageCmd::Daily(args(Some("Asia/Tokyo"))),
+            UsageCmd::Weekly(args(Some("Asia/Tokyo"))),
+            UsageCmd::Monthly(args(Some("Asia/Tokyo"))),
+            UsageCmd::Sessions(args(Some("Asia/Tokyo"))),
+            UsageCmd::Blocks(args(Some("Asia/Tokyo"))),
+        ] {
+            let out = run_in(cmd.clone()).unwrap();
+            let head = out.lines().next().unwrap();
+            assert!(head.contains("Asia/Tokyo"), "{cmd:?}: {head}");
+            let mut bad = cmd;
+            match &mut bad {
+                UsageCmd::Daily(a)
+                | UsageCmd::Weekly(a)
+                | UsageCmd::Monthly(a)
+                | UsageCmd::Sessions(a)
+                | UsageCmd::Blocks(a) => a.timezone = Some("Mars/Olympus_Mons".into()),
+                UsageCmd::BenchImport(_) => unreachable!(),
+            }
+            let e = run_in(bad).unwrap_err().to_string();
+            assert!(e.contains("\"Mars/Olympus_Mons\""), "{e}");
+        }
+        let mut json = args(Some("utc"));
+        json.json = true;
+        let v: serde_json::Value =
+            serde_json::from_str(&run_in(UsageCmd::Daily(json)).unwrap()).unwrap();
+        assert_eq!(v["timezone"], "UTC");
+    }
+
+    #[test]
+    fn an_empty_report_costs_zero_dollars() {
+        let out = run_in(UsageCmd::Daily(args(Some("UTC")))).unwrap();
+        let total = out.lines().find(|l| l.starts_with("total")).unwrap();
+        assert!(total.trim_end().ends_with("$0.00"), "{out}");
+        assert!(!out.contains("price unknown"), "{out}");
+        assert_eq!(cost_cell(&Totals::default()), "$0.00");
+    }
 }

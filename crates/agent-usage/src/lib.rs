@@ -19,6 +19,7 @@ pub mod bench;
 pub mod cli;
 pub mod parse;
 pub mod report;
+pub mod zone;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -38,7 +39,7 @@ use codex_free_store::{AgentUsageRow, Store, TokenCounts, UsageCursor};
 use codex_free_transcripts::discover::{Candidate, SourceRoots, discover_usage};
 use codex_free_transcripts::rollout::Source;
 
-use parse::{Carry, Parsed};
+use parse::{Carry, LineStats, Parsed};
 
 /// The agents whose usage is imported.
 pub const AGENTS: [Source; 3] = [Source::Codex, Source::Claude, Source::Pi];
@@ -67,6 +68,13 @@ pub struct ImportReport {
     pub duplicates: usize,
     /// Earlier unpriced rows priced now (a price was added).
     pub repriced: usize,
+    /// Usage lines read this time with invalid UTF-8, decoded lossily and counted.
+    pub lines_repaired: usize,
+    /// Usage lines read this time that were not JSON (not counted).
+    pub lines_skipped: usize,
+    /// The same two counts per agent (`codex`, `claude`, `pi`), only for agents with a
+    /// repaired or skipped line.
+    pub lines_by_agent: BTreeMap<String, LineStats>,
     /// Wall time, milliseconds.
     pub duration_ms: u64,
 }
@@ -130,6 +138,7 @@ fn prefix_hash(file: &mut File, len: u64) -> std::io::Result<String> {
 /// The result of reading one transcript.
 struct FileRead {
     parsed: Vec<Parsed>,
+    lines: LineStats,
     cursor: UsageCursor,
     bytes: u64,
     rewritten: bool,
@@ -174,7 +183,7 @@ fn read_one(c: &Candidate, old: Option<&UsageCursor>) -> std::io::Result<FileRea
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut parsed = Vec::new();
-    parse::parse_lines(c.source, &buf[..complete], &mut carry, &stem, &mut parsed);
+    let lines = parse::parse_lines(c.source, &buf[..complete], &mut carry, &stem, &mut parsed);
     let offset = start + complete as u64;
     let prefix_hash = if offset > 0 {
         prefix_hash(&mut f, offset)?
@@ -183,6 +192,7 @@ fn read_one(c: &Candidate, old: Option<&UsageCursor>) -> std::io::Result<FileRea
     };
     Ok(FileRead {
         parsed,
+        lines,
         cursor: UsageCursor {
             path,
             agent: c.source.as_str().to_string(),
@@ -261,6 +271,21 @@ pub fn import(
                 report.files_rewritten += usize::from(fr.rewritten);
                 report.bytes_read += fr.bytes;
                 let agent = fr.cursor.agent.clone();
+                if !fr.lines.is_clean() {
+                    tracing::warn!(
+                        path = %path.display(),
+                        repaired = fr.lines.repaired,
+                        skipped = fr.lines.skipped,
+                        "usage import: lines with invalid UTF-8 decoded lossily (repaired) or not JSON (skipped)"
+                    );
+                    report.lines_repaired += fr.lines.repaired;
+                    report.lines_skipped += fr.lines.skipped;
+                    report
+                        .lines_by_agent
+                        .entry(agent.clone())
+                        .or_default()
+                        .add(fr.lines);
+                }
                 for p in fr.parsed {
                     let tokens = TokenCounts {
                         input_tokens: p.input,

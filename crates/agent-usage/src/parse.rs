@@ -14,7 +14,12 @@
 //! - pi: `message` lines of role `assistant` with `message.usage` (its `cost.total` kept).
 //!
 //! Lines are pre-filtered by a byte search so that the bulk of a transcript (messages,
-//! tool outputs) is never JSON-parsed.
+//! tool outputs) is never JSON-parsed. A wanted line that is not valid UTF-8 (an agent cut
+//! a multi-byte character in a tool output, a disk error) is decoded lossily — each bad
+//! byte becomes U+FFFD, which only ever lands inside a JSON string — and counted as
+//! repaired: its request still counts, the token figures being ASCII digits. A wanted
+//! line that is still not JSON is counted as skipped ([`LineStats`]), never dropped
+//! silently.
 
 use memchr::memmem;
 use serde::{Deserialize, Serialize};
@@ -44,6 +49,28 @@ pub struct Carry {
     /// Codex: the last cumulative totals seen in this file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_total: Option<Totals5>,
+}
+
+/// What happened to the wanted lines of one parse (those the byte pre-filter let through).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LineStats {
+    /// Lines with invalid UTF-8 decoded lossily and then used.
+    pub repaired: usize,
+    /// Lines that were not JSON even after that (not used).
+    pub skipped: usize,
+}
+
+impl LineStats {
+    /// Add `o`'s counts.
+    pub fn add(&mut self, o: LineStats) {
+        self.repaired += o.repaired;
+        self.skipped += o.skipped;
+    }
+
+    /// Whether nothing was repaired or skipped.
+    pub fn is_clean(&self) -> bool {
+        self.repaired == 0 && self.skipped == 0
+    }
 }
 
 /// One request as parsed, before pricing.
@@ -98,14 +125,15 @@ fn provider_name(p: Option<&str>) -> String {
 
 /// Parse the complete lines of `buf` (each ending in `\n`) of a `source` transcript,
 /// updating `carry`. `fallback_session` names the session when the file never does (its
-/// file stem).
+/// file stem). Returns how many wanted lines were repaired or skipped.
 pub fn parse_lines(
     source: Source,
     buf: &[u8],
     carry: &mut Carry,
     fallback_session: &str,
     out: &mut Vec<Parsed>,
-) {
+) -> LineStats {
+    let mut stats = LineStats::default();
     let f_usage = memmem::Finder::new(b"\"usage\"");
     let f_tc = memmem::Finder::new(b"\"token_count\"");
     let f_ctx = memmem::Finder::new(b"\"turn_context\"");
@@ -131,8 +159,24 @@ pub fn parse_lines(
         if !wanted {
             continue;
         }
-        let Ok(v) = serde_json::from_slice::<Value>(line) else {
-            continue;
+        let v = match serde_json::from_slice::<Value>(line) {
+            Ok(v) => v,
+            Err(_) if std::str::from_utf8(line).is_err() => {
+                match serde_json::from_str::<Value>(&String::from_utf8_lossy(line)) {
+                    Ok(v) => {
+                        stats.repaired += 1;
+                        v
+                    }
+                    Err(_) => {
+                        stats.skipped += 1;
+                        continue;
+                    }
+                }
+            }
+            Err(_) => {
+                stats.skipped += 1;
+                continue;
+            }
         };
         match source {
             Source::Codex => codex_line(&v, carry, fallback_session, out),
@@ -141,6 +185,7 @@ pub fn parse_lines(
             Source::Mcp => {}
         }
     }
+    stats
 }
 
 fn totals5(u: &Value) -> Totals5 {
@@ -417,6 +462,33 @@ mod tests {
         )]);
         assert_eq!((rows[0].input, rows[0].output), (300, 20));
         assert_eq!(rows[0].model, "openai/unknown");
+    }
+
+    #[test]
+    fn a_line_with_invalid_utf8_is_repaired_and_counted_and_a_broken_one_skipped() {
+        let good = r#"{"type":"assistant","timestamp":"2026-01-01T00:00:00Z","sessionId":"S","requestId":"r1","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"text","text":"café"}],"usage":{"input_tokens":3,"output_tokens":7}}}"#;
+        // Another message whose "é" (C3 A9) is cut to its first byte: invalid UTF-8.
+        let mut bad = good.replace("m1", "m2").into_bytes();
+        let at = bad.windows(2).position(|w| w == [0xC3, 0xA9]).unwrap();
+        bad.remove(at + 1);
+        let mut buf = Vec::new();
+        buf.extend_from_slice(good.as_bytes());
+        buf.push(b'\n');
+        buf.extend_from_slice(&bad);
+        buf.push(b'\n');
+        buf.extend_from_slice(br#"{"type":"assistant","message":{"usage":{"input_tok"#);
+        buf.push(b'\n');
+        let mut out = Vec::new();
+        let stats = parse_lines(Source::Claude, &buf, &mut Carry::default(), "f", &mut out);
+        assert_eq!(out.len(), 2, "the repaired line counts");
+        assert_eq!((out[1].key.as_str(), out[1].output), ("m2:r1", 7));
+        assert_eq!(
+            stats,
+            LineStats {
+                repaired: 1,
+                skipped: 1
+            }
+        );
     }
 
     #[test]

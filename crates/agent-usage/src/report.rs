@@ -1,20 +1,27 @@
-//! Reports over usage rows: totals per UTC day / ISO week / month (each split by agent and
-//! by model), per session, per 5-hour block, and the models whose price is unknown.
+//! Reports over usage rows: totals per local day / ISO week / month of a [`Zone`] (each
+//! split by agent and by model), per session, per 5-hour block, and the models whose price
+//! is unknown.
 //!
 //! Blocks follow ccusage's definition (the window subscription plans bill by): a block
-//! starts at the hour (UTC) of its first request and lasts 5 hours; a request more than
+//! starts at the whole hour (UTC) of its first request and lasts 5 hours — a property of
+//! the provider's window, not of the viewer's zone, so blocks do not move with
+//! `--timezone` (in zones with a whole-hour offset the start is a local whole hour too);
+//! a request more than
 //! 5 hours after the block's start, or after the previous request, opens a new block. The
 //! active block (its end still ahead, its last request under 5 hours ago) gets a burn
 //! rate over its first-to-last request span and a projection to its end.
 //!
 //! Invariant: a bucket's `cost_usd` sums only priced rows and is `None` when none of its
 //! rows is priced; `unpriced_requests` says how many rows it leaves out. Never $0 for
-//! "unknown".
+//! "unknown". Totals without any row (an empty report) keep `cost_usd: None` in the JSON
+//! (stable wire shape) and are shown as `$0.00` ([`crate::cli::cost_cell`], the page's
+//! `costCell`): nothing was used, so the cost is known.
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Datelike, Utc};
 use serde::Serialize;
+
+use crate::zone::Zone;
 
 use codex_free_store::{AgentUsageRow, TokenCounts};
 
@@ -25,11 +32,11 @@ pub const BLOCK_MS: i64 = 5 * 3_600_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Granularity {
-    /// UTC calendar day, `2026-11-29`.
+    /// Calendar day of the report's zone, `2026-11-29`.
     Day,
-    /// ISO week (Monday first), `2026-W48`.
+    /// ISO week (Monday first) of the report's zone, `2026-W48`.
     Week,
-    /// Calendar month, `2026-11`.
+    /// Calendar month of the report's zone, `2026-11`.
     Month,
 }
 
@@ -44,16 +51,16 @@ impl Granularity {
         })
     }
 
-    /// The label of the bucket holding `at_ms`.
-    pub fn label(self, at_ms: i64) -> String {
-        let t = DateTime::<Utc>::from_timestamp_millis(at_ms).unwrap_or_default();
+    /// The label of the bucket holding `at_ms` (Unix ms) in `zone`.
+    pub fn label(self, at_ms: i64, zone: &Zone) -> String {
+        let d = zone.date_of(at_ms);
         match self {
-            Granularity::Day => t.format("%Y-%m-%d").to_string(),
+            Granularity::Day => format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day()),
             Granularity::Week => {
-                let w = t.iso_week();
-                format!("{}-W{:02}", w.year(), w.week())
+                let w = d.iso_week_date();
+                format!("{:04}-W{:02}", w.year(), w.week())
             }
-            Granularity::Month => t.format("%Y-%m").to_string(),
+            Granularity::Month => format!("{:04}-{:02}", d.year(), d.month()),
         }
     }
 }
@@ -164,6 +171,8 @@ pub struct UnknownPrice {
 pub struct PeriodReport {
     /// `day`, `week` or `month`.
     pub granularity: String,
+    /// The time zone the buckets are cut in (`UTC`, `America/Los_Angeles`, …).
+    pub timezone: String,
     /// Buckets with at least one row, oldest first.
     pub buckets: Vec<Bucket>,
     /// All rows.
@@ -196,13 +205,13 @@ pub fn unknown_prices(rows: &[&AgentUsageRow]) -> Vec<UnknownPrice> {
     m.into_values().collect()
 }
 
-/// Totals of `rows` passing `f` per `g` bucket.
-pub fn periods(rows: &[AgentUsageRow], f: &Filter, g: Granularity) -> PeriodReport {
+/// Totals of `rows` passing `f` per `g` bucket of `zone`'s calendar.
+pub fn periods(rows: &[AgentUsageRow], f: &Filter, g: Granularity, zone: &Zone) -> PeriodReport {
     let kept: Vec<&AgentUsageRow> = rows.iter().filter(|r| f.keeps(r)).collect();
     let mut buckets: BTreeMap<String, Bucket> = BTreeMap::new();
     let mut total = Totals::default();
     for r in &kept {
-        let label = g.label(r.at_ms);
+        let label = g.label(r.at_ms, zone);
         let b = buckets.entry(label.clone()).or_insert_with(|| Bucket {
             period: label,
             ..Default::default()
@@ -219,6 +228,7 @@ pub fn periods(rows: &[AgentUsageRow], f: &Filter, g: Granularity) -> PeriodRepo
             Granularity::Month => "month",
         }
         .into(),
+        timezone: zone.name().to_string(),
         buckets: buckets.into_values().collect(),
         total,
         unknown_prices: unknown_prices(&kept),
@@ -412,10 +422,66 @@ mod tests {
         assert_eq!(burn.remaining_ms, 4 * H + 30 * 60_000);
     }
 
+    fn ms(s: &str) -> i64 {
+        s.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+    }
+
+    fn periods_of(stamps: &[&str], g: Granularity, zone: &str) -> Vec<(String, i64)> {
+        let rows: Vec<AgentUsageRow> = stamps.iter().map(|s| r(ms(s), 1, Some(1.0))).collect();
+        let p = periods(&rows, &Filter::default(), g, &Zone::named(zone).unwrap());
+        assert_eq!(p.timezone, zone);
+        p.buckets
+            .into_iter()
+            .map(|b| (b.period, b.totals.requests))
+            .collect()
+    }
+
+    #[test]
+    fn buckets_are_cut_at_the_zones_local_midnight() {
+        // Around midnight in Los Angeles (UTC-8 in November) and Tokyo (UTC+9).
+        let stamps = [
+            "2026-11-29T07:30:00Z", // LA 28th 23:30 | Tokyo 29th 16:30
+            "2026-11-29T08:30:00Z", // LA 29th 00:30 | Tokyo 29th 17:30
+            "2026-11-29T14:30:00Z", // LA 29th 06:30 | Tokyo 29th 23:30
+            "2026-11-29T15:30:00Z", // LA 29th 07:30 | Tokyo 30th 00:30
+            "2026-12-01T07:30:00Z", // LA Nov 30th 23:30 | Tokyo Dec 1st 16:30
+        ];
+        let day = |z| periods_of(&stamps, Granularity::Day, z);
+        let p = |v: &[(&str, i64)]| -> Vec<(String, i64)> {
+            v.iter().map(|(a, n)| (a.to_string(), *n)).collect()
+        };
+        assert_eq!(day("UTC"), p(&[("2026-11-29", 4), ("2026-12-01", 1)]));
+        assert_eq!(
+            day("America/Los_Angeles"),
+            p(&[("2026-11-28", 1), ("2026-11-29", 3), ("2026-11-30", 1)])
+        );
+        assert_eq!(
+            day("Asia/Tokyo"),
+            p(&[("2026-11-29", 3), ("2026-11-30", 1), ("2026-12-01", 1)])
+        );
+        // Sunday the 29th is the last day of ISO week 48; Monday the 30th starts week 49.
+        assert_eq!(
+            periods_of(&stamps, Granularity::Week, "America/Los_Angeles"),
+            p(&[("2026-W48", 4), ("2026-W49", 1)])
+        );
+        assert_eq!(
+            periods_of(&stamps, Granularity::Week, "Asia/Tokyo"),
+            p(&[("2026-W48", 3), ("2026-W49", 2)])
+        );
+        assert_eq!(
+            periods_of(&stamps, Granularity::Month, "America/Los_Angeles"),
+            p(&[("2026-11", 5)])
+        );
+        assert_eq!(
+            periods_of(&stamps, Granularity::Month, "UTC"),
+            p(&[("2026-11", 4), ("2026-12", 1)])
+        );
+    }
+
     #[test]
     fn unpriced_rows_are_never_zero_dollars() {
         let rows = [r(0, 10, None), r(1, 10, Some(0.5)), r(86_400_000, 5, None)];
-        let p = periods(&rows, &Filter::default(), Granularity::Day);
+        let p = periods(&rows, &Filter::default(), Granularity::Day, &Zone::utc());
         assert_eq!(p.buckets[0].totals.cost_usd, Some(0.5));
         assert_eq!(p.buckets[0].totals.unpriced_requests, 1);
         assert_eq!(p.buckets[1].totals.cost_usd, None);

@@ -1,15 +1,47 @@
-// The filter bar pieces the Runs and Usage pages share: a choice list with "any", a UTC
-// date range, and a CSV export button. One place, so both pages filter and export alike.
-import { useState } from "preact/hooks";
+// The filter bar pieces the Runs and Usage pages share: a choice list with "any", a date
+// range (UTC, or the days of a named time zone), and a CSV export button. One place, so
+// both pages filter and export alike.
+import { useEffect, useState } from "preact/hooks";
 import { toFailure } from "../api";
 import type { ApiFailure } from "../api";
 
-/** Milliseconds of a `YYYY-MM-DD` date at 00:00 UTC (or the next midnight with `endOfDay`,
- *  so a range "to" a day includes it); `null` for an empty or invalid date. */
-export function dateToMs(s: string, endOfDay = false): number | null {
-  if (!s) return null;
-  const t = Date.parse(`${s}T00:00:00Z`);
-  return Number.isNaN(t) ? null : t + (endOfDay ? 86_400_000 : 0);
+/** The browser's IANA time zone (`America/Los_Angeles`), `UTC` when it has none. */
+export function browserZone(): string {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  } catch {
+    return "UTC";
+  }
+}
+
+/** How far `zone`'s wall clock is ahead of UTC at instant `t` (ms; Tokyo: +9 h). */
+function zoneOffsetMs(zone: string, t: number): number {
+  const f = new Intl.DateTimeFormat("en-US", {
+    timeZone: zone,
+    hourCycle: "h23",
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+  });
+  const p: Record<string, number> = {};
+  for (const x of f.formatToParts(new Date(t))) if (x.type !== "literal") p[x.type] = Number(x.value);
+  return Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second) - Math.floor(t / 1000) * 1000;
+}
+
+/** Milliseconds of a `YYYY-MM-DD` date at 00:00 in `zone` (default UTC), or of the next
+ *  midnight with `endOfDay` (so a range "to" a day includes it, 23 or 25 hours on
+ *  daylight-saving days); `null` for an empty or invalid date. */
+export function dateToMs(s: string, endOfDay = false, zone = "UTC"): number | null {
+  if (!s || Number.isNaN(Date.parse(`${s}T00:00:00Z`))) return null;
+  const [y, m, d] = s.split("-").map(Number);
+  const wall = Date.UTC(y, m - 1, d + (endOfDay ? 1 : 0));
+  if (zone === "UTC") return wall;
+  // The offset at the guess, then again at the corrected instant (a change between).
+  const guess = wall - zoneOffsetMs(zone, wall);
+  return wall - zoneOffsetMs(zone, guess);
 }
 
 /** A `<select>` of `options` with an "any" entry; `onChange` gets "" for any. */
@@ -31,14 +63,21 @@ export function ChoiceFilter(props: {
   );
 }
 
-/** "From" and "To" UTC date inputs; `onChange` gets the range in ms (`until` exclusive). */
-export function DateRange(props: { onChange: (since_ms: number | null, until_ms: number | null) => void; sinceTestid?: string }) {
+/** "From" and "To" date inputs, days of `zone` (default UTC); `onChange` gets the range in
+ *  ms (`until` exclusive), again when `zone` changes. */
+export function DateRange(props: { onChange: (since_ms: number | null, until_ms: number | null) => void; sinceTestid?: string; zone?: string }) {
   const [since, setSince] = useState("");
   const [until, setUntil] = useState("");
+  const zone = props.zone ?? "UTC";
+  const toMs = (s: string, end = false) => dateToMs(s, end, zone);
+  useEffect(() => {
+    if (since || until) props.onChange(toMs(since), toMs(until, true));
+    // Only a change of zone re-reads the days; the inputs call onChange themselves.
+  }, [zone]);
   return (
     <>
       <label>
-        From (UTC)
+        From ({zone})
         <input
           type="date"
           value={since}
@@ -46,19 +85,19 @@ export function DateRange(props: { onChange: (since_ms: number | null, until_ms:
           onChange={(e) => {
             const v = (e.target as HTMLInputElement).value;
             setSince(v);
-            props.onChange(dateToMs(v), dateToMs(until, true));
+            props.onChange(toMs(v), toMs(until, true));
           }}
         />
       </label>
       <label>
-        To (UTC)
+        To ({zone})
         <input
           type="date"
           value={until}
           onChange={(e) => {
             const v = (e.target as HTMLInputElement).value;
             setUntil(v);
-            props.onChange(dateToMs(since), dateToMs(v, true));
+            props.onChange(toMs(since), toMs(v, true));
           }}
         />
       </label>

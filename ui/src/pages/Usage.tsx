@@ -1,12 +1,14 @@
 // Usage: what every coding agent (Codex CLI, Claude Code, pi) and the pipeline itself
 // used and cost, from the same rows and report code as `codex-free usage ... --json`.
-// Unknown prices are shown as "price unknown" with their token counts, never as $0.
+// Unknown prices are shown as "price unknown" with their token counts, never as $0; a range
+// with no request at all costs $0.00. Days, weeks and months are those of the chosen time
+// zone (the browser's by default, or UTC), named in the table's heading.
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import type { AgentTotals, AgentUsageBucket, AgentUsageFilter, ApiFailure } from "../api";
 import { useLoad } from "../hooks";
 import { Card, ErrorBox } from "../components/ui";
-import { ChoiceFilter, CsvButton, DateRange } from "../components/Filters";
+import { browserZone, ChoiceFilter, CsvButton, DateRange } from "../components/Filters";
 import { formatInt, formatPercent, formatTime, formatTokens, formatUsd } from "../format";
 
 type Gran = "day" | "week" | "month";
@@ -14,8 +16,10 @@ type Split = "agent" | "model";
 
 const COLORS = ["#2563eb", "#d97706", "#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d", "#dc2626", "#475569"];
 
-/** "$1.23", "price unknown", or "$1.23 + 4 unpriced". */
+/** "$1.23", "price unknown", or "$1.23 + 4 unpriced"; "$0.00" without any request (nothing
+ *  was used: the cost is known to be zero). */
 export function costCell(t: AgentTotals): string {
+  if (t.requests === 0) return "$0.00";
   if (t.cost_usd === null) return "price unknown";
   return t.unpriced_requests > 0 ? `${formatUsd(t.cost_usd)} + ${t.unpriced_requests} unpriced` : formatUsd(t.cost_usd);
 }
@@ -105,12 +109,15 @@ function TotalsLine({ label, t, testid }: { label: string; t: AgentTotals; testi
 }
 
 export function Usage() {
-  const [filter, setFilter] = useState<AgentUsageFilter>({ since_ms: null, until_ms: null, agent: null, model: null, granularity: "day" });
+  const [localZone] = useState(browserZone);
+  const [filter, setFilter] = useState<AgentUsageFilter>({ since_ms: null, until_ms: null, agent: null, model: null, granularity: "day", timezone: localZone });
   const [split, setSplit] = useState<Split>("agent");
   const [csvErr, setCsvErr] = useState<ApiFailure | null>(null);
   const { data, error } = useLoad((a) => a.agentUsage(filter), [JSON.stringify(filter)]);
   const set = (k: keyof AgentUsageFilter, v: string) => setFilter({ ...filter, [k]: v || null });
   const gran = (filter.granularity ?? "day") as Gran;
+  // Times in the chosen zone: the browser's own, or UTC (offset 0).
+  const fmtTime = (ms: number) => formatTime(ms, filter.timezone === "UTC" ? 0 : undefined);
   const block = data?.active_block;
   const burn = block?.burn;
 
@@ -125,14 +132,22 @@ export function Usage() {
       <div class="filters" data-testid="usage-filters">
         <ChoiceFilter label="Agent" value={filter.agent} options={data?.agents} onChange={(v) => set("agent", v)} testid="usage-filter-agent" />
         <ChoiceFilter label="Model" value={filter.model} options={data?.models} onChange={(v) => set("model", v)} testid="usage-filter-model" />
-        <DateRange onChange={(since_ms, until_ms) => setFilter({ ...filter, since_ms, until_ms })} sinceTestid="usage-since" />
+        <label>
+          Time zone
+          <select value={filter.timezone ?? localZone} onChange={(e) => setFilter({ ...filter, timezone: (e.target as HTMLSelectElement).value })} data-testid="usage-timezone">
+            {[...new Set([localZone, "UTC"])].map((z) => (
+              <option key={z} value={z}>{z === localZone && z !== "UTC" ? `${z} (this browser)` : z}</option>
+            ))}
+          </select>
+        </label>
+        <DateRange onChange={(since_ms, until_ms) => setFilter({ ...filter, since_ms, until_ms })} sinceTestid="usage-since" zone={filter.timezone ?? localZone} />
         <CsvButton fetch={async () => (await api()).agentUsageCsv(filter)} filename="codex-free-agent-usage.csv" testid="usage-export-csv" onError={setCsvErr} />
       </div>
       {data && (
         <>
           <div class="stats" data-testid="usage-totals">
             <div>
-              <span class="stat" data-testid="usage-total-cost">{formatUsd(data.total.cost_usd)}</span>
+              <span class="stat" data-testid="usage-total-cost">{data.total.requests === 0 ? "$0.00" : formatUsd(data.total.cost_usd)}</span>
               <span class="stat-label">
                 cost{data.total.unpriced_requests > 0 && ` (+ ${data.total.unpriced_requests} requests, price unknown)`}
               </span>
@@ -163,7 +178,7 @@ export function Usage() {
               <div class="stats">
                 <div>
                   <span class="stat"><Countdown endMs={block.end_ms} nowMs={data.now_ms} /></span>
-                  <span class="stat-label">left (ends {formatTime(block.end_ms)})</span>
+                  <span class="stat-label">left (ends {fmtTime(block.end_ms)})</span>
                 </div>
                 <div>
                   <span class="stat" data-testid="block-cost">{costCell(block.totals)}</span>
@@ -231,7 +246,7 @@ export function Usage() {
           <Card title={`Totals per ${gran}`} testid="usage-periods">
             <table class="table num">
               <thead>
-                <tr><th>{gran === "day" ? "Day (UTC)" : gran === "week" ? "ISO week" : "Month"}</th><th>Requests</th><th>Input</th><th>Cache read</th><th>Cache write</th><th>Output</th><th>Reasoning</th><th>Cache hits</th><th>Cost</th></tr>
+                <tr><th data-testid="usage-period-heading">{gran === "day" ? "Day" : gran === "week" ? "ISO week" : "Month"} ({data.timezone})</th><th>Requests</th><th>Input</th><th>Cache read</th><th>Cache write</th><th>Output</th><th>Reasoning</th><th>Cache hits</th><th>Cost</th></tr>
               </thead>
               <tbody>
                 {[...data.buckets].reverse().flatMap((b) => [
@@ -265,7 +280,7 @@ export function Usage() {
                     <td><code title={s.session_id}>{s.session_id.slice(0, 13)}</code></td>
                     <td>{s.project ?? "—"}</td>
                     <td class="small">{s.models.join(", ")}</td>
-                    <td>{formatTime(s.last_ms)}</td>
+                    <td>{fmtTime(s.last_ms)}</td>
                     <td title={formatInt(s.totals.total_tokens)}>{formatTokens(s.totals.total_tokens)}</td>
                     <td>{costCell(s.totals)}</td>
                   </tr>

@@ -5,7 +5,8 @@
 //! today's / this month's spend for the tray.
 //!
 //! Invariant: an unpriced request is counted in `unpriced_requests`, never as $0; buckets
-//! are UTC.
+//! are cut in the filter's time zone (the server's local zone when it names none), the
+//! tray's "today" and "this month" in the server's local zone.
 
 use super::csv::cell;
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use super::ApiService;
 use super::dto::{AgentSpend, AgentUsageFilter, AgentUsageView};
 use codex_free_agent_usage::cli::all_rows;
 use codex_free_agent_usage::report::{self, Filter, Granularity, Totals};
+use codex_free_agent_usage::zone::Zone;
 use codex_free_agent_usage::{ImportReport, import_from_env};
 use codex_free_core::{Error, Result};
 use codex_free_store::{AgentUsageRow, Store};
@@ -74,12 +76,13 @@ impl ApiService {
     /// The Usage page for `f` (the import runs first; its failure is reported in
     /// `import_error` and the stored rows are shown).
     ///
-    /// Errors: [`Error::InvalidArgument`] for an unknown granularity.
+    /// Errors: [`Error::InvalidArgument`] for an unknown granularity or time zone.
     pub fn agent_usage(&self, f: &AgentUsageFilter) -> Result<AgentUsageView> {
         let g = granularity(f)?;
+        let zone = Zone::named_or_local(f.timezone.as_deref())?;
         let (rows, import_error) = self.agent_rows();
         let now_ms = Utc::now().timestamp_millis();
-        Ok(view(&rows, f, g, now_ms, import_error))
+        Ok(view(&rows, f, g, &zone, now_ms, import_error))
     }
 
     /// CSV of the rows matching `f`, one request a line: `time_utc, agent, session,
@@ -90,19 +93,20 @@ impl ApiService {
     /// Errors: as [`Self::agent_usage`].
     pub fn agent_usage_csv(&self, f: &AgentUsageFilter) -> Result<String> {
         granularity(f)?;
+        Zone::named_or_local(f.timezone.as_deref())?;
         let (rows, _) = self.agent_rows();
         Ok(csv(&rows, &filter_of(f)))
     }
 
-    /// Today's and this month's spend (UTC) across the agents and the pipeline, for the
-    /// tray. Reads what is stored (the scheduler's tick keeps it fresh; no import here,
-    /// so the call stays cheap).
+    /// Today's and this month's spend across the agents and the pipeline, for the tray,
+    /// "today" and "this month" in the server's local zone (the tray runs on the user's
+    /// machine). Reads what is stored (the scheduler's tick keeps it fresh; no import
+    /// here, so the call stays cheap).
     ///
     /// Errors: [`Error::Store`] when the database cannot be read.
     pub fn agent_spend(&self) -> Result<AgentSpend> {
-        let now = Utc::now();
-        let month_start = codex_free_store::usage::month_start(now.timestamp()) * 1000;
-        let day_start = now.timestamp_millis() - now.timestamp_millis().rem_euclid(86_400_000);
+        let (day_start, month_start) =
+            day_and_month_start(&Zone::local(), Utc::now().timestamp_millis())?;
         let store = self.usage_store()?;
         let rows = all_rows(
             &store,
@@ -113,6 +117,18 @@ impl ApiService {
         )?;
         Ok(spend(&rows, day_start, month_start))
     }
+}
+
+/// The first millisecond of the local day and of the local month holding `now_ms` in
+/// `zone` (Unix ms).
+///
+/// Errors: [`Error::InvalidArgument`] for a time outside the supported years.
+pub fn day_and_month_start(zone: &Zone, now_ms: i64) -> Result<(i64, i64)> {
+    let d = zone.date_of(now_ms);
+    Ok((
+        zone.day_start_ms(d)?,
+        zone.day_start_ms(d.first_of_month())?,
+    ))
 }
 
 /// [`AgentSpend`] of `rows` for the day starting at `day_start` and the month starting at
@@ -139,11 +155,12 @@ pub fn spend(rows: &[AgentUsageRow], day_start: i64, month_start: i64) -> AgentS
     }
 }
 
-/// The page's view of `rows` (all rows; `f` filters).
+/// The page's view of `rows` (all rows; `f` filters), buckets cut in `zone`.
 pub fn view(
     rows: &[AgentUsageRow],
     f: &AgentUsageFilter,
     g: Granularity,
+    zone: &Zone,
     now_ms: i64,
     import_error: Option<String>,
 ) -> AgentUsageView {
@@ -177,7 +194,7 @@ pub fn view(
         .rev()
         .find(|b| b.active && b.burn.is_some());
     AgentUsageView {
-        report: report::periods(rows, &flt, g),
+        report: report::periods(rows, &flt, g, zone),
         by_agent,
         by_model,
         top_sessions: report::sessions(rows, &flt)
@@ -260,6 +277,55 @@ mod tests {
         assert_eq!(s.today_by_agent.len(), 2);
     }
 
+    fn ms(s: &str) -> i64 {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .unwrap()
+            .timestamp_millis()
+    }
+
+    #[test]
+    fn view_cuts_days_in_the_filters_time_zone() {
+        // 23:30 and 00:30 in Los Angeles on either side of its midnight (08:00Z).
+        let rows = [
+            r("codex", ms("2026-11-29T07:30:00Z"), Some(1.0)),
+            r("codex", ms("2026-11-29T08:30:00Z"), Some(1.0)),
+        ];
+        let periods = |zone: &str| {
+            let f = AgentUsageFilter {
+                timezone: Some(zone.into()),
+                ..Default::default()
+            };
+            let z = Zone::named_or_local(f.timezone.as_deref()).unwrap();
+            let v = view(&rows, &f, Granularity::Day, &z, 0, None);
+            assert_eq!(v.report.timezone, zone);
+            v.report
+                .buckets
+                .iter()
+                .map(|b| (b.period.clone(), b.totals.requests))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            periods("America/Los_Angeles"),
+            [("2026-11-28".to_string(), 1), ("2026-11-29".to_string(), 1)]
+        );
+        assert_eq!(periods("Asia/Tokyo"), [("2026-11-29".to_string(), 2)]);
+        assert_eq!(periods("UTC"), [("2026-11-29".to_string(), 2)]);
+    }
+
+    #[test]
+    fn the_trays_today_and_month_start_at_local_midnight() {
+        let tokyo = Zone::named("Asia/Tokyo").unwrap();
+        // 2026-12-01T00:30 in Tokyo is still November 30th in UTC.
+        let (day, month) = day_and_month_start(&tokyo, ms("2026-11-30T15:30:00Z")).unwrap();
+        assert_eq!(day, ms("2026-11-30T15:00:00Z"));
+        assert_eq!(month, day);
+        let la = Zone::named("America/Los_Angeles").unwrap();
+        let (day, month) = day_and_month_start(&la, ms("2026-11-29T07:30:00Z")).unwrap();
+        assert_eq!(day, ms("2026-11-28T08:00:00Z"));
+        // November 1st began in daylight-saving time (UTC-7).
+        assert_eq!(month, ms("2026-11-01T07:00:00Z"));
+    }
+
     #[test]
     fn view_filters_and_csv_neutralises_formulas() {
         let rows = [r("codex", 0, Some(1.0)), r("pi", 1, None)];
@@ -267,7 +333,7 @@ mod tests {
             agent: Some("pi".into()),
             ..Default::default()
         };
-        let v = view(&rows, &f, Granularity::Day, 2, None);
+        let v = view(&rows, &f, Granularity::Day, &Zone::utc(), 2, None);
         assert_eq!(v.report.total.requests, 1);
         assert_eq!(v.report.total.cost_usd, None);
         assert_eq!(v.agents, ["codex", "pi"]);

@@ -815,6 +815,10 @@ pub struct AgentUsageFilter {
     pub model: Option<String>,
     /// Bucket size: `day` (default), `week` or `month`.
     pub granularity: Option<String>,
+    /// Time zone the buckets are cut in: an IANA name (`America/Los_Angeles`) or `UTC`;
+    /// empty = the server's local zone (`TZ`, else the system's). The page sends the
+    /// browser's zone. An unknown name is an `invalid_argument` error naming it.
+    pub timezone: Option<String>,
 }
 
 /// The Usage page: what every agent and the pipeline used and cost. The period report is
@@ -844,8 +848,8 @@ pub struct AgentUsageView {
     pub now_ms: i64,
 }
 
-/// Today's and this month's spend (UTC) across the agents and the pipeline (the tray's
-/// figure).
+/// Today's and this month's spend across the agents and the pipeline (the tray's figure),
+/// "today" and "this month" in the server's local time zone.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(test, derive(TS))]
 pub struct AgentSpend {

@@ -553,6 +553,21 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_usage_query_names_its_time_zone_and_an_unknown_one_is_refused() {
+        let (_home, svc, _keys) = crate::api::tests::service();
+        let svc = Arc::new(svc);
+        let ok = dispatch(svc.clone(), "GET", "/api/usage?timezone=Asia/Tokyo", None).await;
+        assert_eq!(ok.status, 200, "{}", ok.body);
+        let v: serde_json::Value = serde_json::from_str(&ok.body).unwrap();
+        assert_eq!(v["timezone"], "Asia/Tokyo");
+        let bad = dispatch(svc.clone(), "GET", "/api/usage?timezone=Mars/Nowhere", None).await;
+        assert_eq!(bad.status, 400, "{}", bad.body);
+        assert!(bad.body.contains("Mars/Nowhere"), "{}", bad.body);
+        let csv = dispatch(svc, "GET", "/api/usage.csv?timezone=Mars/Nowhere", None).await;
+        assert_eq!(csv.status, 400, "{}", csv.body);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dispatch_answers_as_the_http_server_does() {
         let (_home, svc, _keys) = crate::api::tests::service();
         let svc = Arc::new(svc);

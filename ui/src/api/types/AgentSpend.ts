@@ -2,8 +2,8 @@
 import type { AgentTotals } from "./AgentTotals";
 
 /**
- * Today's and this month's spend (UTC) across the agents and the pipeline (the tray's
- * figure).
+ * Today's and this month's spend across the agents and the pipeline (the tray's figure),
+ * "today" and "this month" in the server's local time zone.
  */
 export type AgentSpend = { 
 /**

@@ -23,4 +23,10 @@ model: string | null,
 /**
  * Bucket size: `day` (default), `week` or `month`.
  */
-granularity: string | null, };
+granularity: string | null, 
+/**
+ * Time zone the buckets are cut in: an IANA name (`America/Los_Angeles`) or `UTC`;
+ * empty = the server's local zone (`TZ`, else the system's). The page sends the
+ * browser's zone. An unknown name is an `invalid_argument` error naming it.
+ */
+timezone: string | null, };

@@ -47,6 +47,10 @@ now_ms: number,
  */
 granularity: string, 
 /**
+ * The time zone the buckets are cut in (`UTC`, `America/Los_Angeles`, …).
+ */
+timezone: string, 
+/**
  * Buckets with at least one row, oldest first.
  */
 buckets: Array<AgentUsageBucket>, 
