@@ -1148,3 +1148,121 @@ async fn private_spans_never_reach_the_provider() {
     }
     mock.stop();
 }
+
+/// A chat-completions message's text, whether sent as a string or as content parts.
+fn message_text(m: &Value) -> String {
+    match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        other => panic!("unexpected content {other}"),
+    }
+}
+
+#[tokio::test]
+async fn preview_shows_the_exact_bytes_a_run_then_sends_and_sends_nothing() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path();
+    configure(home, &mock, "openai-chat", "gpt-5-mini", json!({}));
+    write_rollouts(home, "codex", &ids("p", 2), Duration::from_secs(7 * 3600));
+    // One session carries a secret: the preview shows its marker, never the secret.
+    let secret_file = home.join("rollouts/codex/p001.txt");
+    std::fs::write(
+        &secret_file,
+        "user: deploy with key sk-live-PLANTED0123456789 please\nassistant: done\n",
+    )
+    .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&secret_file)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(7 * 3600))
+        .unwrap();
+    let env = env_for(home);
+    let jobs_before = store(home).job_counts().unwrap();
+    let text = execute(
+        MemoriesCmd::Preview {
+            next: 5,
+            rollout: None,
+            json: false,
+        },
+        &env,
+    )
+    .await
+    .unwrap();
+    assert!(
+        text.contains("=== request 1 of 2") && text.contains("nothing was sent"),
+        "{text}"
+    );
+    assert!(!text.contains("PLANTED0123456789"), "{text}");
+    let json_out = execute(
+        MemoriesCmd::Preview {
+            next: 5,
+            rollout: None,
+            json: true,
+        },
+        &env,
+    )
+    .await
+    .unwrap();
+    let previews: Vec<Value> = serde_json::from_str(&json_out).unwrap();
+    assert_eq!(previews.len(), 2, "{json_out}");
+    assert!(mock.requests().is_empty(), "a preview sends nothing");
+    assert_eq!(
+        store(home).job_counts().unwrap(),
+        jobs_before,
+        "no job state changed"
+    );
+    let p1 = previews.iter().find(|p| p["thread_id"] == "p001").unwrap();
+    assert_eq!(p1["redaction_markers"], 1, "{p1}");
+    assert!(p1["input_tokens"].as_u64().unwrap() > 10);
+    assert!(
+        p1["input_cost_usd"].as_f64().unwrap() > 0.0,
+        "gpt-5-mini is priced: {p1}"
+    );
+    // The run sends exactly the previewed bytes.
+    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert!(out.contains("2 claimed"), "{out}");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    for r in &reqs {
+        let id = session_id(&r.body);
+        let p = previews
+            .iter()
+            .find(|p| p["thread_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no preview for {id}"));
+        let msgs = r.body["messages"].as_array().unwrap();
+        let system = msgs
+            .iter()
+            .find(|m| m["role"] == "system" || m["role"] == "developer")
+            .unwrap();
+        let user = msgs.iter().find(|m| m["role"] == "user").unwrap();
+        assert_eq!(
+            message_text(system),
+            p["system"].as_str().unwrap(),
+            "system of {id}"
+        );
+        assert_eq!(
+            message_text(user),
+            p["user"].as_str().unwrap(),
+            "message of {id}"
+        );
+    }
+    // A session that is not eligible (now extracted) is refused by name.
+    let e = execute(
+        MemoriesCmd::Preview {
+            next: 1,
+            rollout: Some("p000".into()),
+            json: true,
+        },
+        &env,
+    )
+    .await
+    .unwrap_err();
+    assert!(e.to_string().contains("p000"), "{e}");
+    mock.stop();
+}
