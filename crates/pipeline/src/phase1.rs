@@ -320,20 +320,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         });
     }
     // 1. Discovery → threads.
-    let scanned = {
-        let (input, store, sources, generate) = (
-            ctx.input.clone(),
-            ctx.store.clone(),
-            cfg.sources.clone(),
-            cfg.generate_memories,
-        );
-        blocking(move || {
-            let threads = input.scan(&sources)?;
-            store.upsert_threads(&threads, generate)?;
-            Ok(threads.len())
-        })
-        .await?
-    };
+    let scanned = discover(&ctx).await?;
     let model_name = ctx.model.model.to_string();
     // 2. Spend cap.
     if let Some(state) = {
@@ -357,16 +344,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         }
     }
     // 3. Claim.
-    let params = ClaimParams {
-        sources: cfg.sources.clone(),
-        max_claimed: cfg.max_rollouts_per_startup,
-        max_running: cfg.max_rollouts_per_startup,
-        max_age_days: cfg.max_rollout_age_days,
-        min_idle_hours: cfg.min_rollout_idle_hours,
-        lease_seconds: LEASE_SECONDS,
-        worker_id: ctx.worker_id.clone(),
-        force: ctx.trigger == Trigger::Force,
-    };
+    let params = claim_params(&ctx);
     let claims = {
         let store = ctx.store.clone();
         blocking(move || store.claim_stage1_jobs(&params)).await?
@@ -799,6 +777,39 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     })
 }
 
+/// Discovery: scan the sources and record every session found (the `threads` table);
+/// returns how many were seen.
+async fn discover(ctx: &Phase1Ctx) -> Result<usize> {
+    let (input, store, sources, generate) = (
+        ctx.input.clone(),
+        ctx.store.clone(),
+        ctx.config.sources.clone(),
+        ctx.config.generate_memories,
+    );
+    blocking(move || {
+        let threads = input.scan(&sources)?;
+        store.upsert_threads(&threads, generate)?;
+        Ok(threads.len())
+    })
+    .await
+}
+
+/// Which sessions a run may claim, from the `memories` config and the trigger (`Force`
+/// ignores idle time and backoff).
+fn claim_params(ctx: &Phase1Ctx) -> ClaimParams {
+    let cfg = &ctx.config;
+    ClaimParams {
+        sources: cfg.sources.clone(),
+        max_claimed: cfg.max_rollouts_per_startup,
+        max_running: cfg.max_rollouts_per_startup,
+        max_age_days: cfg.max_rollout_age_days,
+        min_idle_hours: cfg.min_rollout_idle_hours,
+        lease_seconds: LEASE_SECONDS,
+        worker_id: ctx.worker_id.clone(),
+        force: ctx.trigger == Trigger::Force,
+    }
+}
+
 /// One request the next phase-1 run would send, exactly as the outgoing gate seals it
 /// ([`outgoing::Outgoing::seal`], the gate every sent request passes): nothing is sent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -851,29 +862,8 @@ pub async fn preview(
     rollout: Option<&str>,
 ) -> Result<Vec<PreviewRequest>> {
     let cfg = ctx.config.clone();
-    {
-        let (input, store, sources, generate) = (
-            ctx.input.clone(),
-            ctx.store.clone(),
-            cfg.sources.clone(),
-            cfg.generate_memories,
-        );
-        blocking(move || {
-            let threads = input.scan(&sources)?;
-            store.upsert_threads(&threads, generate)
-        })
-        .await?;
-    }
-    let params = ClaimParams {
-        sources: cfg.sources.clone(),
-        max_claimed: cfg.max_rollouts_per_startup,
-        max_running: cfg.max_rollouts_per_startup,
-        max_age_days: cfg.max_rollout_age_days,
-        min_idle_hours: cfg.min_rollout_idle_hours,
-        lease_seconds: LEASE_SECONDS,
-        worker_id: ctx.worker_id.clone(),
-        force: ctx.trigger == Trigger::Force,
-    };
+    discover(ctx).await?;
+    let params = claim_params(ctx);
     let limit = if rollout.is_some() {
         codex_free_store::stage1::SCAN_LIMIT
     } else {
