@@ -1284,8 +1284,12 @@ mod tests {
         let p = Prepared::new(&spec).unwrap().unwrap();
         let script = "echo x >> .git/config; r1=$?; touch .git/hooks/pre-commit; r2=$?; \
              echo b >> a.txt; r3=$?; touch new.txt; r4=$?; echo \"$r1 $r2 $r3 $r4\"";
+        // The server's own environment never reaches a command (exec::env): a preloaded
+        // library of the test process (libfaketime under the clock tests) must not either.
         let out = p
             .command("/bin/sh", &["-c", script])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
             .current_dir(&root)
             .output()
             .unwrap();
