@@ -4,7 +4,8 @@
 # stdio and HTTP, the Python MCP SDK as an independent client), the UI's Vitest tests, the
 # browser end-to-end tests (playwright-core + Debian's chromium), the MCP conformance suite
 # against `serve --http`, and the packages: the release app and CLI built once, bundled as
-# .deb/.rpm, the .deb installed and its app smoke-tested under Xvfb, then removed.
+# .deb/.rpm, the .deb installed and its app smoke-tested under Xvfb, then removed, then the
+# .deb installed into a clean Debian root (mmdebstrap) and the .rpm's requirements checked.
 # Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,4 +21,5 @@ echo "== cargo test at 00:00:30 UTC on the first of next month (libfaketime)"; s
 echo "== MCP conformance suite (serve --http, expected failures in tests/conformance/)"; scripts/conformance.sh
 echo "== browser end-to-end (ui unit tests, headless server, chromium)"; scripts/ui-e2e.sh
 echo "== packages (release app + CLI built once, .deb/.rpm, installed .deb smoke-tested under Xvfb, removed)"; scripts/package.sh
+echo "== packages on a clean system (fresh Debian root by mmdebstrap: apt installs the .deb, it starts and answers MCP; rpm requirements vs linked libraries)"; scripts/package-clean-root.sh
 echo "== all tests passed"
