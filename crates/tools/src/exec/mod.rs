@@ -97,7 +97,7 @@ const EXIT_DRAIN_GRACE: Duration = Duration::from_millis(500);
 /// Bytes of a reply reserved for the cut marker and the continuation line.
 const LINE_RESERVE: usize = 640;
 /// Bytes of a reply reserved for the sandbox hint of a failed sandboxed command.
-const HINT_RESERVE: usize = 600;
+const HINT_RESERVE: usize = 900;
 /// Smallest output budget in bytes, whatever `max_output_tokens` says.
 const MIN_BODY_BYTES: usize = 256;
 /// Minimum time between two sweeps of the spool directory.

@@ -203,8 +203,10 @@ pub fn writable_roots(exec: &ExecConfig) -> Vec<PathBuf> {
 }
 
 /// `exec.denyRead` minus `exec.allowRead` (both `~`-expanded and resolved, compared
-/// whole), absolute: added to the protected paths of every command, so neither readable
-/// nor writable.
+/// whole), absolute, and only the entries that exist when the command starts: added to the
+/// protected paths of every command, so neither readable nor writable. A missing entry is
+/// left out because there is nothing to read, while carving around it would cost rules on
+/// every directory on its way (a command that creates one reads nothing of the user's).
 pub fn deny_read(exec: &ExecConfig) -> Vec<PathBuf> {
     let expand = |list: &[String]| -> Vec<PathBuf> {
         list.iter()
@@ -216,7 +218,7 @@ pub fn deny_read(exec: &ExecConfig) -> Vec<PathBuf> {
     let allowed = expand(&exec.allow_read);
     expand(&exec.deny_read)
         .into_iter()
-        .filter(|p| !allowed.contains(p))
+        .filter(|p| !allowed.contains(p) && std::fs::symlink_metadata(p).is_ok())
         .collect()
 }
 
@@ -466,7 +468,7 @@ impl Prepared {
 
 /// A hint for the reply of a sandboxed command that failed with a permission error, or
 /// `None` when `output` shows none. Names up to three paths the output blames (absolute,
-/// resolved against `cwd`) and the rules; at most about 500 bytes.
+/// resolved against `cwd`) and the rules; at most about 800 bytes.
 pub(crate) fn denial_hint(output: &str, cwd: &Path, network: bool, unix: bool) -> Option<String> {
     const MARKERS: &[&str] = &[
         "Permission denied",
@@ -490,11 +492,10 @@ pub(crate) fn denial_hint(output: &str, cwd: &Path, network: bool, unix: bool) -
     if !found {
         return None;
     }
-    let shown: Vec<String> = paths
+    let resolved: Vec<PathBuf> = paths.iter().map(|p| resolve(&cwd.join(p))).collect();
+    let shown: Vec<String> = resolved
         .iter()
-        .map(|p| {
-            let abs = cwd.join(p);
-            let abs = resolve(&abs);
+        .map(|abs| {
             let s = abs.display().to_string();
             let chars = s.chars().count();
             if chars > 120 {
@@ -517,8 +518,27 @@ pub(crate) fn denial_hint(output: &str, cwd: &Path, network: bool, unix: bool) -
             " It has no network (exec.network) and no Unix sockets (exec.allowUnixSockets)."
         }
     };
+    // The advice fits the path: .git and credentials are closed on purpose.
+    let in_git = resolved.iter().any(|p| {
+        p.components().any(|c| {
+            matches!(c, Component::Normal(n) if codex_free_core::jail::is_git_dir_name(&n.to_string_lossy()))
+        })
+    });
+    let credential = resolved.iter().any(|p| {
+        codex_free_core::config::DEFAULT_DENY_READ
+            .iter()
+            .filter_map(|d| expand_home(d))
+            .any(|d| p.starts_with(d))
+    });
+    let advice = if in_git {
+        " The repository's .git is read-only to commands on purpose (hooks and settings written there would run at the next git command, outside the sandbox): commit with the git_commit tool; git settings are the user's to change."
+    } else if credential {
+        " That is a credential file (exec.denyRead), unreadable to commands on purpose; only the user can let commands read it (exec.allowRead)."
+    } else {
+        " If the access is legitimate, add the directory to exec.writableRoots and restart the server."
+    };
     Some(format!(
-        "Note: this command ran in the OS sandbox: it may write only in the project root, its TMPDIR and exec.writableRoots, and cannot read the state home or agent configs.{net}{blamed} If the access is legitimate, add the directory to exec.writableRoots and restart the server."
+        "Note: this command ran in the OS sandbox: it may write only in the project root (not its .git), its TMPDIR and exec.writableRoots, and cannot read the state home, agent configs or credentials.{net}{blamed}{advice}"
     ))
 }
 
@@ -1338,9 +1358,20 @@ mod tests {
         ] {
             let h = denial_hint(line, cwd, false, false).unwrap();
             assert!(h.contains(want), "{line} -> {h}");
-            assert!(h.contains("exec.writableRoots") && h.len() < 600, "{h}");
+            assert!(h.contains("exec.writableRoots") && h.len() < 700, "{h}");
         }
         assert!(denial_hint("all good\n", cwd, false, false).is_none());
+        let h = denial_hint(
+            "bash: .git/config: Read-only file system",
+            cwd,
+            false,
+            false,
+        )
+        .unwrap();
+        assert!(
+            h.contains("git_commit") && !h.contains("add the directory"),
+            "{h}"
+        );
         let h = denial_hint("connect: Permission denied", cwd, false, false).unwrap();
         assert!(
             h.contains("exec.network") && h.contains("exec.allowUnixSockets"),
