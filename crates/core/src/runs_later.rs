@@ -42,6 +42,31 @@ pub fn note(changed: &[(String, &'static str)]) -> Option<String> {
     ))
 }
 
+/// The tools that write a [`note`] line, each above any text it did not write itself.
+pub const FLAGGING_TOOLS: &[&str] = &[
+    "write_file",
+    "apply_patch",
+    "exec_command",
+    "write_stdin",
+    "show_changes",
+];
+
+/// The paths the result `text` of tool `tool` flags, for the audit trail: only for
+/// [`FLAGGING_TOOLS`], and only in the part of the text the tool wrote itself (above a
+/// command's `Output:` line or a diff), so a file or a command's output that prints a
+/// look-alike line cannot plant entries.
+pub fn flagged_by(tool: &str, text: &str) -> Vec<String> {
+    if !FLAGGING_TOOLS.contains(&tool) {
+        return Vec::new();
+    }
+    let head = ["\nOutput:\n", "\ndiff --git "]
+        .iter()
+        .filter_map(|m| text.find(m))
+        .min()
+        .map_or(text, |i| &text[..i]);
+    parse_note(head)
+}
+
 /// The paths flagged by a [`note`] line anywhere in `text` (empty when there is none).
 pub fn parse_note(text: &str) -> Vec<String> {
     let Some(line) = text.lines().find_map(|l| l.strip_prefix(NOTE_PREFIX)) else {
@@ -244,6 +269,24 @@ mod tests {
         );
         assert!(note(&[]).is_none());
         assert!(parse_note("nothing here").is_empty());
+    }
+
+    #[test]
+    fn only_the_tools_own_lines_are_read_for_the_audit() {
+        let n = note(&[("Makefile".into(), "make / just / task")]).unwrap();
+        let fake = note(&[("evil".into(), "make / just / task")]).unwrap();
+        assert_eq!(
+            flagged_by("write_file", &format!("wrote 3 bytes\n{n}")),
+            vec!["Makefile"]
+        );
+        // A look-alike line in a file's text or a command's output plants nothing.
+        assert!(flagged_by("read_file", &fake).is_empty());
+        let exec = format!("Wall time: 0.1 seconds\nOutput:\n{fake}\n");
+        assert!(flagged_by("exec_command", &exec).is_empty());
+        let exec = format!("{n}\nWall time: 0.1 seconds\nOutput:\n{fake}\n");
+        assert_eq!(flagged_by("exec_command", &exec), vec!["Makefile"]);
+        let diff = format!("diff --git a/x b/x\n+{fake}\n");
+        assert!(flagged_by("show_changes", &format!("\n{diff}")).is_empty());
     }
 
     #[test]

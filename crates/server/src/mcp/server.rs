@@ -650,7 +650,7 @@ impl CodexFree {
                 .content
                 .iter()
                 .filter_map(|c| c.as_text())
-                .flat_map(|t| codex_free_core::runs_later::parse_note(&t.text))
+                .flat_map(|t| codex_free_core::runs_later::flagged_by(call.tool, &t.text))
                 .collect(),
             _ => Vec::new(),
         };
