@@ -682,3 +682,41 @@ async fn new_files_honour_the_umask_and_replaced_files_keep_their_mode() {
     assert_eq!(mode("script.sh"), 0o750);
     c.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_project_that_is_the_home_does_not_hand_credentials_to_the_file_tools() {
+    let m = Machine::new(Layout::StateInHome);
+    std::fs::create_dir_all(m.user.join(".ssh")).unwrap();
+    std::fs::write(m.user.join(".ssh/id_ed25519"), "CRED-CANARY-SSH\n").unwrap();
+    std::fs::write(
+        m.user.join(".netrc"),
+        "machine x password CRED-CANARY-NETRC\n",
+    )
+    .unwrap();
+    let project = m.user.to_str().unwrap().to_string();
+    let p = m.connect(Transport::Stdio, &["--project", &project]).await;
+    for (tool, args) in [
+        ("read_file", json!({"path": ".ssh/id_ed25519"})),
+        ("read_file", json!({"path": ".netrc"})),
+        ("list_directory", json!({"path": ".ssh"})),
+    ] {
+        let (text, err) = p.call(tool, args.clone()).await;
+        assert!(
+            err && text.contains("path_protected"),
+            "{tool} {args}: {text}"
+        );
+    }
+    for (tool, args) in [
+        ("grep", json!({"pattern": "CRED-CANARY"})),
+        ("list_directory", json!({"path": "."})),
+    ] {
+        let (text, _) = p.call(tool, args.clone()).await;
+        assert!(
+            !text.contains("CANARY-SSH")
+                && !text.contains("CANARY-NETRC")
+                && !text.contains(".ssh/"),
+            "{tool}: {text}"
+        );
+    }
+    p.close().await;
+}

@@ -365,7 +365,14 @@ impl CodexFree {
     /// Errors: invalid config file; [`Error::PathProtected`] when the project or access root
     /// is or lies in a protected directory (e.g. `--project ~/.codex-free`).
     pub fn new(opts: ServerOptions) -> Result<Self> {
-        let protected = Arc::new(Protected::standard(&opts.home, &opts.config_path));
+        let config = LiveConfig::load(opts.config_path.clone())?;
+        // Credentials commands may not read (exec.denyRead) are out of the file tools' reach
+        // too: a project that is the home directory must not hand `~/.ssh` to read_file.
+        let mut protected = Protected::standard(&opts.home, &opts.config_path);
+        for p in codex_free_tools::exec::sandbox::deny_read(&config.get().exec) {
+            protected.add(&p, "a credential (exec.denyRead)");
+        }
+        let protected = Arc::new(protected);
         let root = match &opts.mode {
             Mode::Single { root } => root,
             Mode::Multi { access_root } => access_root,
@@ -377,7 +384,6 @@ impl CodexFree {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
-        let config = LiveConfig::load(opts.config_path)?;
         // Temp files of writes a killed server left in the project's `.git`.
         if let Mode::Single { root } = &opts.mode {
             codex_free_tools::tmpfiles::sweep_project(root);
