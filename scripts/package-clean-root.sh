@@ -62,7 +62,8 @@ requires=$(rpm -qpR "$RPM")
 # copies): a library our binaries need must be declared or come with a declared one.
 covered=""
 for so in $(grep -oE '^lib[^()]+\.so[^()]*' <<<"$requires"); do
-  path=$(ldconfig -p | awk -v so="$so" '$1 == so {print $NF; exit}')
+  # No early `exit` in awk: ldconfig would die of SIGPIPE and pipefail fail the script (141).
+  path=$(ldconfig -p | awk -v so="$so" '$1 == so && !found {print $NF; found = 1}')
   [ -n "$path" ] || { echo "FAIL: the rpm requires $so, which this build machine does not have"; exit 1; }
   covered+=" $so $(ldd "$path" | awk '{print $1}' | tr '\n' ' ')"
 done
