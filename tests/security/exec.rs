@@ -298,6 +298,10 @@ async fn writing_inside_the_project_and_the_private_tmpdir_works() {
         std::fs::read_to_string(lab1.project().join("a/b/f")).unwrap(),
         "deep\n"
     );
+    // The TMPDIRs of one server share a parent folder; only a command's own is writable,
+    // so it can neither plant a file beside the others nor write into another's.
+    let text = must_fail(&c, "touch \"$TMPDIR/../planted\"").await;
+    assert!(text.contains("OS sandbox"), "{text}");
     c.cancel().await.unwrap();
 
     // State home inside the project: the project root is on the way to a protected path,

@@ -196,6 +196,54 @@ impl OwnerLock {
 /// Remove the snapshot folders under `temp` (the temp folder) whose owner is gone: ours by
 /// name, a real folder, with a lock file nobody holds. Returns how many were removed.
 pub fn sweep_stores(temp: &Path) -> usize {
+    let n = sweep_owned(temp, STORE_PREFIX);
+    if n > 0 {
+        tracing::info!(
+            "removed {n} show_changes snapshot folder(s) of servers that are gone from {}",
+            temp.display()
+        );
+    }
+    n
+}
+
+/// Name prefix of a process's folder for its commands' private `TMPDIR`s under the temp
+/// folder ([`exec_tmp_parent`]).
+pub const EXEC_TMP_PREFIX: &str = "codex-free-exec-";
+
+/// This process's folder for its commands' private `TMPDIR`s: `<temp>/codex-free-exec-XXXXXX`
+/// (mode 0700, locked as ours by an [`OwnerLock`]), made on first use; the folders of
+/// processes that are gone are removed then. Reason: one folder per process, not one
+/// `TMPDIR` per command directly in the temp folder, leaves the temp folder itself unchanged
+/// by commands, so the sandbox's cached carve of it stays valid; and a killed server's
+/// leftovers are found by their free lock. `None` when it cannot be made (each command then
+/// gets its `TMPDIR` in the temp folder itself).
+pub fn exec_tmp_parent() -> Option<&'static Path> {
+    static PARENT: std::sync::OnceLock<Option<(PathBuf, OwnerLock)>> = std::sync::OnceLock::new();
+    PARENT
+        .get_or_init(|| {
+            let temp = std::env::temp_dir();
+            let n = sweep_owned(&temp, EXEC_TMP_PREFIX);
+            if n > 0 {
+                tracing::info!(
+                    "removed {n} command TMPDIR folder(s) of servers that are gone from {}",
+                    temp.display()
+                );
+            }
+            let dir = tempfile::Builder::new()
+                .prefix(EXEC_TMP_PREFIX)
+                .tempdir_in(&temp)
+                .ok()?
+                .keep();
+            let lock = OwnerLock::take(&dir).ok()?;
+            Some((dir, lock))
+        })
+        .as_ref()
+        .map(|(p, _)| p.as_path())
+}
+
+/// Remove the folders under `temp` named `prefix…` whose owner is gone (a real folder with
+/// a lock file nobody holds); folders without a lock file have no known owner and stay.
+fn sweep_owned(temp: &Path, prefix: &str) -> usize {
     let Ok(rd) = fs::read_dir(temp) else {
         return 0;
     };
@@ -204,7 +252,7 @@ pub fn sweep_stores(temp: &Path) -> usize {
         let ours = e
             .file_name()
             .to_str()
-            .is_some_and(|s| s.starts_with(STORE_PREFIX));
+            .is_some_and(|s| s.starts_with(prefix));
         if !ours || !fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir()) {
             continue;
         }
@@ -214,12 +262,6 @@ pub fn sweep_stores(temp: &Path) -> usize {
         if lock.try_lock().is_ok() && fs::remove_dir_all(e.path()).is_ok() {
             n += 1;
         }
-    }
-    if n > 0 {
-        tracing::info!(
-            "removed {n} show_changes snapshot folder(s) of servers that are gone from {}",
-            temp.display()
-        );
     }
     n
 }

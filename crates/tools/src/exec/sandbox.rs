@@ -215,8 +215,19 @@ pub fn deny_read(exec: &ExecConfig) -> Vec<PathBuf> {
             .map(|p| resolve(&p))
             .collect()
     };
+    // Only what exists, asked before resolving: most defaults do not exist on a given
+    // machine, and resolving a missing path costs a failed canonicalize per component.
+    let present: Vec<String> = exec
+        .deny_read
+        .iter()
+        .filter(|r| expand_home(r).is_some_and(|p| std::fs::symlink_metadata(p).is_ok()))
+        .cloned()
+        .collect();
+    if present.is_empty() {
+        return Vec::new();
+    }
     let allowed = expand(&exec.allow_read);
-    expand(&exec.deny_read)
+    expand(&present)
         .into_iter()
         .filter(|p| !allowed.contains(p) && std::fs::symlink_metadata(p).is_ok())
         .collect()
@@ -359,13 +370,45 @@ pub(crate) struct Grant {
 /// `root` must be resolved; missing roots yield nothing.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn carve(root: &Path, protected: &[PathBuf]) -> Vec<Grant> {
+    carve_listing(root, protected, &mut Vec::new())
+}
+
+/// [`carve`], also pushing onto `listed` every directory it had to list (the ones whose
+/// entries were granted one by one) with its [`dir_stamp`] taken *before* the listing, so a
+/// cached carve can tell when it went stale (a change during the listing shows too).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn carve_listing(root: &Path, protected: &[PathBuf], listed: &mut Listed) -> Vec<Grant> {
     let mut out = Vec::new();
     let mut budget = MAX_CARVED_ENTRIES;
     let Ok(meta) = std::fs::metadata(root) else {
         return out;
     };
-    carve_into(root, meta.is_dir(), protected, &mut out, &mut budget);
+    carve_into(
+        root,
+        meta.is_dir(),
+        protected,
+        &mut out,
+        &mut budget,
+        listed,
+    );
     out
+}
+
+/// Directories a carve listed, each with its [`dir_stamp`] from before the listing.
+pub(crate) type Listed = Vec<(PathBuf, Option<(u64, u64, i128)>)>;
+
+/// The identity of a listed directory's entry set: device, inode and modification time
+/// (ns). Adding, removing or renaming an entry changes the mtime; replacing the directory
+/// changes the inode.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn dir_stamp(path: &Path) -> Option<(u64, u64, i128)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+    ))
 }
 
 fn carve_into(
@@ -374,6 +417,7 @@ fn carve_into(
     protected: &[PathBuf],
     out: &mut Vec<Grant>,
     budget: &mut usize,
+    listed: &mut Listed,
 ) {
     if protected.iter().any(|p| path.starts_with(p)) {
         return;
@@ -385,9 +429,11 @@ fn carve_into(
         });
         return;
     }
+    let stamp = dir_stamp(path);
     let Ok(entries) = std::fs::read_dir(path) else {
         return;
     };
+    listed.push((path.to_path_buf(), stamp));
     for e in entries.flatten() {
         if *budget == 0 {
             tracing::warn!(
@@ -407,6 +453,7 @@ fn carve_into(
             protected,
             out,
             budget,
+            listed,
         );
     }
 }
@@ -429,10 +476,13 @@ impl Prepared {
         if platform::available().is_err() {
             return Ok(None);
         }
-        let tmp = tempfile::Builder::new()
-            .prefix("codex-free-exec-")
-            .tempdir()
-            .map_err(|e| codex_free_core::Error::io("creating the command's private TMPDIR", e))?;
+        let mut b = tempfile::Builder::new();
+        b.prefix("cmd-");
+        let tmp = match crate::tmpfiles::exec_tmp_parent() {
+            Some(parent) => b.tempdir_in(parent),
+            None => b.prefix(crate::tmpfiles::EXEC_TMP_PREFIX).tempdir(),
+        }
+        .map_err(|e| codex_free_core::Error::io("creating the command's private TMPDIR", e))?;
         let tmp_path = resolve(tmp.path());
         let inner = platform::Inner::new(spec, &tmp_path)?;
         Ok(Some(Self {
@@ -671,14 +721,11 @@ mod platform {
             let all = AccessFs::from_all(TARGET) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
             let file_only = AccessFs::from_file(TARGET);
             let mut rules: Vec<(Grant, BitFlags<AccessFs>)> = Vec::new();
-            // Reads: everything but the protected paths and /dev.
+            // Reads: everything but the protected paths and /dev (carved once, then reused
+            // while nothing it listed changed).
             let mut no_read = spec.protected.clone();
             no_read.push("/dev".into());
-            rules.extend(
-                carve(Path::new("/"), &no_read)
-                    .into_iter()
-                    .map(|g| (g, read)),
-            );
+            let reads = ReadGrants::get(no_read);
             // Read-only inside the writes: a bind mount where the kernel gives this process a
             // private mount namespace, else carved out of the write grants (then the
             // directories on the way, the project root among them, take no new entries).
@@ -742,6 +789,12 @@ mod platform {
                 ruleset = ruleset.scope(scopes).map_err(|e| refused("scopes", e))?;
             }
             let mut created = ruleset.create().map_err(|e| refused("ruleset", e))?;
+            for ((fd, dir), path) in reads.fds.iter().zip(&reads.paths) {
+                let access = if *dir { read } else { read & file_only };
+                created = created
+                    .add_rule(PathBeneath::new(fd, access))
+                    .map_err(|e| refused(&format!("rule for {}", path.display()), e))?;
+            }
             for (g, access) in rules {
                 let access = if g.dir { access } else { access & file_only };
                 if access.is_empty() {
@@ -807,6 +860,73 @@ mod platform {
                 });
             }
             cmd
+        }
+    }
+
+    /// The read grants of the carve of `/` around the protected paths, with their paths
+    /// opened (`O_PATH`), shared by every command whose protected set is the same. Reason:
+    /// carving lists `/`, the home directory and every directory on the way to a protected
+    /// path and opens each sibling, which was most of a command's sandbox cost; reusing it
+    /// is sound while no listed directory changed (an entry added, removed or renamed
+    /// changes its mtime, a replaced directory its inode), which [`ReadGrants::get`]
+    /// checks with one `lstat` per listed directory.
+    #[derive(Debug)]
+    pub(super) struct ReadGrants {
+        /// The protected paths it was carved around (`/dev` included).
+        key: Vec<std::path::PathBuf>,
+        /// What the carve listed, with the stamps from before each listing.
+        listed: super::Listed,
+        /// Each granted path, opened, and whether it is a directory.
+        fds: Vec<(PathFd, bool)>,
+        /// The granted paths, in the order of `fds`.
+        pub(super) paths: Vec<std::path::PathBuf>,
+    }
+
+    /// One cached [`ReadGrants`] (the last protected set asked for).
+    pub(super) type Slot = std::sync::Mutex<Option<std::sync::Arc<ReadGrants>>>;
+
+    impl ReadGrants {
+        /// The current grants for `no_read`: the cached ones when their key matches and
+        /// every listed directory's stamp is unchanged, else a new carve (then cached).
+        /// Paths that vanish between the carve and their opening are left out (fail
+        /// closed).
+        fn get(no_read: Vec<std::path::PathBuf>) -> std::sync::Arc<ReadGrants> {
+            static CACHE: Slot = Slot::new(None);
+            Self::get_in(&CACHE, no_read)
+        }
+
+        /// [`ReadGrants::get`] with the cache in `slot`.
+        pub(super) fn get_in(
+            slot: &Slot,
+            no_read: Vec<std::path::PathBuf>,
+        ) -> std::sync::Arc<ReadGrants> {
+            use std::sync::Arc;
+            let mut cache = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(c) = cache.as_ref()
+                && c.key == no_read
+                && c.listed
+                    .iter()
+                    .all(|(p, st)| st.is_some() && super::dir_stamp(p) == *st)
+            {
+                return Arc::clone(c);
+            }
+            let mut listed = Vec::new();
+            let mut fds = Vec::new();
+            let mut paths = Vec::new();
+            for g in super::carve_listing(Path::new("/"), &no_read, &mut listed) {
+                if let Ok(fd) = PathFd::new(&g.path) {
+                    fds.push((fd, g.dir));
+                    paths.push(g.path);
+                }
+            }
+            let fresh = Arc::new(ReadGrants {
+                key: no_read,
+                listed,
+                fds,
+                paths,
+            });
+            *cache = Some(Arc::clone(&fresh));
+            fresh
         }
     }
 
@@ -1328,6 +1448,52 @@ mod tests {
             "[core]\n"
         );
         assert!(!root.join(".git/hooks/pre-commit").exists());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn cached_read_grants_follow_changes_of_what_they_listed() {
+        let d = tempfile::tempdir().unwrap();
+        let base = resolve(d.path());
+        std::fs::create_dir_all(base.join("a/secret")).unwrap();
+        std::fs::create_dir_all(base.join("a/other")).unwrap();
+        let key = vec![base.join("a/secret"), PathBuf::from("/dev")];
+        let slot = platform::Slot::new(None);
+        let first = platform::ReadGrants::get_in(&slot, key.clone());
+        assert!(first.paths.contains(&base.join("a/other")));
+        assert!(
+            !first
+                .paths
+                .iter()
+                .any(|p| p.starts_with(base.join("a/secret")))
+        );
+        // Nothing changed: the same carve is reused.
+        let again = platform::ReadGrants::get_in(&slot, key.clone());
+        assert!(std::sync::Arc::ptr_eq(&first, &again));
+        // A new entry beside the protected path: carved again, and readable.
+        std::fs::create_dir(base.join("a/new")).unwrap();
+        let after_add = platform::ReadGrants::get_in(&slot, key.clone());
+        assert!(!std::sync::Arc::ptr_eq(&first, &after_add));
+        assert!(after_add.paths.contains(&base.join("a/new")));
+        // Another protected set: carved for it.
+        let other_key = vec![base.join("a/other"), PathBuf::from("/dev")];
+        let other = platform::ReadGrants::get_in(&slot, other_key);
+        assert!(other.paths.contains(&base.join("a/secret")));
+        assert!(
+            !other
+                .paths
+                .iter()
+                .any(|p| p.starts_with(base.join("a/other")))
+        );
+        // A listed directory replaced by another (new inode): carved again.
+        let before = platform::ReadGrants::get_in(&slot, key.clone());
+        std::fs::rename(base.join("a"), base.join("a-old")).unwrap();
+        std::fs::create_dir_all(base.join("a/secret")).unwrap();
+        std::fs::create_dir_all(base.join("a/fresh")).unwrap();
+        let replaced = platform::ReadGrants::get_in(&slot, key);
+        assert!(!std::sync::Arc::ptr_eq(&before, &replaced));
+        assert!(replaced.paths.contains(&base.join("a/fresh")));
+        assert!(!replaced.paths.contains(&base.join("a/other")));
     }
 
     #[test]

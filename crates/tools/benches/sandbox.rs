@@ -2,7 +2,7 @@
 //! `true` commands through `exec_command` with `exec.sandbox = "os"` against the same with
 //! `"off"`, in one run, interleaved so both see the same machine load.
 //!
-//! `cargo bench --bench sandbox` prints both medians, their difference, and what the
+//! `cargo bench -p codex-free-tools --bench sandbox` prints both medians, their difference, and what the
 //! sandbox was on this machine. `SANDBOX_BENCH_RUNS` overrides the count (default 200). The
 //! state home sits beside the project (the usual layout); with `SANDBOX_BENCH_HOME_IN_TMP=1`
 //! it sits in `/tmp` instead, so the rules are carved around a busy shared directory.
@@ -10,7 +10,8 @@
 //! per command); `SANDBOX_BENCH_NO_GIT=1` leaves it out.
 //!
 //! Invariant: both variants run the same command through the same code path; only
-//! `exec.sandbox` differs. Nothing is asserted here.
+//! `exec.sandbox` differs. Nothing is asserted here. Besides wall time it prints the CPU time
+//! per command (this process and the commands it waited for), which a busy machine blurs less.
 // A measurement program: it prints its figures and may panic on a broken setup.
 #![allow(
     clippy::print_stdout,
@@ -94,16 +95,22 @@ fn main() {
     let ex = ExecSessions::new();
     let mut t_on = Vec::with_capacity(n);
     let mut t_off = Vec::with_capacity(n);
+    let (mut cpu_on, mut cpu_off) = (Duration::ZERO, Duration::ZERO);
     rt.block_on(async {
         for _ in 0..10 {
             ex.exec_command(&on, args()).await.unwrap();
             ex.exec_command(&off, args()).await.unwrap();
         }
         for _ in 0..n {
-            for (ctx, out) in [(&on, &mut t_on), (&off, &mut t_off)] {
+            for (ctx, out, cpu) in [
+                (&on, &mut t_on, &mut cpu_on),
+                (&off, &mut t_off, &mut cpu_off),
+            ] {
+                let c = cpu_time();
                 let t = Instant::now();
                 let reply = ex.exec_command(ctx, args()).await.unwrap();
                 out.push(t.elapsed());
+                *cpu += cpu_time().saturating_sub(c);
                 assert!(reply.contains("Process exited with code 0"), "{reply}");
             }
         }
@@ -137,4 +144,22 @@ fn main() {
         ms(m_on) - ms(m_off),
         (ms(m_on) / ms(m_off) - 1.0) * 100.0
     );
+    let (c_on, c_off) = (ms(cpu_on) / n as f64, ms(cpu_off) / n as f64);
+    println!(
+        "  CPU (server + commands, user+sys): os {c_on:.2} ms, off {c_off:.2} ms per command, {:+.2} ms (less sensitive to a busy machine than wall time)",
+        c_on - c_off
+    );
+}
+
+/// User + system CPU time of this process and its waited-for descendants so far.
+fn cpu_time() -> Duration {
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let mut total = Duration::ZERO;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        // SAFETY: getrusage writes into the zeroed struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut ru) };
+        total += tv(ru.ru_utime) + tv(ru.ru_stime);
+    }
+    total
 }
