@@ -155,7 +155,9 @@ pub struct Entry {
 #[derive(Debug)]
 pub struct AuditWriter {
     log: AuditLog,
-    /// The open file and its identity (device, inode), to notice a rotation by any process.
+    /// The open file and its identity (device, inode), to notice a rotation by any process
+    /// (Unix only: elsewhere each line reopens the file).
+    #[cfg_attr(not(unix), allow(dead_code))]
     open: std::sync::Mutex<Option<(File, (u64, u64))>>,
 }
 

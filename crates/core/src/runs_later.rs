@@ -86,7 +86,6 @@ pub fn parse_note(text: &str) -> Vec<String> {
 /// the whole project per command); `show_changes` still flags them. Cost: one directory
 /// read per existing folder, microseconds.
 pub fn stamps(root: &Path) -> BTreeMap<PathBuf, (u64, i128, u64)> {
-    use std::os::unix::fs::MetadataExt;
     let mut out = BTreeMap::new();
     let mut scan = |dir: &Path| {
         let Ok(rd) = std::fs::read_dir(dir) else {
@@ -103,8 +102,7 @@ pub fn stamps(root: &Path) -> BTreeMap<PathBuf, (u64, i128, u64)> {
             if let Ok(m) = std::fs::symlink_metadata(&p)
                 && !m.is_dir()
             {
-                let mtime = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
-                out.insert(rel.to_path_buf(), (m.len(), mtime, m.ino()));
+                out.insert(rel.to_path_buf(), (m.len(), mtime_ns(&m), inode(&m)));
             }
         }
     };
@@ -123,6 +121,32 @@ pub fn stamps(root: &Path) -> BTreeMap<PathBuf, (u64, i128, u64)> {
         scan(&root.join(d));
     }
     out
+}
+
+/// Modification time in ns since the epoch (negative before it; 0 when unknown).
+fn mtime_ns(m: &std::fs::Metadata) -> i128 {
+    match m
+        .modified()
+        .map(|t| t.duration_since(std::time::UNIX_EPOCH))
+    {
+        Ok(Ok(d)) => d.as_nanos() as i128,
+        Ok(Err(e)) => -(e.duration().as_nanos() as i128),
+        Err(_) => 0,
+    }
+}
+
+/// The inode number (0 where the OS has none to give): a file replaced by a rename of the
+/// same size and time still shows.
+fn inode(m: &std::fs::Metadata) -> u64 {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::MetadataExt::ino(m)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        0
+    }
 }
 
 /// The files whose stamp differs between `before` and `after` (changed, created or
