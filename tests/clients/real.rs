@@ -280,6 +280,10 @@ async fn claude_code_gets_the_memory_and_calls_our_tool() {
             .env("ANTHROPIC_BASE_URL", format!("http://{}", mock.addr))
             .env("ANTHROPIC_API_KEY", "mock-key")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            // Claude Code connects MCP servers in the background and, in `-p`, may send its
+            // first request before ours answers (anthropics/claude-code#65094); this asks it
+            // to wait for them, as `required` does for Codex.
+            .env("MCP_CONNECTION_NONBLOCKING", "false")
             .env("DISABLE_AUTOUPDATER", "1")
             .args(["-p", "--model", "claude-sonnet-4-5"])
             .arg("--allowedTools=mcp__codex_free__get_environment")
@@ -503,6 +507,10 @@ async fn claude_second_conversation_sees_the_plan_the_notes_that_fit_and_recall(
             .env("ANTHROPIC_BASE_URL", format!("http://{}", mock.addr))
             .env("ANTHROPIC_API_KEY", "mock-key")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            // Claude Code connects MCP servers in the background and, in `-p`, may send its
+            // first request before ours answers (anthropics/claude-code#65094); this asks it
+            // to wait for them, as `required` does for Codex.
+            .env("MCP_CONNECTION_NONBLOCKING", "false")
             .env("DISABLE_AUTOUPDATER", "1")
             .args(["-p", "--model", "claude-sonnet-4-5"])
             .arg("--allowedTools=mcp__codex_free__get_environment")

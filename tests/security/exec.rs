@@ -1015,6 +1015,11 @@ async fn the_git_tools_still_commit_with_git_read_only_to_commands() {
     let lab = lab(false);
     let p = lab.project();
     assert!(user_git(&p, &["init", "-q"]).status.success());
+    // The repository's own identity: the test must not depend on the runner's ~/.gitconfig
+    // (a fresh HOME has none, and git then refuses to commit).
+    for (k, v) in [("user.name", "t"), ("user.email", "t@example.com")] {
+        assert!(user_git(&p, &["config", k, v]).status.success());
+    }
     let c = lab.client().await;
     let (text, err) = call(
         &c,
