@@ -759,6 +759,18 @@ fn transient_lead_in(line: &str) -> bool {
         && !strong_rule(t)
 }
 
+/// A key mapped to nothing but a command, a path or a link (`- Start script: `./run.sh``,
+/// `**Root:** `/srv/app``): a reference that lasts until someone moves it, whatever section
+/// it sits in.
+fn names_a_place(line: &str) -> bool {
+    static PLACE: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\*\*|__)?[^:：*`|]{1,40}?(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(?:`[^`]+`|\[[^\]]+\]\([^)]+\))\s*$",
+        )
+    });
+    PLACE.is_match(line)
+}
+
 /// A short lead-in that is itself a modal (`**必须遵循：**`, `Never:`, `You must:`): what
 /// follows is what must (not) be done, whatever marks its items carry (`- ✅ 继承 …` under
 /// "must follow" is a rule, not a finished task).
@@ -862,7 +874,7 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
         let inherited = context
             .filter(|_| {
                 let p = prose(strip_bullet(line));
-                !strong_rule(&p) && !is_verify(line)
+                !strong_rule(&p) && !is_verify(line) && !names_a_place(line)
             })
             .map(|s| Stale {
                 evidence: format!("in {}", s.evidence.trim_start_matches("in ")),
@@ -1118,6 +1130,13 @@ mod tests {
     fn a_modal_lead_in_makes_its_list_rules() {
         let text = "# Notes\n\n**Must follow:**\n- ✅ Extend the shared base entity\n- ✅ 使用 `@Value` 注解\n\n## Done\n- ✅ shipped the importer\n";
         assert_eq!(flagged(text), vec![7, 8]);
+    }
+
+    /// A key mapped to a command, a path or a link is a reference in any section.
+    #[test]
+    fn a_reference_does_not_inherit_its_section() {
+        let text = "# T\n\n## Current Status\n- Phase: beta\n- Start script: `./run-dev.sh`\n- **Guide:** [setup](docs/setup.md)\n- Deploy: pending review\n";
+        assert_eq!(flagged(text), vec![3, 4, 7]);
     }
 
     /// 为了 / 除了 / 了解 are not the perfective 了 of a report.
