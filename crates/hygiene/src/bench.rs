@@ -7,7 +7,9 @@
 //! The replay set is the bloated memory of [`super::synth`] in three layouts: this state
 //! home's (a git repository), Codex's `~/.codex/memories` (with `raw_memories.md` and
 //! `rollout_summaries/`) and a Claude Code auto-memory folder (`MEMORY.md` plus a topic
-//! file). `--dir` measures a copy of any folder instead.
+//! file). `--dir` measures a copy of any folder instead. `--corpus` measures real memory
+//! files nobody here wrote ([`super::world`]): each file tidied as its own git folder, scored
+//! against its hand labels (durable kept loaded, stale moved out, bytes lost, modes).
 //!
 //! Invariant: this module never prints and never writes outside its temporary directory
 //! (except `--write-fixture`, which writes the shipped copy where it is told).
@@ -36,6 +38,11 @@ pub struct BenchHygieneArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Measure the labelled corpus of real memory files instead (each file tidied as the
+    /// `MEMORY.md` of its own folder, both halves): durable lines kept loaded, stale lines
+    /// moved out, bytes lost, modes. Without DIR, the corpus shipped in this repository.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = super::world::DEFAULT_DIR)]
+    pub corpus: Option<PathBuf>,
 }
 
 /// Seed of the shipped bloated memory.
@@ -67,6 +74,8 @@ pub struct Case {
     pub after: Figures,
     /// Markdown files in the folder after the tidy (nothing is deleted, so never fewer).
     pub files_after: usize,
+    /// For a half of the labelled corpus (`--corpus`): what the tidy did against the labels.
+    pub labelled: Option<super::world::TidyScore>,
 }
 
 fn measure(dir: &Path, b: &ArtifactBudget) -> Result<Figures> {
@@ -185,6 +194,9 @@ fn count_md(dir: &Path) -> usize {
 /// Errors: a folder that cannot be copied or read, or a tidy that fails.
 pub fn run(args: &BenchHygieneArgs, budget: &ArtifactBudget) -> Result<Vec<Case>> {
     let tmp = tempfile::tempdir().ctx(|| "creating a temporary directory".into())?;
+    if let Some(dir) = &args.corpus {
+        return run_corpus(dir, tmp.path());
+    }
     let cases = match &args.dir {
         Some(d) => {
             let copy = tmp.path().join("copy");
@@ -204,6 +216,32 @@ pub fn run(args: &BenchHygieneArgs, budget: &ArtifactBudget) -> Result<Vec<Case>
             before,
             after,
             files_after: count_md(&dir),
+            labelled: None,
+        });
+    }
+    Ok(out)
+}
+
+/// `--corpus`: both halves of the labelled corpus, each file tidied in its own git folder
+/// under `root` with the default budgets.
+fn run_corpus(dir: &Path, root: &Path) -> Result<Vec<Case>> {
+    use super::world::{Corpus, Half, measure_tidy};
+    let corpus = Corpus::load(dir)?;
+    let mut out = Vec::new();
+    for half in [Half::Tune, Half::Test] {
+        let r = root.join(half.name());
+        let mut s = measure_tidy(&corpus, half, &r, true)?;
+        s.misses.clear();
+        let tokens = |n: usize| Figures {
+            default_load_tokens: n,
+            ..Figures::default()
+        };
+        out.push(Case {
+            name: format!("corpus {} half ({} files)", half.name(), s.files),
+            before: tokens(s.tokens_before),
+            after: tokens(s.tokens_after),
+            files_after: count_md(&r),
+            labelled: Some(s),
         });
     }
     Ok(out)
@@ -217,6 +255,26 @@ pub fn print(cases: &[Case], w: &mut dyn Write) -> std::io::Result<()> {
         "folder", "default-load tokens", "stale facts", "duplicates", "headroom lines / bytes"
     )?;
     for c in cases {
+        if let Some(s) = &c.labelled {
+            writeln!(
+                w,
+                "{}: MEMORY.md tokens {} -> {}; durable lines kept loaded {:.3} ({}/{}); stale lines moved out {:.3} ({}/{}); bytes lost {} of {}; modes changed {}; refused {}",
+                c.name,
+                s.tokens_before,
+                s.tokens_after,
+                s.durable_kept(),
+                s.durable_loaded,
+                s.durable,
+                s.stale_out(),
+                s.stale_moved,
+                s.stale,
+                s.bytes_lost,
+                s.bytes_before,
+                s.mode_changed.len(),
+                s.refused.len()
+            )?;
+            continue;
+        }
         for (label, f) in [("before", c.before), ("after", c.after)] {
             writeln!(
                 w,
@@ -255,4 +313,34 @@ pub fn write_fixture(dir: &Path) -> Result<()> {
     let b = super::synth::bloated(SEED);
     write(&dir.join(MEMORY_MD), &b.memory)?;
     write(&dir.join(SUMMARY_MD), &b.summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--corpus` tidies real folders made from the labelled corpus and reports, per half,
+    /// what the labels say about the result; nothing is lost and no mode changes.
+    #[test]
+    fn the_corpus_bench_runs_on_real_folders() {
+        let args = BenchHygieneArgs {
+            dir: None,
+            write_fixture: None,
+            json: false,
+            corpus: Some(PathBuf::from(super::super::world::DEFAULT_DIR)),
+        };
+        let cases = run(&args, &ArtifactBudget::default()).unwrap();
+        assert_eq!(cases.len(), 2);
+        for c in &cases {
+            let s = c.labelled.as_ref().unwrap();
+            assert!(s.files >= 10 && s.durable > 0 && s.stale > 0, "{}", c.name);
+            assert_eq!(s.bytes_lost, 0);
+            assert!(s.mode_changed.is_empty() && s.refused.is_empty());
+            assert!(s.tokens_after < s.tokens_before);
+        }
+        let mut out = Vec::new();
+        print(&cases, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("durable lines kept loaded") && out.contains("bytes lost 0 of"));
+    }
 }

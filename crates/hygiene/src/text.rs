@@ -291,6 +291,16 @@ static NARRATIVE: LazyLock<Regex> = LazyLock::new(|| {
       | 全部完成|已全部|首次")
 });
 
+/// A `了` that is not the perfective particle: in 为了 ("in order to"), 除了 ("besides") and
+/// 了解 ("understand") it opens a purpose or an instruction, not a report of what was done.
+fn purpose_le(p: &str, m: &regex::Match<'_>) -> bool {
+    let s = m.as_str();
+    let Some(head) = s.strip_suffix('了') else {
+        return false;
+    };
+    head.ends_with(['为', '除']) || p[m.end()..].starts_with('解')
+}
+
 /// After a participle, a preposition makes it a description, not a change
 /// (`Implemented as a state machine`, `Located in supabase/functions/`).
 fn describes(rest: &str) -> bool {
@@ -596,7 +606,7 @@ pub fn stale(line: &str) -> Option<Stale> {
             format!("measured value {}", m.as_str().trim()),
         );
     }
-    if let Some(m) = NARRATIVE.find(&p)
+    if let Some(m) = NARRATIVE.find_iter(&p).find(|m| !purpose_le(&p, m))
         && !weak
         && !describes(&p[m.end()..])
     {
@@ -664,14 +674,34 @@ static TRANSIENT_ANY: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
+/// Words that only say "now" (current, active, latest, 当前, 目前, 最新): they make a title
+/// transient only next to a state or progress noun. `## Current Architecture` and
+/// `## 当前架构` describe the design as it stands, which lasts until someone changes it;
+/// `## Current Focus` and `## 当前任务` name work in flight.
+static PRESENT_ONLY: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)^(?:current(?:ly)?|active|latest|now|当前|目前|最新|现在)(?:\s+\w+)?$")
+});
+
+/// Nouns of an event (an update, a change): "latest update" is a log entry's title.
+static EVENT_NOUN: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)\b(?:updates?|changes?|news|events?|results?)\b|更新|变更|改动|动态|结果")
+});
+
 fn transient_title(p: &str) -> Option<String> {
     TRANSIENT_START
         .find(p)
-        .or_else(|| TRANSIENT_ANY.find(p))
+        .into_iter()
+        .chain(TRANSIENT_ANY.find_iter(p))
         .map(|m| {
             m.as_str()
                 .trim_matches(|c: char| !c.is_alphanumeric())
                 .to_string()
+        })
+        .find(|m| {
+            !PRESENT_ONLY.is_match(m)
+                || PROGRESS_NOUN.is_match(p)
+                || EVENT_NOUN.is_match(p)
+                || date_in(p).is_some()
         })
 }
 
@@ -727,6 +757,26 @@ fn transient_lead_in(line: &str) -> bool {
         ))
         .is_some()
         && !strong_rule(t)
+}
+
+/// A key mapped to nothing but a command, a path or a link (`- Start script: `./run.sh``,
+/// `**Root:** `/srv/app``): a reference that lasts until someone moves it, whatever section
+/// it sits in.
+fn names_a_place(line: &str) -> bool {
+    static PLACE: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\*\*|__)?[^:：*`|]{1,40}?(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(?:`[^`]+`|\[[^\]]+\]\([^)]+\))\s*$",
+        )
+    });
+    PLACE.is_match(line)
+}
+
+/// A short lead-in that is itself a modal (`**必须遵循：**`, `Never:`, `You must:`): what
+/// follows is what must (not) be done, whatever marks its items carry (`- ✅ 继承 …` under
+/// "must follow" is a rule, not a finished task).
+fn modal_lead_in(line: &str) -> bool {
+    let t = strip_bullet(line).trim_end().trim_end_matches(['*', '_']);
+    (t.ends_with(':') || t.ends_with('：')) && t.chars().count() <= 40 && strong_rule(&prose(t))
 }
 
 /// A list item that opens with a Markdown link to a relative `.md` file: an entry of an
@@ -824,13 +874,13 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
         let inherited = context
             .filter(|_| {
                 let p = prose(strip_bullet(line));
-                !strong_rule(&p) && !is_verify(line)
+                !strong_rule(&p) && !is_verify(line) && !names_a_place(line)
             })
             .map(|s| Stale {
                 evidence: format!("in {}", s.evidence.trim_start_matches("in ")),
                 ..s.clone()
             });
-        if RULE_LEAD_IN.is_match(strip_bullet(line)) {
+        if RULE_LEAD_IN.is_match(strip_bullet(line)) || modal_lead_in(line) {
             lead_in = Some(LeadIn::Rules);
             out.push(None);
             continue;
@@ -1065,6 +1115,38 @@ mod tests {
     fn sections_pass_their_state_on() {
         let text = "# Current State\n\n## Next Steps\n- wire the retry button\n- Never skip the review.\n\n## Conventions\n- Tests live next to the code.\n\n### Project X (2026-02-10)\n- Unity TCG, data-driven.\n\n**已完成工作**:\n1. 完整代码分析\n2. 生成报告\n\n下一段。\n";
         assert_eq!(flagged(text), vec![3, 4, 10, 13, 14, 15]);
+    }
+
+    /// "Now" alone does not make a section transient: the design as it stands lasts until
+    /// someone changes it; work in flight, updates and dated titles do not.
+    #[test]
+    fn a_present_word_needs_a_state_to_make_a_section_transient() {
+        let text = "# Notes\n\n## Current Architecture\n- Axum server over a SQLite store.\n\n## 当前架构\n- 网关 / 调度 / 存储 三层\n\n## Current Focus\n- wire the retry button\n\n**模块最新更新** (2025-11-03 09:10):\n- 接入 重试 分支\n";
+        assert_eq!(flagged(text), vec![9, 10, 12, 13]);
+    }
+
+    /// A lead-in that is itself a modal opens a list of rules, whatever marks the items carry.
+    #[test]
+    fn a_modal_lead_in_makes_its_list_rules() {
+        let text = "# Notes\n\n**Must follow:**\n- ✅ Extend the shared base entity\n- ✅ 使用 `@Value` 注解\n\n## Done\n- ✅ shipped the importer\n";
+        assert_eq!(flagged(text), vec![7, 8]);
+    }
+
+    /// A key mapped to a command, a path or a link is a reference in any section.
+    #[test]
+    fn a_reference_does_not_inherit_its_section() {
+        let text = "# T\n\n## Current Status\n- Phase: beta\n- Start script: `./run-dev.sh`\n- **Guide:** [setup](docs/setup.md)\n- Deploy: pending review\n";
+        assert_eq!(flagged(text), vec![3, 4, 7]);
+    }
+
+    /// 为了 / 除了 / 了解 are not the perfective 了 of a report.
+    #[test]
+    fn purpose_and_understanding_are_not_narrative() {
+        for l in ["- 除了登录页，页面走服务端渲染", "- 先了解模块边界再改代码"]
+        {
+            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
+        }
+        assert!(stale("- 修了登录页的跳转").is_some());
     }
 
     #[test]
