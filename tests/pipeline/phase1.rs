@@ -1209,7 +1209,8 @@ async fn preview_shows_the_exact_bytes_a_run_then_sends_and_sends_nothing() {
     )
     .await
     .unwrap();
-    let previews: Vec<Value> = serde_json::from_str(&json_out).unwrap();
+    let preview: Value = serde_json::from_str(&json_out).unwrap();
+    let previews: Vec<Value> = preview["requests"].as_array().unwrap().clone();
     assert_eq!(previews.len(), 2, "{json_out}");
     assert!(mock.requests().is_empty(), "a preview sends nothing");
     assert_eq!(

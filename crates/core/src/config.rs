@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::Result;
 
+pub mod exclude;
 pub mod fields;
 
 pub use fields::{FieldCode, FieldError};
@@ -436,6 +437,10 @@ pub struct MemoriesConfig {
     pub consolidation_thinking: String,
     /// Sources counted as interactive (`codex`, `claude`, `pi`, `mcp`).
     pub sources: Vec<String>,
+    /// Globs over a session's working directory (absolute, `~/...` or `**/...`): a session
+    /// run in a matching folder, or below one, is never sent to a model
+    /// ([`exclude::ExcludePaths`]). Empty by default.
+    pub exclude_paths: Vec<String>,
     /// Monthly spend cap in USD; when reached the pipeline stops calling models. null = no cap.
     pub monthly_spend_cap_usd: Option<f64>,
     /// Per-provider endpoint settings keyed by provider name (`openai`, `ollama`, or a
@@ -521,6 +526,7 @@ impl Default for MemoriesConfig {
             extract_thinking: "low".into(),
             consolidation_thinking: "medium".into(),
             sources: vec!["codex".into(), "claude".into(), "pi".into(), "mcp".into()],
+            exclude_paths: Vec::new(),
             monthly_spend_cap_usd: None,
             providers: Default::default(),
             prices: Default::default(),

@@ -228,6 +228,9 @@ pub struct Status {
     pub jobs: JobCounts,
     /// Threads eligible right now (not yet extracted, idle, in the window).
     pub eligible_now: usize,
+    /// Sessions otherwise eligible that `memories.exclude_paths` keeps from ever being sent,
+    /// with the pattern that matched.
+    pub excluded: Vec<codex_free_store::ExcludedThread>,
     /// Last runs, newest first (at most 5).
     pub recent_runs: Vec<RunRow>,
     /// Spend this calendar month (UTC).
@@ -341,6 +344,7 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         lease_seconds: codex_free_store::stage1::LEASE_SECONDS,
         worker_id: String::new(),
         force: false,
+        exclude: crate::phase1::exclude_paths(m)?,
     };
     let cap = cap_state(&store, m)?;
     let target = codex_free_connect::Target::from_env(&env.home, &env.config_path).ok();
@@ -358,6 +362,7 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         eligible_now: store
             .eligible_threads(&params, codex_free_store::stage1::SCAN_LIMIT)?
             .len(),
+        excluded: store.excluded_threads(&params)?,
         recent_runs: store.recent_runs(5)?,
         spend_this_month: store.spend_this_month()?,
         monthly_cap_usd: m.monthly_spend_cap_usd,
@@ -486,6 +491,18 @@ impl Status {
             "phase 1 (extraction) jobs: {} running, {} stale lease, {} pending, {} done, {} retrying, {} out of retries; {} eligible now\n",
             j.running, j.stale, j.pending, j.done, j.retrying, j.exhausted, self.eligible_now
         ));
+        if !self.excluded.is_empty() {
+            s.push_str(&format!(
+                "excluded by memories.exclude_paths (never sent): {} session(s)\n",
+                self.excluded.len()
+            ));
+            for x in self.excluded.iter().take(10) {
+                s.push_str(&format!(
+                    "  {} ({}) in {} matches {:?}\n",
+                    x.id, x.source, x.cwd, x.pattern
+                ));
+            }
+        }
         s.push_str(&format!(
             "phase 2 (consolidation): {}\n",
             self.consolidation_line()
@@ -806,18 +823,26 @@ async fn preview_command(
         Trigger::Manual,
         env.cancel.clone(),
     )?;
-    let reqs = crate::phase1::preview(&ctx, next, rollout).await?;
+    let preview = crate::phase1::preview(&ctx, next, rollout).await?;
     if json {
-        return Ok(serde_json::to_string_pretty(&reqs).expect("preview serialises") + "\n");
+        return Ok(serde_json::to_string_pretty(&preview).expect("preview serialises") + "\n");
     }
-    if reqs.is_empty() {
-        return Ok(format!(
-            "nothing would be sent: no session is eligible now (idle < {} h, already extracted, off, or outside memories.sources)\n",
-            cfg.memories.min_rollout_idle_hours
+    let mut out = String::new();
+    for x in &preview.excluded {
+        out.push_str(&format!(
+            "excluded: session {} ({}) in {} matches memories.exclude_paths {:?}; it is never sent\n",
+            x.id, x.source, x.cwd, x.pattern
         ));
     }
+    let reqs = preview.requests;
+    if reqs.is_empty() {
+        out.push_str(&format!(
+            "nothing would be sent: no session is eligible now (idle < {} h, already extracted, off, excluded, or outside memories.sources)\n",
+            cfg.memories.min_rollout_idle_hours
+        ));
+        return Ok(out);
+    }
     let usd = |v: Option<f64>| v.map_or("price unknown".to_string(), |c| format!("${c:.4}"));
-    let mut out = String::new();
     let (mut tokens, mut cost, mut max_cost) = (0usize, Some(0.0), Some(0.0));
     for (i, r) in reqs.iter().enumerate() {
         tokens += r.input_tokens;

@@ -32,6 +32,7 @@ use crate::run_log::{LogLine, Phase1Line};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::MemoriesConfig;
+use codex_free_core::config::exclude::ExcludePaths;
 use codex_free_models::{
     CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage, outgoing,
 };
@@ -344,7 +345,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         }
     }
     // 3. Claim.
-    let params = claim_params(&ctx);
+    let params = claim_params(&ctx)?;
     let claims = {
         let store = ctx.store.clone();
         blocking(move || store.claim_stage1_jobs(&params)).await?
@@ -794,11 +795,20 @@ async fn discover(ctx: &Phase1Ctx) -> Result<usize> {
     .await
 }
 
+/// `memories.exclude_paths` compiled.
+///
+/// Errors: [`Error::Config`] naming the invalid pattern.
+pub fn exclude_paths(cfg: &MemoriesConfig) -> Result<ExcludePaths> {
+    ExcludePaths::new(&cfg.exclude_paths).map_err(Error::Config)
+}
+
 /// Which sessions a run may claim, from the `memories` config and the trigger (`Force`
-/// ignores idle time and backoff).
-fn claim_params(ctx: &Phase1Ctx) -> ClaimParams {
+/// ignores idle time and backoff, never `memories.exclude_paths`).
+///
+/// Errors: [`Error::Config`] for an invalid `memories.exclude_paths` pattern.
+fn claim_params(ctx: &Phase1Ctx) -> Result<ClaimParams> {
     let cfg = &ctx.config;
-    ClaimParams {
+    Ok(ClaimParams {
         sources: cfg.sources.clone(),
         max_claimed: cfg.max_rollouts_per_startup,
         max_running: cfg.max_rollouts_per_startup,
@@ -807,7 +817,8 @@ fn claim_params(ctx: &Phase1Ctx) -> ClaimParams {
         lease_seconds: LEASE_SECONDS,
         worker_id: ctx.worker_id.clone(),
         force: ctx.trigger == Trigger::Force,
-    }
+        exclude: exclude_paths(cfg)?,
+    })
 }
 
 /// One request the next phase-1 run would send, exactly as the outgoing gate seals it
@@ -846,6 +857,16 @@ pub struct PreviewRequest {
     pub refused: Option<String>,
 }
 
+/// What [`preview`] finds: the requests, and the sessions left out by
+/// `memories.exclude_paths` (never sent, whatever the run).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Preview {
+    /// The requests the next run would send, newest session first.
+    pub requests: Vec<PreviewRequest>,
+    /// Sessions otherwise eligible whose project matches `memories.exclude_paths`.
+    pub excluded: Vec<codex_free_store::ExcludedThread>,
+}
+
 /// The requests the next phase-1 run would send, at most `next`, newest session first, or
 /// only session `rollout`: discovery runs as in a run (the session list in the database is
 /// refreshed), then each eligible session is rendered and sealed by the same code a run
@@ -856,14 +877,20 @@ pub struct PreviewRequest {
 /// Errors: discovery or database errors; [`Error::InvalidArgument`] when `rollout` is
 /// given and is not an eligible session; a session that cannot be rendered is an error
 /// naming it.
-pub async fn preview(
-    ctx: &Phase1Ctx,
-    next: usize,
-    rollout: Option<&str>,
-) -> Result<Vec<PreviewRequest>> {
+pub async fn preview(ctx: &Phase1Ctx, next: usize, rollout: Option<&str>) -> Result<Preview> {
     let cfg = ctx.config.clone();
     discover(ctx).await?;
-    let params = claim_params(ctx);
+    let params = claim_params(ctx)?;
+    let excluded = {
+        let (store, params) = (ctx.store.clone(), params.clone());
+        blocking(move || store.excluded_threads(&params)).await?
+    };
+    if let Some(x) = rollout.and_then(|id| excluded.iter().find(|x| x.id == id)) {
+        return Err(Error::InvalidArgument(format!(
+            "session {} is never sent: its project {} matches memories.exclude_paths pattern {:?}",
+            x.id, x.cwd, x.pattern
+        )));
+    }
     let limit = if rollout.is_some() {
         codex_free_store::stage1::SCAN_LIMIT
     } else {
@@ -949,7 +976,10 @@ pub async fn preview(
             refused,
         });
     }
-    Ok(out)
+    Ok(Preview {
+        requests: out,
+        excluded,
+    })
 }
 
 fn build_request(ctx: &Phase1Ctx, t: &ThreadRow, rendered: &str) -> CompletionRequest {

@@ -1,5 +1,5 @@
-//! Rollout → the text phase 1 sends to the model, in this order: redact every item
-//! ([`codex_free_redact`]), compact tool results ([`super::compact`]), then cap the whole input
+//! Rollout → the text phase 1 sends to the model, in this order: remove every item's
+//! `<private>…</private>` spans and redact its secrets ([`codex_free_redact`]), compact tool results ([`super::compact`]), then cap the whole input
 //! to [`input_token_limit`] tokens keeping head and tail (upstream Codex: 70% of the
 //! model's context window, 150,000 tokens when the window is unknown).
 //!
@@ -105,9 +105,14 @@ pub fn render_pair(
 /// Per item: its redacted body and that body's token count, filled on first use.
 type Memo = Vec<Option<(String, usize)>>;
 
+/// An item's body as it may leave: its `<private>` spans removed first, per item, so an
+/// unclosed tag removes to the end of that message only (the outgoing gate, which sees
+/// the whole rendering as one text, would remove to the end of the session), and before
+/// compaction and the cap could cut a span's closing tag off; then its secrets redacted.
 fn redacted_counted<'m>(memo: &'m mut Memo, i: usize, raw: &str) -> &'m (String, usize) {
     memo[i].get_or_insert_with(|| {
-        let b = redact(raw).into_owned();
+        let (public, _) = codex_free_redact::strip_private(raw);
+        let b = redact(&public).into_owned();
         let n = tokens::count(&b);
         (b, n)
     })
@@ -299,6 +304,36 @@ mod tests {
         );
         assert_eq!(out.tokens_before, out.tokens_after);
         assert!(!out.capped);
+    }
+
+    /// A private span is removed per message: an unclosed tag takes the rest of its own
+    /// message only, the next message is kept; a span inside a tool result goes too.
+    #[test]
+    fn private_spans_are_removed_per_message_and_an_unclosed_one_fails_closed() {
+        let r = rollout(vec![
+            Item::User {
+                text: "deploy it <private>PLANTED-1 host db.internal".into(),
+            },
+            Item::Assistant {
+                text: "which branch?".into(),
+            },
+            Item::ToolResult {
+                call_id: "c1".into(),
+                name: Some("read_file".into()),
+                text: "a <PRIVATE>PLANTED-2</private> b".into(),
+                is_error: false,
+            },
+        ]);
+        let out = render(&r, 1000, None);
+        assert!(!out.text.contains("PLANTED"), "{}", out.text);
+        assert!(
+            out.text.starts_with(
+                "[user]\ndeploy it [private: removed]\n\n[assistant]\nwhich branch?\n"
+            ),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("a [private: removed] b"), "{}", out.text);
     }
 
     #[test]
