@@ -441,6 +441,9 @@ pub struct MemoriesConfig {
     /// run in a matching folder, or below one, is never sent to a model
     /// ([`exclude::ExcludePaths`]). Empty by default.
     pub exclude_paths: Vec<String>,
+    /// Days the sealed bytes of each model request are kept in `<home>/sent/` for
+    /// inspection (0 = not kept). Default 0.
+    pub keep_sent_days: u32,
     /// Monthly spend cap in USD; when reached the pipeline stops calling models. null = no cap.
     pub monthly_spend_cap_usd: Option<f64>,
     /// Per-provider endpoint settings keyed by provider name (`openai`, `ollama`, or a
@@ -527,6 +530,7 @@ impl Default for MemoriesConfig {
             consolidation_thinking: "medium".into(),
             sources: vec!["codex".into(), "claude".into(), "pi".into(), "mcp".into()],
             exclude_paths: Vec::new(),
+            keep_sent_days: 0,
             monthly_spend_cap_usd: None,
             providers: Default::default(),
             prices: Default::default(),

@@ -851,7 +851,7 @@ async fn preview_command(
             .zip(r.input_cost_usd.zip(r.max_output_cost_usd))
             .map(|(a, (b, c))| a + b + c);
         out.push_str(&format!(
-            "=== request {} of {}: session {} ({}) -> {}\n{} bytes, ~{} input tokens, input {} (at most {} with {} output tokens); {} redaction marker(s){}\n",
+            "=== request {} of {}: session {} ({}) -> {}\n{} bytes, ~{} input tokens, input {} (at most {} with {} output tokens); {} redaction marker(s){}{}{}\n",
             i + 1,
             reqs.len(),
             r.thread_id,
@@ -863,6 +863,22 @@ async fn preview_command(
             usd(r.input_cost_usd.zip(r.max_output_cost_usd).map(|(a, b)| a + b)),
             r.max_output_tokens.unwrap_or(0),
             r.redaction_markers,
+            if r.redactions.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (removed by rule: {})",
+                    r.redactions
+                        .iter()
+                        .map(|(k, v)| format!("{k} x{v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            r.sent_sha256
+                .as_deref()
+                .map(|h| format!("\nsealed bytes sha256 {h} (the run's receipt carries it)"))
+                .unwrap_or_default(),
             r.refused
                 .as_deref()
                 .map(|w| format!("\nREFUSED by the gate (logged as failed, not sent): {w}"))

@@ -14,5 +14,6 @@ pub mod phase1;
 pub mod phase2;
 pub mod run_log;
 pub mod scheduler;
+pub mod sent;
 pub mod spend;
 pub mod transcript_input;

@@ -1082,6 +1082,14 @@ pub const FIELDS: &[Field] = &[
         "Globs of project folders (absolute, `~/...` or `**/...`) whose sessions are never sent to a model, subfolders included.",
     )
     .with_rule(exclude_pattern),
+    Field::int(
+        "memories.keep_sent_days",
+        0,
+        0,
+        365,
+        "days",
+        "Days the exact bytes of each model request are kept in `<home>/sent/` (0600) for inspection (0 = not kept).",
+    ),
     Field::optional_number(
         "memories.monthly_spend_cap_usd",
         0.0,

@@ -240,6 +240,10 @@ fn table() -> Table {
         |State(s): State<Svc>, Query(f): Query<RunFilter>| json(move || s.runs(&f)),
     )
     .get(
+        "/api/sent/{sha256}",
+        |State(s): State<Svc>, Path(h): Path<String>| json(move || s.sent_request(&h)),
+    )
+    .get(
         "/api/runs.csv",
         |State(s): State<Svc>, Query(f): Query<RunFilter>| {
             csv(
