@@ -438,3 +438,103 @@ async fn private_spans_and_excluded_projects_never_reach_the_provider() {
         st.render()
     );
 }
+
+/// The forecast on the shared fixtures: the backlog's sessions per source are the ones a
+/// run would send, its input tokens within 10 % of what the gate counts on the requests
+/// the preview shows (what the run then sends), costs for the configured model and cheaper
+/// ones, and nothing sent or claimed; after the run the backlog is empty and the month's
+/// spend is projected. Before: there was no forecast.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forecast_of_the_fixtures_matches_what_the_run_sends() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("home");
+    let sessions = d.path().join("sessions");
+    copy_tree(
+        &data().join("sessions"),
+        &sessions,
+        Duration::from_secs(7 * 3600),
+    );
+    configure(&home, &mock);
+    let env = env(&home, roots_of(&sessions));
+    let f: serde_json::Value = serde_json::from_str(
+        &execute(MemoriesCmd::Forecast { json: true }, &env)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let p: serde_json::Value = serde_json::from_str(
+        &execute(
+            MemoriesCmd::Preview {
+                next: 128,
+                rollout: None,
+                json: true,
+            },
+            &env,
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let reqs = p["requests"].as_array().unwrap();
+    assert!(reqs.len() >= 10, "{}", reqs.len());
+    assert_eq!(f["sessions"].as_u64().unwrap() as usize, reqs.len(), "{f}");
+    for src in ["codex", "claude", "pi"] {
+        let want = reqs.iter().filter(|r| r["source"] == src).count() as u64;
+        let got = f["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["source"] == src)
+            .map_or(0, |s| s["sessions"].as_u64().unwrap());
+        assert_eq!(got, want, "{src}: {f}");
+    }
+    let sent: u64 = reqs
+        .iter()
+        .map(|r| r["input_tokens"].as_u64().unwrap())
+        .sum();
+    let est = f["input_tokens"].as_u64().unwrap();
+    let off = (est as f64 - sent as f64).abs() / sent as f64;
+    assert!(
+        off < 0.10,
+        "forecast {est} vs sent {sent} tokens ({:.1} %)",
+        off * 100.0
+    );
+    let models = f["models"].as_array().unwrap();
+    assert_eq!(models[0]["model"], "openai/gpt-5-mini");
+    assert_eq!(models[0]["configured"], true);
+    assert!(models[0]["cost_usd"].as_f64().unwrap() > 0.0, "{f}");
+    assert!(
+        models[1..]
+            .iter()
+            .any(|m| m["cost_usd"].as_f64().unwrap() < models[0]["cost_usd"].as_f64().unwrap()),
+        "a cheaper alternative: {f}"
+    );
+    assert!(mock.requests().is_empty(), "a forecast sends nothing");
+    let text = execute(MemoriesCmd::Forecast { json: false }, &env)
+        .await
+        .unwrap();
+    assert!(
+        text.contains("backlog:") && text.contains("(configured)"),
+        "{text}"
+    );
+    execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert_eq!(mock.requests().len(), reqs.len());
+    let after: serde_json::Value = serde_json::from_str(
+        &execute(MemoriesCmd::Forecast { json: true }, &env)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(after["sessions"], 0, "{after}");
+    assert!(after["month_spent_usd"].as_f64().unwrap() > 0.0, "{after}");
+    assert!(
+        after["month_projected_usd"].as_f64().unwrap()
+            >= after["month_spent_usd"].as_f64().unwrap()
+    );
+    println!(
+        "forecast: {} sessions, {est} tokens estimated vs {sent} sent ({:.2} %)",
+        reqs.len(),
+        off * 100.0
+    );
+}

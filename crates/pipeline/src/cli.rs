@@ -72,6 +72,14 @@ pub enum MemoriesCmd {
         #[arg(long)]
         json: bool,
     },
+    /// What the backlog will cost before anything is sent: sessions per source, tokens,
+    /// the cost with the configured model and cheaper ones, and this month's pace against
+    /// the cap (no model call, no key needed).
+    Forecast {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Turn the pipeline on.
     On,
     /// Turn the pipeline off (background runs stop at their next check).
@@ -916,6 +924,16 @@ async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
             rollout,
             json,
         } => preview_command(env, next, rollout.as_deref(), json).await,
+        MemoriesCmd::Forecast { json } => {
+            let cfg = env.config()?;
+            let f =
+                crate::forecast::forecast(&env.store()?, &cfg.memories, env.input.clone()).await?;
+            Ok(if json {
+                serde_json::to_string_pretty(&f).expect("forecast serialises") + "\n"
+            } else {
+                f.render()
+            })
+        }
         MemoriesCmd::On | MemoriesCmd::Off => {
             let v = cmd == MemoriesCmd::On;
             edit_config(env, |c| c.memories.enabled = v)?;

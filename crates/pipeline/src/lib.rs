@@ -10,6 +10,7 @@
 
 pub mod alerts;
 pub mod cli;
+pub mod forecast;
 pub mod phase1;
 pub mod phase2;
 pub mod run_log;

@@ -686,6 +686,16 @@ impl ApiService {
 
     // ---- runs & costs ----------------------------------------------------------------
 
+    /// What the backlog will cost (`memories forecast`): no model call, no key needed.
+    ///
+    /// Errors: config, database or transcript errors.
+    pub fn forecast(&self) -> Result<codex_free_pipeline::forecast::Forecast> {
+        let cfg = Config::load(&self.config_path())?.config;
+        let store = codex_free_store::Store::open_in_home(&self.home)?;
+        let input = codex_free_pipeline::transcript_input::TranscriptInput::from_env(&self.home);
+        codex_free_pipeline::forecast::forecast_blocking(&store, &cfg.memories, &input)
+    }
+
     /// The kept sealed bytes of the request with receipt hash `sha256`
     /// ([`codex_free_pipeline::sent::read_kept`]).
     ///
