@@ -1209,7 +1209,8 @@ async fn preview_shows_the_exact_bytes_a_run_then_sends_and_sends_nothing() {
     )
     .await
     .unwrap();
-    let previews: Vec<Value> = serde_json::from_str(&json_out).unwrap();
+    let preview: Value = serde_json::from_str(&json_out).unwrap();
+    let previews: Vec<Value> = preview["requests"].as_array().unwrap().clone();
     assert_eq!(previews.len(), 2, "{json_out}");
     assert!(mock.requests().is_empty(), "a preview sends nothing");
     assert_eq!(
@@ -1264,5 +1265,90 @@ async fn preview_shows_the_exact_bytes_a_run_then_sends_and_sends_nothing() {
     .await
     .unwrap_err();
     assert!(e.to_string().contains("p000"), "{e}");
+    mock.stop();
+}
+
+/// Receipts: each request's usage row carries the SHA-256 and size of the sealed bytes and
+/// the redactions by rule; the preview shows the same hash before anything is sent; with
+/// `memories.keep_sent_days` the bytes are kept (0600) under that hash, hold no secret and
+/// no private text, and their message is the one the provider received. Before: usage rows
+/// carried no receipt and nothing was kept.
+#[tokio::test]
+async fn each_request_has_a_receipt_and_its_sealed_bytes_are_kept() {
+    use sha2::Digest;
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path();
+    configure(
+        home,
+        &mock,
+        "openai-chat",
+        "gpt-5-mini",
+        json!({"keep_sent_days": 3}),
+    );
+    write_rollouts(home, "codex", &ids("r", 1), Duration::from_secs(7 * 3600));
+    let file = home.join("rollouts/codex/r000.txt");
+    std::fs::write(
+        &file,
+        "user: deploy with sk-live-PLANTED0123456789 <private>PLANTED-PRIVATE</private> now\nassistant: done\n",
+    )
+    .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(7 * 3600))
+        .unwrap();
+    let env = env_for(home);
+    let preview: Value = serde_json::from_str(
+        &execute(
+            MemoriesCmd::Preview {
+                next: 1,
+                rollout: None,
+                json: true,
+            },
+            &env,
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let p = &preview["requests"][0];
+    let want = json!({"private_span": 1, "provider_key": 1});
+    assert_eq!(p["redactions"], want, "{p}");
+    execute(MemoriesCmd::Run, &env).await.unwrap();
+    let s = store(home);
+    let run = &s.recent_runs(1).unwrap()[0];
+    let rows = s.run_usage(&run.id).unwrap();
+    assert_eq!(rows.len(), 1);
+    let sha = rows[0].sent_sha256.clone().expect("a receipt");
+    assert_eq!(p["sent_sha256"], sha.as_str(), "preview = receipt");
+    assert_eq!(rows[0].redactions.get("provider_key"), Some(&1));
+    assert_eq!(rows[0].redactions.get("private_span"), Some(&1));
+    let kept = home.join("sent").join(format!("{sha}.json"));
+    let bytes = std::fs::read(&kept).unwrap();
+    assert_eq!(hex::encode(sha2::Sha256::digest(&bytes)), sha);
+    assert_eq!(rows[0].sent_bytes, Some(bytes.len() as i64));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(!text.contains("PLANTED"), "{text}");
+    let sealed: Value = serde_json::from_str(&text).unwrap();
+    let reqs = mock.requests();
+    let user = reqs[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        sealed["messages"][0]["content"].as_str().unwrap(),
+        message_text(&user)
+    );
     mock.stop();
 }

@@ -303,3 +303,238 @@ async fn planted_secrets_never_reach_the_provider() {
         assert!(!mem.contains(probe), "{probe:?} stored");
     }
 }
+
+/// One Codex transcript at `<codex>/sessions/...` run in `cwd` with the given user/assistant
+/// messages, idle for 7 hours.
+fn write_codex_session(codex: &Path, id: &str, cwd: &str, messages: &[&str]) {
+    let dir = codex.join("sessions/2026/11/29");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut lines = vec![
+        json!({"timestamp": "2026-11-29T12:00:00.000Z", "ordinal": 0, "type": "session_meta",
+        "payload": {"id": id, "session_id": id, "cwd": cwd, "originator": "codex_exec",
+                    "cli_version": "0.171.0", "source": "exec", "timestamp": "2026-11-29T12:00:00.000Z"}}),
+    ];
+    for (i, text) in messages.iter().enumerate() {
+        let (role, kind) = if i % 2 == 0 {
+            ("user", "input_text")
+        } else {
+            ("assistant", "output_text")
+        };
+        lines.push(json!({"timestamp": "2026-11-29T12:00:01.000Z", "ordinal": i + 1, "type": "response_item",
+            "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}}));
+    }
+    let file = dir.join(format!("rollout-2026-11-29T12-00-00-{id}.jsonl"));
+    let body: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&file, body).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(7 * 3600))
+        .unwrap();
+}
+
+/// Attack test: private spans in real transcripts (a closed one, one left open) and a
+/// whole project listed in `memories.exclude_paths` never reach the provider; the public
+/// text after an unclosed span's message still does (removed per message, not to the end
+/// of the session); the preview shows the removal as a marker and names the excluded
+/// session with its pattern; status says it is excluded. Before: the excluded project was
+/// sent, and an open `<private>` in one prompt removed every later message of the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_spans_and_excluded_projects_never_reach_the_provider() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("home");
+    let codex = d.path().join("codex");
+    let public = "01a2275c-0000-7000-8000-0000000000a1";
+    let excluded = "01a2275c-0000-7000-8000-0000000000b2";
+    write_codex_session(
+        &codex,
+        public,
+        "/home/dev/work/oss",
+        &[
+            "fix the build <private>PLANTED-PRIVATE-CLOSED home address</private> with pnpm",
+            "done",
+            "deploy <private>PLANTED-PRIVATE-OPEN db.internal:5432 admin",
+            "which branch?",
+            "AFTER-THE-OPEN-SPAN use the release branch",
+        ],
+    );
+    write_codex_session(
+        &codex,
+        excluded,
+        "/home/dev/clients/acme/api",
+        &["PLANTED-EXCLUDED-PROJECT contract terms", "noted"],
+    );
+    configure(&home, &mock);
+    let mut cfg = Config::load(&home.join(CONFIG_FILE)).unwrap().config;
+    cfg.memories.exclude_paths = vec!["/home/dev/clients/*".into()];
+    cfg.save(&home.join(CONFIG_FILE)).unwrap();
+    let roots = SourceRoots {
+        codex_home: Some(codex),
+        claude_dir: None,
+        pi_dir: None,
+        state_home: None,
+    };
+    let env = env(&home, roots);
+
+    let preview = execute(
+        MemoriesCmd::Preview {
+            next: 5,
+            rollout: None,
+            json: true,
+        },
+        &env,
+    )
+    .await
+    .unwrap();
+    assert!(!preview.contains("PLANTED"), "{preview}");
+    let p: serde_json::Value = serde_json::from_str(&preview).unwrap();
+    let reqs = p["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 1, "{preview}");
+    assert_eq!(reqs[0]["thread_id"], public);
+    assert_eq!(reqs[0]["redaction_markers"], 2, "{preview}");
+    assert_eq!(p["excluded"][0]["id"], excluded, "{preview}");
+    assert_eq!(p["excluded"][0]["pattern"], "/home/dev/clients/*");
+    let text = execute(
+        MemoriesCmd::Preview {
+            next: 5,
+            rollout: None,
+            json: false,
+        },
+        &env,
+    )
+    .await
+    .unwrap();
+    assert!(
+        text.contains(&format!("excluded: session {excluded}")) && !text.contains("PLANTED"),
+        "{text}"
+    );
+    let e = execute(
+        MemoriesCmd::Preview {
+            next: 1,
+            rollout: Some(excluded.into()),
+            json: false,
+        },
+        &env,
+    )
+    .await
+    .unwrap_err();
+    assert!(e.to_string().contains("memories.exclude_paths"), "{e}");
+    assert!(mock.requests().is_empty());
+
+    let out = execute(MemoriesCmd::Force, &env).await.unwrap();
+    assert!(out.contains("1 claimed"), "{out}");
+    let sent: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
+    assert_eq!(sent.len(), 1, "the excluded project is never sent");
+    assert!(!sent[0].contains("PLANTED"), "{}", sent[0]);
+    assert!(sent[0].contains("AFTER-THE-OPEN-SPAN"), "{}", sent[0]);
+    assert!(sent[0].contains("[private: removed]"), "{}", sent[0]);
+    let st = status(&env).unwrap();
+    assert_eq!(st.excluded.len(), 1);
+    assert!(
+        st.render().contains("excluded by memories.exclude_paths"),
+        "{}",
+        st.render()
+    );
+}
+
+/// The forecast on the shared fixtures: the backlog's sessions per source are the ones a
+/// run would send, its input tokens within 10 % of what the gate counts on the requests
+/// the preview shows (what the run then sends), costs for the configured model and cheaper
+/// ones, and nothing sent or claimed; after the run the backlog is empty and the month's
+/// spend is projected. Before: there was no forecast.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forecast_of_the_fixtures_matches_what_the_run_sends() {
+    let mock = MockProvider::start().await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("home");
+    let sessions = d.path().join("sessions");
+    copy_tree(
+        &data().join("sessions"),
+        &sessions,
+        Duration::from_secs(7 * 3600),
+    );
+    configure(&home, &mock);
+    let env = env(&home, roots_of(&sessions));
+    let f: serde_json::Value = serde_json::from_str(
+        &execute(MemoriesCmd::Forecast { json: true }, &env)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let p: serde_json::Value = serde_json::from_str(
+        &execute(
+            MemoriesCmd::Preview {
+                next: 128,
+                rollout: None,
+                json: true,
+            },
+            &env,
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let reqs = p["requests"].as_array().unwrap();
+    assert!(reqs.len() >= 10, "{}", reqs.len());
+    assert_eq!(f["sessions"].as_u64().unwrap() as usize, reqs.len(), "{f}");
+    for src in ["codex", "claude", "pi"] {
+        let want = reqs.iter().filter(|r| r["source"] == src).count() as u64;
+        let got = f["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["source"] == src)
+            .map_or(0, |s| s["sessions"].as_u64().unwrap());
+        assert_eq!(got, want, "{src}: {f}");
+    }
+    let sent: u64 = reqs
+        .iter()
+        .map(|r| r["input_tokens"].as_u64().unwrap())
+        .sum();
+    let est = f["input_tokens"].as_u64().unwrap();
+    let off = (est as f64 - sent as f64).abs() / sent as f64;
+    assert!(
+        off < 0.10,
+        "forecast {est} vs sent {sent} tokens ({:.1} %)",
+        off * 100.0
+    );
+    let models = f["models"].as_array().unwrap();
+    assert_eq!(models[0]["model"], "openai/gpt-5-mini");
+    assert_eq!(models[0]["configured"], true);
+    assert!(models[0]["cost_usd"].as_f64().unwrap() > 0.0, "{f}");
+    assert!(
+        models[1..]
+            .iter()
+            .any(|m| m["cost_usd"].as_f64().unwrap() < models[0]["cost_usd"].as_f64().unwrap()),
+        "a cheaper alternative: {f}"
+    );
+    assert!(mock.requests().is_empty(), "a forecast sends nothing");
+    let text = execute(MemoriesCmd::Forecast { json: false }, &env)
+        .await
+        .unwrap();
+    assert!(
+        text.contains("backlog:") && text.contains("(configured)"),
+        "{text}"
+    );
+    execute(MemoriesCmd::Run, &env).await.unwrap();
+    assert_eq!(mock.requests().len(), reqs.len());
+    let after: serde_json::Value = serde_json::from_str(
+        &execute(MemoriesCmd::Forecast { json: true }, &env)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(after["sessions"], 0, "{after}");
+    assert!(after["month_spent_usd"].as_f64().unwrap() > 0.0, "{after}");
+    assert!(
+        after["month_projected_usd"].as_f64().unwrap()
+            >= after["month_spent_usd"].as_f64().unwrap()
+    );
+    println!(
+        "forecast: {} sessions, {est} tokens estimated vs {sent} sent ({:.2} %)",
+        reqs.len(),
+        off * 100.0
+    );
+}

@@ -774,6 +774,7 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
         lease_seconds: 3600,
         worker_id: "t".into(),
         force: false,
+        exclude: Default::default(),
     };
     let claims = store.claim_stage1_jobs(&params).unwrap();
     assert_eq!(claims.len(), 2);

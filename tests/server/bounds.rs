@@ -672,6 +672,7 @@ async fn extracted_transcripts_past_the_retention_are_pruned_and_shown() {
         lease_seconds: 600,
         worker_id: "test".into(),
         force: true,
+        exclude: Default::default(),
     };
     // Phase 1 finished two of them (as it would after extracting).
     for (id, at) in [("mcp-done", done_at), ("mcp-recent", recent_at)] {

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::Result;
 
+pub mod exclude;
 pub mod fields;
 
 pub use fields::{FieldCode, FieldError};
@@ -436,6 +437,13 @@ pub struct MemoriesConfig {
     pub consolidation_thinking: String,
     /// Sources counted as interactive (`codex`, `claude`, `pi`, `mcp`).
     pub sources: Vec<String>,
+    /// Globs over a session's working directory (absolute, `~/...` or `**/...`): a session
+    /// run in a matching folder, or below one, is never sent to a model
+    /// ([`exclude::ExcludePaths`]). Empty by default.
+    pub exclude_paths: Vec<String>,
+    /// Days the sealed bytes of each model request are kept in `<home>/sent/` for
+    /// inspection (0 = not kept). Default 0.
+    pub keep_sent_days: u32,
     /// Monthly spend cap in USD; when reached the pipeline stops calling models. null = no cap.
     pub monthly_spend_cap_usd: Option<f64>,
     /// Per-provider endpoint settings keyed by provider name (`openai`, `ollama`, or a
@@ -521,6 +529,8 @@ impl Default for MemoriesConfig {
             extract_thinking: "low".into(),
             consolidation_thinking: "medium".into(),
             sources: vec!["codex".into(), "claude".into(), "pi".into(), "mcp".into()],
+            exclude_paths: Vec::new(),
+            keep_sent_days: 0,
             monthly_spend_cap_usd: None,
             providers: Default::default(),
             prices: Default::default(),

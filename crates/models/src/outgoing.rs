@@ -14,6 +14,9 @@
 //!
 //! The tool definitions and the response schema are this program's own text and are sent
 //! as given.
+//!
+//! What was sealed can be shown afterwards: [`Outgoing::sealed_bytes`] is the request as
+//! canonical JSON, and [`Receipt`] its SHA-256, size and the redactions by rule.
 
 use codex_free_core::tokens;
 use serde_json::Value;
@@ -21,7 +24,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{Completion, CompletionRequest, FailureKind, Message, ModelClient, ProviderError};
-use codex_free_redact::redact;
+use codex_free_redact::{Tally, sanitize};
 
 /// Tokens added per message for its role and framing (the providers' chat templates add a
 /// few; 4 is OpenAI's published figure).
@@ -32,6 +35,44 @@ const TOKENS_PER_MESSAGE: usize = 4;
 pub struct Outgoing {
     req: CompletionRequest,
     redacted: usize,
+    tally: Tally,
+}
+
+/// What one sealed request carried, for the run's record: the SHA-256 (hex) and size
+/// (bytes) of [`Outgoing::sealed_bytes`], and the secrets redacted and private spans
+/// removed by rule (the callers' own redaction, passed to [`Outgoing::receipt`], plus the
+/// gate's). The text itself is not part of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Receipt {
+    /// SHA-256 of the sealed bytes, lowercase hex.
+    pub sha256: String,
+    /// Size of the sealed bytes.
+    pub bytes: u64,
+    /// Redactions by rule name (`github_token`, `private_span` …); empty when none.
+    pub redactions: std::collections::BTreeMap<String, u64>,
+}
+
+/// [`send`], also returning the request's [`Receipt`] and sealed bytes when it was sealed
+/// (also when the provider then failed: the bytes left); `None` when the gate refused it.
+/// `upstream` holds the redactions the caller made before building the request.
+pub async fn send_receipted(
+    client: &dyn ModelClient,
+    context_window: Option<u64>,
+    req: CompletionRequest,
+    upstream: &Tally,
+    cancel: &CancellationToken,
+) -> (
+    Option<(Receipt, Vec<u8>)>,
+    std::result::Result<Completion, ProviderError>,
+) {
+    let out = match Outgoing::seal(req, context_window) {
+        Ok(o) => o,
+        Err(e) => return (None, Err(e)),
+    };
+    let bytes = out.sealed_bytes();
+    let receipt = out.receipt_of(&bytes, upstream);
+    let res = client.complete(&out, cancel).await;
+    (Some((receipt, bytes)), res)
 }
 
 /// Seal `req` for a model with `context_window` tokens and send it through `client`: what
@@ -44,8 +85,9 @@ pub async fn send(
     req: CompletionRequest,
     cancel: &CancellationToken,
 ) -> std::result::Result<Completion, ProviderError> {
-    let out = Outgoing::seal(req, context_window)?;
-    client.complete(&out, cancel).await
+    send_receipted(client, context_window, req, &Tally::new(), cancel)
+        .await
+        .1
 }
 
 impl Outgoing {
@@ -58,23 +100,24 @@ impl Outgoing {
         mut req: CompletionRequest,
         context_window: Option<u64>,
     ) -> std::result::Result<Self, ProviderError> {
-        let mut redacted = 0;
-        redact_in_place(&mut req.system, &mut redacted);
+        let mut n = (0, Tally::new());
+        redact_in_place(&mut req.system, &mut n);
         for m in &mut req.messages {
             match m {
-                Message::User(text) => redact_in_place(text, &mut redacted),
+                Message::User(text) => redact_in_place(text, &mut n),
                 Message::Assistant {
                     content,
                     tool_calls,
                 } => {
-                    redact_in_place(content, &mut redacted);
+                    redact_in_place(content, &mut n);
                     for c in tool_calls {
-                        redact_value(&mut c.arguments, &mut redacted);
+                        redact_value(&mut c.arguments, &mut n);
                     }
                 }
-                Message::Tool { content, .. } => redact_in_place(content, &mut redacted),
+                Message::Tool { content, .. } => redact_in_place(content, &mut n),
             }
         }
+        let (redacted, tally) = n;
         if redacted > 0 {
             tracing::warn!(
                 texts = redacted,
@@ -98,7 +141,11 @@ impl Outgoing {
                 });
             }
         }
-        Ok(Self { req, redacted })
+        Ok(Self {
+            req,
+            redacted,
+            tally,
+        })
     }
 
     /// The request as it will be sent.
@@ -116,21 +163,81 @@ impl Outgoing {
     pub fn redacted(&self) -> usize {
         self.redacted
     }
+
+    /// What the gate itself removed, by rule (empty when every caller did its part).
+    pub fn redactions(&self) -> &Tally {
+        &self.tally
+    }
+
+    /// The sealed request as canonical JSON (pretty-printed, keys in a fixed order): system,
+    /// messages (role, content, tool calls), tools, response schema, reasoning effort and
+    /// output cap. What a receipt's hash and size are of, and what `memories.keep_sent_days`
+    /// keeps; the provider's wire format wraps the same texts.
+    pub fn sealed_bytes(&self) -> Vec<u8> {
+        let r = &self.req;
+        let messages: Vec<Value> = r
+            .messages
+            .iter()
+            .map(|m| match m {
+                Message::User(t) => serde_json::json!({"role": "user", "content": t}),
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => serde_json::json!({
+                    "role": "assistant",
+                    "content": content,
+                    "tool_calls": tool_calls.iter().map(|c| serde_json::json!({
+                        "id": c.id, "name": c.name, "arguments": c.arguments,
+                    })).collect::<Vec<_>>(),
+                }),
+                Message::Tool { call_id, content } => {
+                    serde_json::json!({"role": "tool", "call_id": call_id, "content": content})
+                }
+            })
+            .collect();
+        let v = serde_json::json!({
+            "system": r.system,
+            "messages": messages,
+            "tools": r.tools,
+            "response_schema": r.response_schema.as_ref().map(|s| serde_json::json!({"name": s.name, "schema": s.schema})),
+            "reasoning_effort": r.reasoning_effort,
+            "max_output_tokens": r.max_output_tokens,
+        });
+        let mut out = serde_json::to_vec_pretty(&v).unwrap_or_default();
+        out.push(b'\n');
+        out
+    }
+
+    /// The [`Receipt`] of this request; `upstream` = the redactions the caller made before
+    /// building it (e.g. while rendering a transcript), added to the gate's own.
+    pub fn receipt(&self, upstream: &Tally) -> Receipt {
+        self.receipt_of(&self.sealed_bytes(), upstream)
+    }
+
+    fn receipt_of(&self, bytes: &[u8], upstream: &Tally) -> Receipt {
+        use sha2::Digest;
+        let mut redactions = std::collections::BTreeMap::new();
+        for (k, v) in upstream.iter().chain(self.tally.iter()) {
+            *redactions.entry((*k).to_string()).or_insert(0) += *v as u64;
+        }
+        Receipt {
+            sha256: hex::encode(sha2::Sha256::digest(bytes)),
+            bytes: bytes.len() as u64,
+            redactions,
+        }
+    }
 }
 
-/// Private spans out first (so a secret inside one is not even counted), then secrets.
-fn redact_in_place(text: &mut String, n: &mut usize) {
-    if let (std::borrow::Cow::Owned(s), _) = codex_free_redact::strip_private(text) {
+/// Private spans out first (so a secret inside one is not even counted), then secrets;
+/// `n` = (texts changed, removals by rule).
+fn redact_in_place(text: &mut String, n: &mut (usize, Tally)) {
+    if let std::borrow::Cow::Owned(s) = sanitize(text, &mut n.1) {
         *text = s;
-        *n += 1;
-    }
-    if let std::borrow::Cow::Owned(s) = redact(text) {
-        *text = s;
-        *n += 1;
+        n.0 += 1;
     }
 }
 
-fn redact_value(v: &mut Value, n: &mut usize) {
+fn redact_value(v: &mut Value, n: &mut (usize, Tally)) {
     match v {
         Value::String(s) => redact_in_place(s, n),
         Value::Array(items) => items.iter_mut().for_each(|x| redact_value(x, n)),
@@ -224,9 +331,40 @@ mod tests {
             5,
             "system, user, assistant, tool-call argument, tool result"
         );
+        assert_eq!(
+            o.redactions().get("provider_key"),
+            Some(&5),
+            "{:?}",
+            o.redactions()
+        );
         let clean = Outgoing::seal(request("nothing secret"), None).unwrap();
         assert_eq!(clean.redacted(), 0);
+        assert!(clean.redactions().is_empty());
         assert_eq!(clean.request(), &request("nothing secret"));
+    }
+
+    /// The receipt is of the sealed bytes (no secret in them), names the rules of the
+    /// caller's and the gate's redactions, and changes with any byte of the request.
+    #[test]
+    fn the_receipt_hashes_the_sealed_bytes_and_counts_by_rule() {
+        use sha2::Digest;
+        let o = Outgoing::seal(request(KEY), None).unwrap();
+        let bytes = o.sealed_bytes();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(
+            !text.contains(KEY) && text.contains("[REDACTED_SECRET]"),
+            "{text}"
+        );
+        let upstream: Tally = [("github_token", 2)].into_iter().collect();
+        let r = o.receipt(&upstream);
+        assert_eq!(r.sha256, hex::encode(sha2::Sha256::digest(&bytes)));
+        assert_eq!(r.bytes, bytes.len() as u64);
+        let by_rule: Vec<(&str, u64)> =
+            r.redactions.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(by_rule, [("github_token", 2), ("provider_key", 5)]);
+        let other = Outgoing::seal(request("nothing secret"), None).unwrap();
+        assert_ne!(other.receipt(&Tally::new()).sha256, r.sha256);
+        assert!(other.receipt(&Tally::new()).redactions.is_empty());
     }
 
     #[test]

@@ -72,6 +72,14 @@ pub enum MemoriesCmd {
         #[arg(long)]
         json: bool,
     },
+    /// What the backlog will cost before anything is sent: sessions per source, tokens,
+    /// the cost with the configured model and cheaper ones, and this month's pace against
+    /// the cap (no model call, no key needed).
+    Forecast {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Turn the pipeline on.
     On,
     /// Turn the pipeline off (background runs stop at their next check).
@@ -228,6 +236,9 @@ pub struct Status {
     pub jobs: JobCounts,
     /// Threads eligible right now (not yet extracted, idle, in the window).
     pub eligible_now: usize,
+    /// Sessions otherwise eligible that `memories.exclude_paths` keeps from ever being sent,
+    /// with the pattern that matched.
+    pub excluded: Vec<codex_free_store::ExcludedThread>,
     /// Last runs, newest first (at most 5).
     pub recent_runs: Vec<RunRow>,
     /// Spend this calendar month (UTC).
@@ -341,6 +352,7 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         lease_seconds: codex_free_store::stage1::LEASE_SECONDS,
         worker_id: String::new(),
         force: false,
+        exclude: crate::phase1::exclude_paths(m)?,
     };
     let cap = cap_state(&store, m)?;
     let target = codex_free_connect::Target::from_env(&env.home, &env.config_path).ok();
@@ -358,6 +370,7 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
         eligible_now: store
             .eligible_threads(&params, codex_free_store::stage1::SCAN_LIMIT)?
             .len(),
+        excluded: store.excluded_threads(&params)?,
         recent_runs: store.recent_runs(5)?,
         spend_this_month: store.spend_this_month()?,
         monthly_cap_usd: m.monthly_spend_cap_usd,
@@ -486,6 +499,18 @@ impl Status {
             "phase 1 (extraction) jobs: {} running, {} stale lease, {} pending, {} done, {} retrying, {} out of retries; {} eligible now\n",
             j.running, j.stale, j.pending, j.done, j.retrying, j.exhausted, self.eligible_now
         ));
+        if !self.excluded.is_empty() {
+            s.push_str(&format!(
+                "excluded by memories.exclude_paths (never sent): {} session(s)\n",
+                self.excluded.len()
+            ));
+            for x in self.excluded.iter().take(10) {
+                s.push_str(&format!(
+                    "  {} ({}) in {} matches {:?}\n",
+                    x.id, x.source, x.cwd, x.pattern
+                ));
+            }
+        }
         s.push_str(&format!(
             "phase 2 (consolidation): {}\n",
             self.consolidation_line()
@@ -806,18 +831,26 @@ async fn preview_command(
         Trigger::Manual,
         env.cancel.clone(),
     )?;
-    let reqs = crate::phase1::preview(&ctx, next, rollout).await?;
+    let preview = crate::phase1::preview(&ctx, next, rollout).await?;
     if json {
-        return Ok(serde_json::to_string_pretty(&reqs).expect("preview serialises") + "\n");
+        return Ok(serde_json::to_string_pretty(&preview).expect("preview serialises") + "\n");
     }
-    if reqs.is_empty() {
-        return Ok(format!(
-            "nothing would be sent: no session is eligible now (idle < {} h, already extracted, off, or outside memories.sources)\n",
-            cfg.memories.min_rollout_idle_hours
+    let mut out = String::new();
+    for x in &preview.excluded {
+        out.push_str(&format!(
+            "excluded: session {} ({}) in {} matches memories.exclude_paths {:?}; it is never sent\n",
+            x.id, x.source, x.cwd, x.pattern
         ));
     }
+    let reqs = preview.requests;
+    if reqs.is_empty() {
+        out.push_str(&format!(
+            "nothing would be sent: no session is eligible now (idle < {} h, already extracted, off, excluded, or outside memories.sources)\n",
+            cfg.memories.min_rollout_idle_hours
+        ));
+        return Ok(out);
+    }
     let usd = |v: Option<f64>| v.map_or("price unknown".to_string(), |c| format!("${c:.4}"));
-    let mut out = String::new();
     let (mut tokens, mut cost, mut max_cost) = (0usize, Some(0.0), Some(0.0));
     for (i, r) in reqs.iter().enumerate() {
         tokens += r.input_tokens;
@@ -826,7 +859,7 @@ async fn preview_command(
             .zip(r.input_cost_usd.zip(r.max_output_cost_usd))
             .map(|(a, (b, c))| a + b + c);
         out.push_str(&format!(
-            "=== request {} of {}: session {} ({}) -> {}\n{} bytes, ~{} input tokens, input {} (at most {} with {} output tokens); {} redaction marker(s){}\n",
+            "=== request {} of {}: session {} ({}) -> {}\n{} bytes, ~{} input tokens, input {} (at most {} with {} output tokens); {} redaction marker(s){}{}{}\n",
             i + 1,
             reqs.len(),
             r.thread_id,
@@ -838,6 +871,22 @@ async fn preview_command(
             usd(r.input_cost_usd.zip(r.max_output_cost_usd).map(|(a, b)| a + b)),
             r.max_output_tokens.unwrap_or(0),
             r.redaction_markers,
+            if r.redactions.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (removed by rule: {})",
+                    r.redactions
+                        .iter()
+                        .map(|(k, v)| format!("{k} x{v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            r.sent_sha256
+                .as_deref()
+                .map(|h| format!("\nsealed bytes sha256 {h} (the run's receipt carries it)"))
+                .unwrap_or_default(),
             r.refused
                 .as_deref()
                 .map(|w| format!("\nREFUSED by the gate (logged as failed, not sent): {w}"))
@@ -875,6 +924,16 @@ async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
             rollout,
             json,
         } => preview_command(env, next, rollout.as_deref(), json).await,
+        MemoriesCmd::Forecast { json } => {
+            let cfg = env.config()?;
+            let f =
+                crate::forecast::forecast(&env.store()?, &cfg.memories, env.input.clone()).await?;
+            Ok(if json {
+                serde_json::to_string_pretty(&f).expect("forecast serialises") + "\n"
+            } else {
+                f.render()
+            })
+        }
         MemoriesCmd::On | MemoriesCmd::Off => {
             let v = cmd == MemoriesCmd::On;
             edit_config(env, |c| c.memories.enabled = v)?;

@@ -10,9 +10,11 @@
 
 pub mod alerts;
 pub mod cli;
+pub mod forecast;
 pub mod phase1;
 pub mod phase2;
 pub mod run_log;
 pub mod scheduler;
+pub mod sent;
 pub mod spend;
 pub mod transcript_input;

@@ -32,6 +32,7 @@ use crate::run_log::{LogLine, Phase1Line};
 use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_core::config::MemoriesConfig;
+use codex_free_core::config::exclude::ExcludePaths;
 use codex_free_models::{
     CompletionRequest, FailureKind, JsonSchemaSpec, Message, ResolvedModel, TokenUsage, outgoing,
 };
@@ -70,6 +71,23 @@ pub trait RolloutInput: Send + Sync {
         context_window: Option<u64>,
         tool_result_token_budget: usize,
     ) -> Result<String>;
+
+    /// [`RolloutInput::render`] and the redactions it made by rule (for the request's
+    /// receipt and the preview). The default reports none: the gate's own redaction of a
+    /// text rendered without it is still counted there.
+    ///
+    /// Errors: as [`RolloutInput::render`].
+    fn render_counted(
+        &self,
+        thread: &ThreadRow,
+        context_window: Option<u64>,
+        tool_result_token_budget: usize,
+    ) -> Result<(String, codex_free_redact::Tally)> {
+        Ok((
+            self.render(thread, context_window, tool_result_token_budget)?,
+            codex_free_redact::Tally::new(),
+        ))
+    }
 }
 
 /// Secret redaction applied to the model's answer before it is stored.
@@ -319,8 +337,14 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
             ..Default::default()
         });
     }
-    // 1. Discovery → threads.
+    // 1. Discovery → threads; kept request bytes past memories.keep_sent_days pruned.
     let scanned = discover(&ctx).await?;
+    {
+        let (home, days) = (ctx.home.clone(), cfg.keep_sent_days);
+        if let Err(e) = blocking(move || crate::sent::prune(&home, days)).await {
+            tracing::warn!(error = %e, "could not prune the kept requests");
+        }
+    }
     let model_name = ctx.model.model.to_string();
     // 2. Spend cap.
     if let Some(state) = {
@@ -344,7 +368,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         }
     }
     // 3. Claim.
-    let params = claim_params(&ctx);
+    let params = claim_params(&ctx)?;
     let claims = {
         let store = ctx.store.clone();
         blocking(move || store.claim_stage1_jobs(&params)).await?
@@ -642,9 +666,9 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     );
     let rendered = {
         let (input, thread) = (ctx.input.clone(), claim.thread.clone());
-        blocking(move || input.render(&thread, window, tool_budget)).await
+        blocking(move || input.render_counted(&thread, window, tool_budget)).await
     };
-    let rendered = match rendered {
+    let (rendered, redactions) = match rendered {
         Ok(r) => r,
         Err(e) => return fail(sh, claim, format!("rendering the rollout failed: {e}")).await,
     };
@@ -669,13 +693,18 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     let no = sh.request_no.fetch_add(1, Ordering::SeqCst) + 1;
     let started = Instant::now();
     // The outgoing gate: a request it refuses (over the window) is logged as failed, not sent.
-    let res = outgoing::send(
+    let (sent, res) = outgoing::send_receipted(
         &*ctx.model.client,
         ctx.model.context_window,
         req,
+        &redactions,
         &ctx.cancel,
     )
     .await;
+    let receipt = sent.map(|(r, bytes)| {
+        crate::sent::keep(&ctx.home, ctx.config.keep_sent_days, &r.sha256, &bytes);
+        r
+    });
     let duration_ms = started.elapsed().as_millis() as i64;
     let mut row = UsageRow {
         run_id: sh.run_id.clone(),
@@ -684,6 +713,17 @@ async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
         thread_id: Some(claim.thread.id.clone()),
         model: ctx.model.model.to_string(),
         duration_ms,
+        sent_bytes: receipt.as_ref().map(|r| r.bytes as i64),
+        redactions: receipt
+            .as_ref()
+            .map(|r| {
+                r.redactions
+                    .iter()
+                    .map(|(k, v)| (k.clone(), *v as i64))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        sent_sha256: receipt.map(|r| r.sha256),
         ..Default::default()
     };
     let record = |row: UsageRow| {
@@ -794,11 +834,20 @@ async fn discover(ctx: &Phase1Ctx) -> Result<usize> {
     .await
 }
 
+/// `memories.exclude_paths` compiled.
+///
+/// Errors: [`Error::Config`] naming the invalid pattern.
+pub fn exclude_paths(cfg: &MemoriesConfig) -> Result<ExcludePaths> {
+    ExcludePaths::new(&cfg.exclude_paths).map_err(Error::Config)
+}
+
 /// Which sessions a run may claim, from the `memories` config and the trigger (`Force`
-/// ignores idle time and backoff).
-fn claim_params(ctx: &Phase1Ctx) -> ClaimParams {
+/// ignores idle time and backoff, never `memories.exclude_paths`).
+///
+/// Errors: [`Error::Config`] for an invalid `memories.exclude_paths` pattern.
+fn claim_params(ctx: &Phase1Ctx) -> Result<ClaimParams> {
     let cfg = &ctx.config;
-    ClaimParams {
+    Ok(ClaimParams {
         sources: cfg.sources.clone(),
         max_claimed: cfg.max_rollouts_per_startup,
         max_running: cfg.max_rollouts_per_startup,
@@ -807,7 +856,8 @@ fn claim_params(ctx: &Phase1Ctx) -> ClaimParams {
         lease_seconds: LEASE_SECONDS,
         worker_id: ctx.worker_id.clone(),
         force: ctx.trigger == Trigger::Force,
-    }
+        exclude: exclude_paths(cfg)?,
+    })
 }
 
 /// One request the next phase-1 run would send, exactly as the outgoing gate seals it
@@ -838,12 +888,30 @@ pub struct PreviewRequest {
     pub max_output_cost_usd: Option<f64>,
     /// Redaction markers in the sealed text (secrets replaced upstream or by the gate).
     pub redaction_markers: usize,
+    /// Secrets redacted and private spans removed, by rule (`github_token`,
+    /// `private_span` …): the renderer's and the gate's. Never the text removed.
+    pub redactions: std::collections::BTreeMap<String, u64>,
+    /// SHA-256 of the sealed request bytes: the hash the run's receipt will carry when it
+    /// sends this request unchanged. `None` when the gate would refuse it.
+    pub sent_sha256: Option<String>,
+    /// Size of the sealed request bytes (the receipt's size; 0 when refused).
+    pub sent_bytes: u64,
     /// Texts the gate itself had to redact or strip of private spans (0 when the renderer
     /// did its part).
     pub redacted_by_gate: usize,
     /// Why the gate would refuse it (over the context window): it would be logged as
     /// failed, not sent. `None` when it would be sent.
     pub refused: Option<String>,
+}
+
+/// What [`preview`] finds: the requests, and the sessions left out by
+/// `memories.exclude_paths` (never sent, whatever the run).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Preview {
+    /// The requests the next run would send, newest session first.
+    pub requests: Vec<PreviewRequest>,
+    /// Sessions otherwise eligible whose project matches `memories.exclude_paths`.
+    pub excluded: Vec<codex_free_store::ExcludedThread>,
 }
 
 /// The requests the next phase-1 run would send, at most `next`, newest session first, or
@@ -856,14 +924,20 @@ pub struct PreviewRequest {
 /// Errors: discovery or database errors; [`Error::InvalidArgument`] when `rollout` is
 /// given and is not an eligible session; a session that cannot be rendered is an error
 /// naming it.
-pub async fn preview(
-    ctx: &Phase1Ctx,
-    next: usize,
-    rollout: Option<&str>,
-) -> Result<Vec<PreviewRequest>> {
+pub async fn preview(ctx: &Phase1Ctx, next: usize, rollout: Option<&str>) -> Result<Preview> {
     let cfg = ctx.config.clone();
     discover(ctx).await?;
-    let params = claim_params(ctx);
+    let params = claim_params(ctx)?;
+    let excluded = {
+        let (store, params) = (ctx.store.clone(), params.clone());
+        blocking(move || store.excluded_threads(&params)).await?
+    };
+    if let Some(x) = rollout.and_then(|id| excluded.iter().find(|x| x.id == id)) {
+        return Err(Error::InvalidArgument(format!(
+            "session {} is never sent: its project {} matches memories.exclude_paths pattern {:?}",
+            x.id, x.cwd, x.pattern
+        )));
+    }
     let limit = if rollout.is_some() {
         codex_free_store::stage1::SCAN_LIMIT
     } else {
@@ -888,32 +962,37 @@ pub async fn preview(
     let (window, tool_budget) = (ctx.model.context_window, cfg.tool_result_token_budget);
     let mut out = Vec::new();
     for t in threads {
-        let rendered = {
+        let (rendered, upstream) = {
             let (input, thread) = (ctx.input.clone(), t.clone());
-            blocking(move || input.render(&thread, window, tool_budget)).await
+            blocking(move || input.render_counted(&thread, window, tool_budget)).await
         }
         .map_err(|e| Error::InvalidArgument(format!("rendering session {}: {e}", t.id)))?;
         let req = build_request(ctx, &t, &rendered);
         let max_output_tokens = req.max_output_tokens;
-        let (sealed, refused, by_gate, tokens) = match outgoing::Outgoing::seal(req.clone(), window)
-        {
-            Ok(o) => {
-                let tokens = o.input_tokens();
-                (o.request().clone(), None, o.redacted(), tokens)
-            }
-            Err(e) => {
-                let tokens = codex_free_core::tokens::estimate(&req.system)
-                    + req
-                        .messages
-                        .iter()
-                        .map(|m| match m {
-                            Message::User(t) => codex_free_core::tokens::estimate(t),
-                            _ => 0,
-                        })
-                        .sum::<usize>();
-                (req, Some(e.message), 0, tokens)
-            }
-        };
+        let (sealed, refused, by_gate, tokens, receipt) =
+            match outgoing::Outgoing::seal(req.clone(), window) {
+                Ok(o) => {
+                    let tokens = o.input_tokens();
+                    let receipt = o.receipt(&upstream);
+                    (o.request().clone(), None, o.redacted(), tokens, receipt)
+                }
+                Err(e) => {
+                    let tokens = codex_free_core::tokens::estimate(&req.system)
+                        + req
+                            .messages
+                            .iter()
+                            .map(|m| match m {
+                                Message::User(t) => codex_free_core::tokens::estimate(t),
+                                _ => 0,
+                            })
+                            .sum::<usize>();
+                    let mut receipt = outgoing::Receipt::default();
+                    for (k, v) in &upstream {
+                        receipt.redactions.insert((*k).to_string(), *v as u64);
+                    }
+                    (req, Some(e.message), 0, tokens, receipt)
+                }
+            };
         let user = sealed
             .messages
             .iter()
@@ -945,11 +1024,17 @@ pub async fn preview(
                 ..Default::default()
             }),
             redaction_markers: markers,
+            redactions: receipt.redactions,
+            sent_sha256: refused.is_none().then_some(receipt.sha256),
+            sent_bytes: receipt.bytes,
             redacted_by_gate: by_gate,
             refused,
         });
     }
-    Ok(out)
+    Ok(Preview {
+        requests: out,
+        excluded,
+    })
 }
 
 fn build_request(ctx: &Phase1Ctx, t: &ThreadRow, rendered: &str) -> CompletionRequest {

@@ -130,10 +130,22 @@ impl RolloutInput for TranscriptInput {
         context_window: Option<u64>,
         tool_result_token_budget: usize,
     ) -> Result<String> {
+        Ok(self
+            .render_counted(thread, context_window, tool_result_token_budget)?
+            .0)
+    }
+
+    fn render_counted(
+        &self,
+        thread: &ThreadRow,
+        context_window: Option<u64>,
+        tool_result_token_budget: usize,
+    ) -> Result<(String, codex_free_redact::Tally)> {
         let source: Source = thread.source.parse()?;
         let rollout = parse_file(Path::new(&thread.path), source)?;
         let window = context_window.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
-        Ok(codex_free_transcripts::render::render(&rollout, tool_result_token_budget, window).text)
+        let r = codex_free_transcripts::render::render(&rollout, tool_result_token_budget, window);
+        Ok((r.text, r.redactions))
     }
 }
 

@@ -25,6 +25,8 @@ use regex::{Captures, Regex, RegexSet};
 pub const REDACTED: &str = "[REDACTED_SECRET]";
 
 struct Rule {
+    /// Short stable name counted by [`redact_tally`] (`github_token`, `credential_pair` …).
+    id: &'static str,
     /// What the rule finds, as told to a caller whose text it refuses ([`Finding::rule`]).
     name: &'static str,
     /// The match; rules that keep part of it name the secret part `secret` and, for
@@ -108,12 +110,16 @@ fn pair_value(v: &str) -> bool {
 }
 
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    let r = |name: &'static str, pat: &str, keep: Keep, accept: fn(&str) -> bool| Rule {
-        name,
-        re: Regex::new(pat).expect("redaction regex compiles"),
-        keep,
-        accept,
-    };
+    let r =
+        |id: &'static str, name: &'static str, pat: &str, keep: Keep, accept: fn(&str) -> bool| {
+            Rule {
+                id,
+                name,
+                re: Regex::new(pat).expect("redaction regex compiles"),
+                keep,
+                accept,
+            }
+        };
     // The token of a bearer scheme: RFC 6750's b64token (`A-Z a-z 0-9 - . _ ~ + /`, then
     // `=` padding). Outside any `(?i)`: case-insensitive classes would take the Kelvin
     // sign for a `k`. Blanks between scheme and token are spaces and tabs only, never a
@@ -126,6 +132,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // An `Authorization: Bearer` header value, however short (`abc123`, `devtoken`):
         // the header names it a credential. Placeholders (`$TOKEN`, `<token>`) do not match.
         r(
+            "authorization_header",
             "an `Authorization: Bearer` header value",
             &format!(
                 r"(?P<keep>\b(?i:authorization)\s*:\s*)(?i:bearer)[ \t]+(?P<secret>{B64TOKEN})"
@@ -135,6 +142,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // Other bearer tokens ([`bearer_token`] decides the length).
         r(
+            "bearer_token",
             "a bearer token (`Bearer …`)",
             &format!(r"\b(?i:bearer)[ \t]+(?P<secret>{B64TOKEN})"),
             Keep::Bearer,
@@ -143,6 +151,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // PEM private keys: whole block, newlines raw or JSON-escaped; a block cut before
         // its END line is redacted through its base64 body.
         r(
+            "pem_private_key",
             "a PEM private key",
             r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:\\[nr]|[\sA-Za-z0-9+/=:-])*",
             Keep::Nothing,
@@ -150,6 +159,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // JWT: three base64url segments, the first two JSON objects (`eyJ`).
         r(
+            "jwt",
             "a JWT",
             r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
             Keep::Nothing,
@@ -158,6 +168,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // OpenAI / Anthropic / OpenRouter (`sk-`, `sk-proj-`, `sk-ant-api03-`, `sk-or-v1-`),
         // through the whole `[A-Za-z0-9_-]` run, so no `_SUFFIX` tail is left behind.
         r(
+            "provider_key",
             "an OpenAI / Anthropic / OpenRouter key (`sk-…`)",
             r"\bsk-[A-Za-z0-9_-]{20,}",
             Keep::Nothing,
@@ -165,6 +176,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // Google API keys.
         r(
+            "google_api_key",
             "a Google API key (`AIza…`)",
             r"\bAIza[0-9A-Za-z_-]{35}",
             Keep::Nothing,
@@ -173,6 +185,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // GitHub tokens: 16+ after the prefix (classic ones have 36, but a shorter one
         // pasted or cut is still a credential; the prefix alone is distinctive).
         r(
+            "github_token",
             "a GitHub token (`ghp_…`, `github_pat_…`)",
             r"\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{22,})",
             Keep::Nothing,
@@ -180,6 +193,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // Slack tokens.
         r(
+            "slack_token",
             "a Slack token (`xox?-…`)",
             r"\bxox[abposre]-[A-Za-z0-9-]{10,}",
             Keep::Nothing,
@@ -187,6 +201,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // AWS access key ids.
         r(
+            "aws_access_key_id",
             "an AWS access key id (`AKIA…`)",
             r"\b(?:AKIA|ASIA|AIDA|AROA)[0-9A-Z]{16}\b",
             Keep::Nothing,
@@ -194,6 +209,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // URL credentials: keep `scheme://user:`, redact the password.
         r(
+            "url_password",
             "a password in a URL (`scheme://user:password@`)",
             r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:(?P<secret>[^@\s/]{3,})@",
             Keep::Prefix,
@@ -201,6 +217,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // key=value / key: value pairs, plain, quoted or JSON-escaped (any depth); keep the key.
         r(
+            "credential_pair",
             "a credential pair (`password=`, `token:`, `api_key=`, `secret=` …)",
             r#"(?i)(?:password|passwd|pwd|secret|secret[_-]?key|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token)\b(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?(?P<secret>[^\s"'\\,;&}\]]+)"#,
             Keep::Prefix,
@@ -262,6 +279,42 @@ static LITERALS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
 /// matched. Cost: one literal scan; only a text holding a rule's literal gets the rule set's
 /// pass and then one pass per rule that can match.
 pub fn redact(text: &str) -> Cow<'_, str> {
+    redact_counting(text, None)
+}
+
+/// Redactions by rule: [`rule_ids`] names (and [`PRIVATE_SPAN`] for private spans) to
+/// how many were made, so a receipt or a preview can say what was taken out without
+/// showing it.
+pub type Tally = std::collections::BTreeMap<&'static str, usize>;
+
+/// The [`Tally`] name of a removed `<private>` span ([`strip_private`]).
+pub const PRIVATE_SPAN: &str = "private_span";
+
+/// Every secret rule's [`Tally`] name, in the order the rules run.
+pub fn rule_ids() -> Vec<&'static str> {
+    RULES.iter().map(|r| r.id).collect()
+}
+
+/// [`redact`], adding each secret replaced to `tally` under its rule's name. Same output,
+/// same cost on a text without secrets.
+pub fn redact_tally<'a>(text: &'a str, tally: &mut Tally) -> Cow<'a, str> {
+    redact_counting(text, Some(tally))
+}
+
+/// `text` without its private spans ([`strip_private`]) and secrets ([`redact`]), each
+/// removal added to `tally`: what every text that leaves this machine goes through.
+pub fn sanitize<'a>(text: &'a str, tally: &mut Tally) -> Cow<'a, str> {
+    let (public, spans) = strip_private(text);
+    if spans > 0 {
+        *tally.entry(PRIVATE_SPAN).or_default() += spans;
+    }
+    match public {
+        Cow::Borrowed(b) => redact_tally(b, tally),
+        Cow::Owned(o) => Cow::Owned(redact_tally(&o, tally).into_owned()),
+    }
+}
+
+fn redact_counting<'a>(text: &'a str, mut tally: Option<&mut Tally>) -> Cow<'a, str> {
     let mut out: Cow<'_, str> = Cow::Borrowed(text);
     // Unicode case folding lets `(?i)` rules match non-ASCII spellings (`ſecret`, the
     // Kelvin sign for `k`) that an ASCII literal scan would miss: such text takes the full
@@ -279,9 +332,17 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         if !hits.matched(i) || !rule.re.is_match(&out) {
             continue;
         }
-        let replaced = rule
-            .re
-            .replace_all(&out, |c: &Captures<'_>| replacement(rule, c));
+        let mut made = 0;
+        let replaced = rule.re.replace_all(&out, |c: &Captures<'_>| {
+            let (text, changed) = replacement(rule, c);
+            made += usize::from(changed);
+            text
+        });
+        if made > 0
+            && let Some(t) = tally.as_deref_mut()
+        {
+            *t.entry(rule.id).or_default() += made;
+        }
         if let Cow::Owned(s) = replaced {
             out = Cow::Owned(s);
         }
@@ -403,25 +464,28 @@ pub fn find_secret(text: &str) -> Option<Finding> {
 
 /// What one match of `rule` becomes: unchanged when the rule's check refuses its secret,
 /// else the kept parts (see [`Keep`]) around [`REDACTED`].
-fn replacement(rule: &Rule, c: &Captures<'_>) -> String {
+/// The replacement of one match, and whether it replaced a secret (`false`: the rule's
+/// check left the match as it was).
+fn replacement(rule: &Rule, c: &Captures<'_>) -> (String, bool) {
     let Some(whole) = c.get(0) else {
-        return String::new();
+        return (String::new(), false);
     };
     let secret = c.name("secret").unwrap_or(whole);
     if !(rule.accept)(secret.as_str()) {
-        return whole.as_str().to_string();
+        return (whole.as_str().to_string(), false);
     }
     let text = whole.as_str();
     let (start, end) = (secret.start() - whole.start(), secret.end() - whole.start());
     let tail = &text[end..];
-    match rule.keep {
+    let out = match rule.keep {
         Keep::Nothing => REDACTED.to_string(),
         Keep::Prefix => format!("{}{REDACTED}{tail}", &text[..start]),
         Keep::Bearer => {
             let keep = c.name("keep").map_or("", |m| m.as_str());
             format!("{keep}Bearer {REDACTED}{tail}")
         }
-    }
+    };
+    (out, true)
 }
 
 /// [`redact`] into an owned string.
@@ -435,6 +499,29 @@ pub fn redact_string(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tally_names_each_rule_and_counts_each_replacement() {
+        let text = "key sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 and ghp_abcdefghijklmnop0123 \
+                    and ghp_zyxwvutsrqponmlk9876 <private>x</private> password=hunter2hunter2";
+        let mut t = Tally::new();
+        let out = sanitize(text, &mut t);
+        assert_eq!(out, redact(&strip_private(text).0));
+        let want: Tally = [
+            ("provider_key", 1),
+            ("github_token", 2),
+            ("credential_pair", 1),
+            (PRIVATE_SPAN, 1),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(t, want);
+        // Already redacted text adds nothing: the counts are of secrets, not of markers.
+        let mut again = Tally::new();
+        assert_eq!(sanitize(&out, &mut again), out);
+        assert!(again.is_empty(), "{again:?}");
+        assert_eq!(rule_ids().len(), RULES.len());
+    }
 
     #[test]
     fn private_spans_never_leave_and_a_cut_span_fails_closed() {

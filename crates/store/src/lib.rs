@@ -34,7 +34,7 @@ use codex_free_core::Result;
 
 pub use agent_usage::{AgentUsageRow, UsageCursor, UsageWrite};
 pub use stage1::{
-    ClaimOutcome, ClaimParams, JobCounts, SourceCounts, Stage1Claim, Stage1Output,
+    ClaimOutcome, ClaimParams, ExcludedThread, JobCounts, SourceCounts, Stage1Claim, Stage1Output,
     Stage1OutputInput, ThreadRow, ThreadUpsert,
 };
 pub use usage::{RunRow, RunSummary, Spend, TokenCounts, UsageRow};

@@ -178,8 +178,16 @@ CREATE TABLE usage_cursors (
 );
 "#;
 
+/// v6: each request's receipt — the SHA-256 and size of the sealed bytes that left, and
+/// its redactions by rule (a JSON object) — so Runs & costs can show what was sent.
+const V6: &str = r#"
+ALTER TABLE usage ADD COLUMN sent_sha256 TEXT;
+ALTER TABLE usage ADD COLUMN sent_bytes INTEGER;
+ALTER TABLE usage ADD COLUMN redactions TEXT;
+"#;
+
 /// Every migration, in order. Append only.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -156,6 +156,23 @@ pub struct ClaimParams {
     /// `memories force`: ignore the idle time, retry backoff and exhausted retries (never
     /// the watermark: an unchanged rollout is still not re-extracted).
     pub force: bool,
+    /// `memories.exclude_paths`: a thread whose working directory matches is never
+    /// eligible (not even with `force`).
+    pub exclude: codex_free_core::config::exclude::ExcludePaths,
+}
+
+/// A thread that would be eligible for phase 1 but whose working directory matches
+/// `memories.exclude_paths` ([`Store::excluded_threads`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExcludedThread {
+    /// Rollout id.
+    pub id: String,
+    /// Source name.
+    pub source: String,
+    /// The working directory that matched.
+    pub cwd: String,
+    /// The pattern that matched, as configured.
+    pub pattern: String,
 }
 
 /// Phase-1 jobs by state.
@@ -342,7 +359,35 @@ impl Store {
     /// Threads eligible for phase 1 now and not yet up to date (newest first, at most
     /// `limit`): memory on, not sub-agent/ephemeral, source allowed, inside the age window,
     /// idle long enough (unless `force`), output older than `updated_at`.
+    /// Threads whose working directory matches `memories.exclude_paths` (`p.exclude`) are
+    /// left out ([`Store::excluded_threads`] lists them).
     pub fn eligible_threads(&self, p: &ClaimParams, limit: usize) -> Result<Vec<ThreadRow>> {
+        Ok(self.eligible_split(p, limit)?.0)
+    }
+
+    /// The threads [`Store::eligible_threads`] leaves out only because their working
+    /// directory matches `memories.exclude_paths`, with the pattern that matched (newest
+    /// first, at most [`SCAN_LIMIT`]).
+    pub fn excluded_threads(&self, p: &ClaimParams) -> Result<Vec<ExcludedThread>> {
+        if p.exclude.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.eligible_split(p, 0)?.1)
+    }
+
+    /// Eligible threads (at most `limit`) and the eligible-but-excluded ones.
+    fn eligible_split(
+        &self,
+        p: &ClaimParams,
+        limit: usize,
+    ) -> Result<(Vec<ThreadRow>, Vec<ExcludedThread>)> {
+        // With exclusions the SQL limit cannot be the caller's: excluded rows are dropped
+        // after the query.
+        let sql_limit = if p.exclude.is_empty() {
+            limit
+        } else {
+            SCAN_LIMIT
+        };
         let now = self.now();
         let age_cutoff = now - i64::from(p.max_age_days) * 86_400;
         let idle_cutoff = if p.force {
@@ -365,11 +410,24 @@ impl Store {
             p.sources.iter().map(|s| s.clone().into()).collect();
         args.push(age_cutoff.into());
         args.push(idle_cutoff.into());
-        args.push((limit.min(i64::MAX as usize) as i64).into());
+        args.push((sql_limit.min(i64::MAX as usize) as i64).into());
         let c = self.conn();
         let mut st = c.prepare(&sql).map_err(db_err)?;
         let rows = collect_rows(&mut st, rusqlite::params_from_iter(args), thread_from_row)?;
-        Ok(rows)
+        let (mut eligible, mut excluded) = (Vec::new(), Vec::new());
+        for t in rows {
+            match t.cwd.as_deref().and_then(|c| p.exclude.matched(c)) {
+                Some(pattern) => excluded.push(ExcludedThread {
+                    id: t.id.clone(),
+                    source: t.source.clone(),
+                    cwd: t.cwd.clone().unwrap_or_default(),
+                    pattern: pattern.to_string(),
+                }),
+                None if eligible.len() < limit => eligible.push(t),
+                None => {}
+            }
+        }
+        Ok((eligible, excluded))
     }
 
     /// Claim up to `p.max_claimed` eligible jobs (Codex: `claim_stage1_jobs_for_startup`).
@@ -864,6 +922,7 @@ mod tests {
             lease_seconds: LEASE_SECONDS,
             worker_id: "w".into(),
             force: false,
+            exclude: Default::default(),
         }
     }
 
@@ -872,6 +931,48 @@ mod tests {
         rollout_summary: "sum",
         rollout_slug: Some("slug"),
     };
+
+    /// A thread run in an excluded project is neither eligible nor claimable (not even
+    /// forced), and is listed with the pattern that excluded it; the others are unaffected.
+    #[test]
+    fn excluded_projects_are_never_eligible_and_say_why() {
+        let (s, _) = store();
+        let mut a = thread("secret", NOW - 7 * 3600);
+        a.cwd = Some("/work/clients/acme/api".into());
+        let mut b = thread("public", NOW - 8 * 3600);
+        b.cwd = Some("/work/oss".into());
+        s.upsert_threads(&[a, b, thread("nocwd", NOW - 9 * 3600)], true)
+            .unwrap();
+        let mut p = params(10);
+        p.force = true;
+        p.exclude =
+            codex_free_core::config::exclude::ExcludePaths::new(&["/work/clients/*".into()])
+                .unwrap();
+        let ids = |v: Vec<ThreadRow>| v.into_iter().map(|t| t.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(s.eligible_threads(&p, 100).unwrap()),
+            ["public", "nocwd"]
+        );
+        assert_eq!(ids(s.eligible_threads(&p, 1).unwrap()), ["public"]);
+        let claimed: Vec<_> = s
+            .claim_stage1_jobs(&p)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.thread.id)
+            .collect();
+        assert_eq!(claimed, ["public", "nocwd"]);
+        let ex = s.excluded_threads(&p).unwrap();
+        assert_eq!(ex.len(), 1);
+        assert_eq!(
+            (
+                ex[0].id.as_str(),
+                ex[0].pattern.as_str(),
+                ex[0].cwd.as_str()
+            ),
+            ("secret", "/work/clients/*", "/work/clients/acme/api")
+        );
+        assert!(s.excluded_threads(&params(10)).unwrap().is_empty());
+    }
 
     #[test]
     fn eligibility_window_idle_age_source_flags_mode() {

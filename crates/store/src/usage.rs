@@ -86,6 +86,14 @@ pub struct UsageRow {
     pub outcome: String,
     /// Short error text.
     pub error: Option<String>,
+    /// SHA-256 (hex) of the sealed request bytes that left (the outgoing gate's canonical
+    /// JSON); `None` when nothing was sent (refused by the gate) or for rows of older
+    /// versions.
+    pub sent_sha256: Option<String>,
+    /// Size of those bytes.
+    pub sent_bytes: Option<i64>,
+    /// Secrets redacted and private spans removed before it left, by rule name.
+    pub redactions: std::collections::BTreeMap<String, i64>,
 }
 
 /// What a run did, written when it ends.
@@ -203,12 +211,14 @@ impl Store {
     /// Record one request and add it to its run's totals (one transaction).
     pub fn record_usage(&self, u: &UsageRow) -> Result<()> {
         let now = self.now();
+        let redactions = (!u.redactions.is_empty())
+            .then(|| serde_json::to_string(&u.redactions).unwrap_or_default());
         let mut c = self.conn();
         let tx = c.transaction().map_err(db_err)?;
         tx.execute(
             &format!(
                 "INSERT INTO usage ({USAGE_COLS}, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
             ),
             params![
                 u.run_id,
@@ -226,6 +236,9 @@ impl Store {
                 u.duration_ms,
                 u.outcome,
                 u.error,
+                u.sent_sha256,
+                u.sent_bytes,
+                redactions,
                 now
             ],
         )
@@ -346,9 +359,10 @@ pub fn month_start(ts: i64) -> i64 {
 /// The `usage` columns [`usage_from_row`] reads, in its order (the INSERT uses them too).
 const USAGE_COLS: &str =
     "run_id, phase, request_no, thread_id, model, attempts, input_tokens, cached_input_tokens,
-    cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, duration_ms, outcome, error";
+    cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, duration_ms, outcome, error,
+    sent_sha256, sent_bytes, redactions";
 /// How many columns [`USAGE_COLS`] names (the index of a column selected after them).
-const USAGE_COL_COUNT: usize = 15;
+const USAGE_COL_COUNT: usize = 18;
 
 fn usage_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UsageRow> {
     Ok(UsageRow {
@@ -363,6 +377,13 @@ fn usage_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UsageRow> {
         duration_ms: r.get(12)?,
         outcome: r.get(13)?,
         error: r.get(14)?,
+        sent_sha256: r.get(15)?,
+        sent_bytes: r.get(16)?,
+        // A column this build cannot read is shown as "no counts", never an error.
+        redactions: r
+            .get::<_, Option<String>>(17)?
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -431,6 +452,42 @@ mod tests {
         assert!(e.contains("pid 999999"), "{e}");
         // Idempotent.
         assert_eq!(s.interrupt_orphaned_runs(|pid| pid == 424242).unwrap(), 0);
+    }
+
+    /// A request's receipt (hash, size, redactions by rule) is stored with it and read
+    /// back with the run's rows; a row without one reads as none.
+    #[test]
+    fn a_receipt_round_trips_with_its_usage_row() {
+        let s = Store::open_in_memory(Arc::new(ManualClock::new(1_000))).unwrap();
+        let run = s.begin_run("phase1", "manual", None).unwrap();
+        let mut row = UsageRow {
+            run_id: run.clone(),
+            phase: "phase1".into(),
+            request_no: 1,
+            model: "m".into(),
+            outcome: "ok".into(),
+            sent_sha256: Some("ab".repeat(32)),
+            sent_bytes: Some(1234),
+            redactions: [("github_token".to_string(), 2), ("private_span".into(), 1)]
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        };
+        s.record_usage(&row).unwrap();
+        row.request_no = 2;
+        row.sent_sha256 = None;
+        row.sent_bytes = None;
+        row.redactions.clear();
+        s.record_usage(&row).unwrap();
+        let rows = s.run_usage(&run).unwrap();
+        assert_eq!(
+            rows[0].sent_sha256.as_deref(),
+            Some("ab".repeat(32).as_str())
+        );
+        assert_eq!(rows[0].sent_bytes, Some(1234));
+        assert_eq!(rows[0].redactions.get("github_token"), Some(&2));
+        assert_eq!(rows[1].sent_sha256, None);
+        assert!(rows[1].redactions.is_empty());
     }
 
     #[test]

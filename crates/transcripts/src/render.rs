@@ -1,5 +1,5 @@
-//! Rollout → the text phase 1 sends to the model, in this order: redact every item
-//! ([`codex_free_redact`]), compact tool results ([`super::compact`]), then cap the whole input
+//! Rollout → the text phase 1 sends to the model, in this order: remove every item's
+//! `<private>…</private>` spans and redact its secrets ([`codex_free_redact`]), compact tool results ([`super::compact`]), then cap the whole input
 //! to [`input_token_limit`] tokens keeping head and tail (upstream Codex: 70% of the
 //! model's context window, 150,000 tokens when the window is unknown).
 //!
@@ -30,7 +30,6 @@ use serde::Serialize;
 use super::compact::{self, Compactor, cap_head_tail};
 use super::rollout::{Item, Rollout};
 use codex_free_core::tokens;
-use codex_free_redact::redact;
 
 /// Phase-1 input limit when the model's window is unknown: 150,000 tokens (upstream
 /// Codex `DEFAULT_STAGE_ONE_ROLLOUT_TOKEN_LIMIT`).
@@ -71,6 +70,9 @@ pub struct Rendered {
     pub tool_results: usize,
     /// Tool results that compaction changed.
     pub results_compacted: usize,
+    /// Secrets redacted and private spans removed, by rule, counted on the items before
+    /// compaction and the cap (a marker compaction later cut out is still counted).
+    pub redactions: codex_free_redact::Tally,
 }
 
 /// Render `rollout` for phase 1 with `tool_result_token_budget` tokens per tool result
@@ -102,15 +104,30 @@ pub fn render_pair(
     (raw, comp)
 }
 
-/// Per item: its redacted body and that body's token count, filled on first use.
-type Memo = Vec<Option<(String, usize)>>;
+/// Per item: its redacted body, that body's token count and its redactions, filled on
+/// first use.
+type Memo = Vec<Option<(String, usize, codex_free_redact::Tally)>>;
 
-fn redacted_counted<'m>(memo: &'m mut Memo, i: usize, raw: &str) -> &'m (String, usize) {
-    memo[i].get_or_insert_with(|| {
-        let b = redact(raw).into_owned();
+/// An item's body as it may leave: its `<private>` spans removed first, per item, so an
+/// unclosed tag removes to the end of that message only (the outgoing gate, which sees
+/// the whole rendering as one text, would remove to the end of the session), and before
+/// compaction and the cap could cut a span's closing tag off; then its secrets redacted.
+fn redacted_counted<'m>(
+    memo: &'m mut Memo,
+    i: usize,
+    raw: &str,
+    tally: &mut codex_free_redact::Tally,
+) -> (&'m str, usize) {
+    let (b, n, t) = memo[i].get_or_insert_with(|| {
+        let mut t = codex_free_redact::Tally::new();
+        let b = codex_free_redact::sanitize(raw, &mut t).into_owned();
         let n = tokens::count(&b);
-        (b, n)
-    })
+        (b, n, t)
+    });
+    for (k, v) in t.iter() {
+        *tally.entry(k).or_default() += v;
+    }
+    (b.as_str(), *n)
 }
 
 fn render_with(
@@ -127,6 +144,7 @@ fn render_with(
     let mut text = String::new();
     let (mut before, mut after, mut tool_before, mut tool_after) = (0, 0, 0, 0);
     let (mut results, mut changed) = (0, 0);
+    let mut tally = codex_free_redact::Tally::new();
 
     for (i, item) in rollout.items.iter().enumerate() {
         match item {
@@ -136,7 +154,7 @@ fn render_with(
                 } else {
                     "[assistant]"
                 };
-                let (body, bn) = redacted_counted(memo, i, t);
+                let (body, bn) = redacted_counted(memo, i, t, &mut tally);
                 let n = tokens::count(header) + bn + 1;
                 before += n;
                 after += n;
@@ -150,7 +168,7 @@ fn render_with(
                 let n = number_for(&mut numbers, &mut next, call_id);
                 call_names.insert(call_id.as_str(), name.as_str());
                 let header = format!("[tool call {name} #{n}]");
-                let (body, bn) = redacted_counted(memo, i, args);
+                let (body, bn) = redacted_counted(memo, i, args, &mut tally);
                 let c = tokens::count(&header) + bn + 1;
                 before += c;
                 after += c;
@@ -168,8 +186,7 @@ fn render_with(
                     .or_else(|| call_names.get(call_id.as_str()).copied())
                     .unwrap_or("tool");
                 let header = compact::label(name, n, *is_error);
-                let (redacted, tb) = redacted_counted(memo, i, t);
-                let (redacted, tb) = (redacted.as_str(), *tb);
+                let (redacted, tb) = redacted_counted(memo, i, t, &mut tally);
                 let compacted = compactor.result(n, redacted, *is_error);
                 let head = tokens::count(&header) + 1;
                 let ta = if compacted == redacted {
@@ -209,6 +226,7 @@ fn render_with(
         capped,
         tool_results: results,
         results_compacted: changed,
+        redactions: tally,
     }
 }
 
@@ -299,6 +317,44 @@ mod tests {
         );
         assert_eq!(out.tokens_before, out.tokens_after);
         assert!(!out.capped);
+        assert_eq!(
+            out.redactions.into_iter().collect::<Vec<_>>(),
+            [("provider_key", 1)]
+        );
+    }
+
+    /// A private span is removed per message: an unclosed tag takes the rest of its own
+    /// message only, the next message is kept; a span inside a tool result goes too.
+    #[test]
+    fn private_spans_are_removed_per_message_and_an_unclosed_one_fails_closed() {
+        let r = rollout(vec![
+            Item::User {
+                text: "deploy it <private>PLANTED-1 host db.internal".into(),
+            },
+            Item::Assistant {
+                text: "which branch?".into(),
+            },
+            Item::ToolResult {
+                call_id: "c1".into(),
+                name: Some("read_file".into()),
+                text: "a <PRIVATE>PLANTED-2</private> b".into(),
+                is_error: false,
+            },
+        ]);
+        let out = render(&r, 1000, None);
+        assert!(!out.text.contains("PLANTED"), "{}", out.text);
+        assert!(
+            out.text.starts_with(
+                "[user]\ndeploy it [private: removed]\n\n[assistant]\nwhich branch?\n"
+            ),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("a [private: removed] b"), "{}", out.text);
+        assert_eq!(
+            out.redactions.get(codex_free_redact::PRIVATE_SPAN),
+            Some(&2)
+        );
     }
 
     #[test]

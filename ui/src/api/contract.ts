@@ -15,6 +15,7 @@ import type {
   ConnectView,
   FieldError,
   KeyStatus,
+  SentRequest,
   MemoryView,
   CommitDiff,
   HistoryView,
@@ -47,6 +48,8 @@ export interface Api {
   testConnection(provider: string): Promise<ConnectionTest>;
   runs(filter: RunFilter): Promise<RunsView>;
   runsCsv(filter: RunFilter): Promise<string>;
+  /** The sealed bytes of a sent request kept by memories.keep_sent_days, by its receipt hash. */
+  sentRequest(sha256: string): Promise<SentRequest>;
   /** What the coding agents and the pipeline used and cost (imports the transcripts first). */
   agentUsage(filter: AgentUsageFilter): Promise<AgentUsageView>;
   /** The rows behind agentUsage as CSV, one request a line. */

@@ -76,6 +76,7 @@ export class HttpApi implements Api {
     return this.call<W.ConnectionTest>("POST", `/api/keys/${encodeURIComponent(provider)}/test`);
   }
   runs(filter: W.RunFilter) { return this.call<W.RunsView>("GET", `/api/runs${this.query(filter)}`); }
+  sentRequest(sha256: string) { return this.call<W.SentRequest>("GET", `/api/sent/${encodeURIComponent(sha256)}`); }
   async runsCsv(filter: W.RunFilter): Promise<string> {
     const res = await this.send("GET", `/api/runs.csv${this.query(filter)}`, undefined, false, "text/csv");
     return res.text();

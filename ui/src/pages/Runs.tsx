@@ -1,6 +1,7 @@
+import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { api } from "../api";
-import type { ApiFailure, RunFilter, RunRow, UsageTotals } from "../api";
+import type { ApiFailure, RequestRow, RunFilter, RunRow, UsageTotals } from "../api";
 import { useLoad } from "../hooks";
 import { Badge, Card, ErrorBox } from "../components/ui";
 import { DailyCostChart } from "../components/Chart";
@@ -23,6 +24,41 @@ function TotalsRow({ t, testid }: { t: UsageTotals; testid?: string }) {
         {t.unpriced_requests > 0 && <span class="muted small"> + {t.unpriced_requests} unpriced</span>}
       </td>
       <td>{t.failed_requests || ""}</td>
+    </tr>
+  );
+}
+
+/** What one request sent: its receipt (hash, size, redactions by rule), and the sealed
+ * bytes themselves when memories.keep_sent_days kept them. */
+function Receipt({ q }: { q: RequestRow }) {
+  const [text, setText] = useState<string | null>(null);
+  const [err, setErr] = useState<ApiFailure | null>(null);
+  if (!q.sent_sha256) return null;
+  const rules = Object.entries(q.redactions);
+  const show = async () => {
+    try {
+      setText((await (await api()).sentRequest(q.sent_sha256 as string)).text);
+    } catch (e) {
+      setErr(e as ApiFailure);
+    }
+  };
+  return (
+    <tr class="receipt" data-testid="receipt">
+      <td colSpan={11} class="small">
+        sent <code title={q.sent_sha256}>sha256 {q.sent_sha256.slice(0, 16)}…</code> · {formatInt(q.sent_bytes ?? 0)} bytes ·{" "}
+        {rules.length === 0 ? "nothing redacted" : rules.map(([k, v]) => `${k} ×${v}`).join(", ")}
+        {q.sent_kept && text === null && (
+          <>
+            {" "}
+            <button class="small" onClick={show} data-testid="show-sent">
+              show what was sent
+            </button>
+          </>
+        )}
+        {!q.sent_kept && <span class="muted"> (bytes not kept: memories.keep_sent_days)</span>}
+        <ErrorBox error={err} />
+        {text !== null && <pre class="content" data-testid="sent-text">{text}</pre>}
+      </td>
     </tr>
   );
 }
@@ -55,7 +91,8 @@ function RunLine({ r }: { r: RunRow }) {
       </tr>
       {open &&
         r.request_rows.map((q, i) => (
-          <tr key={i} class="request">
+          <Fragment key={i}>
+          <tr class="request">
             <td>{formatTime(q.time_ms)}</td>
             <td>{q.phase}</td>
             <td>
@@ -70,6 +107,8 @@ function RunLine({ r }: { r: RunRow }) {
             <td>{q.outcome}</td>
             <td class="err">{q.error}</td>
           </tr>
+          <Receipt q={q} />
+          </Fragment>
         ))}
     </>
   );

@@ -434,6 +434,34 @@ fn writable_root(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// `memories.exclude_paths`: at most [`super::exclude::MAX_PATTERNS`] entries, each a valid
+/// glob that is absolute or starts with `~/` or `**/` ([`super::exclude::check_pattern`]).
+fn exclude_pattern(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
+    let Some(list) = v.as_array() else { return };
+    if list.len() > super::exclude::MAX_PATTERNS {
+        errors.push(FieldError::new(
+            key,
+            v.clone(),
+            FieldCode::OutOfRange,
+            format!(
+                "{key} has {} entries (allowed at most {})",
+                list.len(),
+                super::exclude::MAX_PATTERNS
+            ),
+        ));
+    }
+    for p in list.iter().filter_map(Value::as_str) {
+        if let Err(why) = super::exclude::check_pattern(p) {
+            errors.push(FieldError::new(
+                key,
+                v.clone(),
+                FieldCode::BadFormat,
+                format!("{key} contains {p:?}: {why}"),
+            ));
+        }
+    }
+}
+
 fn ip_or_localhost(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     if let Some(s) = v.as_str()
         && s != "localhost"
@@ -1046,6 +1074,21 @@ pub const FIELDS: &[Field] = &[
         SOURCES,
         SOURCES,
         "Agents whose sessions feed the pipeline.",
+    ),
+    Field::list(
+        "memories.exclude_paths",
+        &[],
+        &[],
+        "Globs of project folders (absolute, `~/...` or `**/...`) whose sessions are never sent to a model, subfolders included.",
+    )
+    .with_rule(exclude_pattern),
+    Field::int(
+        "memories.keep_sent_days",
+        0,
+        0,
+        365,
+        "days",
+        "Days the exact bytes of each model request are kept in `<home>/sent/` (0600) for inspection (0 = not kept).",
     ),
     Field::optional_number(
         "memories.monthly_spend_cap_usd",

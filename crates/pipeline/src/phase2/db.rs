@@ -72,6 +72,7 @@ impl Phase2Store for Phase2Db {
                 "failed".into()
             },
             error: rec.error.clone(),
+            ..Default::default()
         })
     }
     fn spend_blocked(&self) -> Result<Option<String>> {

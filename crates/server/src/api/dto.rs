@@ -464,6 +464,33 @@ pub struct RequestRow {
     pub outcome: String,
     /// The error message for failed requests.
     pub error: Option<String>,
+    /// Receipt: SHA-256 (hex) of the sealed request bytes that left; null when nothing was
+    /// sent or the row predates receipts. With `memories.keep_sent_days` the bytes are at
+    /// `<home>/sent/<sha256>.json` and `GET /api/sent/<sha256>`.
+    #[serde(default)]
+    pub sent_sha256: Option<String>,
+    /// Receipt: size of those bytes.
+    #[serde(default)]
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub sent_bytes: Option<u64>,
+    /// Receipt: secrets redacted and private spans removed before it left, by rule.
+    #[serde(default)]
+    #[cfg_attr(test, ts(type = "Record<string, number>"))]
+    pub redactions: BTreeMap<String, u64>,
+    /// Whether the sealed bytes are kept (`memories.keep_sent_days`) and can be opened.
+    #[serde(default)]
+    pub sent_kept: bool,
+}
+
+/// The sealed bytes of one sent request, kept by `memories.keep_sent_days`
+/// (`GET /api/sent/{sha256}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct SentRequest {
+    /// The receipt's hash (checked against the content).
+    pub sha256: String,
+    /// The request as the outgoing gate sealed it (canonical JSON).
+    pub text: String,
 }
 
 /// One pipeline run: its requests summed.
@@ -503,6 +530,12 @@ pub struct RunRow {
     pub outcome: String,
     /// First error message, if any.
     pub error: Option<String>,
+    /// Bytes the run's requests sent (sum of their receipts).
+    #[cfg_attr(test, ts(type = "number"))]
+    pub sent_bytes: u64,
+    /// Redactions of the run's requests by rule, summed.
+    #[cfg_attr(test, ts(type = "Record<string, number>"))]
+    pub redactions: BTreeMap<String, u64>,
     /// The run's requests, oldest first.
     pub request_rows: Vec<RequestRow>,
 }

@@ -239,6 +239,13 @@ fn table() -> Table {
         "/api/runs",
         |State(s): State<Svc>, Query(f): Query<RunFilter>| json(move || s.runs(&f)),
     )
+    .get("/api/forecast", |State(s): State<Svc>| {
+        json(move || s.forecast())
+    })
+    .get(
+        "/api/sent/{sha256}",
+        |State(s): State<Svc>, Path(h): Path<String>| json(move || s.sent_request(&h)),
+    )
     .get(
         "/api/runs.csv",
         |State(s): State<Svc>, Query(f): Query<RunFilter>| {

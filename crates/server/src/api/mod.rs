@@ -686,6 +686,27 @@ impl ApiService {
 
     // ---- runs & costs ----------------------------------------------------------------
 
+    /// What the backlog will cost (`memories forecast`): no model call, no key needed.
+    ///
+    /// Errors: config, database or transcript errors.
+    pub fn forecast(&self) -> Result<codex_free_pipeline::forecast::Forecast> {
+        let cfg = Config::load(&self.config_path())?.config;
+        let store = codex_free_store::Store::open_in_home(&self.home)?;
+        let input = codex_free_pipeline::transcript_input::TranscriptInput::from_env(&self.home);
+        codex_free_pipeline::forecast::forecast_blocking(&store, &cfg.memories, &input)
+    }
+
+    /// The kept sealed bytes of the request with receipt hash `sha256`
+    /// ([`codex_free_pipeline::sent::read_kept`]).
+    ///
+    /// Errors: not a hash, nothing kept under it, or the file changed since it was sent.
+    pub fn sent_request(&self, sha256: &str) -> Result<SentRequest> {
+        Ok(SentRequest {
+            text: codex_free_pipeline::sent::read_kept(&self.home, sha256)?,
+            sha256: sha256.to_string(),
+        })
+    }
+
     /// Runs, totals per day/week/month and filter menus for `filter`.
     pub fn runs(&self, filter: &RunFilter) -> Result<RunsView> {
         Ok(usage::view(
@@ -855,6 +876,44 @@ pub(crate) mod tests {
         };
         let s = ApiService::new(d.path(), store.clone(), ks);
         (d, s, store)
+    }
+
+    /// Runs & costs carries each request's receipt and sums it per run; the kept bytes
+    /// open by their hash, and only by a well-formed hash.
+    #[test]
+    fn runs_carry_receipts_and_kept_bytes_open_by_hash() {
+        use sha2::Digest;
+        let (d, s, _) = service();
+        let store = codex_free_store::Store::open_in_home(d.path()).unwrap();
+        let run = store.begin_run("phase1", "manual", Some("m")).unwrap();
+        let bytes = b"{\"system\": \"s\"}\n";
+        let sha = hex::encode(sha2::Sha256::digest(bytes));
+        codex_free_pipeline::sent::keep(d.path(), 1, &sha, bytes);
+        store
+            .record_usage(&codex_free_store::UsageRow {
+                run_id: run.clone(),
+                phase: "phase1".into(),
+                request_no: 1,
+                model: "m".into(),
+                outcome: "ok".into(),
+                sent_sha256: Some(sha.clone()),
+                sent_bytes: Some(bytes.len() as i64),
+                redactions: [("github_token".to_string(), 2)].into_iter().collect(),
+                ..Default::default()
+            })
+            .unwrap();
+        let v = s.runs(&RunFilter::default()).unwrap();
+        let r = v.runs.iter().find(|r| r.run_id == run).unwrap();
+        assert_eq!(r.sent_bytes, bytes.len() as u64);
+        assert_eq!(r.redactions.get("github_token"), Some(&2));
+        let q = &r.request_rows[0];
+        assert_eq!(q.sent_sha256.as_deref(), Some(sha.as_str()));
+        assert!(q.sent_kept);
+        assert_eq!(s.sent_request(&sha).unwrap().text.as_bytes(), bytes);
+        assert_eq!(
+            s.sent_request("../../etc/passwd").unwrap_err().code(),
+            "invalid_argument"
+        );
     }
 
     #[test]
@@ -1131,6 +1190,7 @@ pub(crate) mod tests {
         ModelsView::export_all(&cfg).unwrap();
         ConnectionTest::export_all(&cfg).unwrap();
         RunsView::export_all(&cfg).unwrap();
+        SentRequest::export_all(&cfg).unwrap();
         RunFilter::export_all(&cfg).unwrap();
         MemoryView::export_all(&cfg).unwrap();
         ActionResult::export_all(&cfg).unwrap();

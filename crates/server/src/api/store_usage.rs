@@ -65,6 +65,17 @@ impl UsageSource for StoreUsage {
                 duration_ms: u.duration_ms.max(0) as u64,
                 outcome: u.outcome,
                 error: u.error,
+                sent_kept: u
+                    .sent_sha256
+                    .as_deref()
+                    .is_some_and(|h| codex_free_pipeline::sent::path_of(&self.home, h).is_file()),
+                sent_sha256: u.sent_sha256,
+                sent_bytes: u.sent_bytes.map(|b| b.max(0) as u64),
+                redactions: u
+                    .redactions
+                    .into_iter()
+                    .map(|(k, v)| (k, v.max(0) as u64))
+                    .collect(),
             })
             .filter(|r| {
                 since_ms.is_none_or(|s| r.time_ms >= s) && until_ms.is_none_or(|u| r.time_ms < u)

@@ -222,6 +222,13 @@ fn run_of(run_id: &str, mut reqs: Vec<RequestRow>, meta: Option<&RunMeta>) -> Ru
         duration_ms: reqs.iter().map(|r| r.duration_ms).sum(),
         outcome,
         error,
+        sent_bytes: reqs.iter().filter_map(|r| r.sent_bytes).sum(),
+        redactions: reqs.iter().fold(BTreeMap::new(), |mut m, r| {
+            for (k, v) in &r.redactions {
+                *m.entry(k.clone()).or_insert(0) += v;
+            }
+            m
+        }),
         request_rows: reqs,
     }
 }
@@ -350,6 +357,10 @@ pub fn demo_records(now_ms: i64, days: u32) -> Vec<RequestRow> {
                 duration_ms: 2_500,
                 outcome: "ok".into(),
                 error: None,
+                sent_sha256: None,
+                sent_bytes: None,
+                redactions: BTreeMap::new(),
+                sent_kept: false,
             });
         }
         if d % 3 == 0 {
@@ -367,6 +378,10 @@ pub fn demo_records(now_ms: i64, days: u32) -> Vec<RequestRow> {
                     outcome: if ok { "ok" } else { "failed" }.into(),
                     error: (!ok)
                         .then(|| "provider: HTTP 500 from local/unpriced-model".to_string()),
+                    sent_sha256: None,
+                    sent_bytes: None,
+                    redactions: BTreeMap::new(),
+                    sent_kept: false,
                 });
             }
         }

@@ -48,4 +48,22 @@ outcome: string,
 /**
  * The error message for failed requests.
  */
-error: string | null, };
+error: string | null, 
+/**
+ * Receipt: SHA-256 (hex) of the sealed request bytes that left; null when nothing was
+ * sent or the row predates receipts. With `memories.keep_sent_days` the bytes are at
+ * `<home>/sent/<sha256>.json` and `GET /api/sent/<sha256>`.
+ */
+sent_sha256: string | null, 
+/**
+ * Receipt: size of those bytes.
+ */
+sent_bytes: number | null, 
+/**
+ * Receipt: secrets redacted and private spans removed before it left, by rule.
+ */
+redactions: Record<string, number>, 
+/**
+ * Whether the sealed bytes are kept (`memories.keep_sent_days`) and can be opened.
+ */
+sent_kept: boolean, };

@@ -62,6 +62,14 @@ outcome: string,
  */
 error: string | null, 
 /**
+ * Bytes the run's requests sent (sum of their receipts).
+ */
+sent_bytes: number, 
+/**
+ * Redactions of the run's requests by rule, summed.
+ */
+redactions: Record<string, number>, 
+/**
  * The run's requests, oldest first.
  */
 request_rows: Array<RequestRow>, };

@@ -53,6 +53,7 @@ export type { RunRow } from "./RunRow";
 export type { RunsLaterChange } from "./RunsLaterChange";
 export type { RunsView } from "./RunsView";
 export type { SandboxView } from "./SandboxView";
+export type { SentRequest } from "./SentRequest";
 export type { ServerState } from "./ServerState";
 export type { ServerStatus } from "./ServerStatus";
 export type { SetKeyRequest } from "./SetKeyRequest";
