@@ -70,3 +70,44 @@ fn runs_later_on_real_repository_trees() {
 /// (precision 0.980, recall 0.983; before tuning 0.943 and 0.629).
 const FLOOR_PRECISION: f64 = 0.97;
 const FLOOR_RECALL: f64 = 0.97;
+
+/// Recall of the `exec.denyRead` defaults over real credential locations (documentation and
+/// dotfiles ignore lists): a location is covered when a default is it or a folder above it.
+#[test]
+fn deny_read_defaults_cover_real_credential_locations() {
+    use codex_free_core::config::DEFAULT_DENY_READ;
+    let text = std::fs::read_to_string(data("deny-read/locations.tsv")).expect("locations.tsv");
+    let want = half();
+    let covered_by = |loc: &str| {
+        DEFAULT_DENY_READ
+            .iter()
+            .find(|d| Path::new(loc).starts_with(Path::new(d)))
+    };
+    let (mut hit, mut total, mut missing) = (0usize, 0usize, Vec::new());
+    for line in text.lines().skip(1) {
+        let c: Vec<&str> = line.split('\t').collect();
+        assert_eq!(c.len(), 4, "bad row: {line}");
+        assert!(c[1].starts_with("~/"), "not a home path: {line}");
+        if c[3] != want {
+            continue;
+        }
+        total += 1;
+        match covered_by(c[1]) {
+            Some(_) => hit += 1,
+            None => missing.push(format!("{} ({})", c[1], c[0])),
+        }
+    }
+    let recall = hit as f64 / total.max(1) as f64;
+    println!(
+        "deny-read defaults on the {want} half: {hit} of {total} credential locations covered, \
+         recall {recall:.3}\nnot covered:\n  {}",
+        missing.join("\n  ")
+    );
+    assert!(total >= 30, "the {want} half lost its rows");
+    if want == "test" {
+        assert!(recall >= FLOOR_DENY_READ_RECALL, "recall {recall:.3}");
+    }
+}
+
+/// Test-half floor of the deny-read recall, measured once after tuning on the tune half.
+const FLOOR_DENY_READ_RECALL: f64 = 0.38;
