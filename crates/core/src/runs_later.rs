@@ -239,6 +239,9 @@ pub fn runs_later(rel: &Path) -> Option<&'static str> {
     if parent == Some(".circleci") || parent == Some(".buildkite") {
         return Some("CI");
     }
+    if let Some(what) = by_name(name) {
+        return Some(what);
+    }
     // Shapes a tool family fixes: JS/TS tool configuration modules (`vite.config.ts`,
     // `eslint.config.mjs`: executed by the tool and by editor extensions on opening the
     // folder), dot-rc files (`.eslintrc.json`, `.prettierrc`, `.babelrc`, `.mocharc.yml`,
@@ -285,6 +288,12 @@ pub fn runs_later(rel: &Path) -> Option<&'static str> {
     if matches!(ext, "gemspec" | "rake") || stem.starts_with("gemfile") && ext != "md" {
         return Some("bundler / rake (Ruby code)");
     }
+    None
+}
+
+/// What runs a file known by its exact (lower-cased) name, checked before the shapes so that
+/// a name with its own tool (`.envrc`: direnv) is not reported as a generic rc file.
+fn by_name(name: &str) -> Option<&'static str> {
     Some(match name {
         ".envrc" => "direnv on entering the folder",
         "makefile" | "gnumakefile" | "justfile" | ".justfile" | "taskfile.yml"
@@ -390,6 +399,11 @@ mod tests {
         ] {
             assert!(runs_later(Path::new(p)).is_some(), "{p}");
         }
+        // A name with its own tool is reported as that tool, not as a generic rc file.
+        assert_eq!(
+            runs_later(Path::new(".envrc")),
+            Some("direnv on entering the folder")
+        );
         for p in [
             "src/main.rs",
             "README.md",
