@@ -407,17 +407,20 @@ fn sync_remote(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
 }
 
 /// `exec.writableRoots`, `exec.cacheRoots`, `exec.denyRead`, `exec.allowRead` and
-/// `exec.allowUnixSockets`: at most 64 entries, each absolute or
+/// `exec.allowUnixSockets`: at most 64 entries (`exec.denyRead`: 128), each absolute or
 /// `~/...` (a relative path would depend on the working directory of whoever starts the
 /// server).
 fn writable_root(key: &str, v: &Value, errors: &mut Vec<FieldError>) {
     let Some(list) = v.as_array() else { return };
-    if list.len() > 64 {
+    // exec.denyRead ships 79 credential locations and must leave room for the user's own;
+    // entries that do not exist on the machine cost nothing in the sandbox.
+    let max = if key == "exec.denyRead" { 128 } else { 64 };
+    if list.len() > max {
         errors.push(FieldError::new(
             key,
             v.clone(),
             FieldCode::OutOfRange,
-            format!("{key} has {} entries (allowed at most 64)", list.len()),
+            format!("{key} has {} entries (allowed at most {max})", list.len()),
         ));
     }
     for r in list.iter().filter_map(Value::as_str) {
