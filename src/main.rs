@@ -450,7 +450,8 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             } else {
                 println!("{}", outcome.describe());
             }
-            if outcome.is_failure() {
+            if let codex_free_pipeline::phase2::Outcome::Failed { reason, .. } = &outcome {
+                eprintln!("error: memories consolidate failed: {reason}");
                 std::process::exit(1);
             }
         }

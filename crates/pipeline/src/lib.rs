@@ -16,3 +16,4 @@ pub mod run_log;
 pub mod scheduler;
 pub mod spend;
 pub mod transcript_input;
+pub mod v2;

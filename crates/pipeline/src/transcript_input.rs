@@ -135,6 +135,11 @@ impl RolloutInput for TranscriptInput {
         let window = context_window.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
         Ok(codex_free_transcripts::render::render(&rollout, tool_result_token_budget, window).text)
     }
+
+    fn items(&self, thread: &ThreadRow) -> Result<Vec<codex_free_transcripts::rollout::Item>> {
+        let source: Source = thread.source.parse()?;
+        Ok(parse_file(Path::new(&thread.path), source)?.items)
+    }
 }
 
 /// [`Redactor`] backed by [`codex_free_redact::redact`].
