@@ -252,6 +252,18 @@ async fn a_v2_only_home_runs_phase1_and_phase2_end_to_end() {
         "{log}"
     );
 
+    // New sessions are served the active version's summary: V2's, with V2's citation rule;
+    // the same home with v1 active has nothing to serve (no V1 folder).
+    let served = codex_free_memory::readpath::summary_for_instructions(home, &cfg).unwrap();
+    assert!(served.contains("- Always pnpm, never npm."), "{served}");
+    assert!(
+        served.contains("Do not cite `memory_summary.md`"),
+        "{served}"
+    );
+    let mut v1 = cfg.clone();
+    v1.memories.version = "v1".into();
+    assert!(codex_free_memory::readpath::summary_for_instructions(home, &v1).is_none());
+
     // Readiness: n consolidated threads, a valid summary; the version stays as configured.
     let r = readiness_with(&env, n as u32).unwrap();
     assert!(r.v2.ready, "{:?}", r.v2);

@@ -30,3 +30,16 @@ pub fn db_path(home: &Path, version: MemoryVersion) -> PathBuf {
         MemoryVersion::V2 => codex_free_store::DB_FILE_V2,
     })
 }
+
+/// Open the database of `version` in `home` with the system clock.
+///
+/// Errors: as [`codex_free_store::Store::open`].
+pub fn open_store(
+    home: &Path,
+    version: MemoryVersion,
+) -> codex_free_core::Result<codex_free_store::Store> {
+    codex_free_store::Store::open(
+        &db_path(home, version),
+        std::sync::Arc::new(codex_free_store::SystemClock),
+    )
+}
