@@ -586,7 +586,7 @@ mod tests {
     fn home_with(files: &[(&str, &str)]) -> tempfile::TempDir {
         let h = tempfile::tempdir().unwrap();
         for (p, c) in files {
-            let path = super::folder::folder_path(h.path()).join(p);
+            let path = crate::folder::folder_path(h.path()).join(p);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, c).unwrap();
         }
