@@ -32,18 +32,22 @@ struct Mock {
     script: Arc<Mutex<VecDeque<Step>>>,
     phase1_bodies: Arc<Mutex<Vec<Value>>>,
     phase2_bodies: Arc<Mutex<Vec<Value>>>,
+    /// Answer HTTP 500 to every V2 extraction (told apart by its instructions).
+    fail_v2: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn usage() -> Value {
     json!({"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100})
 }
 
-async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> Json<Value> {
+async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> axum::response::Response {
+    use axum::response::IntoResponse;
     let done = |message: Value, finish: &str| {
         Json(
             json!({"id": "chatcmpl-v2", "object": "chat.completion", "created": 0, "model": "mock-model",
             "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage()}),
         )
+        .into_response()
     };
     if body
         .get("tools")
@@ -69,17 +73,30 @@ async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> Json<Value> {
         );
     }
     let text = body.to_string();
+    let is_v2 = body["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|t| t == codex_free_pipeline::phase1::SYSTEM_PROMPT_V2);
     m.phase1_bodies.lock().unwrap().push(body);
+    if is_v2 && m.fail_v2.load(std::sync::atomic::Ordering::SeqCst) {
+        return (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"error": {"message": "internal"}})),
+        )
+            .into_response();
+    }
     let id = text
         .split("Session ")
         .nth(1)
         .and_then(|r| r.split(' ').next())
         .unwrap_or("?")
         .to_string();
-    let answer = json!({
+    let mut answer = json!({
         "rollout_summary": format!("In session {id} the user asked to always use pnpm."),
         "rollout_slug": format!("pnpm {id}"),
     });
+    if !is_v2 {
+        answer["raw_memory"] = json!(format!("- Always pnpm, never npm (session {id})."));
+    }
     done(
         json!({"role": "assistant", "content": answer.to_string()}),
         "stop",
@@ -97,15 +114,22 @@ async fn start(m: Mock) -> String {
 }
 
 fn configure(home: &Path, base_url: &str) -> Config {
-    let text = json!({"memories": {
-        "version": "v2",
+    configure_with(home, base_url, json!({"version": "v2"}))
+}
+
+fn configure_with(home: &Path, base_url: &str, extra: Value) -> Config {
+    let mut m = json!({
         "extract_model": "local/mock-model",
         "consolidation_model": "local/mock-model",
         "sources": ["codex"],
         "max_rollouts_per_startup": 8,
         "providers": {"local": {"base_url": base_url, "api": "openai-chat"}},
-    }})
-    .to_string();
+        "prices": {"local/mock-model": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}},
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        m[k] = v.clone();
+    }
+    let text = json!({ "memories": m }).to_string();
     let (cfg, warnings) = Config::parse(&text).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     cfg.save(&home.join(CONFIG_FILE)).unwrap();
@@ -284,4 +308,77 @@ async fn a_v2_only_home_runs_phase1_and_phase2_end_to_end() {
     let out = phase2(home, &cfg, true).await;
     assert!(matches!(out, Outcome::NoChanges { .. }), "{out:?}");
     assert_eq!(mock.phase2_bodies.lock().unwrap().len(), before);
+}
+
+/// Dual-write runs both pipelines on the same transcripts, independently: with the provider
+/// failing only V2's requests, V1's run succeeds (outputs with raw memories in
+/// `state.sqlite`) and V2's fails (nothing in `state_v2.sqlite`), the command reports the
+/// V2 failure, and `memories.log` has one line per pipeline with its tokens and cost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dual_write_runs_both_pipelines_independently() {
+    let mock = Mock::default();
+    mock.fail_v2
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let base = start(mock.clone()).await;
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path();
+    configure_with(home, &base, json!({"dual_write": true}));
+    let codex_home = home.join("codex-home");
+    let n = copy_codex_fixtures(&codex_home);
+    let mut env = ControlEnv::new(home.to_path_buf(), Arc::new(MemoryStore::default()));
+    env.input = Arc::new(TranscriptInput::new(SourceRoots {
+        codex_home: Some(codex_home),
+        ..Default::default()
+    }));
+    env.retry = RetryPolicy {
+        max_attempts: 1,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(20),
+        max_retry_after: Duration::from_secs(1),
+    };
+    let (text, verdict) =
+        codex_free_pipeline::cli::execute_with_verdict(MemoriesCmd::Run { json: false }, &env)
+            .await
+            .unwrap();
+    let why = verdict.expect("the v2 run achieved nothing");
+    assert!(why.starts_with("v2: memories run failed"), "{why}");
+    assert!(!why.contains("v1:"), "{why}");
+    assert!(
+        text.contains(&format!("v1: ")) && text.contains("v2: "),
+        "{text}"
+    );
+    let v1 = Store::open_in_home(home)
+        .unwrap()
+        .phase2_candidates()
+        .unwrap();
+    assert_eq!(v1.len(), n);
+    assert!(v1.iter().all(|o| !o.raw_memory.is_empty()));
+    let v2 = Store::open_v2_in_home(home).unwrap();
+    assert!(v2.phase2_candidates().unwrap().is_empty());
+    assert_eq!(
+        v2.job_counts().unwrap().retrying,
+        n as i64,
+        "{:?}",
+        v2.job_counts()
+    );
+    let log = std::fs::read_to_string(home.join("memories.log")).unwrap();
+    let l1 = log.lines().find(|l| l.contains(" phase1: ")).unwrap();
+    let l2 = log.lines().find(|l| l.contains(" phase1 v2: ")).unwrap();
+    assert!(
+        l1.contains(&format!(
+            "{n} claimed, {n} with output, 0 no output, 0 failed"
+        )),
+        "{l1}"
+    );
+    assert!(
+        l1.contains(&format!("{} tokens", n * 1100)) && l1.contains("$0."),
+        "{l1}"
+    );
+    assert!(
+        l2.contains(&format!(
+            "{n} claimed, 0 with output, 0 no output, {n} failed"
+        )),
+        "{l2}"
+    );
+    assert!(l2.contains("0 tokens"), "{l2}");
 }
