@@ -343,10 +343,7 @@ async fn dual_write_runs_both_pipelines_independently() {
     let why = verdict.expect("the v2 run achieved nothing");
     assert!(why.starts_with("v2: memories run failed"), "{why}");
     assert!(!why.contains("v1:"), "{why}");
-    assert!(
-        text.contains(&format!("v1: ")) && text.contains("v2: "),
-        "{text}"
-    );
+    assert!(text.contains("v1: ") && text.contains("v2: "), "{text}");
     let v1 = Store::open_in_home(home)
         .unwrap()
         .phase2_candidates()
