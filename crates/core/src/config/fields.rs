@@ -896,7 +896,8 @@ pub const FIELDS: &[Field] = &[
         &["v1", "v2"],
         "Active memory version: v1 (MEMORY.md + summary, memories/) or v2 (summary only, memories_v2/); the one served to new sessions.",
     )
-    .restart(),
+    .restart()
+    .file_only(),
     Field::boolean(
         "memories.dual_write",
         false,
