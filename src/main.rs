@@ -436,21 +436,54 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
         MemoriesTop::Consolidate { force, json } => {
             let config = Config::load(&config_path)?.config;
             let keys = secrets();
-            let outcome = rt.block_on(codex_free_pipeline::phase2::model::run_in_home(
-                &home,
-                &config,
-                keys.store.as_ref(),
-                codex_free_models::RetryPolicy::default(),
-                "cli",
-                force,
-                tokio_util::sync::CancellationToken::new(),
-            ))?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&outcome)?);
-            } else {
-                println!("{}", outcome.describe());
+            // Each written version consolidates its own folder from its own database.
+            let versions = config.memories.written_versions();
+            let mut failed = Vec::new();
+            let mut outcomes = Vec::new();
+            for version in versions.iter().copied() {
+                let store = codex_free_pipeline::v2::open_store(&home, version)?;
+                let outcome =
+                    rt.block_on(codex_free_pipeline::phase2::model::run_version_with_store(
+                        &home,
+                        &config,
+                        store,
+                        version,
+                        keys.store.as_ref(),
+                        codex_free_models::RetryPolicy::default(),
+                        "cli",
+                        force,
+                        tokio_util::sync::CancellationToken::new(),
+                    ))?;
+                if let codex_free_pipeline::phase2::Outcome::Failed { reason, .. } = &outcome {
+                    failed.push(if versions.len() > 1 {
+                        format!("{version}: {reason}")
+                    } else {
+                        reason.clone()
+                    });
+                }
+                outcomes.push((version, outcome));
             }
-            if outcome.is_failure() {
+            if json {
+                if let [(_, only)] = outcomes.as_slice() {
+                    println!("{}", serde_json::to_string_pretty(only)?);
+                } else {
+                    let all: serde_json::Map<String, serde_json::Value> = outcomes
+                        .iter()
+                        .map(|(v, o)| Ok((v.to_string(), serde_json::to_value(o)?)))
+                        .collect::<anyhow::Result<_>>()?;
+                    println!("{}", serde_json::to_string_pretty(&all)?);
+                }
+            } else {
+                for (v, o) in &outcomes {
+                    if outcomes.len() > 1 {
+                        println!("{v}: {}", o.describe());
+                    } else {
+                        println!("{}", o.describe());
+                    }
+                }
+            }
+            if !failed.is_empty() {
+                eprintln!("error: memories consolidate failed: {}", failed.join("; "));
                 std::process::exit(1);
             }
         }

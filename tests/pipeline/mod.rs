@@ -8,3 +8,4 @@ mod phase1_fixtures;
 mod phase2;
 mod sources;
 mod sync;
+mod v2;

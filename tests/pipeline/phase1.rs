@@ -145,7 +145,9 @@ async fn end_to_end(case: Case) {
         }
     });
     let env = env_for(home);
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(
         out.contains("3 claimed, 2 with output, 1 no output, 0 failed, 0 released"),
         "{out}"
@@ -263,7 +265,9 @@ async fn end_to_end(case: Case) {
     );
 
     // Unchanged rollouts are never re-extracted.
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("nothing to do"), "{out}");
     assert_eq!(mock.requests().len(), 3);
 
@@ -326,7 +330,9 @@ async fn one_rollout_with(
     );
     mock.push_faults(faults);
     let env = env_for(d.path());
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     let s = store(d.path());
     (out, s, mock, d, env)
 }
@@ -388,7 +394,9 @@ async fn persistent_server_error_fails_the_job_with_backoff_and_stores_nothing()
     );
     // The backoff holds: an immediate second run does not retry it.
     let env = env_for(d.path());
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("nothing to do"), "{out}");
     assert_eq!(mock.requests().len(), 4);
 }
@@ -485,7 +493,9 @@ async fn unavailable_model_fails_the_run_and_releases_jobs() {
     };
     mock.push_faults((0..3).map(|_| nf()));
     let env = env_for(d.path());
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(
         out.contains("3 claimed, 0 with output, 0 no output, 0 failed, 3 released"),
         "{out}"
@@ -530,7 +540,9 @@ async fn spend_cap_stops_model_calls_and_status_says_so() {
         Duration::from_secs(7 * 3600),
     );
     let env = env_for(d.path());
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("1 claimed, 1 with output"), "{out}");
     let s = store(d.path());
     let run = s.begin_run("phase1", "test", Some("gpt-5-mini")).unwrap();
@@ -544,7 +556,9 @@ async fn spend_cap_stops_model_calls_and_status_says_so() {
         ..Default::default()
     })
     .unwrap();
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("stopped: monthly spend cap reached"), "{out}");
     assert_eq!(
         mock.requests().len(),
@@ -558,7 +572,9 @@ async fn spend_cap_stops_model_calls_and_status_says_so() {
     assert!(log_lines(d.path()).last().unwrap().contains("spend cap"));
     // Said once: a further trigger while capped adds no run and no log line.
     let lines = log_lines(d.path()).len();
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(
         out.contains("spend_cap: monthly spend cap reached"),
         "{out}"
@@ -597,7 +613,9 @@ async fn spend_cap_holds_with_four_requests_in_flight() {
         )
     }));
     let env = env_for(d.path());
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     let spent = store(d.path()).spend_this_month().unwrap().usd;
     assert!(spent <= 0.07, "spent ${spent} over the $0.07 cap: {out}");
     assert_eq!(mock.requests().len(), 2, "{out}");
@@ -616,7 +634,9 @@ async fn unknown_price_is_reported_as_unknown_not_zero() {
         Duration::from_secs(7 * 3600),
     );
     let env = env_for(d.path());
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("price unknown"), "{out}");
     let s = store(d.path());
     assert_eq!(only_usage(&s).cost_usd, None);
@@ -637,7 +657,9 @@ async fn unknown_price_is_reported_as_unknown_not_zero() {
         &ids("v", 1),
         Duration::from_secs(7 * 3600),
     );
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(
         out.contains("price of local/tiny-model is unknown"),
         "{out}"
@@ -664,7 +686,9 @@ async fn cancellation_releases_the_job_promptly() {
         cancel.cancel();
     });
     let started = Instant::now();
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "stopped promptly"
@@ -689,9 +713,13 @@ async fn thread_off_force_and_reset() {
         Duration::from_secs(2 * 3600),
     );
     let env = env_for(d.path());
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("nothing to do"), "{out}");
-    let out = execute(MemoriesCmd::Force, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Force { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("2 claimed, 2 with output"), "{out}");
     execute(
         MemoriesCmd::Thread {
@@ -732,7 +760,9 @@ fn concurrency_worker() {
         let env = env_for(&home);
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
-            execute(MemoriesCmd::Run, &env).await.unwrap();
+            execute(MemoriesCmd::Run { json: false }, &env)
+                .await
+                .unwrap();
             let st = status(&env).unwrap();
             if st.eligible_now == 0 && st.jobs.running == 0 {
                 break;
@@ -980,7 +1010,9 @@ async fn unreachable_provider_is_said_in_plain_words_and_the_run_is_failed() {
         Duration::from_secs(7 * 3600),
     );
     let env = env_for(d.path());
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(
         out.contains(&format!("could not reach http://127.0.0.1:{port}/"))
             && out.contains("connection refused"),
@@ -1008,7 +1040,9 @@ async fn citations_in_a_later_session_raise_usage_once_in_both_forms() {
     let first = ids("m", 3);
     write_rollouts(d.path(), "codex", &first, Duration::from_secs(8 * 3600));
     let env = env_for(d.path());
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("3 claimed, 3 with output"), "{out}");
     // A later session cites m000 (current form) and m001 (legacy form), plus an id that
     // names no memory and some markup that is not an id.
@@ -1021,7 +1055,9 @@ async fn citations_in_a_later_session_raise_usage_once_in_both_forms() {
             .unwrap();
     };
     set_age(7 * 3600);
-    execute(MemoriesCmd::Run, &env).await.unwrap();
+    execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     let usage = |id: &str| {
         store(d.path())
             .stage1_output(id)
@@ -1033,7 +1069,9 @@ async fn citations_in_a_later_session_raise_usage_once_in_both_forms() {
     // The session grows and is read again: its citations are not counted twice.
     std::fs::write(&later, format!("{cite}user: thanks\n")).unwrap();
     set_age(6 * 3600 + 600);
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("1 claimed"), "re-extracted: {out}");
     assert_eq!((usage("m000"), usage("m001")), (1, 1));
 }
@@ -1056,9 +1094,10 @@ async fn a_run_whose_every_request_failed_exits_non_zero() {
         Duration::from_secs(7 * 3600),
     );
     mock.push_faults((0..4).map(|_| e500()));
-    let (text, verdict) = execute_with_verdict(MemoriesCmd::Run, &env_for(d.path()))
-        .await
-        .unwrap();
+    let (text, verdict) =
+        execute_with_verdict(MemoriesCmd::Run { json: false }, &env_for(d.path()))
+            .await
+            .unwrap();
     assert!(text.contains("1 failed"), "{text}");
     let why = verdict.expect("a run with no success has a failure verdict");
     assert!(why.contains("1 of 1 requests failed"), "{why}");
@@ -1103,7 +1142,89 @@ async fn a_run_whose_every_request_failed_exits_non_zero() {
         String::from_utf8_lossy(&o.stdout)
     );
     assert!(stderr.contains("none succeeded"), "{stderr}");
+    assert!(
+        stderr.contains("HTTP 500") || stderr.contains("500"),
+        "{stderr}"
+    );
     assert!(!mock.requests().is_empty(), "requests were sent");
+
+    let bin = |state: &Path, args: &[&str]| {
+        std::process::Command::new(crate::support::bin())
+            .args(args)
+            .env("HOME", home.path())
+            .env("CODEX_FREE_HOME", state)
+            .env("CODEX_HOME", home.path().join(".codex"))
+            .env("OPENAI_API_KEY", "sk-test-not-a-real-key")
+            .output()
+            .unwrap()
+    };
+    // `force --json` (the job is in its retry backoff, force retries it): the same verdict
+    // in the JSON as in the exit code.
+    let o = bin(&state, &["memories", "force", "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["outcome"], "failed", "{v}");
+    assert_eq!(v["achieved"], false, "{v}");
+    assert!(
+        v["failure"].as_str().unwrap().contains("none succeeded"),
+        "{v}"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("none succeeded"));
+
+    // A run that succeeds exits 0 and says so in its JSON.
+    let ok_state = home.path().join("state-ok");
+    std::fs::create_dir_all(&ok_state).unwrap();
+    let good = MockProvider::start().await;
+    configure(
+        &ok_state,
+        &good,
+        "openai-chat",
+        "gpt-5-mini",
+        json!({"consolidation_model": "openai-chat/gpt-5-mini"}),
+    );
+    let o = bin(&ok_state, &["memories", "run", "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["outcome"].as_str(), v["achieved"].as_bool()),
+        (Some("ok"), Some(true)),
+        "{v}"
+    );
+    assert!(v["failure"].is_null(), "{v}");
+
+    // Consolidation whose every request fails: exit 1, the reason on stderr, and the JSON
+    // outcome says failed.
+    let bad = MockProvider::start().await;
+    configure(
+        &ok_state,
+        &bad,
+        "openai-chat",
+        "gpt-5-mini",
+        json!({"consolidation_model": "openai-chat/gpt-5-mini"}),
+    );
+    bad.push_faults((0..100).map(|_| e500()));
+    let o = bin(&ok_state, &["memories", "consolidate", "--force", "--json"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "stdout: {}\nstderr: {stderr}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(stderr.contains("memories consolidate failed"), "{stderr}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "failed", "{v}");
+    assert!(!bad.requests().is_empty(), "phase 2 sent requests");
 }
 
 /// A prompt's `<private>…</private>` span (the user's own marking) never reaches the
@@ -1137,7 +1258,9 @@ async fn private_spans_never_reach_the_provider() {
         json!({"rollout_summary": "", "rollout_slug": null, "raw_memory": ""}).to_string()
     });
     let env = env_for(home);
-    execute(MemoriesCmd::Run, &env).await.unwrap();
+    execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 2);
     for r in &reqs {
@@ -1226,7 +1349,9 @@ async fn preview_shows_the_exact_bytes_a_run_then_sends_and_sends_nothing() {
         "gpt-5-mini is priced: {p1}"
     );
     // The run sends exactly the previewed bytes.
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("2 claimed"), "{out}");
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 2);
@@ -1316,7 +1441,7 @@ async fn each_request_has_a_receipt_and_its_sealed_bytes_are_kept() {
     let p = &preview["requests"][0];
     let want = json!({"private_span": 1, "provider_key": 1});
     assert_eq!(p["redactions"], want, "{p}");
-    execute(MemoriesCmd::Run, &env).await.unwrap();
+    execute(MemoriesCmd::Run { json: false }, &env).await.unwrap();
     let s = store(home);
     let run = &s.recent_runs(1).unwrap()[0];
     let rows = s.run_usage(&run.id).unwrap();

@@ -85,7 +85,9 @@ async fn fixtures_of_all_three_clis_end_to_end() {
     };
     configure(&home, &mock);
     let env = env(&home, roots);
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
 
     let s = Store::open_in_home(&home).unwrap();
     let counts = s.source_counts().unwrap();
@@ -153,7 +155,9 @@ async fn fixtures_of_all_three_clis_end_to_end() {
     );
 
     // Nothing changed: a second run sends nothing.
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("nothing to do"), "{out}");
     assert_eq!(mock.requests().len() as i64, eligible);
 
@@ -183,7 +187,9 @@ async fn fixtures_of_all_three_clis_end_to_end() {
     h.set_modified(SystemTime::now() - Duration::from_secs(6 * 3600 + 60))
         .unwrap();
     let env = self::env(&home, roots_of(&sessions));
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("nothing to do"), "{out}");
     assert_eq!(
         mock.requests().len() as i64,
@@ -201,7 +207,9 @@ async fn fixtures_of_all_three_clis_end_to_end() {
         .unwrap();
     h.set_modified(SystemTime::now() - Duration::from_secs(6 * 3600 + 30))
         .unwrap();
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert_eq!(mock.requests().len() as i64, eligible + 1, "{out}");
 }
 
@@ -284,7 +292,9 @@ async fn planted_secrets_never_reach_the_provider() {
         state_home: None,
     };
     let env = env(&home, roots);
-    let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("1 claimed, 1 with output"), "{out}");
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 1);
@@ -423,7 +433,7 @@ async fn private_spans_and_excluded_projects_never_reach_the_provider() {
     assert!(e.to_string().contains("memories.exclude_paths"), "{e}");
     assert!(mock.requests().is_empty());
 
-    let out = execute(MemoriesCmd::Force, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Force { json: false }, &env).await.unwrap();
     assert!(out.contains("1 claimed"), "{out}");
     let sent: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
     assert_eq!(sent.len(), 1, "the excluded project is never sent");
@@ -518,7 +528,7 @@ async fn forecast_of_the_fixtures_matches_what_the_run_sends() {
         text.contains("backlog:") && text.contains("(configured)"),
         "{text}"
     );
-    execute(MemoriesCmd::Run, &env).await.unwrap();
+    execute(MemoriesCmd::Run { json: false }, &env).await.unwrap();
     assert_eq!(mock.requests().len(), reqs.len());
     let after: serde_json::Value = serde_json::from_str(
         &execute(MemoriesCmd::Forecast { json: true }, &env)

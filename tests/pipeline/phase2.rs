@@ -417,7 +417,9 @@ mod e2e {
             codex_home: Some(codex_home),
             ..Default::default()
         }));
-        let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+        let out = execute(MemoriesCmd::Run { json: false }, &env)
+            .await
+            .unwrap();
         assert!(
             out.contains(&format!("{n} claimed, {n} with output")),
             "{out}"
@@ -532,6 +534,7 @@ mod e2e {
             home: home.to_path_buf(),
             price: None,
             spend_cap_usd: None,
+            version: codex_free_core::config::MemoryVersion::V1,
         };
         assert_eq!(
             codex_free_pipeline::phase2::record_citations(&db, &text).unwrap(),
@@ -674,7 +677,9 @@ mod e2e {
         write_rollouts(home, &["r001"]);
         let mut env = ControlEnv::new(home.to_path_buf(), Arc::new(MemoryStore::default()));
         env.input = Arc::new(TextDirInput::new(home.join("rollouts")));
-        execute(MemoriesCmd::Run, &env).await.unwrap();
+        execute(MemoriesCmd::Run { json: false }, &env)
+            .await
+            .unwrap();
         let ids: Vec<String> = Store::open_in_home(home)
             .unwrap()
             .phase2_candidates()
@@ -693,7 +698,9 @@ mod e2e {
 
         // New input arrives; the agent writes 400 lines, is asked to cut, and does not.
         write_rollouts(home, &["r002"]);
-        execute(MemoriesCmd::Run, &env).await.unwrap();
+        execute(MemoriesCmd::Run { json: false }, &env)
+            .await
+            .unwrap();
         let long: String = (0..400).map(|i| format!("- fact {i}\n")).collect();
         mock.script.lock().unwrap().extend([
             vec![("write_file", json!({"path": "MEMORY.md", "content": long}))],
@@ -806,6 +813,7 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
         home: home.path().to_path_buf(),
         price: None,
         spend_cap_usd: None,
+        version: codex_free_core::config::MemoryVersion::V1,
     };
     assert_eq!(record_rollout_citations(&db, &rollout).unwrap(), 1);
     let a = store.stage1_output("mem-a").unwrap().unwrap();

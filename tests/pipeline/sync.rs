@@ -157,7 +157,9 @@ impl Machine {
         }
         let mut env = ControlEnv::new(self.home.clone(), Arc::new(MemoryStore::default()));
         env.input = Arc::new(TextDirInput::new(self.root.join("rollouts")));
-        let out = execute(MemoriesCmd::Run, &env).await.unwrap();
+        let out = execute(MemoriesCmd::Run { json: false }, &env)
+            .await
+            .unwrap();
         assert!(out.contains("with output"), "{out}");
     }
 

@@ -460,8 +460,13 @@ impl Default for MemoryConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MemoriesConfig {
-    /// Memory layout version; only `"v1"`.
+    /// The active memory version, `"v1"` or `"v2"` ([`MemoryVersion`]): which pipeline runs
+    /// (unless [`MemoriesConfig::dual_write`]) and which folder new sessions are served.
+    /// Read once at start.
     pub version: String,
+    /// Run both pipelines on the same transcripts, each into its own folder and database;
+    /// the active version is still the one served. Read once at start.
+    pub dual_write: bool,
     /// Pipeline on/off.
     pub enabled: bool,
     /// Extract memories from new sessions.
@@ -568,10 +573,61 @@ pub struct PriceOverride {
     pub context_window: Option<u64>,
 }
 
+/// The two memory pipelines. V1 extracts a raw memory and a rollout summary per session and
+/// consolidates them into `MEMORY.md` + `memory_summary.md`; V2 extracts only a rollout
+/// summary from evidence chosen by tier and consolidates into `memory_summary.md` alone.
+/// Each has its own folder and database, never shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryVersion {
+    /// The first pipeline (`<home>/memories`, `state.sqlite`).
+    V1,
+    /// The second pipeline (`<home>/memories_v2`, `state_v2.sqlite`).
+    V2,
+}
+
+impl MemoryVersion {
+    /// `"v1"` / `"v2"`, as `memories.version` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryVersion::V1 => "v1",
+            MemoryVersion::V2 => "v2",
+        }
+    }
+}
+
+impl std::fmt::Display for MemoryVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl MemoriesConfig {
+    /// The active version (`memories.version`); anything but `"v2"` is V1 (validation
+    /// refuses other spellings before a config is used).
+    pub fn active_version(&self) -> MemoryVersion {
+        if self.version == "v2" {
+            MemoryVersion::V2
+        } else {
+            MemoryVersion::V1
+        }
+    }
+
+    /// The versions whose pipelines run: both with `dual_write`, else the active one.
+    pub fn written_versions(&self) -> Vec<MemoryVersion> {
+        if self.dual_write {
+            vec![MemoryVersion::V1, MemoryVersion::V2]
+        } else {
+            vec![self.active_version()]
+        }
+    }
+}
+
 impl Default for MemoriesConfig {
     fn default() -> Self {
         Self {
             version: "v1".into(),
+            dual_write: false,
             enabled: true,
             generate_memories: true,
             use_memories: true,
@@ -632,7 +688,13 @@ pub fn check_sync_remote(url: &str) -> std::result::Result<(), String> {
 /// sandbox, the HTTP host/origin checks and the task-memory directory. A running server keeps
 /// its startup values when the file changes, so a command or tool that manages to edit the
 /// file cannot widen its own rights; the output and command caps keep reloading live.
-pub const RESTART_KEYS: &[&str] = &["exec", "server", "memory.dir"];
+pub const RESTART_KEYS: &[&str] = &[
+    "exec",
+    "server",
+    "memory.dir",
+    "memories.version",
+    "memories.dual_write",
+];
 
 /// A loaded config plus the warnings (unknown keys) found while loading.
 #[derive(Debug, Clone, Default)]
@@ -726,6 +788,8 @@ impl Config {
         self.exec = running.exec.clone();
         self.server = running.server.clone();
         self.memory.dir = running.memory.dir.clone();
+        self.memories.version = running.memories.version.clone();
+        self.memories.dual_write = running.memories.dual_write;
         self
     }
 

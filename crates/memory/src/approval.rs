@@ -24,6 +24,11 @@ pub enum Scope {
     /// or the undo restores it) and tidies of folders that are not the state home's (their
     /// budgets are their owner's business, credentials never are).
     AsIs,
+    /// A V2 consolidation's result (`<home>/memories_v2`): `memory_summary.md` must exist
+    /// and be a valid V2 summary ([`crate::v2::artifact_problems`]: no `MEMORY.md`, no
+    /// `raw_memories.md`, no link), no text file may hold a secret, and the changes must
+    /// have no whitespace errors.
+    V2Served,
 }
 
 /// A tree the gate checked, for one folder: pass it to

@@ -184,7 +184,16 @@ impl MemoryFolder {
     ///
     /// Errors: [`Error::PathOutsideRoot`] when the folder is a symbolic link; I/O or git errors.
     pub fn open_or_init(home: &Path) -> Result<(Self, bool)> {
-        let root = folder_path(home);
+        Self::open_or_init_root(&folder_path(home))
+    }
+
+    /// [`MemoryFolder::open_or_init`] for the folder at `root` (the V2 folder,
+    /// `<home>/memories_v2`, is opened this way): a real directory, a repository whose
+    /// hidden files are excluded.
+    ///
+    /// Errors: as [`MemoryFolder::open_or_init`].
+    pub fn open_or_init_root(root: &Path) -> Result<(Self, bool)> {
+        let root = root.to_path_buf();
         if let Ok(md) = fs::symlink_metadata(&root)
             && (md.file_type().is_symlink() || !md.is_dir())
         {

@@ -220,6 +220,15 @@ pub fn problems(folder: &MemoryFolder, b: &ArtifactBudget, scope: Scope) -> Vec<
             .filter(|(rel, _)| !rel.starts_with(".git/"))
             .flat_map(|(rel, text)| secret_lines(rel, text))
             .collect(),
+        Scope::V2Served => {
+            let mut out = crate::v2::artifact_problems(folder.root());
+            out.extend(problems(folder, b, Scope::AsIs));
+            match folder.pending_whitespace_errors() {
+                Ok(ws) => out.extend(ws),
+                Err(e) => out.push(format!("could not check whitespace: {e}")),
+            }
+            out
+        }
     }
 }
 

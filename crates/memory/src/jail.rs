@@ -48,6 +48,9 @@ pub enum WritePolicy {
     /// `MEMORY.md`, `memory_summary.md` and anything under `skills/`, `daily/` or `archive/`
     /// (the consolidation agent).
     ConsolidationOutputs,
+    /// `memory_summary.md` and anything under `skills/` (the V2 consolidation agent: V2
+    /// keeps no `MEMORY.md`, daily logs or archive).
+    V2Outputs,
 }
 
 /// A directory that tool paths cannot leave.
@@ -180,6 +183,11 @@ impl FolderJail {
                 }
                 _ => false,
             },
+            WritePolicy::V2Outputs => match comps {
+                [f] => f == super::folder::SUMMARY_MD,
+                [d, _, ..] => d == super::folder::SKILLS_DIR,
+                _ => false,
+            },
         }
     }
 
@@ -218,6 +226,9 @@ impl FolderJail {
                 WritePolicy::ReadOnly => format!("path {rel:?} is read-only here"),
                 WritePolicy::ConsolidationOutputs => format!(
                     "path {rel:?} is not writable: only MEMORY.md, memory_summary.md and files under skills/, daily/ and archive/ may be written (the other files are inputs synced from the database)"
+                ),
+                WritePolicy::V2Outputs => format!(
+                    "path {rel:?} is not writable: only memory_summary.md and files under skills/ may be written in the v2 memory (the rollout summaries are inputs synced from the database)"
                 ),
             }));
         }

@@ -31,3 +31,15 @@ pub const VERIFY_HEADING: &str = "## Verify at task start";
 pub const NOTES_INBOX_DIR: &str = "memories_inbox";
 /// Per-machine raw memories directory (`raw_memories/<machine>.md`) used while sync is on.
 pub const RAW_MEMORIES_DIR: &str = "raw_memories";
+/// The V2 memory folder inside the state home (`memories.version: "v2"` or dual-write):
+/// `memory_summary.md`, `rollout_summaries/`, `skills/`; never `MEMORY.md` or
+/// `raw_memories.md`.
+pub const V2_FOLDER_DIR: &str = "memories_v2";
+
+/// The folder name of `version` inside the state home.
+pub fn folder_dir(version: codex_free_core::config::MemoryVersion) -> &'static str {
+    match version {
+        codex_free_core::config::MemoryVersion::V1 => FOLDER_DIR,
+        codex_free_core::config::MemoryVersion::V2 => V2_FOLDER_DIR,
+    }
+}

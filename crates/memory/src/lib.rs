@@ -21,3 +21,4 @@ pub mod readpath;
 pub mod review;
 pub mod select;
 pub mod sync;
+pub mod v2;

@@ -31,6 +31,11 @@ pub fn detail_line(dedicated_tools: bool) -> &'static str {
     }
 }
 
+/// The where-to-find-more line of the V2 memory (served when `memories.version` is `v2`):
+/// V2 keeps no `MEMORY.md`, and the summary itself is never a citation (cite the rollout
+/// summaries and thread ids it points to, as upstream's V2 read path says).
+pub const V2_DETAIL: &str = "\nThis is the v2 memory: there is no MEMORY.md; the summary below points to rollout_summaries/<file>.md and thread ids. Do not cite `memory_summary.md`: cite the rollout_summaries/ file lines and the thread ids you relied on.\n";
+
 /// The policy block placed before the summary, with `detail` as its where-to-find-more line.
 pub fn policy_text(detail: &str) -> String {
     format!("{POLICY}{detail}\n### memory_summary.md\n\n")

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::folder::{self, RAW_MEMORIES_MD, ROLLOUT_SUMMARIES_DIR, SUMMARY_MD};
+use super::folder::{RAW_MEMORIES_MD, ROLLOUT_SUMMARIES_DIR, SUMMARY_MD};
 use super::jail::{FolderJail, WritePolicy, page_lines};
 use super::select::{NOTES_INBOX_DIR, ROLLOUT_ID_KEY};
 use codex_free_core::Error;
@@ -52,8 +52,14 @@ fn enabled(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
-fn jail(home: &Path) -> Result<Option<FolderJail>> {
-    let root = folder::folder_path(home);
+/// The folder new sessions are served from: the active version's (`memories.version`),
+/// `<home>/memories` for V1, `<home>/memories_v2` for V2.
+pub fn served_root(home: &Path, cfg: &Config) -> std::path::PathBuf {
+    home.join(crate::layout::folder_dir(cfg.memories.active_version()))
+}
+
+fn jail(home: &Path, cfg: &Config) -> Result<Option<FolderJail>> {
+    let root = served_root(home, cfg);
     if std::fs::symlink_metadata(&root).is_err() {
         return Ok(None);
     }
@@ -85,18 +91,35 @@ pub fn summary_for_linked_copy(
 
 fn summary_block(home: &Path, cfg: &Config, detail: &str, reserved: usize) -> Option<String> {
     enabled(cfg).ok()?;
-    // Review before use: while a consolidation waits, the last accepted summary is served.
-    let raw = match super::review::served_summary(home, cfg.memories.review) {
+    let v2 = cfg.memories.active_version() == codex_free_core::config::MemoryVersion::V2;
+    // Review before use: while a consolidation waits, the last accepted summary is served
+    // (review holds V1 consolidations only).
+    let held = if v2 {
+        None
+    } else {
+        super::review::served_summary(home, cfg.memories.review)
+    };
+    let raw = match held {
         Some(held) => codex_free_redact::redact_string(held?),
         None => {
-            let j = jail(home).ok()??;
+            let j = jail(home, cfg).ok()??;
             j.read_to_string(SUMMARY_MD).ok()?
         }
     };
     if raw.trim().is_empty() {
         return None;
     }
-    let budget = super::budget::ArtifactBudget::from_config(&cfg.memories);
+    // V2 serves only a summary its gate accepted as valid (under 10,000 bytes).
+    if v2 && !crate::v2::is_valid_summary(&raw) {
+        tracing::warn!("memories_v2/memory_summary.md is not a valid v2 summary; not served");
+        return None;
+    }
+    let mut budget = super::budget::ArtifactBudget::from_config(&cfg.memories);
+    if v2 {
+        budget.summary_max_bytes = crate::v2::SUMMARY_MAX_BYTES;
+        budget.summary_max_lines = usize::MAX;
+    }
+    let detail = if v2 { super::policy::V2_DETAIL } else { detail };
     let (summary, cut) = super::gate::serve_summary(&raw, &budget);
     if cut {
         tracing::warn!(
@@ -203,7 +226,7 @@ pub struct MemoriesAddAdHocNoteArgs {
 /// [`Error::NotFound`] for a missing path.
 pub fn memories_list(home: &Path, cfg: &Config, a: &MemoriesListArgs) -> Result<String> {
     enabled(cfg)?;
-    let Some(j) = jail(home)? else {
+    let Some(j) = jail(home, cfg)? else {
         return Ok(NO_FOLDER.into());
     };
     let entries = j.walk(a.path.as_deref().unwrap_or(""))?;
@@ -254,7 +277,7 @@ pub fn memories_search(home: &Path, cfg: &Config, a: &MemoriesSearchArgs) -> Res
             "query is empty; give one or more words".into(),
         ));
     }
-    let Some(j) = jail(home)? else {
+    let Some(j) = jail(home, cfg)? else {
         return Ok(NO_FOLDER.into());
     };
     let prefix = match a.path.as_deref() {
@@ -330,7 +353,7 @@ pub fn read_with_rollouts(
     a: &MemoriesReadArgs,
 ) -> Result<(String, Vec<String>)> {
     enabled(cfg)?;
-    let Some(j) = jail(home)? else {
+    let Some(j) = jail(home, cfg)? else {
         return Err(Error::NotFound(Path::new(&a.path).to_path_buf()));
     };
     let text = j.read_to_string(&a.path)?;
@@ -563,7 +586,7 @@ mod tests {
     fn home_with(files: &[(&str, &str)]) -> tempfile::TempDir {
         let h = tempfile::tempdir().unwrap();
         for (p, c) in files {
-            let path = folder::folder_path(h.path()).join(p);
+            let path = crate::folder::folder_path(h.path()).join(p);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, c).unwrap();
         }

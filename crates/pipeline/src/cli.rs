@@ -20,7 +20,7 @@ use crate::scheduler::{self, SchedulerDeps};
 use crate::transcript_input::{SecretRedactor, TranscriptInput};
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::{CONFIG_FILE, Config};
+use codex_free_core::config::{CONFIG_FILE, Config, MemoryVersion};
 use codex_free_models::prices::format_cost;
 use codex_free_models::{
     DEFAULT_EXTRACT_MODEL, ModelRef, PriceTable, RetryPolicy, endpoint_for, resolve_extract_model,
@@ -52,13 +52,28 @@ pub enum MemoriesCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Check that a run can happen now (model, key, price, cap, sources, database).
-    Readiness,
-    /// Run phase 1 now (respects idle time, retry backoff and the spend cap).
-    Run,
+    /// Check that a run can happen now (model, key, price, cap, sources, database), and
+    /// whether V2 is ready to be served: at least MINIMUM threads (1–4096, default 20) in
+    /// one successful V2 consolidation and a valid V2 summary. Never switches the version.
+    Readiness {
+        /// Consolidated threads V2 needs to count as ready (1–4096).
+        #[arg(value_parser = clap::value_parser!(u32).range(1..=4096))]
+        minimum: Option<u32>,
+    },
+    /// Run phase 1 now (respects idle time, retry backoff and the spend cap). Exits 1 when
+    /// the run achieved nothing (every request failed, or the spend cap stopped it first).
+    Run {
+        /// Print the run as JSON (with `achieved` and `failure`, as the exit code says).
+        #[arg(long)]
+        json: bool,
+    },
     /// Run phase 1 ignoring idle time, retry backoff and exhausted retries (never the
-    /// watermark, never the spend cap).
-    Force,
+    /// watermark, never the spend cap). Exits 1 as `run` does.
+    Force {
+        /// Print the run as JSON (with `achieved` and `failure`, as the exit code says).
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the exact requests the next phase-1 run would send (sealed by the same gate:
     /// redacted, compacted, with tokens and the price estimate) and send nothing.
     Preview {
@@ -159,6 +174,11 @@ impl ControlEnv {
         )
     }
 
+    /// The database of the pipeline `version` (V1 `state.sqlite`, V2 `state_v2.sqlite`).
+    fn store_for(&self, version: MemoryVersion) -> Result<Store> {
+        Store::open(&crate::v2::db_path(&self.home, version), self.clock.clone())
+    }
+
     fn config(&self) -> Result<Config> {
         Ok(Config::load(&self.config_path)?.config)
     }
@@ -194,6 +214,12 @@ impl RolloutInput for NoSources {
         _context_window: Option<u64>,
         _tool_result_token_budget: usize,
     ) -> Result<String> {
+        Err(Error::NotFound(PathBuf::from(&thread.path)))
+    }
+    fn items(
+        &self,
+        thread: &codex_free_store::ThreadRow,
+    ) -> Result<Vec<codex_free_transcripts::rollout::Item>> {
         Err(Error::NotFound(PathBuf::from(&thread.path)))
     }
 }
@@ -601,17 +627,49 @@ pub struct Check {
     pub detail: String,
 }
 
-/// `memories readiness`: can a run happen now, and if not, why.
+/// `memories readiness`: can a run happen now, and if not, why; and V2's readiness.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Readiness {
     /// All checks passed.
     pub ready: bool,
     /// The checks.
     pub checks: Vec<Check>,
+    /// V2's consolidated-thread count against the threshold and its summary's validity.
+    pub v2: crate::v2::summary::V2Readiness,
 }
 
-/// Run the readiness checks (no model call).
+/// V2's readiness in `env`'s home against `minimum` (checked: 1–4096). Reads the V2
+/// database only when it exists (a home that never ran V2 has 0 threads; nothing is
+/// created).
+///
+/// Errors: a `minimum` out of range; the V2 database cannot be read.
+pub fn v2_readiness(env: &ControlEnv, minimum: u32) -> Result<crate::v2::summary::V2Readiness> {
+    let cfg = env.config()?;
+    let db = crate::v2::db_path(&env.home, MemoryVersion::V2);
+    let count = if db.is_file() {
+        env.store_for(MemoryVersion::V2)?
+            .max_consolidated_thread_count()?
+    } else {
+        0
+    };
+    crate::v2::summary::readiness(
+        &crate::v2::folder(&env.home, MemoryVersion::V2),
+        count,
+        minimum,
+        cfg.memories.active_version().as_str(),
+    )
+}
+
+/// Run the readiness checks (no model call), V2's against the default threshold.
 pub fn readiness(env: &ControlEnv) -> Result<Readiness> {
+    readiness_with(env, crate::v2::summary::DEFAULT_READY_MINIMUM)
+}
+
+/// [`readiness`] with V2's threshold `minimum` (1–4096).
+///
+/// Errors: config or database errors; a `minimum` out of range.
+pub fn readiness_with(env: &ControlEnv, minimum: u32) -> Result<Readiness> {
+    let v2 = v2_readiness(env, minimum)?;
     let cfg = env.config()?;
     let m = &cfg.memories;
     let mut checks = Vec::new();
@@ -693,7 +751,7 @@ pub fn readiness(env: &ControlEnv) -> Result<Readiness> {
         Err(e) => add("sources", false, e.to_string()),
     }
     let ready = checks.iter().all(|c| c.ok);
-    Ok(Readiness { ready, checks })
+    Ok(Readiness { ready, checks, v2 })
 }
 
 impl Readiness {
@@ -708,6 +766,19 @@ impl Readiness {
                 c.detail
             ));
         }
+        let v = &self.v2;
+        s.push_str(&format!(
+            "v2: {} — {} of {} consolidated threads; summary {}; active version {} (readiness never switches it; set memories.version and restart)\n",
+            if v.ready { "ready" } else { "not ready" },
+            v.consolidated_threads,
+            v.minimum,
+            if v.summary_valid {
+                "valid".to_string()
+            } else {
+                format!("not valid ({})", v.summary_problems.join("; "))
+            },
+            v.active_version
+        ));
         s
     }
 }
@@ -749,7 +820,7 @@ pub async fn execute_with_verdict(
     cmd: MemoriesCmd,
     env: &ControlEnv,
 ) -> Result<(String, Option<String>)> {
-    if matches!(cmd, MemoriesCmd::Run | MemoriesCmd::Force) {
+    if matches!(cmd, MemoriesCmd::Run { .. } | MemoriesCmd::Force { .. }) {
         return run_command(cmd, env).await;
     }
     execute_other(cmd, env).await.map(|t| (t, None))
@@ -764,53 +835,154 @@ async fn run_command(cmd: MemoriesCmd, env: &ControlEnv) -> Result<(String, Opti
             "the memory pipeline is off; run `codex-free memories on` first".into(),
         ));
     }
-    let trigger = if cmd == MemoriesCmd::Force {
-        Trigger::Force
-    } else {
-        Trigger::Manual
+    let (trigger, json) = match cmd {
+        MemoriesCmd::Force { json } => (Trigger::Force, json),
+        MemoriesCmd::Run { json } => (Trigger::Manual, json),
+        _ => (Trigger::Manual, false),
     };
-    let store = env.store()?;
     resolve_extract_model(
         &cfg.memories,
         env.secrets.as_ref(),
         PriceTable::bundled(),
         env.retry,
     )?;
-    let r = scheduler::run_once(
-        &env.home,
-        &cfg,
-        &env.scheduler_deps(),
-        &store,
-        trigger,
-        env.cancel.clone(),
-    )
-    .await?;
+    // Each written version runs on its own database, one after the other; one failing does
+    // not stop the next.
+    let mut runs = Vec::new();
+    for version in cfg.memories.written_versions() {
+        let store = env.store_for(version)?;
+        let r = scheduler::run_once_version(
+            &env.home,
+            &cfg,
+            &env.scheduler_deps(),
+            &store,
+            version,
+            trigger,
+            env.cancel.clone(),
+        )
+        .await?;
+        runs.push((version, r));
+    }
+    let verdicts: Vec<String> = runs
+        .iter()
+        .filter_map(|(v, r)| {
+            run_failure(r).map(|why| {
+                if runs.len() > 1 {
+                    format!("{v}: {why}")
+                } else {
+                    why
+                }
+            })
+        })
+        .collect();
+    let verdict = (!verdicts.is_empty()).then(|| verdicts.join("; "));
+    if json {
+        let active = cfg.memories.active_version();
+        let main = runs
+            .iter()
+            .find(|(v, _)| *v == active)
+            .or(runs.first())
+            .map(|(_, r)| r)
+            .ok_or_else(|| Error::Store("no pipeline ran".into()))?;
+        let out = RunOutcome {
+            outcome: main.summary.outcome.clone(),
+            achieved: verdict.is_none(),
+            failure: verdict.clone(),
+            run: main,
+            pipelines: runs
+                .iter()
+                .map(|(v, r)| PipelineRun {
+                    version: *v,
+                    outcome: r.summary.outcome.clone(),
+                    achieved: run_failure(r).is_none(),
+                    failure: run_failure(r),
+                    run: r,
+                })
+                .collect(),
+        };
+        let text = serde_json::to_string_pretty(&out)
+            .map_err(|e| Error::Store(format!("serialising the run: {e}")))?;
+        return Ok((text + "\n", verdict));
+    }
+    let mut text = String::new();
+    for (v, r) in &runs {
+        let prefix = if runs.len() > 1 {
+            format!("{v}: ")
+        } else {
+            String::new()
+        };
+        text.push_str(&prefix);
+        text.push_str(&match (&r.log_line, r.summary.outcome.as_str()) {
+            (Some(l), _) => format!("{l}\n"),
+            (None, "idle") => format!(
+                "nothing to do: {} sessions seen, none eligible (idle < {} h, already extracted, off, or retrying)\n",
+                r.scanned, cfg.memories.min_rollout_idle_hours
+            ),
+            (None, o) => match &r.summary.error {
+                Some(e) => format!("{o}: {e}\n"),
+                None => format!("{o}\n"),
+            },
+        });
+    }
+    Ok((text, verdict))
+}
+
+/// `memories run --json` / `force --json`: the run, with the same verdict the exit code
+/// gives.
+#[derive(Debug, Serialize)]
+pub struct RunOutcome<'a> {
+    /// The run's outcome (`ok`, `partial`, `failed`, `spend_cap`, `cancelled`, `idle`, ...).
+    pub outcome: String,
+    /// False exactly when the command exits 1: the run sent requests and none succeeded,
+    /// or the spend cap stopped it before anything was extracted.
+    pub achieved: bool,
+    /// Why it achieved nothing (the line printed on stderr), `None` when `achieved`.
+    pub failure: Option<String>,
+    /// The active version's phase-1 report (counts, tokens, cost, the `memories.log` line).
+    pub run: &'a crate::phase1::RunReport,
+    /// Every pipeline that ran (both with `memories.dual_write`), each with its own verdict.
+    pub pipelines: Vec<PipelineRun<'a>>,
+}
+
+/// One pipeline's part of [`RunOutcome`].
+#[derive(Debug, Serialize)]
+pub struct PipelineRun<'a> {
+    /// `v1` or `v2`.
+    pub version: MemoryVersion,
+    /// Its run's outcome.
+    pub outcome: String,
+    /// Whether it achieved its work (see [`run_failure`]).
+    pub achieved: bool,
+    /// Why not, when it did not.
+    pub failure: Option<String>,
+    /// Its phase-1 report.
+    pub run: &'a crate::phase1::RunReport,
+}
+
+/// Whether a phase-1 run achieved its work: `Some(reason)` when every request failed
+/// (outcome `failed`: the jobs all failed, the key was rejected, the model is unavailable)
+/// or the spend cap stopped it before anything was extracted; `None` otherwise (an idle
+/// run with nothing eligible did all there was to do).
+pub fn run_failure(r: &crate::phase1::RunReport) -> Option<String> {
     let s = &r.summary;
     let extracted = s.with_output + s.no_output;
-    let verdict = match s.outcome.as_str() {
-            "failed" => Some(format!(
-                "memories run failed: {} of {} requests failed, none succeeded{}",
-                s.failed,
-                s.claimed,
-                s.error.as_deref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
-            )),
-            "spend_cap" if extracted == 0 => Some(
-                "memories run stopped by the monthly spend cap before anything was extracted (memories.monthly_spend_cap_usd)".to_string(),
-            ),
-            _ => None,
-        };
-    let text = match (&r.log_line, r.summary.outcome.as_str()) {
-        (Some(l), _) => format!("{l}\n"),
-        (None, "idle") => format!(
-            "nothing to do: {} sessions seen, none eligible (idle < {} h, already extracted, off, or retrying)\n",
-            r.scanned, cfg.memories.min_rollout_idle_hours
-        ),
-        (None, o) => match &r.summary.error {
-            Some(e) => format!("{o}: {e}\n"),
-            None => format!("{o}\n"),
-        },
-    };
-    Ok((text, verdict))
+    let last = s
+        .error
+        .as_deref()
+        .map(|e| format!(" (last error: {e})"))
+        .unwrap_or_default();
+    match s.outcome.as_str() {
+        "failed" if s.claimed > 0 => Some(format!(
+            "memories run failed: {} of {} requests failed, none succeeded{last}",
+            s.failed + s.released,
+            s.claimed,
+        )),
+        "failed" => Some(format!("memories run failed before any request{last}")),
+        "spend_cap" if extracted == 0 => Some(format!(
+            "memories run stopped by the monthly spend cap before anything was extracted (memories.monthly_spend_cap_usd){last}"
+        )),
+        _ => None,
+    }
 }
 
 /// `memories preview`: [`crate::phase1::preview`] rendered as text (a header per request,
@@ -917,8 +1089,14 @@ async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
                 st.render()
             })
         }
-        MemoriesCmd::Readiness => Ok(readiness(env)?.render()),
-        MemoriesCmd::Run | MemoriesCmd::Force => run_command(cmd, env).await.map(|(t, _)| t),
+        MemoriesCmd::Readiness { minimum } => Ok(readiness_with(
+            env,
+            minimum.unwrap_or(crate::v2::summary::DEFAULT_READY_MINIMUM),
+        )?
+        .render()),
+        MemoriesCmd::Run { .. } | MemoriesCmd::Force { .. } => {
+            run_command(cmd, env).await.map(|(t, _)| t)
+        }
         MemoriesCmd::Preview {
             next,
             rollout,
@@ -977,12 +1155,24 @@ async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
                     "reset deletes every extracted memory, the memory jobs and the generated memory folder (transcripts and spend history are kept); run again with --yes".into(),
                 ));
             }
-            let (outputs, jobs) = env.store()?.clear_memory_data()?;
-            let dir = remove_generated_memory_dir(&env.home)?;
+            let (mut outputs, mut jobs) = env.store()?.clear_memory_data()?;
+            let mut dir = remove_generated_memory_dir(&env.home)?;
+            // V2's own database and folder go too (its readiness progress with them).
+            if crate::v2::db_path(&env.home, MemoryVersion::V2).is_file() {
+                let (o, j) = env.store_for(MemoryVersion::V2)?.clear_memory_data()?;
+                outputs += o;
+                jobs += j;
+            }
+            let v2_dir = crate::v2::folder(&env.home, MemoryVersion::V2);
+            if v2_dir.exists() {
+                std::fs::remove_dir_all(&v2_dir)
+                    .map_err(|e| Error::io(format!("removing {}", v2_dir.display()), e))?;
+                dir = true;
+            }
             Ok(format!(
                 "reset: {outputs} extracted memories and {jobs} jobs deleted{}; original transcripts untouched\n",
                 if dir {
-                    ", memories/ folder removed"
+                    ", generated memory folders removed"
                 } else {
                     ""
                 }
@@ -1046,7 +1236,9 @@ mod tests {
             v,
             serde_json::json!({"memories": {"enabled": false, "generate_memories": false}})
         );
-        let e = execute(MemoriesCmd::Run, &env).await.unwrap_err();
+        let e = execute(MemoriesCmd::Run { json: false }, &env)
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), "refused");
         execute(MemoriesCmd::On, &env).await.unwrap();
         let text = std::fs::read_to_string(d.path().join(CONFIG_FILE)).unwrap();
@@ -1059,7 +1251,7 @@ mod tests {
         let out = execute(MemoriesCmd::Reset { yes: true }, &env)
             .await
             .unwrap();
-        assert!(out.contains("memories/ folder removed"), "{out}");
+        assert!(out.contains("generated memory folders removed"), "{out}");
         assert!(!d.path().join("memories").exists());
         let st = execute(MemoriesCmd::Status { json: false }, &env)
             .await

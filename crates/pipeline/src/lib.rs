@@ -18,3 +18,4 @@ pub mod scheduler;
 pub mod sent;
 pub mod spend;
 pub mod transcript_input;
+pub mod v2;

@@ -8,6 +8,7 @@
 //!   `+ N unpriced` when only some were;
 //! - phase 2: `2025-07-01T12:00:00Z phase2: ok, usage requests=3 input=9000 cacheRead=0 output=700, $0.0100 [model=openai/gpt-5 run=<id>]`
 //!   with ` error: <why>` after a failure;
+//! - a V2 pipeline's lines read `phase1 v2:` / `phase2 v2:` (dual-write logs both);
 //! - a run that could not start: `2025-07-01T12:00:00Z phase1: not run: <why>`.
 //!
 //! Invariant: the log is append-only; an existing line is never rewritten, and [`append`]
@@ -121,14 +122,17 @@ pub struct Phase2Line {
     pub run_id: String,
     /// Why the run failed, if it did.
     pub error: Option<String>,
+    /// A run of the V2 pipeline (the line reads `phase2 v2:`); V1's lines are unchanged.
+    pub v2: bool,
 }
 
 impl Phase2Line {
     /// Render the line (no trailing newline).
     pub fn render(&self) -> String {
         format!(
-            "{} phase2: {}, usage requests={} input={} cacheRead={} output={}, {} [model={} run={}]{}",
+            "{} phase2{}: {}, usage requests={} input={} cacheRead={} output={}, {} [model={} run={}]{}",
             iso(self.at),
+            if self.v2 { " v2" } else { "" },
             self.outcome,
             self.requests,
             self.input_tokens,
@@ -172,6 +176,8 @@ pub struct Phase1Line {
     pub run_id: String,
     /// Why the run stopped early, if it did.
     pub stopped: Option<String>,
+    /// A run of the V2 pipeline (the line reads `phase1 v2:`); V1's lines are unchanged.
+    pub v2: bool,
 }
 
 pub use codex_free_core::time::iso;
@@ -185,8 +191,9 @@ impl Phase1Line {
             (None, _) => format_cost(None),
         };
         let mut s = format!(
-            "{} phase1: {} claimed, {} with output, {} no output, {} failed, {} released, {} tokens, {} [model={} run={}]",
+            "{} phase1{}: {} claimed, {} with output, {} no output, {} failed, {} released, {} tokens, {} [model={} run={}]",
             iso(self.at),
+            if self.v2 { " v2" } else { "" },
             self.claimed,
             self.with_output,
             self.no_output,
@@ -252,6 +259,7 @@ mod tests {
             model: "openai/gpt-5".into(),
             run_id: "r2".into(),
             error: Some("bad\nthing".into()),
+            v2: false,
         });
         assert_eq!(
             l.render(),

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::phase1::{self, Phase1Ctx, Redactor, RolloutInput, RunReport, Trigger};
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::Config;
+use codex_free_core::config::{Config, MemoryVersion};
 use codex_free_models::{PriceTable, RetryPolicy, resolve_extract_model};
 use codex_free_secrets::SecretStore;
 use codex_free_store::Store;
@@ -260,6 +260,10 @@ async fn run_loop(
     schedule_next();
     let watch = crate::alerts::Watch::new(deps.alerts.clone());
     let mut last_error: Option<String> = None;
+    let (startup_version, startup_dual_write) =
+        (config.memories.version.clone(), config.memories.dual_write);
+    // V2's own database, opened when its pipeline first runs (never shared with V1's).
+    let mut v2_store: Option<Store> = None;
     loop {
         let trigger = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -272,7 +276,14 @@ async fn run_loop(
             schedule_next();
         }
         match Config::load(&deps.config_path) {
-            Ok(l) => config = l.config,
+            // The version and dual-write are read once at start: a switch applies at the
+            // next start (the UI and `memories status` say so).
+            Ok(l) => {
+                let mut c = l.config;
+                c.memories.version = startup_version.clone();
+                c.memories.dual_write = startup_dual_write;
+                config = c;
+            }
             Err(e) => tracing::warn!(error = %e, "config unreadable; keeping the previous one"),
         }
         // The agents' usage is imported on every tick, memory pipeline on or off, so the
@@ -309,69 +320,39 @@ async fn run_loop(
         // A pass that could not start (no key, bad config) is not a failed run: the
         // dashboard says what is missing; it neither resets nor extends a failure streak.
         let mut end: Option<PassEnd> = None;
-        match run_once(&home, &config, &deps, &store, trigger, cancel.child_token()).await {
-            Ok(r) => {
-                last_error = None;
-                end = Some(if r.key_rejected {
-                    PassEnd::KeyRejected {
-                        model: config
-                            .memories
-                            .extract_model
-                            .clone()
-                            .unwrap_or_else(|| codex_free_models::DEFAULT_EXTRACT_MODEL.into()),
-                        error: r.summary.error.clone().unwrap_or_default(),
-                    }
-                } else if r.summary.outcome == "failed" {
-                    PassEnd::Failed(
-                        r.summary
-                            .error
-                            .clone()
-                            .unwrap_or_else(|| "phase 1 failed".into()),
-                    )
-                } else {
-                    PassEnd::Ok
-                });
-                if r.summary.claimed > 0 {
-                    tracing::info!(claimed = r.summary.claimed, outcome = %r.summary.outcome, "phase 1 run finished");
+        let versions = config.memories.written_versions();
+        if versions.contains(&MemoryVersion::V2) && v2_store.is_none() {
+            match Store::open_v2_in_home(&home) {
+                Ok(s) => v2_store = Some(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the v2 memory database cannot be opened; v2 does not run")
                 }
-            }
-            Err(e) => {
-                let msg = e.to_string();
-                if last_error.as_deref() != Some(msg.as_str()) {
-                    tracing::warn!(error = %msg, "phase 1 not run");
-                    let line = crate::run_log::LogLine::NotRun {
-                        at: store.now(),
-                        phase: "phase1",
-                        why: msg.clone(),
-                    };
-                    let _ = crate::run_log::append(&home, &line);
-                }
-                last_error = Some(msg);
             }
         }
-        // Phase 2 after every phase-1 pass: its own job, cooldown and "no change = no
-        // model call" rule decide whether anything happens.
-        let force = trigger == Trigger::Force;
-        match crate::phase2::model::run_with_store(
-            &home,
-            &config,
-            store.clone(),
-            deps.secrets.as_ref(),
-            deps.retry,
-            "scheduler",
-            force,
-            cancel.child_token(),
-        )
-        .await
-        {
-            Ok(crate::phase2::Outcome::Failed { reason, .. }) => {
-                tracing::warn!(%reason, "phase 2 failed; the previous memory stays in place");
-                if !matches!(end, Some(PassEnd::KeyRejected { .. })) {
-                    end = Some(PassEnd::Failed(format!("phase 2: {reason}")));
-                }
+        for version in versions {
+            let vstore = match version {
+                MemoryVersion::V1 => store.clone(),
+                MemoryVersion::V2 => match &v2_store {
+                    Some(s) => s.clone(),
+                    None => continue,
+                },
+            };
+            let e = run_pass(
+                &home,
+                &config,
+                &deps,
+                &vstore,
+                version,
+                trigger,
+                &cancel,
+                &mut last_error,
+            )
+            .await;
+            // The active version's result decides the alert; a failure of the other one is
+            // logged (and in memories.log) but does not raise it.
+            if version == config.memories.active_version() || end.is_none() {
+                end = e.or(end);
             }
-            Ok(o) => tracing::debug!(outcome = ?o, "phase 2"),
-            Err(e) => tracing::warn!(error = %e, "phase 2 not run"),
         }
         *state.last_error.lock().unwrap_or_else(|p| p.into_inner()) = match &end {
             Some(PassEnd::Failed(e)) | Some(PassEnd::KeyRejected { error: e, .. }) => {
@@ -381,7 +362,7 @@ async fn run_loop(
             None => last_error.clone(),
         };
         if let Some(end) = end {
-            let spent = store.spend_this_month().map(|s| s.usd).unwrap_or(0.0);
+            let spent = crate::spend::month_spend_usd(&store).unwrap_or(0.0);
             let month = crate::alerts::month_key(store.now());
             watch.after_pass(
                 &home,
@@ -392,6 +373,107 @@ async fn run_loop(
             );
         }
     }
+}
+
+/// One pass of one pipeline: phase 1, then phase 2, on `store` (that version's database).
+/// Returns how the pass ended for the alerts (`None`: it could not start).
+#[allow(clippy::too_many_arguments)]
+async fn run_pass(
+    home: &std::path::Path,
+    config: &Config,
+    deps: &SchedulerDeps,
+    store: &Store,
+    version: MemoryVersion,
+    trigger: Trigger,
+    cancel: &CancellationToken,
+    last_error: &mut Option<String>,
+) -> Option<crate::alerts::PassEnd> {
+    use crate::alerts::PassEnd;
+    let mut end: Option<PassEnd> = None;
+    match run_once_version(
+        home,
+        config,
+        deps,
+        store,
+        version,
+        trigger,
+        cancel.child_token(),
+    )
+    .await
+    {
+        Ok(r) => {
+            *last_error = None;
+            end = Some(if r.key_rejected {
+                PassEnd::KeyRejected {
+                    model: config
+                        .memories
+                        .extract_model
+                        .clone()
+                        .unwrap_or_else(|| codex_free_models::DEFAULT_EXTRACT_MODEL.into()),
+                    error: r.summary.error.clone().unwrap_or_default(),
+                }
+            } else if r.summary.outcome == "failed" {
+                PassEnd::Failed(
+                    r.summary
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| "phase 1 failed".into()),
+                )
+            } else {
+                PassEnd::Ok
+            });
+            if r.summary.claimed > 0 {
+                tracing::info!(claimed = r.summary.claimed, outcome = %r.summary.outcome, "phase 1 run finished");
+            }
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            if last_error.as_deref() != Some(msg.as_str()) {
+                tracing::warn!(error = %msg, "phase 1 not run");
+                let line = crate::run_log::LogLine::NotRun {
+                    at: store.now(),
+                    phase: if version == MemoryVersion::V1 {
+                        "phase1"
+                    } else {
+                        "phase1 v2"
+                    },
+                    why: msg.clone(),
+                };
+                let _ = crate::run_log::append(home, &line);
+            }
+            *last_error = Some(msg);
+        }
+    }
+    // Phase 2 after every phase-1 pass: its own job, cooldown and "no change = no
+    // model call" rule decide whether anything happens.
+    let force = trigger == Trigger::Force;
+    match crate::phase2::model::run_version_with_store(
+        home,
+        config,
+        store.clone(),
+        version,
+        deps.secrets.as_ref(),
+        deps.retry,
+        "scheduler",
+        force,
+        cancel.child_token(),
+    )
+    .await
+    {
+        Ok(crate::phase2::Outcome::Failed { reason, .. }) => {
+            tracing::warn!(%reason, "phase 2 failed; the previous memory stays in place");
+            if !matches!(end, Some(PassEnd::KeyRejected { .. })) {
+                end = Some(PassEnd::Failed(if version == MemoryVersion::V1 {
+                    format!("phase 2: {reason}")
+                } else {
+                    format!("phase 2 {version}: {reason}")
+                }));
+            }
+        }
+        Ok(o) => tracing::debug!(outcome = ?o, "phase 2"),
+        Err(e) => tracing::warn!(error = %e, "phase 2 not run"),
+    }
+    end
 }
 
 /// Resolve the model from `config` and run phase 1 once.
@@ -406,9 +488,35 @@ pub async fn run_once(
     trigger: Trigger,
     cancel: CancellationToken,
 ) -> Result<RunReport> {
-    let ctx = phase1_ctx(home, config, deps, store, trigger, cancel)?;
+    run_once_version(
+        home,
+        config,
+        deps,
+        store,
+        MemoryVersion::V1,
+        trigger,
+        cancel,
+    )
+    .await
+}
+
+/// [`run_once`] for the pipeline `version`; `store` must be that version's database.
+///
+/// Errors: as [`run_once`].
+pub async fn run_once_version(
+    home: &std::path::Path,
+    config: &Config,
+    deps: &SchedulerDeps,
+    store: &Store,
+    version: MemoryVersion,
+    trigger: Trigger,
+    cancel: CancellationToken,
+) -> Result<RunReport> {
+    let mut ctx = phase1_ctx(home, config, deps, store, trigger, cancel)?;
+    ctx.version = version;
     phase1::run(ctx).await.map_err(|e| match e {
-        Error::Store(m) => Error::Store(format!("phase 1: {m}")),
+        Error::Store(m) if version == MemoryVersion::V1 => Error::Store(format!("phase 1: {m}")),
+        Error::Store(m) => Error::Store(format!("phase 1 {version}: {m}")),
         other => other,
     })
 }
@@ -440,6 +548,7 @@ pub fn phase1_ctx(
         cancel,
         trigger,
         worker_id: worker_id(),
+        version: MemoryVersion::V1,
     })
 }
 

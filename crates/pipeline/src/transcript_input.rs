@@ -147,6 +147,11 @@ impl RolloutInput for TranscriptInput {
         let r = codex_free_transcripts::render::render(&rollout, tool_result_token_budget, window);
         Ok((r.text, r.redactions))
     }
+
+    fn items(&self, thread: &ThreadRow) -> Result<Vec<codex_free_transcripts::rollout::Item>> {
+        let source: Source = thread.source.parse()?;
+        Ok(parse_file(Path::new(&thread.path), source)?.items)
+    }
 }
 
 /// [`Redactor`] backed by [`codex_free_redact::redact`].

@@ -42,6 +42,10 @@ pub use usage::{RunRow, RunSummary, Spend, TokenCounts, UsageRow};
 /// File name of the database inside the state home.
 pub const DB_FILE: &str = "state.sqlite";
 
+/// File name of the V2 memory pipeline's own database inside the state home: its threads,
+/// jobs, outputs, runs and usage rows, never shared with V1's [`DB_FILE`].
+pub const DB_FILE_V2: &str = "state_v2.sqlite";
+
 /// How long a connection waits for another process's write lock before failing (5 s).
 /// Claims are short transactions, so contention resolves well within this.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -142,6 +146,13 @@ impl Store {
         Self::open(&home.join(DB_FILE), Arc::new(SystemClock))
     }
 
+    /// The V2 pipeline's database in `home` ([`DB_FILE_V2`]).
+    ///
+    /// Errors: as [`Store::open`].
+    pub fn open_v2_in_home(home: &Path) -> Result<Store> {
+        Self::open(&home.join(DB_FILE_V2), Arc::new(SystemClock))
+    }
+
     /// A private in-memory database (tests, benchmarks), fully migrated.
     pub fn open_in_memory(clock: Arc<dyn Clock>) -> Result<Store> {
         let mut conn = Connection::open_in_memory().map_err(db_err)?;
@@ -157,6 +168,11 @@ impl Store {
     /// The file behind this store (`None` in memory).
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// The clock this store reads (to open a sibling database on the same time).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
     }
 
     /// The current time from this store's clock (unix seconds).

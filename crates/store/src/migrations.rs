@@ -186,8 +186,19 @@ ALTER TABLE usage ADD COLUMN sent_bytes INTEGER;
 ALTER TABLE usage ADD COLUMN redactions TEXT;
 "#;
 
+/// v7: consolidation progress, the largest number of distinct threads one successful
+/// consolidation took in (what V2's readiness compares with its threshold). One row; kept
+/// when outputs are pruned, zeroed by a memory reset.
+const V7: &str = r#"
+CREATE TABLE consolidation_progress (
+    singleton         INTEGER PRIMARY KEY CHECK (singleton = 1),
+    max_thread_count  INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO consolidation_progress (singleton, max_thread_count) VALUES (1, 0);
+"#;
+
 /// Every migration, in order. Append only.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
@@ -298,6 +309,7 @@ mod tests {
             [
                 "agent_usage",
                 "citations",
+                "consolidation_progress",
                 "jobs",
                 "runs",
                 "stage1_outputs",

@@ -223,8 +223,32 @@ impl Store {
             )
             .map_err(db_err)?;
         }
+        let distinct = selected
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len() as i64;
+        tx.execute(
+            "UPDATE consolidation_progress SET max_thread_count = MAX(max_thread_count, ?1) WHERE singleton = 1",
+            [distinct],
+        )
+        .map_err(db_err)?;
         tx.commit().map_err(db_err)?;
         Ok(true)
+    }
+
+    /// The largest number of distinct threads a successful consolidation took in (upstream's
+    /// `max_consolidated_thread_count`): survives pruning of outputs, zeroed by
+    /// [`Store::clear_memory_data`].
+    pub fn max_consolidated_thread_count(&self) -> Result<u32> {
+        let n: i64 = self
+            .conn()
+            .query_row(
+                "SELECT max_thread_count FROM consolidation_progress WHERE singleton = 1",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?;
+        Ok(u32::try_from(n.max(0)).unwrap_or(u32::MAX))
     }
 
     /// Mark the phase-2 job failed with `reason`; the retry waits [`retry_delay`] of the
@@ -353,6 +377,39 @@ mod tests {
     use crate::ManualClock;
 
     const NOW: i64 = 1_750_000_000;
+
+    /// Upstream `memory_readiness.rs` / pi-codex-memory `test/v2.test.mjs`: a success over 20
+    /// distinct threads records 20; a later success over none keeps 20 (the count is the
+    /// largest, so pruning outputs does not lower it); a reset zeroes it. Duplicated ids
+    /// count once.
+    #[test]
+    fn consolidated_thread_count_is_the_max_and_reset_clears_it() {
+        let clock = Arc::new(ManualClock::new(NOW));
+        let s = Store::open_in_memory(clock.clone()).unwrap();
+        let claim = |force: bool| {
+            {
+                let mut c = s.conn();
+                let tx = c.transaction().unwrap();
+                crate::stage1::enqueue_phase2(&tx, NOW).unwrap();
+                tx.commit().unwrap();
+            }
+            match s.claim_phase2("w", 3600, force).unwrap() {
+                Claim::Claimed { token, watermark } => (token, watermark),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(s.max_consolidated_thread_count().unwrap(), 0);
+        let (t, w) = claim(false);
+        let mut ids: Vec<String> = (0..20).map(|i| format!("thread-{i}")).collect();
+        ids.push("thread-0".into());
+        assert!(s.succeed_phase2(&t, w, &ids).unwrap());
+        assert_eq!(s.max_consolidated_thread_count().unwrap(), 20);
+        let (t, w) = claim(true);
+        assert!(s.succeed_phase2(&t, w, &[]).unwrap());
+        assert_eq!(s.max_consolidated_thread_count().unwrap(), 20);
+        s.clear_memory_data().unwrap();
+        assert_eq!(s.max_consolidated_thread_count().unwrap(), 0);
+    }
 
     #[test]
     fn failed_retries_stop_until_new_input_or_force() {

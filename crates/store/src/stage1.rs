@@ -844,6 +844,11 @@ impl Store {
                 params![JOB_KIND_STAGE1, JOB_KIND_PHASE2],
             )
             .map_err(db_err)?;
+        tx.execute(
+            "UPDATE consolidation_progress SET max_thread_count = 0 WHERE singleton = 1",
+            [],
+        )
+        .map_err(db_err)?;
         tx.commit().map_err(db_err)?;
         Ok((outputs, jobs))
     }

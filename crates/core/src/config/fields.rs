@@ -924,10 +924,17 @@ pub const FIELDS: &[Field] = &[
     Field::choice(
         "memories.version",
         "v1",
-        &["v1"],
-        "Memory layout version (only v1 exists).",
+        &["v1", "v2"],
+        "Active memory version: v1 (MEMORY.md + summary, memories/) or v2 (summary only, memories_v2/); the one served to new sessions.",
     )
+    .restart()
     .file_only(),
+    Field::boolean(
+        "memories.dual_write",
+        false,
+        "Run the v1 and v2 pipelines side by side on the same sessions, each into its own folder and database (one spend cap).",
+    )
+    .restart(),
     Field::boolean(
         "memories.enabled",
         true,

@@ -23,6 +23,8 @@ pub struct Phase2Db {
     pub price: Option<Price>,
     /// `memories.monthly_spend_cap_usd`: no model call once this month's spend reaches it.
     pub spend_cap_usd: Option<f64>,
+    /// The pipeline `store` belongs to (its `memories.log` lines say `v2` for V2).
+    pub version: codex_free_core::config::MemoryVersion,
 }
 
 impl Phase2Store for Phase2Db {
@@ -109,6 +111,7 @@ impl Phase2Store for Phase2Db {
                 model: r.model.unwrap_or_default(),
                 run_id: run_id.to_string(),
                 error: error.map(str::to_string),
+                v2: self.version == codex_free_core::config::MemoryVersion::V2,
             };
             crate::run_log::append(&self.home, &crate::run_log::LogLine::Phase2(line))?;
         }
@@ -142,6 +145,7 @@ mod tests {
             home: home.path().to_path_buf(),
             price: Some(price),
             spend_cap_usd: None,
+            version: codex_free_core::config::MemoryVersion::V1,
         };
         let run = db.start_run("manual", "anthropic/m").unwrap();
         let usage = TokenUsage {

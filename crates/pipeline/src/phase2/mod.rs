@@ -266,41 +266,9 @@ pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
             until: None,
         });
     }
-    let (token, watermark) = match deps
-        .store
-        .claim_global(&deps.worker_id, LEASE_SECS, force)?
-    {
-        Claim::Claimed { token, watermark } => (token, watermark),
-        Claim::Running => {
-            return Ok(Outcome::Skipped {
-                reason: "running".into(),
-                until: None,
-            });
-        }
-        Claim::Cooldown { until } => {
-            return Ok(Outcome::Skipped {
-                reason: "cooldown".into(),
-                until: Some(until),
-            });
-        }
-        Claim::Backoff { until } => {
-            return Ok(Outcome::Skipped {
-                reason: "backoff".into(),
-                until: Some(until),
-            });
-        }
-        Claim::Exhausted {
-            attempts,
-            last_error,
-        } => {
-            return Ok(Outcome::Skipped {
-                reason: format!(
-                    "stopped after {attempts} failed attempts until new input arrives (last error: {}); `memories force` retries now",
-                    last_error.as_deref().unwrap_or("unknown")
-                ),
-                until: None,
-            });
-        }
+    let (token, watermark) = match claim_or_skip(deps, force)? {
+        Ok(c) => c,
+        Err(skipped) => return Ok(skipped),
     };
     let mut run_id: Option<String> = None;
     let mut agent_report: Option<AgentReport> = None;
@@ -350,6 +318,46 @@ pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
         }
     }
     Ok(outcome)
+}
+
+/// Claim the global job of `deps.store` (each version's database has its own): the token
+/// and the watermark, or the [`Outcome::Skipped`] that says why not.
+///
+/// Errors: database errors.
+pub(crate) fn claim_or_skip(
+    deps: &Phase2Deps<'_>,
+    force: bool,
+) -> Result<std::result::Result<(String, i64), Outcome>> {
+    Ok(
+        match deps
+            .store
+            .claim_global(&deps.worker_id, LEASE_SECS, force)?
+        {
+            Claim::Claimed { token, watermark } => Ok((token, watermark)),
+            Claim::Running => Err(Outcome::Skipped {
+                reason: "running".into(),
+                until: None,
+            }),
+            Claim::Cooldown { until } => Err(Outcome::Skipped {
+                reason: "cooldown".into(),
+                until: Some(until),
+            }),
+            Claim::Backoff { until } => Err(Outcome::Skipped {
+                reason: "backoff".into(),
+                until: Some(until),
+            }),
+            Claim::Exhausted {
+                attempts,
+                last_error,
+            } => Err(Outcome::Skipped {
+                reason: format!(
+                    "stopped after {attempts} failed attempts until new input arrives (last error: {}); `memories force` retries now",
+                    last_error.as_deref().unwrap_or("unknown")
+                ),
+                until: None,
+            }),
+        },
+    )
 }
 
 async fn claimed(
@@ -618,7 +626,7 @@ fn clear_inflight(home: &Path) {
 }
 
 /// The error of a commit the memory gate refused: every problem, and that `HEAD` stays.
-fn refused_by_gate(problems: Vec<String>) -> Error {
+pub(crate) fn refused_by_gate(problems: Vec<String>) -> Error {
     Error::Budget(format!(
         "the memory checks refused the commit ({}); the previous commit stays",
         problems.join("; ")
@@ -633,7 +641,11 @@ fn remove_inbox_notes(paths: &[std::path::PathBuf]) {
     }
 }
 
-async fn heartbeat_loop(store: &dyn Phase2Store, token: &str, cancel: CancellationToken) -> Error {
+pub(crate) async fn heartbeat_loop(
+    store: &dyn Phase2Store,
+    token: &str,
+    cancel: CancellationToken,
+) -> Error {
     let mut tick = tokio::time::interval(Duration::from_secs(HEARTBEAT_SECS));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     tick.tick().await;

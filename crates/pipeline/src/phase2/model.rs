@@ -143,6 +143,36 @@ pub async fn run_with_store(
     force: bool,
     cancel: CancellationToken,
 ) -> Result<Outcome> {
+    run_version_with_store(
+        home,
+        config,
+        store,
+        codex_free_core::config::MemoryVersion::V1,
+        secrets,
+        retry,
+        trigger,
+        force,
+        cancel,
+    )
+    .await
+}
+
+/// As [`run_with_store`] for the pipeline `version` (its `store` must be that version's
+/// database): V1 runs [`super::run`], V2 [`crate::v2::phase2::run`].
+///
+/// Errors: as [`run_in_home`].
+#[allow(clippy::too_many_arguments)]
+pub async fn run_version_with_store(
+    home: &Path,
+    config: &Config,
+    store: Store,
+    version: codex_free_core::config::MemoryVersion,
+    secrets: &dyn SecretStore,
+    retry: RetryPolicy,
+    trigger: &str,
+    force: bool,
+    cancel: CancellationToken,
+) -> Result<Outcome> {
     let m = &config.memories;
     let (spec, explicit) = match &m.consolidation_model {
         Some(s) => (s.as_str(), true),
@@ -169,6 +199,7 @@ pub async fn run_with_store(
         home: home.to_path_buf(),
         price,
         spend_cap_usd: m.monthly_spend_cap_usd,
+        version,
     };
     let deps = Phase2Deps {
         home,
@@ -180,7 +211,10 @@ pub async fn run_with_store(
         trigger: trigger.to_string(),
         cancel,
     };
-    super::run(&deps, force).await
+    match version {
+        codex_free_core::config::MemoryVersion::V1 => super::run(&deps, force).await,
+        codex_free_core::config::MemoryVersion::V2 => crate::v2::phase2::run(&deps, force).await,
+    }
 }
 
 /// `codex-free memories history | diff [REV] | rollback REV` for the state home `home`
@@ -200,6 +234,7 @@ pub fn history_command_in_home(
         home: home.to_path_buf(),
         price: None,
         spend_cap_usd: None,
+        version: codex_free_core::config::MemoryVersion::V1,
     };
     super::history_command(home, cmd, &db, budget)
 }
