@@ -637,4 +637,20 @@ mod tests {
         t.import();
         assert_eq!(sessions(&t.store), want);
     }
+
+    /// A Codex session is found by its first line (`session_meta`), whatever its file is
+    /// called; another `.jsonl` in the tree is not taken for one.
+    #[test]
+    fn codex_sessions_are_found_by_content() {
+        let t = T::new();
+        let dir = t.file.parent().unwrap();
+        std::fs::write(dir.join("01a2275c-efdc-copied.jsonl"), fixture(WEBAPP)).unwrap();
+        std::fs::write(
+            dir.join("notes.jsonl"),
+            r#"{"type":"note","text":"\"type\":\"token_count\""}"#.to_string() + "\n",
+        )
+        .unwrap();
+        let r = t.import();
+        assert_eq!((r.files, t.rows()), (1, 4));
+    }
 }
