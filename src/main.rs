@@ -50,6 +50,7 @@ enum Cmd {
     /// What the coding agents (Codex CLI, Claude Code, pi) and the pipeline cost: imports
     /// their transcripts' token usage, then reports per day/week/month, session or 5-hour
     /// block.
+    #[command(after_help = usage_help())]
     Usage {
         #[command(subcommand)]
         cmd: codex_free_agent_usage::cli::UsageCmd,
@@ -218,6 +219,14 @@ fn init_logging() {
         // panic killed the task serving a request (the client waited forever).
         .log_internal_errors(false)
         .try_init();
+}
+
+/// The `usage --help` footer: what the columns mean and where the prices come from.
+fn usage_help() -> String {
+    format!(
+        "Columns (the same for every agent, in the tables and --json): input = uncached input, cache read, cache write (5-minute and 1-hour), output (reasoning included), reasoning; total = input + cache read + cache write + output.\n\nPrices: {} (1-hour cache writes and long-context tiers as the table lists them; a model served by a custom provider is priced by its name). memories.prices in codex.config.json overrides them.",
+        codex_free_models::PriceTable::bundled().source()
+    )
 }
 
 fn main() -> anyhow::Result<()> {

@@ -3,7 +3,8 @@
 //! rows, a resumed Codex session, a Claude side-chain and a resumed Claude session. The
 //! expected daily totals are computed here by a different, simpler method than the
 //! import's: Codex by the largest cumulative total per session, Claude by the last line
-//! per message, pi by distinct entries.
+//! per message, pi by distinct entries; column by column (uncached input, cache read,
+//! cache write, output, reasoning), each taken from the agent's own field names.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -58,15 +59,15 @@ fn day(ts: &str) -> String {
     ts[..10].to_string()
 }
 
-/// (day, agent) -> [input incl. cache, cache read, output].
-type Expect = BTreeMap<(String, String), [i64; 3]>;
+/// (day, agent) -> [uncached input, cache read, cache write, output, reasoning].
+type Expect = BTreeMap<(String, String), [i64; 5]>;
 
 fn expected(root: &Path) -> Expect {
     let mut e: Expect = BTreeMap::new();
     // Codex: the largest cumulative total of each session is what it used.
     let mut fs = Vec::new();
     files(&root.join("codex"), &mut fs);
-    let mut best: HashMap<String, (i64, String, [i64; 3])> = HashMap::new();
+    let mut best: HashMap<String, (i64, String, [i64; 5])> = HashMap::new();
     for f in &fs {
         let lines = jsonl(f);
         let sid = lines[0]["payload"]["id"].as_str().unwrap().to_string();
@@ -76,7 +77,7 @@ fn expected(root: &Path) -> Expect {
                 let t = &info["total_token_usage"];
                 let total = n(t, "total_tokens");
                 let d = day(l["timestamp"].as_str().unwrap());
-                let slot = best.entry(sid.clone()).or_insert((-1, d.clone(), [0; 3]));
+                let slot = best.entry(sid.clone()).or_insert((-1, d.clone(), [0; 5]));
                 assert!(
                     slot.0 < 0 || slot.1 == d,
                     "fixture sessions stay on one day"
@@ -85,10 +86,15 @@ fn expected(root: &Path) -> Expect {
                     *slot = (
                         total,
                         d,
+                        // Codex's input counts its cached part.
                         [
-                            n(t, "input_tokens"),
+                            n(t, "input_tokens")
+                                - n(t, "cached_input_tokens")
+                                - n(t, "cache_write_input_tokens"),
                             n(t, "cached_input_tokens"),
+                            n(t, "cache_write_input_tokens"),
                             n(t, "output_tokens"),
+                            n(t, "reasoning_output_tokens"),
                         ],
                     );
                 }
@@ -97,14 +103,14 @@ fn expected(root: &Path) -> Expect {
     }
     for (_, (_, d, v)) in best {
         let s = e.entry((d, "codex".into())).or_default();
-        for i in 0..3 {
+        for i in 0..5 {
             s[i] += v[i];
         }
     }
     // Claude: one request per message id (+ request id); its last line is complete.
     let mut fs = Vec::new();
     files(&root.join("claude"), &mut fs);
-    let mut msgs: HashMap<String, (String, [i64; 3])> = HashMap::new();
+    let mut msgs: HashMap<String, (String, [i64; 5])> = HashMap::new();
     for f in &fs {
         for l in jsonl(f) {
             let u = &l["message"]["usage"];
@@ -112,20 +118,25 @@ fn expected(root: &Path) -> Expect {
                 continue;
             }
             let key = format!("{}:{}", l["message"]["id"], l["requestId"]);
-            let read = n(u, "cache_read_input_tokens");
-            let input = n(u, "input_tokens") + n(u, "cache_creation_input_tokens") + read;
+            // Claude's input_tokens is already the uncached part.
             msgs.insert(
                 key,
                 (
                     day(l["timestamp"].as_str().unwrap()),
-                    [input, read, n(u, "output_tokens")],
+                    [
+                        n(u, "input_tokens"),
+                        n(u, "cache_read_input_tokens"),
+                        n(u, "cache_creation_input_tokens"),
+                        n(u, "output_tokens"),
+                        0,
+                    ],
                 ),
             );
         }
     }
     for (_, (d, v)) in msgs {
         let s = e.entry((d, "claude".into())).or_default();
-        for i in 0..3 {
+        for i in 0..5 {
             s[i] += v[i];
         }
     }
@@ -138,13 +149,13 @@ fn expected(root: &Path) -> Expect {
             if l["type"] != "message" || l["message"]["role"] != "assistant" || !u.is_object() {
                 continue;
             }
-            let read = n(u, "cacheRead");
             let s = e
                 .entry((day(l["timestamp"].as_str().unwrap()), "pi".into()))
                 .or_default();
-            s[0] += n(u, "input") + read + n(u, "cacheWrite");
-            s[1] += read;
-            s[2] += n(u, "output");
+            s[0] += n(u, "input");
+            s[1] += n(u, "cacheRead");
+            s[2] += n(u, "cacheWrite");
+            s[3] += n(u, "output");
         }
     }
     e
@@ -201,9 +212,23 @@ fn reported(v: &Value) -> Expect {
                 (b["period"].as_str().unwrap().to_string(), agent.clone()),
                 [
                     n(t, "input_tokens"),
-                    n(t, "cached_input_tokens"),
+                    n(t, "cache_read_tokens"),
+                    n(t, "cache_write_tokens"),
                     n(t, "output_tokens"),
+                    n(t, "reasoning_tokens"),
                 ],
+            );
+            assert_eq!(
+                n(t, "total_tokens"),
+                [
+                    "input_tokens",
+                    "cache_read_tokens",
+                    "cache_write_tokens",
+                    "output_tokens"
+                ]
+                .iter()
+                .map(|k| n(t, k))
+                .sum::<i64>()
             );
         }
     }
@@ -218,8 +243,12 @@ fn daily_totals_match_the_agents_records_and_duplicates_count_once() {
         want.len() >= 4,
         "codex, claude, pi and the second day: {want:?}"
     );
-    let v = env.json(&["usage", "daily", "--json"]);
+    let v = env.json(&["usage", "daily", "--json", "--timezone", "UTC"]);
     assert_eq!(reported(&v), want);
+    // Every column carries something somewhere (the comparison is not all zeros).
+    for i in 0..5 {
+        assert!(want.values().any(|c| c[i] > 0), "column {i}: {want:?}");
+    }
     // Every transcript was read; the duplicates were recognised as such.
     assert_eq!(v["import"]["files_failed"], 0);
     assert!(v["import"]["duplicates"].as_i64().unwrap() > 0);
@@ -264,7 +293,7 @@ fn daily_totals_match_the_agents_records_and_duplicates_count_once() {
     assert!(codex["unpriced_requests"].as_i64().unwrap() > 0);
 
     // A second run reads nothing new and reports the same.
-    let again = env.json(&["usage", "daily", "--json"]);
+    let again = env.json(&["usage", "daily", "--json", "--timezone", "UTC"]);
     assert_eq!(again["import"]["files_read"], 0);
     assert_eq!(reported(&again), want);
 
@@ -280,7 +309,10 @@ fn daily_totals_match_the_agents_records_and_duplicates_count_once() {
         "{priced}"
     );
     let pi = &priced["total"];
-    let expect = n(pi, "input_tokens") as f64 * 1e-6 + n(pi, "output_tokens") as f64 * 2e-6;
+    // Without a cache rate, cache reads and writes cost the input rate.
+    let all_input =
+        n(pi, "input_tokens") + n(pi, "cache_read_tokens") + n(pi, "cache_write_tokens");
+    let expect = all_input as f64 * 1e-6 + n(pi, "output_tokens") as f64 * 2e-6;
     assert!((pi["cost_usd"].as_f64().unwrap() - expect).abs() < 1e-9);
 }
 
@@ -576,7 +608,131 @@ fn a_usage_line_with_invalid_utf8_is_repaired_and_counted() {
     let again = Own::new(&[claude_line("2026-11-29T07:31:00.000Z", "msg_b", b"caf\xc3")]);
     let text = again.ok("UTC", &["usage", "daily"]);
     assert!(
-        text.contains("(claude: 1 line repaired (invalid UTF-8 decoded lossily))"),
+        text.contains(
+            "1 line repaired (invalid UTF-8 decoded lossily), 0 lines skipped (not JSON))"
+        ),
         "{text}"
     );
+}
+
+/// The text tables: the same column heads in daily and sessions, thousands separators,
+/// `--breakdown` per model, sessions with models, first/last request and cache columns,
+/// one summary line per source; `usage --help` names the price table and its date.
+#[test]
+fn tables_share_columns_and_group_thousands() {
+    let env = Env::new();
+    let daily = String::from_utf8(
+        env.run(&["usage", "daily", "--breakdown", "--timezone", "UTC"])
+            .stdout,
+    )
+    .unwrap();
+    let head = |t: &str, first: &str| {
+        t.lines()
+            .find(|l| l.starts_with(first))
+            .unwrap_or_else(|| panic!("{first}: {t}"))
+            .to_string()
+    };
+    let cols = [
+        "input",
+        "cache read",
+        "cache write",
+        "output",
+        "reasoning",
+        "total",
+        "cost",
+    ];
+    let dh = head(&daily, "period");
+    for c in cols {
+        assert!(dh.contains(c), "{dh}");
+    }
+    let v = env.json(&[
+        "usage",
+        "daily",
+        "--json",
+        "--no-import",
+        "--timezone",
+        "UTC",
+    ]);
+    let total_input = v["total"]["input_tokens"].as_i64().unwrap();
+    assert!(total_input >= 1000, "{v}");
+    let total_line = head(&daily, "total");
+    let grouped = |n: i64| {
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    assert!(total_line.contains(&grouped(total_input)), "{total_line}");
+    // --breakdown: a line per model under each day.
+    assert!(daily.contains("└ mock/mock-model"), "{daily}");
+    assert!(daily.contains("└ openai/gpt-5"), "{daily}");
+    // One summary line per source.
+    for agent in ["codex", "claude", "pi"] {
+        assert!(
+            daily
+                .lines()
+                .any(|l| l.starts_with(&format!("({agent}: ")) && l.contains("skipped")),
+            "{agent}: {daily}"
+        );
+    }
+    let sessions = String::from_utf8(
+        env.run(&[
+            "usage",
+            "sessions",
+            "--no-import",
+            "--breakdown",
+            "--timezone",
+            "UTC",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    let sh = head(&sessions, "agent");
+    for c in cols
+        .iter()
+        .chain(&["first request", "last request", "models"])
+    {
+        assert!(sh.contains(c), "{sh}");
+    }
+    assert!(sessions.contains("2026-11-29 12:5"), "{sessions}");
+    assert!(sessions.contains("  └ openai/gpt-5"), "{sessions}");
+    let s = env.json(&["usage", "sessions", "--json", "--no-import"]);
+    let first = &s["sessions"][0];
+    assert!(
+        first["by_model"].is_object() && first["totals"]["cache_read_tokens"].is_i64(),
+        "{first}"
+    );
+    let help = String::from_utf8(env.run(&["usage", "--help"]).stdout).unwrap();
+    assert!(
+        help.contains("litellm 1.110.2") && help.contains("taken 20"),
+        "{help}"
+    );
+    assert!(help.contains("input = uncached input"), "{help}");
+}
+
+/// Claude Code's 1-hour cache writes are billed at the table's 1-hour rate, not the
+/// 5-minute one.
+#[test]
+fn a_one_hour_cache_write_is_billed_at_its_own_rate() {
+    let mut line: Value =
+        serde_json::from_slice(&claude_line("2026-11-29T07:30:00.000Z", "msg_1h", b"hi")).unwrap();
+    line["message"]["model"] = "claude-sonnet-4-5".into();
+    line["message"]["usage"] = serde_json::json!({
+        "input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 0,
+        "cache_creation_input_tokens": 100000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 100000}
+    });
+    let mut bytes = serde_json::to_vec(&line).unwrap();
+    bytes.push(b'\n');
+    let own = Own::new(&[bytes]);
+    let v = own.json("UTC", &["usage", "daily", "--json"]);
+    // claude-sonnet-4-5: $6 per 1M 1-hour writes (5-minute: $3.75).
+    let cost = v["total"]["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.6).abs() < 1e-9, "{v}");
+    assert_eq!(v["total"]["cache_write_1h_tokens"], 100000);
 }

@@ -582,6 +582,40 @@ async fn tools_list_offers_project_selection_only_with_an_access_root() {
         size(&multi)
     );
     assert!(size(&one) < size(&multi));
+    // Every request of every client carries the list: at most 8 KiB as sent (it was
+    // 17.7 KB; the Node filesystem server's is 13.0 KB).
+    let sent = serde_json::to_string(&serde_json::json!({ "tools": one }))
+        .unwrap()
+        .len();
+    assert!(sent <= 8 * 1024, "tools/list is {sent} bytes");
+    // What a model needs to call each tool stays: every tool has a description, every
+    // required argument is a listed property, and the paging footers name `offset`.
+    for t in &one {
+        assert!(
+            t.description.as_deref().is_some_and(|d| d.len() > 10),
+            "{}",
+            t.name
+        );
+        let props = t.input_schema.get("properties").and_then(|p| p.as_object());
+        for r in t
+            .input_schema
+            .get("required")
+            .and_then(|r| r.as_array())
+            .into_iter()
+            .flatten()
+        {
+            assert!(
+                props.is_some_and(|p| p.contains_key(r.as_str().unwrap())),
+                "{}: {r}",
+                t.name
+            );
+        }
+    }
+    let plan = one.iter().find(|t| t.name == "update_plan").unwrap();
+    assert_eq!(
+        plan.input_schema["properties"]["plan"]["items"]["properties"]["status"]["enum"],
+        serde_json::json!(["pending", "in_progress", "completed"])
+    );
     // The wire schemas carry what a model needs and nothing of the Rust types behind them.
     let wire = serde_json::to_string(&one).unwrap();
     for waste in [

@@ -449,10 +449,21 @@ test("the Usage page shows the same totals as `codex-free usage daily --json`, w
     const usd = t.cost_usd < 0.01 ? `$${Number(t.cost_usd.toPrecision(2))}` : `$${new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(t.cost_usd)}`;
     return t.unpriced_requests > 0 ? `${usd} + ${t.unpriced_requests} unpriced` : usd;
   };
+  // The page's columns are the CLI's, field by field: requests, input (uncached), cache
+  // read, cache write, output, reasoning, total, cache hits, cost.
   const expectRow = (got, t, label) => {
     assert.deepEqual(
-      [got[1], got[2], got[3], got[5], got[8]],
-      [int(t.requests), int(t.input_tokens), int(t.cached_input_tokens), int(t.output_tokens), cost(t)],
+      [got[1], got[2], got[3], got[4], got[5], got[6], got[7], got[9]],
+      [
+        int(t.requests),
+        int(t.input_tokens),
+        int(t.cache_read_tokens),
+        int(t.cache_write_tokens),
+        int(t.output_tokens),
+        int(t.reasoning_tokens),
+        int(t.total_tokens),
+        cost(t),
+      ],
       label,
     );
   };
@@ -492,7 +503,7 @@ test("the Usage page shows the same totals as `codex-free usage daily --json`, w
   // A range without a request costs $0.00, not "price unknown".
   await page.getByTestId("usage-since").fill("2099-01-01");
   await page.waitForFunction(() => document.querySelector('[data-testid="usage-total-cost"]')?.textContent === "$0.00");
-  assert.equal((await cells("usage-total-row"))[8], "$0.00");
+  assert.equal((await cells("usage-total-row"))[9], "$0.00");
   await page.getByTestId("usage-since").fill("");
   await page.getByTestId("agent-codex").waitFor();
   await page.getByTestId("split-model").click();

@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { dateToMs } from "./components/Filters";
-import { costCell } from "./pages/Usage";
+import { costCell, TOKEN_COLUMNS } from "./pages/Usage";
 import type { AgentTotals } from "./api";
 
 const totals = (over: Partial<AgentTotals>): AgentTotals => ({
   requests: 0,
   input_tokens: 0,
-  cached_input_tokens: 0,
+  cache_read_tokens: 0,
   cache_write_tokens: 0,
+  cache_write_1h_tokens: 0,
   output_tokens: 0,
   reasoning_tokens: 0,
   total_tokens: 0,
@@ -23,6 +24,17 @@ describe("Usage page", () => {
     expect(costCell(totals({}))).toBe("$0.00");
     expect(costCell(totals({ requests: 2, unpriced_requests: 2 }))).toBe("price unknown");
     expect(costCell(totals({ requests: 3, cost_usd: 1.5, unpriced_requests: 1 }))).toBe("$1.50 + 1 unpriced");
+  });
+
+  it("labels the token columns as the CLI does, one meaning for every agent", () => {
+    expect(TOKEN_COLUMNS.map(([label, key]) => `${label}:${key}`)).toEqual([
+      "Input:input_tokens",
+      "Cache read:cache_read_tokens",
+      "Cache write:cache_write_tokens",
+      "Output:output_tokens",
+      "Reasoning:reasoning_tokens",
+      "Total:total_tokens",
+    ]);
   });
 
   it("reads the date range as days of the chosen time zone", () => {

@@ -52,7 +52,12 @@ pub struct ReportArgs {
     /// system's).
     #[arg(long, short = 'z', value_name = "IANA NAME|UTC")]
     pub timezone: Option<String>,
-    /// Print JSON instead of a table.
+    /// Under each row of daily/weekly/monthly/sessions, one line per model (the JSON always
+    /// has `by_model`).
+    #[arg(long)]
+    pub breakdown: bool,
+    /// Print JSON instead of a table (raw numbers; the same column names as the tables:
+    /// input_tokens is uncached input, then cache_read, cache_write, output, reasoning).
     #[arg(long)]
     pub json: bool,
     /// Do not import first (report only what is stored).
@@ -194,21 +199,35 @@ pub fn run(
             let _ = writeln!(s, "Agent usage per session (time zone: {})", zone.name());
             let _ = writeln!(
                 s,
-                "{:<8} {:<38} {:<28} {:<16} {:>12} {:>12} {:>14}",
-                "agent", "session", "project", "last request", "input", "output", "cost"
+                "{:<8} {:<38} {:<24} {:<16} {:<16} {COLS_HEAD}  models",
+                "agent", "session", "project", "first request", "last request"
             );
             for r in &v {
                 let _ = writeln!(
                     s,
-                    "{:<8} {:<38} {:<28} {:<16} {:>12} {:>12} {:>14}",
+                    "{:<8} {:<38} {:<24} {:<16} {:<16} {}  {}",
                     r.agent,
                     r.session_id,
-                    shorten(r.project.as_deref().unwrap_or("-"), 28),
+                    shorten(r.project.as_deref().unwrap_or("-"), 24),
+                    zone.minute(r.first_ms),
                     zone.minute(r.last_ms),
-                    r.totals.tokens.input_tokens,
-                    r.totals.tokens.output_tokens,
-                    cost_cell(&r.totals)
+                    cols(&r.totals),
+                    r.models.join(", ")
                 );
+                if args.breakdown {
+                    for (m, t) in &r.by_model {
+                        let _ = writeln!(
+                            s,
+                            "{:<8} {:<38} {:<24} {:<16} {:<16} {}",
+                            "",
+                            format!("  └ {}", shorten(m, 34)),
+                            "",
+                            "",
+                            "",
+                            cols(t)
+                        );
+                    }
+                }
             }
             unknown_section(&mut s, &unknown);
         }
@@ -240,8 +259,8 @@ pub fn run(
                     "{:<20} {:<8} {:>10} {:>14} {:>14}  {}",
                     zone.minute(b.start_ms),
                     if b.active { "ACTIVE" } else { "" },
-                    b.totals.requests,
-                    b.totals.total_tokens,
+                    thousands(b.totals.requests),
+                    thousands(b.totals.total_tokens),
                     cost_cell(&b.totals),
                     b.models.join(", ")
                 );
@@ -253,7 +272,7 @@ pub fn run(
                         format_cost(burn.usd_per_hour),
                         burn.remaining_ms / 60_000,
                         zone.minute(b.end_ms),
-                        burn.projected_tokens,
+                        thousands(burn.projected_tokens),
                         format_cost(burn.projected_usd)
                     );
                 }
@@ -274,25 +293,22 @@ pub fn run(
                 Granularity::Month => "month",
             };
             let _ = writeln!(s, "Agent usage per {per} (time zone: {})", zone.name());
-            let _ = writeln!(
-                s,
-                "{:<11} {:<9} {:>12} {:>12} {:>12} {:>10} {:>10} {:>13} {:>14}",
-                "period",
-                "agent",
-                "input",
-                "cache read",
-                "cache write",
-                "output",
-                "reasoning",
-                "total",
-                "cost"
-            );
+            let _ = writeln!(s, "{:<11} {:<9} {COLS_HEAD}", "period", "agent");
             for b in &p.buckets {
                 for (agent, t) in &b.by_agent {
-                    line(&mut s, &b.period, agent, t);
+                    let _ = writeln!(s, "{:<11} {:<9} {}", b.period, agent, cols(t));
+                }
+                if args.breakdown {
+                    for (m, t) in &b.by_model {
+                        let _ = writeln!(s, "{:<11} └ {m}\n{:<21} {}", "", "", cols(t));
+                    }
                 }
             }
-            line(&mut s, "total", "", &p.total);
+            let _ = writeln!(s, "{:<11} {:<9} {}", "total", "", cols(&p.total));
+            let _ = writeln!(
+                s,
+                "(input = uncached input; total = input + cache read + cache write + output; reasoning is part of output)"
+            );
             unknown_section(&mut s, &p.unknown_prices);
         }
     }
@@ -302,32 +318,27 @@ pub fn run(
             "(imported: {} transcripts, {} read, {} new requests, {} ms)",
             i.files, i.files_read, i.rows_written, i.duration_ms
         );
-        for (agent, l) in &i.lines_by_agent {
-            let _ = writeln!(s, "{}", lines_note(agent, l));
+        for (agent, l) in &i.by_agent {
+            let _ = writeln!(s, "{}", source_note(agent, l));
         }
     }
     Ok(s)
 }
 
-/// `(claude: 1 line repaired (invalid UTF-8 decoded lossily), 2 lines skipped (not JSON))`.
-fn lines_note(agent: &str, l: &super::parse::LineStats) -> String {
+/// One summary line per source: `(claude: 7 transcripts, 2 read, 31 requests; 1 line
+/// repaired (invalid UTF-8 decoded lossily), 0 lines skipped (not JSON))`.
+fn source_note(agent: &str, l: &super::SourceSummary) -> String {
     let plural = |n: usize| if n == 1 { "line" } else { "lines" };
-    let mut parts = Vec::new();
-    if l.repaired > 0 {
-        parts.push(format!(
-            "{} {} repaired (invalid UTF-8 decoded lossily)",
-            l.repaired,
-            plural(l.repaired)
-        ));
-    }
-    if l.skipped > 0 {
-        parts.push(format!(
-            "{} {} skipped (not JSON)",
-            l.skipped,
-            plural(l.skipped)
-        ));
-    }
-    format!("({agent}: {})", parts.join(", "))
+    format!(
+        "({agent}: {} transcripts, {} read, {} requests; {} {} repaired (invalid UTF-8 decoded lossily), {} {} skipped (not JSON))",
+        thousands(l.files as i64),
+        thousands(l.files_read as i64),
+        thousands(l.requests as i64),
+        l.lines_repaired,
+        plural(l.lines_repaired),
+        l.lines_skipped,
+        plural(l.lines_skipped)
+    )
 }
 
 fn json<T: Serialize>(imported: &Option<ImportReport>, body: T) -> Result<String> {
@@ -338,20 +349,38 @@ fn json<T: Serialize>(imported: &Option<ImportReport>, body: T) -> Result<String
     .map_err(|e| Error::InvalidArgument(format!("cannot encode the report: {e}")))
 }
 
-fn line(s: &mut String, period: &str, agent: &str, t: &Totals) {
-    let _ = writeln!(
-        s,
-        "{:<11} {:<9} {:>12} {:>12} {:>12} {:>10} {:>10} {:>13} {:>14}",
-        period,
-        agent,
-        t.tokens.input_tokens,
-        t.tokens.cached_input_tokens,
-        t.tokens.cache_write_tokens,
-        t.tokens.output_tokens,
-        t.tokens.reasoning_tokens,
-        t.total_tokens,
+/// The token and cost column heads, the same in every table (and named like the JSON's
+/// fields: `input_tokens`, `cache_read_tokens`, …).
+const COLS_HEAD: &str = "        input   cache read  cache write       output    reasoning          total           cost";
+
+/// A row's token and cost cells under [`COLS_HEAD`], with thousands separators.
+fn cols(t: &Totals) -> String {
+    format!(
+        "{:>13} {:>12} {:>12} {:>12} {:>12} {:>14} {:>14}",
+        thousands(t.input_tokens),
+        thousands(t.cache_read_tokens),
+        thousands(t.cache_write_tokens),
+        thousands(t.output_tokens),
+        thousands(t.reasoning_tokens),
+        thousands(t.total_tokens),
         cost_cell(t)
-    );
+    )
+}
+
+/// `1234567` → `1,234,567` (tables only; the JSON keeps raw numbers).
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `$1.23`, `price unknown`, or `$1.23 + 4 unpriced`; `$0.00` for no requests at all
@@ -376,13 +405,14 @@ fn unknown_section(s: &mut String, unknown: &[report::UnknownPrice]) {
     for u in unknown {
         let _ = writeln!(
             s,
-            "  {} ({}): {} requests, {} input ({} cache read), {} output tokens\n    to price it: {}",
+            "  {} ({}): {} requests, {} input, {} cache read, {} cache write, {} output tokens\n    to price it: {}",
             u.model,
             u.agents.join(", "),
-            u.totals.requests,
-            u.totals.tokens.input_tokens,
-            u.totals.tokens.cached_input_tokens,
-            u.totals.tokens.output_tokens,
+            thousands(u.totals.requests),
+            thousands(u.totals.input_tokens),
+            thousands(u.totals.cache_read_tokens),
+            thousands(u.totals.cache_write_tokens),
+            thousands(u.totals.output_tokens),
             u.how_to_price
         );
     }
@@ -469,5 +499,21 @@ mod tests {
         assert!(total.trim_end().ends_with("$0.00"), "{out}");
         assert!(!out.contains("price unknown"), "{out}");
         assert_eq!(cost_cell(&Totals::default()), "$0.00");
+    }
+
+    #[test]
+    fn tables_group_thousands() {
+        let cases = [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (1234567, "1,234,567"),
+            (-45678, "-45,678"),
+        ];
+        for (n, want) in cases {
+            assert_eq!(thousands(n), want);
+        }
+        // Every column head is as wide as its cells (the table lines up).
+        assert_eq!(COLS_HEAD.len(), cols(&Totals::default()).len());
     }
 }

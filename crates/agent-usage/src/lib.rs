@@ -33,9 +33,8 @@ use sha2::{Digest, Sha256};
 use codex_free_core::Result;
 use codex_free_core::config::PriceOverride;
 use codex_free_models::ModelRef;
-use codex_free_models::prices::{Price, PriceTable};
-use codex_free_store::agent_usage::Rates;
-use codex_free_store::{AgentUsageRow, Store, TokenCounts, UsageCursor};
+use codex_free_models::prices::{ModelPrice, PriceTable};
+use codex_free_store::{AgentUsageRow, Reread, Store, TokenCounts, UsageCursor};
 use codex_free_transcripts::discover::{Candidate, SourceRoots, discover_usage};
 use codex_free_transcripts::rollout::Source;
 
@@ -75,8 +74,26 @@ pub struct ImportReport {
     /// The same two counts per agent (`codex`, `claude`, `pi`), only for agents with a
     /// repaired or skipped line.
     pub lines_by_agent: BTreeMap<String, LineStats>,
+    /// One summary per agent with a transcript found: files found and read, requests
+    /// read, lines repaired and skipped (the CLI prints one line per agent from it).
+    pub by_agent: BTreeMap<String, SourceSummary>,
     /// Wall time, milliseconds.
     pub duration_ms: u64,
+}
+
+/// What one import found and did for one agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SourceSummary {
+    /// Transcripts found.
+    pub files: usize,
+    /// Of those, opened this time (new, grown or rewritten).
+    pub files_read: usize,
+    /// Requests read this time (before de-duplication).
+    pub requests: usize,
+    /// Usage lines with invalid UTF-8, decoded lossily and counted.
+    pub lines_repaired: usize,
+    /// Usage lines that were not JSON (not counted).
+    pub lines_skipped: usize,
 }
 
 /// Prices for the import: the bundled table plus `memories.prices`, each model looked up
@@ -84,7 +101,7 @@ pub struct ImportReport {
 pub struct Pricer<'a> {
     table: &'a PriceTable,
     overrides: &'a BTreeMap<String, PriceOverride>,
-    cache: HashMap<String, Option<Price>>,
+    cache: HashMap<String, Option<ModelPrice>>,
 }
 
 impl<'a> Pricer<'a> {
@@ -98,15 +115,23 @@ impl<'a> Pricer<'a> {
     }
 
     /// The price of `model` (`provider/model-id`), `None` when unknown.
-    pub fn price(&mut self, model: &str) -> Option<Price> {
+    pub fn price(&mut self, model: &str) -> Option<ModelPrice> {
         if let Some(p) = self.cache.get(model) {
-            return *p;
+            return p.clone();
         }
         let p = ModelRef::parse(model)
             .ok()
-            .and_then(|m| self.table.lookup(&m, self.overrides).price);
-        self.cache.insert(model.to_string(), p);
+            .and_then(|m| self.table.lookup(&m, self.overrides).pricing);
+        self.cache.insert(model.to_string(), p.clone());
         p
+    }
+
+    /// USD of `row` at `model`'s price (1-hour cache writes and long-context tiers
+    /// applied), `None` when the price is unknown.
+    pub fn cost(&mut self, model: &str, tokens: &TokenCounts, cache_write_1h: i64) -> Option<f64> {
+        let p = self.price(model)?;
+        let u = codex_free_models::TokenUsage::from_counts(tokens);
+        Some(p.cost(&u, u64::try_from(cache_write_1h).unwrap_or(0)))
     }
 }
 
@@ -262,8 +287,16 @@ pub fn import(
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    for c in &found {
+        report
+            .by_agent
+            .entry(c.source.as_str().to_string())
+            .or_default()
+            .files += 1;
+    }
     let mut rows = Vec::new();
     let mut new_cursors = Vec::new();
+    let mut reread = Vec::new();
     for (path, r) in results {
         match r {
             Ok(fr) => {
@@ -271,6 +304,21 @@ pub fn import(
                 report.files_rewritten += usize::from(fr.rewritten);
                 report.bytes_read += fr.bytes;
                 let agent = fr.cursor.agent.clone();
+                let sum = report.by_agent.entry(agent.clone()).or_default();
+                sum.files_read += 1;
+                sum.requests += fr.parsed.len();
+                sum.lines_repaired += fr.lines.repaired;
+                sum.lines_skipped += fr.lines.skipped;
+                if fr.rewritten {
+                    let mut sessions: Vec<String> =
+                        fr.parsed.iter().map(|p| p.session.clone()).collect();
+                    sessions.sort();
+                    sessions.dedup();
+                    reread.push(Reread {
+                        path: fr.cursor.path.clone(),
+                        sessions,
+                    });
+                }
                 if !fr.lines.is_clean() {
                     tracing::warn!(
                         path = %path.display(),
@@ -294,9 +342,7 @@ pub fn import(
                         output_tokens: p.output,
                         reasoning_tokens: p.reasoning,
                     };
-                    let cost = pricer
-                        .price(&p.model)
-                        .map(|pr| pr.cost(&codex_free_models::TokenUsage::from_counts(&tokens)));
+                    let cost = pricer.cost(&p.model, &tokens, p.cache_write_1h);
                     rows.push(AgentUsageRow {
                         agent: agent.clone(),
                         dedup_key: p.key,
@@ -308,6 +354,8 @@ pub fn import(
                         cost_usd: cost,
                         provider_cost_usd: p.provider_cost,
                         source_path: fr.cursor.path.clone(),
+                        cache_write_1h_tokens: p.cache_write_1h,
+                        replayed: p.replayed,
                     });
                 }
                 new_cursors.push(fr.cursor);
@@ -319,21 +367,16 @@ pub fn import(
         }
     }
     if !rows.is_empty() || !new_cursors.is_empty() {
-        let w = store.apply_usage_import(&rows, &new_cursors)?;
+        let w = store.apply_usage_import(&rows, &new_cursors, &reread)?;
         report.rows_written = w.written;
         report.duplicates = w.duplicates;
     }
     for model in store.unpriced_agent_models()? {
         if let Some(p) = pricer.price(&model) {
-            report.repriced += store.reprice_unpriced(
-                &model,
-                Rates {
-                    input: p.input,
-                    cached_input: p.cached_input,
-                    cache_write: p.cache_write,
-                    output: p.output,
-                },
-            )?;
+            report.repriced += store.reprice_unpriced(&model, |r| {
+                let u = codex_free_models::TokenUsage::from_counts(&r.tokens);
+                p.cost(&u, u64::try_from(r.cache_write_1h_tokens).unwrap_or(0))
+            })?;
         }
     }
     report.duration_ms = t0.elapsed().as_millis() as u64;
@@ -498,5 +541,116 @@ mod tests {
             std::fs::metadata(&t.file).unwrap().modified().unwrap(),
             before
         );
+    }
+
+    fn rows_of(s: &Store) -> Vec<(String, i64, i64, i64)> {
+        s.agent_usage_rows(None, None)
+            .unwrap()
+            .into_iter()
+            .map(|r| {
+                (
+                    r.session_id,
+                    r.at_ms,
+                    r.tokens.input_tokens,
+                    r.tokens.output_tokens,
+                )
+            })
+            .collect()
+    }
+
+    /// A request whose numbers are edited in place (the file rewritten): its row is
+    /// replaced, not joined by a second one; the result equals a fresh import of the
+    /// edited file.
+    #[test]
+    fn an_edited_request_replaces_its_row() {
+        let t = T::new();
+        let full = String::from_utf8(fixture(WEBAPP)).unwrap();
+        std::fs::write(&t.file, &full).unwrap();
+        t.import();
+        assert_eq!(t.rows(), 4);
+        // The second request's output 73 -> 1073 (its last and the running totals).
+        let edited: String = full
+            .split_inclusive('\n')
+            .map(|l| {
+                if l.contains(r#""token_count""#) && l.contains(r#""output_tokens":178"#) {
+                    l.replace(r#""output_tokens":178"#, r#""output_tokens":1178"#)
+                        .replace(r#""output_tokens":73,"#, r#""output_tokens":1073,"#)
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        assert_ne!(edited, full);
+        std::fs::write(&t.file, &edited).unwrap();
+        let r = t.import();
+        assert_eq!(r.files_rewritten, 1);
+        let fresh = T::new();
+        std::fs::write(&fresh.file, &edited).unwrap();
+        fresh.import();
+        assert_eq!(rows_of(&t.store), rows_of(&fresh.store));
+        assert_eq!(t.rows(), 4);
+        let out: i64 = rows_of(&t.store).iter().map(|r| r.3).sum();
+        let fresh_out: i64 = rows_of(&fresh.store).iter().map(|r| r.3).sum();
+        assert_eq!(out, fresh_out);
+    }
+
+    /// A Codex fork replays the original's history (its lines, with their times) after its
+    /// own `session_meta`. Whichever file is imported first, the original keeps its
+    /// requests and the fork gets only its new turn.
+    #[test]
+    fn a_fork_leaves_the_original_its_rows() {
+        let orig = String::from_utf8(fixture(WEBAPP)).unwrap();
+        let meta = r#"{"timestamp":"2026-11-29T13:00:00.000Z","type":"session_meta","payload":{"id":"fork-1","timestamp":"2026-11-29T13:00:00.000Z","cwd":"/home/dev/work/webapp","model_provider":"mock"}}"#;
+        let turn = r#"{"timestamp":"2026-11-29T13:00:09.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":90000,"cached_input_tokens":0,"output_tokens":900,"reasoning_output_tokens":0,"total_tokens":90900},"last_token_usage":{"input_tokens":500,"cached_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":0,"total_tokens":505}}}}"#;
+        let fork = format!("{meta}\n{orig}{turn}\n");
+        let sessions = |s: &Store| {
+            let rows = s.agent_usage_rows(None, None).unwrap();
+            let mut m: BTreeMap<String, usize> = BTreeMap::new();
+            for r in rows {
+                *m.entry(r.session_id).or_default() += 1;
+            }
+            m.into_iter().collect::<Vec<_>>()
+        };
+        let want = vec![
+            ("01a2275c-efdc-77a0-96ee-02aaa639a804".to_string(), 4),
+            ("fork-1".to_string(), 1),
+        ];
+        // The fork read first (the original appears later), then both.
+        let t = T::new();
+        let fork_path = t
+            .file
+            .with_file_name("rollout-2026-11-29T13-00-00-fork-1.jsonl");
+        std::fs::write(&fork_path, &fork).unwrap();
+        t.import();
+        assert_eq!(
+            t.rows(),
+            5,
+            "without the original, the fork holds the history"
+        );
+        std::fs::write(&t.file, &orig).unwrap();
+        t.import();
+        assert_eq!(sessions(&t.store), want);
+        // Both in one import, the fork's file first by name.
+        let t = T::new();
+        std::fs::write(t.file.with_file_name("rollout-0-fork.jsonl"), &fork).unwrap();
+        std::fs::write(&t.file, &orig).unwrap();
+        t.import();
+        assert_eq!(sessions(&t.store), want);
+    }
+
+    /// A Codex session is found by its first line (`session_meta`), whatever its file is
+    /// called; another `.jsonl` in the tree is not taken for one.
+    #[test]
+    fn codex_sessions_are_found_by_content() {
+        let t = T::new();
+        let dir = t.file.parent().unwrap();
+        std::fs::write(dir.join("01a2275c-efdc-copied.jsonl"), fixture(WEBAPP)).unwrap();
+        std::fs::write(
+            dir.join("notes.jsonl"),
+            r#"{"type":"note","text":"\"type\":\"token_count\""}"#.to_string() + "\n",
+        )
+        .unwrap();
+        let r = t.import();
+        assert_eq!((r.files, t.rows()), (1, 4));
     }
 }

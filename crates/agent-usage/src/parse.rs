@@ -7,10 +7,15 @@
 //!   starts from the old session's totals is not charged that history again. `info: null`
 //!   carries nothing. Cached input is inside `input_tokens`, reasoning inside
 //!   `output_tokens` (unless the record's `total_tokens` shows it was counted apart). The
-//!   model comes from the last `turn_context`, the provider from `session_meta`.
+//!   model comes from the last `turn_context`, the provider from `session_meta`. An event
+//!   timed before the file's own session started (its first `session_meta`) is a fork's
+//!   replayed history: marked [`Parsed::replayed`], so it never takes the request from
+//!   the session that recorded it.
 //! - Claude Code: `assistant` lines with `message.usage`, keyed by `message.id` +
 //!   `requestId` (one API message is written over several lines; side-chain and resumed
-//!   copies repeat the key). Input there excludes the cache, so it is summed.
+//!   copies repeat the key). Input there excludes the cache, so it is summed. Cache writes
+//!   are split into 5-minute and 1-hour ones by `cache_creation.ephemeral_1h_input_tokens`
+//!   (priced apart).
 //! - pi: `message` lines of role `assistant` with `message.usage` (its `cost.total` kept).
 //!
 //! Lines are pre-filtered by a byte search so that the bulk of a transcript (messages,
@@ -49,6 +54,9 @@ pub struct Carry {
     /// Codex: the last cumulative totals seen in this file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_total: Option<Totals5>,
+    /// Codex: when the file's own session started (its first `session_meta`), Unix ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<i64>,
 }
 
 /// What happened to the wanted lines of one parse (those the byte pre-filter let through).
@@ -92,6 +100,10 @@ pub struct Parsed {
     pub cached: i64,
     /// Cache write tokens.
     pub cache_write: i64,
+    /// Of `cache_write`, 1-hour cache writes.
+    pub cache_write_1h: i64,
+    /// A copy of another session's history (a Codex fork's replayed lines).
+    pub replayed: bool,
     /// Output tokens, reasoning included.
     pub output: i64,
     /// Reasoning tokens.
@@ -204,6 +216,7 @@ fn codex_line(v: &Value, carry: &mut Carry, fallback: &str, out: &mut Vec<Parsed
         Some("session_meta") => {
             if carry.session.is_none() {
                 carry.session = s(p, "id").or_else(|| s(p, "session_id"));
+                carry.started_ms = ts_ms(p.get("timestamp")).or_else(|| ts_ms(v.get("timestamp")));
             }
             if carry.project.is_none() {
                 carry.project = s(p, "cwd");
@@ -280,6 +293,8 @@ fn codex_line(v: &Value, carry: &mut Carry, fallback: &str, out: &mut Vec<Parsed
                 input: delta[0],
                 cached: delta[1].min(delta[0]),
                 cache_write: delta[2],
+                cache_write_1h: 0,
+                replayed: carry.started_ms.is_some_and(|s| at < s),
                 output,
                 reasoning: delta[4],
                 provider_cost: None,
@@ -307,6 +322,11 @@ fn claude_line(v: &Value, fallback: &str, out: &mut Vec<Parsed>) {
     if input + write + read + output == 0 {
         return; // synthetic messages (model `<synthetic>`) carry no usage
     }
+    let write_1h = u
+        .get("cache_creation")
+        .map(|c| i(c, "ephemeral_1h_input_tokens"))
+        .unwrap_or(0)
+        .min(write);
     let id = s(m, "id").or_else(|| s(v, "uuid")).unwrap_or_default();
     let key = match s(v, "requestId") {
         Some(r) => format!("{id}:{r}"),
@@ -321,6 +341,8 @@ fn claude_line(v: &Value, fallback: &str, out: &mut Vec<Parsed>) {
         input: input + write + read,
         cached: read,
         cache_write: write,
+        cache_write_1h: write_1h,
+        replayed: false,
         output,
         reasoning: 0,
         provider_cost: None,
@@ -367,6 +389,8 @@ fn pi_line(v: &Value, carry: &mut Carry, fallback: &str, out: &mut Vec<Parsed>) 
                 input: input + read + write,
                 cached: read,
                 cache_write: write,
+                cache_write_1h: 0,
+                replayed: false,
                 output,
                 reasoning: 0,
                 provider_cost: u
@@ -511,5 +535,43 @@ mod tests {
             (r.key.as_str(), r.model.as_str()),
             ("msg_1:req_1", "anthropic/claude-sonnet-4-5")
         );
+    }
+
+    /// A real Claude Code line (Claude Code 2.1 writes `cache_creation` with the 5-minute
+    /// and 1-hour parts of `cache_creation_input_tokens`).
+    #[test]
+    fn claude_one_hour_cache_writes_are_kept_apart() {
+        let line = r#"{"type":"assistant","timestamp":"2026-01-01T00:00:00Z","sessionId":"S","requestId":"r","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":3,"cache_creation_input_tokens":1000,"cache_read_input_tokens":0,"output_tokens":7,"cache_creation":{"ephemeral_1h_input_tokens":600,"ephemeral_5m_input_tokens":400}}}}"#;
+        let mut out = Vec::new();
+        parse_lines(
+            Source::Claude,
+            format!("{line}\n").as_bytes(),
+            &mut Carry::default(),
+            "f",
+            &mut out,
+        );
+        assert_eq!((out[0].cache_write, out[0].cache_write_1h), (1000, 600));
+    }
+
+    /// A fork's file: its own `session_meta`, then the original's lines with their times
+    /// (before the fork started), then a new turn.
+    #[test]
+    fn codex_history_timed_before_the_session_started_is_replayed() {
+        let meta = r#"{"timestamp":"2026-01-01T01:00:00Z","type":"session_meta","payload":{"id":"FORK","timestamp":"2026-01-01T01:00:00Z","model_provider":"openai"}}"#;
+        let rows = codex(&[
+            meta,
+            &tc(
+                "2026-01-01T00:00:01Z",
+                Some((100, 0, 10, 0)),
+                (100, 0, 10, 0),
+            ),
+            &tc(
+                "2026-01-01T01:00:05Z",
+                Some((250, 0, 30, 0)),
+                (150, 0, 20, 0),
+            ),
+        ]);
+        let got: Vec<(bool, i64)> = rows.iter().map(|r| (r.replayed, r.input)).collect();
+        assert_eq!(got, [(true, 100), (false, 150)]);
     }
 }

@@ -66,15 +66,30 @@ impl Granularity {
 }
 
 /// Summed usage of some rows. Tokens are counts; money is USD.
+///
+/// The token columns mean the same for every agent (whatever the agent's own record
+/// calls them): `input_tokens` is input not read from the cache nor written to it,
+/// `cache_read_tokens` and `cache_write_tokens` the cached parts, `output_tokens` all
+/// output with `reasoning_tokens` the reasoning part of it; so `total_tokens` = input +
+/// cache read + cache write + output.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "AgentTotals"))]
 pub struct Totals {
     /// Requests (rows).
     pub requests: i64,
-    /// The rows' tokens, summed (flattened into the JSON).
-    #[serde(flatten)]
-    pub tokens: TokenCounts,
-    /// Input + output.
+    /// Input tokens neither read from nor written to the prompt cache.
+    pub input_tokens: i64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: i64,
+    /// Input tokens written to the prompt cache (Anthropic; 5-minute and 1-hour).
+    pub cache_write_tokens: i64,
+    /// Of `cache_write_tokens`, 1-hour cache writes (priced apart).
+    pub cache_write_1h_tokens: i64,
+    /// Output tokens, reasoning included.
+    pub output_tokens: i64,
+    /// Of `output_tokens`, reasoning.
+    pub reasoning_tokens: i64,
+    /// Input + cache read + cache write + output.
     pub total_tokens: i64,
     /// Sum of the priced rows, USD; `None` when no row is priced.
     pub cost_usd: Option<f64>,
@@ -82,17 +97,23 @@ pub struct Totals {
     pub unpriced_requests: i64,
     /// Sum of the agents' own cost figures where recorded (pi), USD.
     pub provider_cost_usd: Option<f64>,
-    /// Share of input tokens read from the cache, 0..=1 (0 without input); kept current
-    /// by [`Totals::add`].
+    /// Share of all input (input + cache read + cache write) read from the cache,
+    /// 0..=1 (0 without input); kept current by [`Totals::add`].
     pub cache_hit_rate: f64,
 }
 
 impl Totals {
-    /// Add one row.
+    /// Add one row (stored with input counting its cache reads and writes).
     pub fn add(&mut self, r: &AgentUsageRow) {
+        let t: &TokenCounts = &r.tokens;
         self.requests += 1;
-        self.tokens.add(&r.tokens);
-        self.total_tokens += r.tokens.total();
+        self.input_tokens += (t.input_tokens - t.cached_input_tokens - t.cache_write_tokens).max(0);
+        self.cache_read_tokens += t.cached_input_tokens;
+        self.cache_write_tokens += t.cache_write_tokens;
+        self.cache_write_1h_tokens += r.cache_write_1h_tokens;
+        self.output_tokens += t.output_tokens;
+        self.reasoning_tokens += t.reasoning_tokens;
+        self.total_tokens = self.all_input() + self.output_tokens;
         match r.cost_usd {
             Some(c) => self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c),
             None => self.unpriced_requests += 1,
@@ -100,11 +121,17 @@ impl Totals {
         if let Some(c) = r.provider_cost_usd {
             self.provider_cost_usd = Some(self.provider_cost_usd.unwrap_or(0.0) + c);
         }
-        self.cache_hit_rate = if self.tokens.input_tokens == 0 {
+        let all = self.all_input();
+        self.cache_hit_rate = if all == 0 {
             0.0
         } else {
-            self.tokens.cached_input_tokens as f64 / self.tokens.input_tokens as f64
+            self.cache_read_tokens as f64 / all as f64
         };
+    }
+
+    /// Input, cache reads and cache writes.
+    pub fn all_input(&self) -> i64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
     }
 }
 
@@ -253,6 +280,8 @@ pub struct SessionRow {
     pub last_ms: i64,
     /// Its usage.
     pub totals: Totals,
+    /// Its usage split by model.
+    pub by_model: BTreeMap<String, Totals>,
 }
 
 /// Sessions of `rows` passing `f`, most expensive first (unpriced ones by tokens after).
@@ -278,6 +307,7 @@ pub fn sessions(rows: &[AgentUsageRow], f: &Filter) -> Vec<SessionRow> {
             e.models.push(r.model.clone());
         }
         e.totals.add(r);
+        e.by_model.entry(r.model.clone()).or_default().add(r);
     }
     let mut v: Vec<SessionRow> = m.into_values().collect();
     v.sort_by(|a, b| {
@@ -487,5 +517,48 @@ mod tests {
         assert_eq!(p.buckets[1].totals.cost_usd, None);
         assert_eq!(p.unknown_prices[0].totals.requests, 2);
         assert!(p.unknown_prices[0].how_to_price.contains("memories.prices"));
+    }
+
+    /// Codex and Claude store input with its cache included; the report's columns are the
+    /// same for both: uncached input, cache read, cache write, output, reasoning.
+    #[test]
+    fn every_agent_gets_the_same_column_meanings() {
+        let row = |agent: &str, input, read, write, out, reasoning| AgentUsageRow {
+            agent: agent.into(),
+            model: "m/x".into(),
+            tokens: TokenCounts {
+                input_tokens: input,
+                cached_input_tokens: read,
+                cache_write_tokens: write,
+                output_tokens: out,
+                reasoning_tokens: reasoning,
+            },
+            cache_write_1h_tokens: write / 2,
+            ..Default::default()
+        };
+        let rows = [
+            row("codex", 1000, 600, 0, 50, 20),
+            row("claude", 1103, 1000, 100, 7, 0),
+        ];
+        let p = periods(&rows, &Filter::default(), Granularity::Day, &Zone::utc());
+        let cols = |t: &Totals| {
+            [
+                t.input_tokens,
+                t.cache_read_tokens,
+                t.cache_write_tokens,
+                t.cache_write_1h_tokens,
+                t.output_tokens,
+                t.reasoning_tokens,
+                t.total_tokens,
+            ]
+        };
+        let b = &p.buckets[0].by_agent;
+        assert_eq!(cols(&b["codex"]), [400, 600, 0, 0, 50, 20, 1050]);
+        assert_eq!(cols(&b["claude"]), [3, 1000, 100, 50, 7, 0, 1110]);
+        assert!((b["claude"].cache_hit_rate - 1000.0 / 1103.0).abs() < 1e-12);
+        let v = serde_json::to_value(&p.total).unwrap();
+        assert_eq!(v["input_tokens"], 403);
+        assert_eq!(v["cache_read_tokens"], 1600);
+        assert!(v.get("cached_input_tokens").is_none(), "{v}");
     }
 }

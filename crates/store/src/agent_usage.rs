@@ -7,8 +7,12 @@
 //! Times are Unix milliseconds (UTC); money is USD.
 //!
 //! Invariants: a row is unique per `(agent, dedup_key)`, so a replayed copy of a request
-//! is stored once, and a later copy replaces an earlier one only when it carries more
-//! tokens (Claude Code writes one API message over several lines, the last one complete);
+//! is stored once, and a later copy replaces an earlier one's tokens only when it carries
+//! more (Claude Code writes one API message over several lines, the last one complete); a
+//! copy read as replayed history ([`AgentUsageRow::replayed`]) never takes a row from the
+//! session that recorded it, and that session takes back a row a replayed copy stored
+//! first; a transcript read again after a rewrite replaces the rows it gave for the same
+//! sessions (an edited request is not counted twice);
 //! a cost is NULL when the model's price is unknown, never 0; rows are never deleted when
 //! their transcript disappears (they are the history).
 
@@ -40,6 +44,12 @@ pub struct AgentUsageRow {
     /// Its tokens (flattened into the row's JSON).
     #[serde(flatten)]
     pub tokens: TokenCounts,
+    /// Of `tokens.cache_write_tokens`, 1-hour cache writes (Claude Code's
+    /// `cache_creation.ephemeral_1h_input_tokens`); the rest are 5-minute writes.
+    pub cache_write_1h_tokens: i64,
+    /// Read as a replayed copy of another session's history (a Codex fork's lines timed
+    /// before the fork started); such a row yields to the session that recorded it.
+    pub replayed: bool,
     /// USD from the price table; `None` when the model's price is unknown.
     pub cost_usd: Option<f64>,
     /// USD as the agent itself recorded it (pi's `cost.total`), when it does.
@@ -75,33 +85,37 @@ pub struct UsageWrite {
     pub duplicates: usize,
 }
 
-/// Per-token USD rates used by [`Store::reprice_unpriced`].
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Rates {
-    /// Uncached input, USD per token.
-    pub input: f64,
-    /// Cached input read, USD per token.
-    pub cached_input: f64,
-    /// Cache write, USD per token.
-    pub cache_write: f64,
-    /// Output, USD per token.
-    pub output: f64,
+/// A transcript read again from the start after a rewrite: its stored rows for
+/// `sessions` are replaced by what the new read gives (see [`Store::apply_usage_import`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reread {
+    /// The transcript's path (`source_path` of its rows).
+    pub path: String,
+    /// The sessions the new read found in it.
+    pub sessions: Vec<String>,
 }
 
-const COLS: &str = "agent, dedup_key, session_id, project, model, at_ms, input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, provider_cost_usd, source_path";
+const COLS: &str = "agent, dedup_key, session_id, project, model, at_ms, input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, provider_cost_usd, source_path, cache_write_1h_tokens, replayed";
 
 fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentUsageRow> {
+    row_from_at(r, 0)
+}
+
+/// A row from the [`COLS`] columns starting at column `o`.
+fn row_from_at(r: &rusqlite::Row<'_>, o: usize) -> rusqlite::Result<AgentUsageRow> {
     Ok(AgentUsageRow {
-        agent: r.get(0)?,
-        dedup_key: r.get(1)?,
-        session_id: r.get(2)?,
-        project: r.get(3)?,
-        model: r.get(4)?,
-        at_ms: r.get(5)?,
-        tokens: TokenCounts::from_row(r, 6)?,
-        cost_usd: r.get(11)?,
-        provider_cost_usd: r.get(12)?,
-        source_path: r.get(13)?,
+        agent: r.get(o)?,
+        dedup_key: r.get(o + 1)?,
+        session_id: r.get(o + 2)?,
+        project: r.get(o + 3)?,
+        model: r.get(o + 4)?,
+        at_ms: r.get(o + 5)?,
+        tokens: TokenCounts::from_row(r, o + 6)?,
+        cost_usd: r.get(o + 11)?,
+        provider_cost_usd: r.get(o + 12)?,
+        source_path: r.get(o + 13)?,
+        cache_write_1h_tokens: r.get(o + 14)?,
+        replayed: r.get(o + 15)?,
     })
 }
 
@@ -128,33 +142,66 @@ impl Store {
     }
 
     /// Store `rows` (de-duplicated on `(agent, dedup_key)`) and move `cursors`, in one
-    /// transaction: a crash leaves either both or neither, so no row is read twice.
+    /// transaction: a crash leaves either both or neither, so no row is read twice. First,
+    /// for each of `reread` (a rewritten transcript read again from the start), the rows it
+    /// gave before for the sessions it still holds are removed: the new read replaces them
+    /// (a request whose numbers were edited in place counts once, with its new numbers).
+    /// On a key already stored: more tokens replace the tokens; a non-replayed copy takes
+    /// a row stored from a replayed one (session, project, transcript).
     ///
     /// Errors: [`codex_free_core::Error::Store`] on database failure (nothing is kept).
     pub fn apply_usage_import(
         &self,
         rows: &[AgentUsageRow],
         cursors: &[UsageCursor],
+        reread: &[Reread],
     ) -> Result<UsageWrite> {
         let now = self.now();
         let mut c = self.conn();
         let tx = c.transaction().map_err(db_err)?;
         let mut out = UsageWrite::default();
         {
+            let mut del = tx
+                .prepare_cached(
+                    "DELETE FROM agent_usage WHERE source_path = ?1 AND session_id = ?2",
+                )
+                .map_err(db_err)?;
+            for r in reread {
+                for s in &r.sessions {
+                    del.execute(params![r.path, s]).map_err(db_err)?;
+                }
+            }
+            let more = "(excluded.output_tokens > agent_usage.output_tokens
+                        OR excluded.input_tokens > agent_usage.input_tokens)";
+            let takes = "(agent_usage.replayed = 1 AND excluded.replayed = 0)";
+            let pick = |col: &str, cond: &str| {
+                format!("{col} = CASE WHEN {cond} THEN excluded.{col} ELSE agent_usage.{col} END")
+            };
+            let set: Vec<String> = [
+                "input_tokens",
+                "cached_input_tokens",
+                "cache_write_tokens",
+                "cache_write_1h_tokens",
+                "output_tokens",
+                "reasoning_tokens",
+                "cost_usd",
+                "provider_cost_usd",
+            ]
+            .iter()
+            .map(|c| pick(c, more))
+            .chain(
+                ["session_id", "project", "source_path", "replayed"]
+                    .iter()
+                    .map(|c| pick(c, takes)),
+            )
+            .collect();
             let mut ins = tx
                 .prepare_cached(&format!(
                     "INSERT INTO agent_usage ({COLS}, imported_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
-                     ON CONFLICT (agent, dedup_key) DO UPDATE SET
-                        input_tokens = excluded.input_tokens,
-                        cached_input_tokens = excluded.cached_input_tokens,
-                        cache_write_tokens = excluded.cache_write_tokens,
-                        output_tokens = excluded.output_tokens,
-                        reasoning_tokens = excluded.reasoning_tokens,
-                        cost_usd = excluded.cost_usd,
-                        provider_cost_usd = excluded.provider_cost_usd
-                     WHERE excluded.output_tokens > agent_usage.output_tokens
-                        OR excluded.input_tokens > agent_usage.input_tokens"
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+                     ON CONFLICT (agent, dedup_key) DO UPDATE SET {}
+                     WHERE {more} OR {takes}",
+                    set.join(", ")
                 ))
                 .map_err(db_err)?;
             for r in rows {
@@ -174,6 +221,8 @@ impl Store {
                         r.cost_usd,
                         r.provider_cost_usd,
                         r.source_path,
+                        r.cache_write_1h_tokens,
+                        r.replayed,
                         now
                     ])
                     .map_err(db_err)?;
@@ -264,6 +313,8 @@ impl Store {
                     cost_usd: r.get(10)?,
                     provider_cost_usd: None,
                     source_path: String::new(),
+                    cache_write_1h_tokens: 0,
+                    replayed: false,
                 })
             },
         )
@@ -280,26 +331,37 @@ impl Store {
         collect_rows(&mut st, [], |r| r.get(0))
     }
 
-    /// Price the unpriced rows of `model` at `rates` (after the user added a price).
-    /// Returns how many rows were priced.
+    /// Price the unpriced rows of `model` with `cost` (USD of one row, after the user
+    /// added a price), in one transaction. Returns how many rows were priced.
     ///
     /// Errors: [`codex_free_core::Error::Store`] on database failure.
-    pub fn reprice_unpriced(&self, model: &str, rates: Rates) -> Result<usize> {
-        let c = self.conn();
-        c.execute(
-            "UPDATE agent_usage SET cost_usd =
-                max(input_tokens - cached_input_tokens - cache_write_tokens, 0) * ?2
-                + cached_input_tokens * ?3 + cache_write_tokens * ?4 + output_tokens * ?5
-             WHERE model = ?1 AND cost_usd IS NULL",
-            params![
-                model,
-                rates.input,
-                rates.cached_input,
-                rates.cache_write,
-                rates.output
-            ],
-        )
-        .map_err(db_err)
+    pub fn reprice_unpriced(
+        &self,
+        model: &str,
+        cost: impl Fn(&AgentUsageRow) -> f64,
+    ) -> Result<usize> {
+        let mut c = self.conn();
+        let tx = c.transaction().map_err(db_err)?;
+        let rows = {
+            let mut st = tx
+                .prepare_cached(&format!(
+                    "SELECT id, {COLS} FROM agent_usage WHERE model = ?1 AND cost_usd IS NULL"
+                ))
+                .map_err(db_err)?;
+            collect_rows(&mut st, params![model], |r| {
+                Ok((r.get::<_, i64>(0)?, row_from_at(r, 1)?))
+            })?
+        };
+        {
+            let mut up = tx
+                .prepare_cached("UPDATE agent_usage SET cost_usd = ?2 WHERE id = ?1")
+                .map_err(db_err)?;
+            for (id, row) in &rows {
+                up.execute(params![id, cost(row)]).map_err(db_err)?;
+            }
+        }
+        tx.commit().map_err(db_err)?;
+        Ok(rows.len())
     }
 }
 
@@ -331,12 +393,12 @@ mod tests {
     fn duplicates_kept_once_and_a_fuller_copy_replaces() {
         let s = Store::open_in_memory(Arc::new(ManualClock::new(5))).unwrap();
         let w = s
-            .apply_usage_import(&[row("a", 1), row("a", 1), row("b", 2)], &[])
+            .apply_usage_import(&[row("a", 1), row("a", 1), row("b", 2)], &[], &[])
             .unwrap();
         assert_eq!((w.written, w.duplicates), (2, 1));
         // A later, complete copy of `a` (more output) replaces it; a smaller one does not.
         let w = s
-            .apply_usage_import(&[row("a", 7), row("b", 1)], &[])
+            .apply_usage_import(&[row("a", 7), row("b", 1)], &[], &[])
             .unwrap();
         assert_eq!((w.written, w.duplicates), (1, 1));
         let rows = s.agent_usage_rows(None, None).unwrap();
@@ -358,24 +420,76 @@ mod tests {
             prefix_hash: "h".into(),
             state: "{}".into(),
         };
-        s.apply_usage_import(&[r], std::slice::from_ref(&k))
+        s.apply_usage_import(&[r], std::slice::from_ref(&k), &[])
             .unwrap();
         assert_eq!(s.usage_cursors().unwrap()["/p"], k);
         assert_eq!(s.unpriced_agent_models().unwrap(), ["anthropic/x"]);
         let n = s
-            .reprice_unpriced(
-                "anthropic/x",
-                Rates {
-                    input: 1.0,
-                    cached_input: 0.1,
-                    cache_write: 2.0,
-                    output: 10.0,
-                },
-            )
+            .reprice_unpriced("anthropic/x", |r| {
+                let t = &r.tokens;
+                (t.input_tokens - t.cached_input_tokens) as f64 * 1.0
+                    + t.cached_input_tokens as f64 * 0.1
+                    + t.output_tokens as f64 * 10.0
+            })
             .unwrap();
         assert_eq!(n, 1);
         let c = s.agent_usage_rows(None, None).unwrap()[0].cost_usd.unwrap();
         assert!((c - (600.0 + 40.0 + 1000.0)).abs() < 1e-9, "{c}");
         assert!(s.unpriced_agent_models().unwrap().is_empty());
+    }
+
+    /// A fork's replayed copy stored first yields the row to the session that recorded it;
+    /// a replayed copy read after the original changes nothing.
+    #[test]
+    fn the_recording_session_takes_its_row_back_from_a_replayed_copy() {
+        let s = Store::open_in_memory(Arc::new(ManualClock::new(5))).unwrap();
+        let mut copy = row("a", 5);
+        (copy.session_id, copy.source_path, copy.replayed) = ("fork".into(), "/f".into(), true);
+        let mut orig = row("a", 5);
+        (orig.session_id, orig.source_path) = ("orig".into(), "/o".into());
+        s.apply_usage_import(std::slice::from_ref(&copy), &[], &[])
+            .unwrap();
+        let w = s
+            .apply_usage_import(std::slice::from_ref(&orig), &[], &[])
+            .unwrap();
+        assert_eq!(w.written, 1);
+        let got = &s.agent_usage_rows(None, None).unwrap()[0];
+        assert_eq!(
+            (
+                got.session_id.as_str(),
+                got.source_path.as_str(),
+                got.replayed
+            ),
+            ("orig", "/o", false)
+        );
+        let w = s.apply_usage_import(&[copy], &[], &[]).unwrap();
+        assert_eq!(w.duplicates, 1);
+        assert_eq!(
+            s.agent_usage_rows(None, None).unwrap()[0].session_id,
+            "orig"
+        );
+    }
+
+    /// A transcript read again after a rewrite replaces its rows of the same session (an
+    /// edited request: fewer tokens, another key), and keeps another session's.
+    #[test]
+    fn a_reread_replaces_its_rows_of_the_same_session() {
+        let s = Store::open_in_memory(Arc::new(ManualClock::new(5))).unwrap();
+        let mut other = row("z", 3);
+        other.session_id = "t".into();
+        s.apply_usage_import(&[row("a", 9), other], &[], &[])
+            .unwrap();
+        let reread = Reread {
+            path: "/p".into(),
+            sessions: vec!["s".into()],
+        };
+        s.apply_usage_import(&[row("a2", 4)], &[], &[reread])
+            .unwrap();
+        let rows = s.agent_usage_rows(None, None).unwrap();
+        let got: Vec<(&str, i64)> = rows
+            .iter()
+            .map(|r| (r.dedup_key.as_str(), r.tokens.output_tokens))
+            .collect();
+        assert_eq!(got, [("z", 3), ("a2", 4)]);
     }
 }

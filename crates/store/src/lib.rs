@@ -32,7 +32,7 @@ use rusqlite::Connection;
 use codex_free_core::Error;
 use codex_free_core::Result;
 
-pub use agent_usage::{AgentUsageRow, UsageCursor, UsageWrite};
+pub use agent_usage::{AgentUsageRow, Reread, UsageCursor, UsageWrite};
 pub use stage1::{
     ClaimOutcome, ClaimParams, ExcludedThread, JobCounts, SourceCounts, Stage1Claim, Stage1Output,
     Stage1OutputInput, ThreadRow, ThreadUpsert,

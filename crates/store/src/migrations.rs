@@ -197,8 +197,17 @@ CREATE TABLE consolidation_progress (
 INSERT INTO consolidation_progress (singleton, max_thread_count) VALUES (1, 0);
 "#;
 
+/// v8: agent usage rows keep how many of their cache writes were 1-hour writes (Anthropic
+/// bills them at 2x input against 1.25x for 5-minute ones), and whether the row was read
+/// as a replayed copy (a Codex fork's history, timed before the fork started), so the
+/// session that first recorded a request keeps it whichever file is imported first.
+const V8: &str = r#"
+ALTER TABLE agent_usage ADD COLUMN cache_write_1h_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE agent_usage ADD COLUMN replayed INTEGER NOT NULL DEFAULT 0;
+"#;
+
 /// Every migration, in order. Append only.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -3,7 +3,9 @@
 //! that tells the scheduler to rescan.
 //!
 //! Layouts (relative to each agent's home, see [`SourceRoots::from_env`]):
-//! - Codex: `sessions/**/rollout-*.jsonl` and `archived_sessions/**/rollout-*.jsonl`;
+//! - Codex: `sessions/**/*.jsonl` and `archived_sessions/**/*.jsonl` named `rollout-*`, or
+//!   whose first line is a `session_meta` record (a copied or renamed rollout, a tool that
+//!   names them otherwise: found by content, [`is_codex_rollout`]);
 //! - Claude Code: `projects/*/*.jsonl` (sub-agent files live deeper, in `subagents/`, and
 //!   older ones are named `agent-*.jsonl`: both excluded);
 //! - pi: `sessions/*/*.jsonl`;
@@ -16,7 +18,8 @@
 //! non-sub-agent session of an enabled source counts (so `codex exec` sessions are kept).
 //!
 //! Invariant: discovery only lists and stats files (no symlink is followed, nothing is
-//! opened for writing); unreadable directories are skipped with a debug log.
+//! opened for writing; a Codex file not named `rollout-*` has its first 512 bytes read);
+//! unreadable directories are skipped with a debug log.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -142,13 +145,37 @@ pub fn discover_usage(roots: &SourceRoots, agents: &[Source]) -> Vec<Candidate> 
 /// (see [`discover_usage`]).
 fn walk_source(dir: &Path, source: Source, usage: bool, out: &mut Vec<Candidate>) {
     match (source, usage) {
-        (Source::Codex, _) => walk(dir, 6, &mut |p| name_matches(p, "rollout-"), source, out),
+        (Source::Codex, _) => walk(dir, 6, &mut is_codex_rollout, source, out),
         (Source::Claude, false) => walk_exact(dir, 2, &|p| !name_matches(p, "agent-"), source, out),
         (Source::Claude, true) => walk(dir, 4, &mut |_| true, source, out),
         (Source::Pi, _) => walk_exact(dir, 2, &|_| true, source, out),
         (Source::Mcp, false) => walk(dir, 6, &mut |_| true, source, out),
         (Source::Mcp, true) => {}
     }
+}
+
+/// Bytes of a Codex file's start searched for its `session_meta` type: Codex writes
+/// `{"timestamp":…,"ordinal":0,"type":"session_meta",…` first, so the type sits well inside
+/// them; the instructions that follow can be many KiB and are not read.
+const CODEX_HEAD: usize = 512;
+
+/// Whether `p` (a `.jsonl` file under a Codex home) is a Codex rollout: named `rollout-*`,
+/// or its first line's head carries `"type":"session_meta"`.
+pub fn is_codex_rollout(p: &Path) -> bool {
+    if name_matches(p, "rollout-") {
+        return true;
+    }
+    let mut head = [0u8; CODEX_HEAD];
+    let n = match std::fs::File::open(p).and_then(|mut f| {
+        use std::io::Read;
+        f.read(&mut head)
+    }) {
+        Ok(n) => n,
+        Err(_) => return false,
+    };
+    let first = head[..n].split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let needle = br#""type":"session_meta""#;
+    first.windows(needle.len()).any(|w| w == needle)
 }
 
 fn name_matches(p: &Path, prefix: &str) -> bool {

@@ -267,6 +267,9 @@ export function Models() {
             ))}
           </tbody>
         </table>
+        <p class="muted small" data-testid="price-table-source">
+          Prices: {data.price_table_source}. Entries under <code>memories.prices</code> override them.
+        </p>
         {data.local.length === 0 && (
           <p class="muted small">
             No local model server answers on 127.0.0.1 (Ollama on 11434, LM Studio on 1234). Start one to use a free

@@ -92,16 +92,48 @@ function Countdown({ endMs, nowMs }: { endMs: number; nowMs: number }) {
   );
 }
 
+/**
+ * The token columns, the same for every agent and named as in `codex-free usage` and its
+ * `--json` fields: input is the uncached input; total = input + cache read + cache write +
+ * output (reasoning is part of output).
+ */
+export const TOKEN_COLUMNS: ReadonlyArray<readonly [string, keyof AgentTotals]> = [
+  ["Input", "input_tokens"],
+  ["Cache read", "cache_read_tokens"],
+  ["Cache write", "cache_write_tokens"],
+  ["Output", "output_tokens"],
+  ["Reasoning", "reasoning_tokens"],
+  ["Total", "total_tokens"],
+];
+
+const COLUMN_HELP = "Input = uncached input; total = input + cache read + cache write + output (reasoning is part of output).";
+
+function TokenHeads() {
+  return (
+    <>
+      {TOKEN_COLUMNS.map(([label]) => (
+        <th key={label} title={COLUMN_HELP}>{label}</th>
+      ))}
+    </>
+  );
+}
+
+function TokenCells({ t }: { t: AgentTotals }) {
+  return (
+    <>
+      {TOKEN_COLUMNS.map(([label, k]) => (
+        <td key={label} data-col={k}>{formatInt(t[k] as number)}</td>
+      ))}
+    </>
+  );
+}
+
 function TotalsLine({ label, t, testid }: { label: string; t: AgentTotals; testid?: string }) {
   return (
     <tr data-testid={testid}>
       <td>{label}</td>
       <td>{formatInt(t.requests)}</td>
-      <td title={formatInt(t.input_tokens)}>{formatInt(t.input_tokens)}</td>
-      <td title={formatInt(t.cached_input_tokens)}>{formatInt(t.cached_input_tokens)}</td>
-      <td>{formatInt(t.cache_write_tokens)}</td>
-      <td>{formatInt(t.output_tokens)}</td>
-      <td>{formatInt(t.reasoning_tokens)}</td>
+      <TokenCells t={t} />
       <td>{formatPercent(t.cache_hit_rate)}</td>
       <td>{costCell(t)}</td>
     </tr>
@@ -160,7 +192,7 @@ export function Usage() {
               <span class="stat" data-testid="usage-total-input" title={formatInt(data.total.input_tokens)}>
                 {formatTokens(data.total.input_tokens)}
               </span>
-              <span class="stat-label">input tokens</span>
+              <span class="stat-label">input tokens (uncached)</span>
             </div>
             <div>
               <span class="stat" data-testid="usage-total-output" title={formatInt(data.total.output_tokens)}>
@@ -170,7 +202,7 @@ export function Usage() {
             </div>
             <div>
               <span class="stat" data-testid="usage-cache-hit">{formatPercent(data.total.cache_hit_rate)}</span>
-              <span class="stat-label">cache-hit rate (input read from cache)</span>
+              <span class="stat-label">cache-hit rate (share of all input read from cache)</span>
             </div>
           </div>
           <Card title="Active 5-hour block" testid="usage-block">
@@ -226,7 +258,7 @@ export function Usage() {
               <p class="muted small">These requests are not in the costs above. Add a price to price them (stored rows are repriced at the next import).</p>
               <table class="table num">
                 <thead>
-                  <tr><th>Model</th><th>Agents</th><th>Requests</th><th>Input</th><th>Output</th><th>How to add a price</th></tr>
+                  <tr><th>Model</th><th>Agents</th><th>Requests</th><TokenHeads /><th>How to add a price</th></tr>
                 </thead>
                 <tbody>
                   {data.unknown_prices.map((u) => (
@@ -234,8 +266,7 @@ export function Usage() {
                       <td><code>{u.model}</code></td>
                       <td>{u.agents.join(", ")}</td>
                       <td>{formatInt(u.totals.requests)}</td>
-                      <td>{formatInt(u.totals.input_tokens)}</td>
-                      <td>{formatInt(u.totals.output_tokens)}</td>
+                      <TokenCells t={u.totals} />
                       <td class="small"><code>{u.how_to_price}</code></td>
                     </tr>
                   ))}
@@ -246,7 +277,7 @@ export function Usage() {
           <Card title={`Totals per ${gran}`} testid="usage-periods">
             <table class="table num">
               <thead>
-                <tr><th data-testid="usage-period-heading">{gran === "day" ? "Day" : gran === "week" ? "ISO week" : "Month"} ({data.timezone})</th><th>Requests</th><th>Input</th><th>Cache read</th><th>Cache write</th><th>Output</th><th>Reasoning</th><th>Cache hits</th><th>Cost</th></tr>
+                <tr><th data-testid="usage-period-heading">{gran === "day" ? "Day" : gran === "week" ? "ISO week" : "Month"} ({data.timezone})</th><th>Requests</th><TokenHeads /><th>Cache hits</th><th>Cost</th></tr>
               </thead>
               <tbody>
                 {[...data.buckets].reverse().flatMap((b) => [
@@ -260,7 +291,7 @@ export function Usage() {
           <Card title="By agent and model" testid="usage-split">
             <table class="table num">
               <thead>
-                <tr><th>Agent / model</th><th>Requests</th><th>Input</th><th>Cache read</th><th>Cache write</th><th>Output</th><th>Reasoning</th><th>Cache hits</th><th>Cost</th></tr>
+                <tr><th>Agent / model</th><th>Requests</th><TokenHeads /><th>Cache hits</th><th>Cost</th></tr>
               </thead>
               <tbody>
                 {keyed(data.by_agent).map((a) => <TotalsLine key={a.key} label={a.key} t={a.totals} testid={`agent-${a.key}`} />)}
@@ -271,7 +302,7 @@ export function Usage() {
           <Card title="Top sessions" testid="usage-sessions">
             <table class="table num">
               <thead>
-                <tr><th>Agent</th><th>Session</th><th>Project</th><th>Models</th><th>Last request</th><th>Tokens</th><th>Cost</th></tr>
+                <tr><th>Agent</th><th>Session</th><th>Project</th><th>Models</th><th>First request</th><th>Last request</th><TokenHeads /><th>Cost</th></tr>
               </thead>
               <tbody>
                 {data.top_sessions.map((s) => (
@@ -280,8 +311,9 @@ export function Usage() {
                     <td><code title={s.session_id}>{s.session_id.slice(0, 13)}</code></td>
                     <td>{s.project ?? "—"}</td>
                     <td class="small">{s.models.join(", ")}</td>
+                    <td>{fmtTime(s.first_ms)}</td>
                     <td>{fmtTime(s.last_ms)}</td>
-                    <td title={formatInt(s.totals.total_tokens)}>{formatTokens(s.totals.total_tokens)}</td>
+                    <TokenCells t={s.totals} />
                     <td>{costCell(s.totals)}</td>
                   </tr>
                 ))}

@@ -379,6 +379,9 @@ pub struct ModelsView {
     pub default_model: Option<String>,
     /// Where keys are stored.
     pub keyring: KeyringStatus,
+    /// Where the bundled prices come from and the day they were taken (LiteLLM's table,
+    /// its version; `memories.prices` overrides it).
+    pub price_table_source: String,
     /// The cheapest capable hosted model of each provider, cheapest first (blended 3:1
     /// input:output price; context window of at least 100k tokens so a session fits).
     pub cheap: Vec<CheapChoice>,

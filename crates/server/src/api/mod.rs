@@ -679,6 +679,9 @@ impl ApiService {
             consolidation_model: cfg.memories.consolidation_model,
             default_model: self.catalog.default_model(),
             keyring,
+            price_table_source: codex_free_models::PriceTable::bundled()
+                .source()
+                .to_string(),
             cheap: cheap_choices(&models),
             local: self.catalog.local_servers(),
         })

@@ -951,6 +951,19 @@ impl ServerHandler for CodexFree {
         let mut tools = self.tool_router.list_all();
         for t in &mut tools {
             crate::mcp::schema::trim(std::sync::Arc::make_mut(&mut t.input_schema));
+            crate::mcp::schema::describe(t);
+            if let Some(a) = &mut t.annotations {
+                let mut v = serde_json::to_value(&*a).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    crate::mcp::schema::trim_annotations(o);
+                    let empty = o.is_empty();
+                    t.annotations = if empty {
+                        None
+                    } else {
+                        serde_json::from_value(v).ok()
+                    };
+                }
+            }
         }
         Ok(ListToolsResult::with_all_items(tools))
     }

@@ -32,4 +32,8 @@ last_ms: number,
 /**
  * Its usage.
  */
-totals: AgentTotals, };
+totals: AgentTotals, 
+/**
+ * Its usage split by model.
+ */
+by_model: { [key in string]: AgentTotals }, };

@@ -2,6 +2,12 @@
 
 /**
  * Summed usage of some rows. Tokens are counts; money is USD.
+ *
+ * The token columns mean the same for every agent (whatever the agent's own record
+ * calls them): `input_tokens` is input not read from the cache nor written to it,
+ * `cache_read_tokens` and `cache_write_tokens` the cached parts, `output_tokens` all
+ * output with `reasoning_tokens` the reasoning part of it; so `total_tokens` = input +
+ * cache read + cache write + output.
  */
 export type AgentTotals = { 
 /**
@@ -9,7 +15,31 @@ export type AgentTotals = {
  */
 requests: number, 
 /**
- * Input + output.
+ * Input tokens neither read from nor written to the prompt cache.
+ */
+input_tokens: number, 
+/**
+ * Input tokens read from the prompt cache.
+ */
+cache_read_tokens: number, 
+/**
+ * Input tokens written to the prompt cache (Anthropic; 5-minute and 1-hour).
+ */
+cache_write_tokens: number, 
+/**
+ * Of `cache_write_tokens`, 1-hour cache writes (priced apart).
+ */
+cache_write_1h_tokens: number, 
+/**
+ * Output tokens, reasoning included.
+ */
+output_tokens: number, 
+/**
+ * Of `output_tokens`, reasoning.
+ */
+reasoning_tokens: number, 
+/**
+ * Input + cache read + cache write + output.
  */
 total_tokens: number, 
 /**
@@ -25,27 +55,7 @@ unpriced_requests: number,
  */
 provider_cost_usd: number | null, 
 /**
- * Share of input tokens read from the cache, 0..=1 (0 without input); kept current
- * by [`Totals::add`].
+ * Share of all input (input + cache read + cache write) read from the cache,
+ * 0..=1 (0 without input); kept current by [`Totals::add`].
  */
-cache_hit_rate: number, 
-/**
- * Input tokens, cache reads and cache writes included.
- */
-input_tokens: number, 
-/**
- * Of `input_tokens`, read from the provider's prompt cache.
- */
-cached_input_tokens: number, 
-/**
- * Of `input_tokens`, written to the prompt cache (Anthropic, Claude Code).
- */
-cache_write_tokens: number, 
-/**
- * Output tokens, reasoning included.
- */
-output_tokens: number, 
-/**
- * Of `output_tokens`, reasoning.
- */
-reasoning_tokens: number, };
+cache_hit_rate: number, };

@@ -34,6 +34,11 @@ default_model: string | null,
  */
 keyring: KeyringStatus, 
 /**
+ * Where the bundled prices come from and the day they were taken (LiteLLM's table,
+ * its version; `memories.prices` overrides it).
+ */
+price_table_source: string, 
+/**
  * The cheapest capable hosted model of each provider, cheapest first (blended 3:1
  * input:output price; context window of at least 100k tokens so a session fits).
  */
