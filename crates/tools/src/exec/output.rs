@@ -290,8 +290,7 @@ pub(crate) fn read_at(path: &Path, offset: u64, len: usize, limit: u64) -> Resul
         // (Windows: the same positioned read; it moves the cursor, which nothing here uses.)
         #[cfg(windows)]
         let r = f.seek_read(&mut buf[got..], offset + got as u64);
-        let r = r
-            .ctx(|| format!("reading spool file {}", path.display()))?;
+        let r = r.ctx(|| format!("reading spool file {}", path.display()))?;
         if r == 0 {
             break;
         }
