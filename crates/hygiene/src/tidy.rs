@@ -853,6 +853,7 @@ fn blockers(dir: &Path, originals: &BTreeMap<String, String>) -> Vec<String> {
 }
 
 /// `access(2)` with `W_OK`: whether this user may write into `d` (no file is created).
+#[cfg(unix)]
 fn writable(d: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c) = std::ffi::CString::new(d.as_os_str().as_bytes()) else {
@@ -860,6 +861,43 @@ fn writable(d: &Path) -> bool {
     };
     // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// Elsewhere only the read-only attribute is known (no file is created).
+#[cfg(not(unix))]
+fn writable(d: &Path) -> bool {
+    std::fs::metadata(d).is_ok_and(|m| !m.permissions().readonly())
+}
+
+/// The permission bits of `p` (`& 0o7777`), `None` when unreadable or not on Unix.
+pub(crate) fn mode_of(p: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = p;
+        None
+    }
+}
+
+/// Set `p`'s permission bits to `mode`; elsewhere than Unix the file keeps what its folder
+/// gives it (there are no mode bits to copy).
+pub(crate) fn set_mode(p: &Path, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (p, mode);
+        Ok(())
+    }
 }
 
 /// Build the plan for `opts.dir`. Reads only.
@@ -1778,12 +1816,6 @@ fn write_and_verify(
     order.extend(plan.outputs.keys().filter(|k| *k == MEMORY_MD));
     // Files keep their mode; new ones get MEMORY.md's (a tidy must not make a shared
     // memory private, or a private one readable).
-    use std::os::unix::fs::PermissionsExt;
-    let mode_of = |p: &Path| {
-        std::fs::metadata(p)
-            .ok()
-            .map(|m| m.permissions().mode() & 0o7777)
-    };
     let default_mode = mode_of(&dir.join(MEMORY_MD)).unwrap_or(0o644);
     let modes: BTreeMap<&String, u32> = plan
         .outputs
@@ -1808,8 +1840,7 @@ fn write_and_verify(
         check_inside(Some(dir), &path)?;
         codex_free_core::home::write_atomic_unlocked(&path, plan.outputs[*rel].as_bytes())
             .map_err(|e| Error::Store(format!("writing {}: {e}", path.display())))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(modes[*rel]))
-            .ctx(|| format!("setting the mode of {}", path.display()))?;
+        set_mode(&path, modes[*rel]).ctx(|| format!("setting the mode of {}", path.display()))?;
     }
     let mut read_back = Vec::new();
     // Every file reads back as planned.

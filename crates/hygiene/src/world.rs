@@ -379,7 +379,7 @@ fn md_lines(dir: &Path, out: &mut std::collections::HashSet<String>) -> Result<(
 /// Errors: a folder that cannot be created or read back (a refused apply is counted, not
 /// an error).
 pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Result<TidyScore> {
-    use std::os::unix::fs::PermissionsExt;
+    use super::tidy::{mode_of, set_mode};
     let mut s = TidyScore::default();
     let home = root.join("home");
     for f in corpus.half(half) {
@@ -387,8 +387,7 @@ pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Resu
         std::fs::create_dir_all(&dir).ctx(|| format!("creating {}", dir.display()))?;
         let mem = dir.join(MEMORY_MD);
         std::fs::write(&mem, &f.text).ctx(|| format!("writing {}", mem.display()))?;
-        std::fs::set_permissions(&mem, std::fs::Permissions::from_mode(0o644))
-            .ctx(|| format!("chmod {}", mem.display()))?;
+        set_mode(&mem, 0o644).ctx(|| format!("chmod {}", mem.display()))?;
         if git {
             let folder = codex_free_memory::folder::MemoryFolder::init_at(&dir)?;
             let approved = codex_free_memory::gate::approve_as_is(&folder)?;
@@ -410,9 +409,8 @@ pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Resu
         }
         let after = std::fs::read_to_string(&mem).ctx(|| format!("reading {}", mem.display()))?;
         s.tokens_after += codex_free_core::tokens::count(&after);
-        let mode = std::fs::metadata(&mem)
-            .map(|m| m.permissions().mode() & 0o777)
-            .unwrap_or(0);
+        // (Unreadable counts as changed; without mode bits, as kept.)
+        let mode = mode_of(&mem).map_or(if cfg!(unix) { 0 } else { 0o644 }, |m| m & 0o777);
         if mode != 0o644 {
             s.mode_changed.push(format!("{}: {mode:o}", f.name));
         }

@@ -590,7 +590,9 @@ pub(crate) fn run_git_in(
     timeout: Duration,
     mut on_line: impl FnMut(&[u8]),
 ) -> Result<std::result::Result<(), GitExit>> {
-    use std::os::unix::process::CommandExt;
+    if cfg!(not(unix)) {
+        return Err(crate::exec::unsupported_os("git"));
+    }
     // git runs in the same OS sandbox as exec_command: a command can write `.git/config`
     // or `.gitattributes` (filters, fsmonitor), so whatever git starts must be contained
     // too. It may write only inside the project root; protected paths stay unreadable.
@@ -623,7 +625,8 @@ pub(crate) fn run_git_in(
         Some(p) => p.command("git", &[]),
         None => {
             let mut c = Command::new("git");
-            c.process_group(0);
+            #[cfg(unix)]
+            std::os::unix::process::CommandExt::process_group(&mut c, 0);
             c
         }
     };

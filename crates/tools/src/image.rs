@@ -117,12 +117,25 @@ pub fn view_image(ctx: &ToolCtx, a: &ViewImageArgs) -> Result<Image> {
     Ok(Image { bytes, mime, shown })
 }
 
+#[cfg(unix)]
 fn open_nofollow(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
+}
+
+/// No `O_NOFOLLOW` here: refused rather than following a symbolic link out of the jail.
+#[cfg(not(unix))]
+fn open_nofollow(_path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        format!(
+            "opening an image without following symbolic links is not supported on {} yet (Unix only)",
+            std::env::consts::OS
+        ),
+    ))
 }
 
 #[cfg(test)]

@@ -78,9 +78,19 @@ pub fn is_socket_var(name: &str, value: &OsStr) -> bool {
     if v.starts_with(b"unix:") {
         return true;
     }
+    v.first() == Some(&b'/') && is_socket(Path::new(value))
+}
+
+#[cfg(unix)]
+fn is_socket(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
-    v.first() == Some(&b'/')
-        && std::fs::metadata(Path::new(value)).is_ok_and(|m| m.file_type().is_socket())
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// No Unix sockets here (commands are refused on this OS anyway).
+#[cfg(not(unix))]
+fn is_socket(_path: &Path) -> bool {
+    false
 }
 
 /// The pathname socket a socket variable names: `unix:path=P[,...]`, `unix://P`, or `P`

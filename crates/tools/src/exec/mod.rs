@@ -196,10 +196,17 @@ struct Group {
 impl Group {
     /// Send `sig` to the whole group if its leader has not exited. True if sent. (A
     /// supervisor ignores what is sent to its group; the command's processes get it.)
+    #[cfg(unix)]
     fn signal(&self, sig: i32) -> bool {
         let st = self.st.lock().expect("group lock");
         // SAFETY: killpg has no memory-safety preconditions.
         !st.done && unsafe { libc::killpg(self.pid, sig) } == 0
+    }
+
+    /// No process groups here: never reached, [`spawn`] refuses on this OS.
+    #[cfg(not(unix))]
+    fn signal(&self, _sig: i32) -> bool {
+        false
     }
 
     /// Kill everything the command started, if its leader has not exited: the supervisor is
@@ -227,6 +234,7 @@ impl Group {
 /// Kill everything the command led by `pid` started: its supervisor (`supervised`, Linux) is
 /// asked to kill its tree; otherwise its process group gets SIGKILL. The caller guarantees
 /// `pid` is its unreaped child (so not a recycled id).
+#[cfg(unix)]
 pub(crate) fn kill_tree(pid: i32, supervised: bool) {
     // SAFETY: kill and killpg have no memory-safety preconditions.
     unsafe {
@@ -238,6 +246,22 @@ pub(crate) fn kill_tree(pid: i32, supervised: bool) {
         let _ = supervised;
         libc::killpg(pid, libc::SIGKILL);
     }
+}
+
+/// No process groups here: never reached, every command is refused before it starts on this
+/// OS ([`unsupported_os`]).
+#[cfg(not(unix))]
+pub(crate) fn kill_tree(_pid: i32, _supervised: bool) {}
+
+/// The refusal for starting a command (`what`: "exec_command", "git") on an OS without the
+/// process layer this module needs (process groups, `waitid`, an OS sandbox): only Unix
+/// starts commands.
+#[cfg_attr(unix, allow(dead_code))]
+pub(crate) fn unsupported_os(what: &str) -> Error {
+    Error::Refused(format!(
+        "{what} is not supported on this OS ({}) yet: commands run only on Unix (Linux; macOS untested)",
+        std::env::consts::OS
+    ))
 }
 
 /// One running (or ended but not yet collected) command.
@@ -330,6 +354,9 @@ impl ExecSessions {
             return Err(Error::Refused(
                 "tty: true is not supported: this server runs commands on pipes, without a pseudo-terminal. Run it with tty false (or omit tty); interactive programs still work through write_stdin (send \"\\u0003\" for Ctrl-C, \"\\u0004\" to close stdin)".into(),
             ));
+        }
+        if cfg!(not(unix)) {
+            return Err(unsupported_os("exec_command"));
         }
         crate::policy::check(&a.cmd, &ctx.config.exec, ctx.root())?;
         let cwd = resolve_workdir(ctx.jail(), a.workdir.as_deref())?;
@@ -759,12 +786,15 @@ fn body_budget(ctx: &ToolCtx, max_output_tokens: Option<usize>, used: usize) -> 
         .max(MIN_BODY_BYTES)
 }
 
+/// SIGKILL's number (9 on every Unix; named here for the OSes whose libc lacks it).
+const SIGKILL: i32 = 9;
+
 fn describe_exit(e: &ExitInfo) -> String {
     if e.timed_out {
         return format!(
             "Process timed out after {} ms (timeout_ms) and its whole process group was killed (SIGKILL); exit code {}",
             e.timeout.as_millis(),
-            e.code.unwrap_or(128 + e.signal.unwrap_or(libc::SIGKILL))
+            e.code.unwrap_or(128 + e.signal.unwrap_or(SIGKILL))
         );
     }
     match (e.code, e.signal) {
@@ -821,6 +851,7 @@ fn new_session_id() -> u32 {
 /// Start the process: own process group, merged stdout/stderr pipe, scrubbed environment,
 /// inside `prepared` (the OS sandbox; `None` = unconfined), a reader thread (spool + window), a waiter
 /// thread and a timeout task.
+#[cfg(unix)]
 fn spawn(
     ctx: &ToolCtx,
     a: &ExecCommandArgs,
@@ -983,7 +1014,22 @@ fn spawn(
     }))
 }
 
+/// No process layer here: every command is refused ([`unsupported_os`]).
+#[cfg(not(unix))]
+fn spawn(
+    _ctx: &ToolCtx,
+    _a: &ExecCommandArgs,
+    _id: u32,
+    _cwd: &Path,
+    _spool_dir: &Path,
+    _timeout: Duration,
+    _prepared: Option<sandbox::Prepared>,
+) -> Result<Arc<Session>> {
+    Err(unsupported_os("exec_command"))
+}
+
 /// Block until `pid` has exited, without reaping it (`waitid(WNOWAIT)`).
+#[cfg(unix)]
 fn wait_no_reap(pid: i32) {
     loop {
         // SAFETY: `info` is a plain C struct the kernel fills in; zeroed is a valid value.

@@ -14,7 +14,10 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
+#[cfg(windows)]
+use std::os::windows::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -134,10 +137,11 @@ impl Output {
             .ctx(|| format!("creating spool directory {}", spool_dir.display()))?;
         let id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
         let path = spool_dir.join(format!("{id}.out"));
-        std::fs::OpenOptions::new()
-            .write(true)
+        let mut open = std::fs::OpenOptions::new();
+        #[cfg(unix)]
+        open.mode(0o600);
+        open.write(true)
             .create_new(true)
-            .mode(0o600)
             .open(&path)
             .ctx(|| format!("creating spool file {}", path.display()))?;
         let (closed_tx, _) = watch::channel(false);
@@ -281,9 +285,12 @@ pub(crate) fn read_at(path: &Path, offset: u64, len: usize, limit: u64) -> Resul
     let mut buf = vec![0u8; n];
     let mut got = 0;
     while got < n {
-        let r = f
-            .read_at(&mut buf[got..], offset + got as u64)
-            .ctx(|| format!("reading spool file {}", path.display()))?;
+        #[cfg(unix)]
+        let r = f.read_at(&mut buf[got..], offset + got as u64);
+        // (Windows: the same positioned read; it moves the cursor, which nothing here uses.)
+        #[cfg(windows)]
+        let r = f.seek_read(&mut buf[got..], offset + got as u64);
+        let r = r.ctx(|| format!("reading spool file {}", path.display()))?;
         if r == 0 {
             break;
         }

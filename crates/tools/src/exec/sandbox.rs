@@ -132,6 +132,18 @@ pub fn sandbox_status(exec: &ExecConfig) -> SandboxStatus {
             "commands run WITHOUT the OS sandbox ({why}): they can read and write everything your user can, including the server token and codex.config.json; the exec allowlist is only a guardrail"
         )),
     };
+    #[cfg(not(unix))]
+    return SandboxStatus {
+        enforced: false,
+        mechanism: "none".into(),
+        network: false,
+        summary: format!(
+            "OFF: no commands run on {}: exec_command and the git tools are refused (Unix only)",
+            std::env::consts::OS
+        ),
+        warning: None,
+    };
+    #[cfg_attr(not(unix), allow(unreachable_code))]
     if exec.sandbox == SandboxMode::Off {
         return unconfined("none", "exec.sandbox is \"off\"".into());
     }
@@ -401,6 +413,7 @@ pub(crate) type Listed = Vec<(PathBuf, Option<(u64, u64, i128)>)>;
 /// (ns). Adding, removing or renaming an entry changes the mtime; replacing the directory
 /// changes the inode.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+#[cfg(unix)]
 pub(crate) fn dir_stamp(path: &Path) -> Option<(u64, u64, i128)> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::symlink_metadata(path).ok()?;
@@ -409,6 +422,12 @@ pub(crate) fn dir_stamp(path: &Path) -> Option<(u64, u64, i128)> {
         m.ino(),
         m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
     ))
+}
+
+/// No device/inode here: `None` (unknown), so a listing is never taken as unchanged.
+#[cfg(not(unix))]
+pub(crate) fn dir_stamp(_path: &Path) -> Option<(u64, u64, i128)> {
+    None
 }
 
 fn carve_into(
@@ -473,6 +492,10 @@ impl Prepared {
     /// Errors: [`codex_free_core::Error::Io`] when the private TMPDIR cannot be created,
     /// [`codex_free_core::Error::Refused`] when the kernel refuses the ruleset.
     pub(crate) fn new(spec: &Spec) -> Result<Option<Self>> {
+        // Never run a command unconfined where commands are not supported at all.
+        if cfg!(not(unix)) {
+            return Err(super::unsupported_os("running a command in the OS sandbox"));
+        }
         if platform::available().is_err() {
             return Ok(None);
         }
@@ -1348,9 +1371,10 @@ mod platform {
             args: &[&str],
             _tmp: &Path,
         ) -> std::process::Command {
-            use std::os::unix::process::CommandExt;
             let mut cmd = std::process::Command::new(program);
-            cmd.args(args).process_group(0);
+            cmd.args(args);
+            #[cfg(unix)]
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
             cmd
         }
     }
