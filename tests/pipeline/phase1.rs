@@ -1441,7 +1441,9 @@ async fn each_request_has_a_receipt_and_its_sealed_bytes_are_kept() {
     let p = &preview["requests"][0];
     let want = json!({"private_span": 1, "provider_key": 1});
     assert_eq!(p["redactions"], want, "{p}");
-    execute(MemoriesCmd::Run { json: false }, &env).await.unwrap();
+    execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     let s = store(home);
     let run = &s.recent_runs(1).unwrap()[0];
     let rows = s.run_usage(&run.id).unwrap();

@@ -433,7 +433,9 @@ async fn private_spans_and_excluded_projects_never_reach_the_provider() {
     assert!(e.to_string().contains("memories.exclude_paths"), "{e}");
     assert!(mock.requests().is_empty());
 
-    let out = execute(MemoriesCmd::Force { json: false }, &env).await.unwrap();
+    let out = execute(MemoriesCmd::Force { json: false }, &env)
+        .await
+        .unwrap();
     assert!(out.contains("1 claimed"), "{out}");
     let sent: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
     assert_eq!(sent.len(), 1, "the excluded project is never sent");
@@ -528,7 +530,9 @@ async fn forecast_of_the_fixtures_matches_what_the_run_sends() {
         text.contains("backlog:") && text.contains("(configured)"),
         "{text}"
     );
-    execute(MemoriesCmd::Run { json: false }, &env).await.unwrap();
+    execute(MemoriesCmd::Run { json: false }, &env)
+        .await
+        .unwrap();
     assert_eq!(mock.requests().len(), reqs.len());
     let after: serde_json::Value = serde_json::from_str(
         &execute(MemoriesCmd::Forecast { json: true }, &env)
