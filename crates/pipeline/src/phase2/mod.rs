@@ -27,6 +27,7 @@ pub mod db;
 mod history;
 pub mod model;
 pub mod prompt;
+pub mod v2;
 
 use std::path::Path;
 

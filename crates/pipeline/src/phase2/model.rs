@@ -158,7 +158,7 @@ pub async fn run_with_store(
 }
 
 /// As [`run_with_store`] for the pipeline `version` (its `store` must be that version's
-/// database): V1 runs [`super::run`], V2 [`crate::v2::phase2::run`].
+/// database): V1 runs [`super::run`], V2 [`super::v2::run`].
 ///
 /// Errors: as [`run_in_home`].
 #[allow(clippy::too_many_arguments)]
@@ -213,7 +213,7 @@ pub async fn run_version_with_store(
     };
     match version {
         codex_free_core::config::MemoryVersion::V1 => super::run(&deps, force).await,
-        codex_free_core::config::MemoryVersion::V2 => crate::v2::phase2::run(&deps, force).await,
+        codex_free_core::config::MemoryVersion::V2 => super::v2::run(&deps, force).await,
     }
 }
 

@@ -11,7 +11,6 @@
 
 pub mod evidence;
 pub mod output;
-pub mod phase2;
 pub mod summary;
 
 use std::path::{Path, PathBuf};

@@ -221,7 +221,7 @@ pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
         Ok(c) => c,
         Err(skipped) => return Ok(skipped),
     };
-    let root = super::folder(deps.home, MemoryVersion::V2);
+    let root = crate::v2::folder(deps.home, MemoryVersion::V2);
     let mut run_id: Option<String> = None;
     let mut report: Option<AgentReport> = None;
     let result = claimed(deps, &root, &token, watermark, &mut run_id, &mut report).await;
@@ -414,7 +414,7 @@ mod tests {
 
     #[test]
     fn prompt_names_the_v2_contract() {
-        for h in super::super::summary::REQUIRED_HEADINGS {
+        for h in crate::v2::summary::REQUIRED_HEADINGS {
             assert!(SYSTEM_PROMPT.contains(&format!("`{h}`")), "{h}");
         }
         assert!(SYSTEM_PROMPT.contains("There is no MEMORY.md and no raw_memories.md"));
