@@ -790,6 +790,10 @@ async fn run_command(cmd: MemoriesCmd, env: &ControlEnv) -> Result<(String, Opti
 
 /// `memories preview`: [`crate::phase1::preview`] rendered as text (a header per request,
 /// then its system prompt and message verbatim) or JSON.
+#[expect(
+    clippy::expect_used,
+    reason = "serialising a plain data struct with string keys to JSON cannot fail"
+)]
 async fn preview_command(
     env: &ControlEnv,
     next: usize,
@@ -858,6 +862,10 @@ async fn preview_command(
     Ok(out)
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "serialising a plain data struct with string keys to JSON cannot fail"
+)]
 async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
     match cmd {
         MemoriesCmd::Status { json } => {
