@@ -309,6 +309,13 @@ fn secrets() -> codex_free_secrets::keyring::Opened {
     codex_free_secrets::keyring::open()
 }
 
+/// Run one `memories` subcommand and print its result.
+///
+/// Long on purpose: one match arm per subcommand, each a few lines of wiring to its crate.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one match arm per subcommand, each a few lines of wiring to its crate"
+)]
 fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

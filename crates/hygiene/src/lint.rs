@@ -462,8 +462,20 @@ fn budget_findings(f: &Source, b: &ArtifactBudget, out: &mut Vec<Finding>) {
     }
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+)]
 static LINK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\]\(([^)\s]+)\)").expect("regex"));
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+)]
 static TICK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`\s]+)`").expect("regex"));
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+)]
 static BARE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?:^|[\s(])((?:rollout_summaries|archive|daily|skills|ad_hoc_notes)/[\w./-]+\.md)\b",
@@ -659,9 +671,17 @@ const GROUPS: &[(&str, &[&str])] = &[
     ("Rust async runtime", &["tokio", "async-std"]),
 ];
 
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+)]
 static POS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:\b(?:use|uses|using|prefer|prefers|always|only|stick\s+to|switch\s+to|go\s+with|standardi[sz]e\s+on|with)\b|使用|用|优先|一律|统一)\W*(?:\w+\W+){0,2}$").expect("regex")
 });
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+)]
 static NEG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:\b(?:never|don't|do\s+not|avoid|not|no\s+longer|stop\s+using|instead\s+of|over|rather\s+than)\b|禁止|不要|别|不用|不得|而不是)\W*(?:\w+\W+){0,2}$").expect("regex")
 });
@@ -671,6 +691,10 @@ fn stances(line: &str) -> Vec<(usize, &'static str, bool)> {
     let s = strip_bullet(line);
     let lower = s.to_lowercase();
     let mut out = Vec::new();
+    #[expect(
+        clippy::expect_used,
+        reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+    )]
     static TERMS: LazyLock<Vec<Vec<Regex>>> = LazyLock::new(|| {
         GROUPS
             .iter()

@@ -17,6 +17,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+)]
 fn re(p: &str) -> Regex {
     Regex::new(p).expect("hygiene regex compiles")
 }
@@ -484,6 +488,13 @@ fn cells(t: &str) -> Option<Vec<&str>> {
 /// The stale-fact verdict for one line on its own (no section context); `None` for rules,
 /// checks, structure and content without a shape that expires. Headings are judged by
 /// [`stale_heading`].
+///
+/// Long on purpose: an ordered list of line-shape rules where the first that matches wins; the
+/// order is the rule.
+#[expect(
+    clippy::too_many_lines,
+    reason = "an ordered list of line-shape rules where the first that matches wins; the order is the rule"
+)]
 pub fn stale(line: &str) -> Option<Stale> {
     if is_conflict_marker(line) {
         return verdict(Shape::ConflictMarker, line, "git conflict marker");

@@ -388,10 +388,18 @@ struct Decided {
 }
 
 fn date_of(s: &str) -> Option<String> {
+    #[expect(
+        clippy::expect_used,
+        reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+    )]
     static ISO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?:^|\D)((?:19|20)\d{2})[-/.](\d{1,2})[-/.](\d{1,2})(?:\D|$)")
             .expect("regex")
     });
+    #[expect(
+        clippy::expect_used,
+        reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+    )]
     static ZH: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"((?:19|20)\d{2})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*日")
             .expect("regex")
@@ -521,6 +529,13 @@ fn value_merges(ds: &[Decided]) -> Vec<(Vec<usize>, String)> {
 type Decision = (Vec<Decided>, Vec<(Vec<usize>, String)>);
 
 /// Decide every unit of one file (see the module doc).
+///
+/// Long on purpose: one pass over a file's units whose heading stack and seen-content maps every
+/// branch reads and updates.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one pass over a file's units whose heading stack and seen-content maps every branch reads and updates"
+)]
 fn decide(body: &str, in_summary: bool) -> Decision {
     let units = units::parse(body);
     let verdicts = text::stale_lines(body);
@@ -905,6 +920,13 @@ pub(crate) fn set_mode(p: &Path, mode: u32) -> std::io::Result<()> {
 /// Errors (each naming the file): no `MEMORY.md`; a memory file that is not UTF-8, too big,
 /// or a link out of the folder; a destination (`daily/`, `archive/`, `topics/` or a file in
 /// them) that is a link out of the folder.
+///
+/// Long on purpose: the plan's steps (load, decide, lay out over budget, rebuild MEMORY.md, check
+/// the served shape) share one set of per-file maps and one budget.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the plan's steps (load, decide, lay out over budget, rebuild MEMORY.md, check the served shape) share one set of per-file maps and one budget"
+)]
 pub fn plan(opts: &TidyOptions) -> Result<Plan> {
     let dir = resolve_dir(&opts.dir)?;
     let today = opts.today.format("%Y-%m-%d").to_string();
@@ -1799,6 +1821,12 @@ fn planned_losses(plan: &Plan) -> Vec<String> {
     lost
 }
 
+/// Long on purpose: one crash-safe sequence (back up, write destinations before sources, read back,
+/// check no line was lost) whose steps share the backup state.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one crash-safe sequence (back up, write destinations before sources, read back, check no line was lost) whose steps share the backup state"
+)]
 fn write_and_verify(
     plan: &Plan,
     opts: &TidyOptions,

@@ -230,6 +230,10 @@ fn litellm_provider(ours: &str) -> Option<&'static str> {
 
 impl PriceTable {
     /// The embedded snapshot (parsed once per process).
+    #[expect(
+        clippy::expect_used,
+        reason = "the price table is compiled into the binary; its unit tests parse it"
+    )]
     pub fn bundled() -> &'static PriceTable {
         static T: OnceLock<PriceTable> = OnceLock::new();
         T.get_or_init(|| {

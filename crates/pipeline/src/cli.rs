@@ -987,6 +987,10 @@ pub fn run_failure(r: &crate::phase1::RunReport) -> Option<String> {
 
 /// `memories preview`: [`crate::phase1::preview`] rendered as text (a header per request,
 /// then its system prompt and message verbatim) or JSON.
+#[expect(
+    clippy::expect_used,
+    reason = "serialising a plain data struct with string keys to JSON cannot fail"
+)]
 async fn preview_command(
     env: &ControlEnv,
     next: usize,
@@ -1079,6 +1083,10 @@ async fn preview_command(
     Ok(out)
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "serialising a plain data struct with string keys to JSON cannot fail"
+)]
 async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
     match cmd {
         MemoriesCmd::Status { json } => {

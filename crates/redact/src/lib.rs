@@ -109,6 +109,10 @@ fn pair_value(v: &str) -> bool {
     v.len() >= 12 || v.chars().any(|c| !c.is_ascii_alphabetic())
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+)]
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     let r =
         |id: &'static str, name: &'static str, pat: &str, keep: Keep, accept: fn(&str) -> bool| {
@@ -228,6 +232,10 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
 
 /// Every rule's pattern in one set: one pass over a text says which rules can match, so a
 /// text without secrets (nearly every tool result) is scanned once instead of once per rule.
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+)]
 static ANY_RULE: LazyLock<RegexSet> = LazyLock::new(|| {
     RegexSet::new(RULES.iter().map(|r| r.re.as_str())).expect("redaction regex set compiles")
 });
@@ -265,6 +273,10 @@ const RULE_LITERALS: &[&str] = &[
     "token",
 ];
 
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+)]
 static LITERALS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
     aho_corasick::AhoCorasick::builder()
         .ascii_case_insensitive(true)
@@ -367,6 +379,10 @@ pub const PRIVATE_REMOVED: &str = "[private: removed]";
 /// end, and a closing tag without an opening removes from the start (a compaction or a
 /// budget cut may have dropped the other tag). Returns the text and the spans removed.
 pub fn strip_private(text: &str) -> (Cow<'_, str>, usize) {
+    #[expect(
+        clippy::expect_used,
+        reason = "a fixed pattern written in this file; every test that runs the matcher compiles it"
+    )]
     static TAG: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"(?i)<\s*(/?)\s*private\s*>").expect("private tag pattern"));
     if !text

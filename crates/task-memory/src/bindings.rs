@@ -194,6 +194,10 @@ impl Bindings {
     ///
     /// Errors: [`Self::resolve_project`]'s; [`Error::Corrupt`] if the existing record is
     /// unreadable (moved aside); [`Error::Io`].
+    #[expect(
+        clippy::expect_used,
+        reason = "serialising a plain data struct with string keys to JSON cannot fail"
+    )]
     pub fn bind(&self, raw_session: &str, path: &str) -> Result<BindOutcome> {
         let project = self.resolve_project(path)?;
         let file = self.path_for(raw_session);

@@ -251,6 +251,10 @@ impl TaskMemory {
 
     /// Read-modify-write under the lock. `f` returns the message for the caller; the file
     /// is written only when `f` returns `Ok((msg, true))`.
+    #[expect(
+        clippy::expect_used,
+        reason = "serialising a plain data struct with string keys to JSON cannot fail"
+    )]
     fn modify(&self, f: impl FnOnce(&mut MemoryFile) -> Result<(String, bool)>) -> Result<String> {
         if !self.enabled {
             return Err(self.disabled_error());

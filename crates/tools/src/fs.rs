@@ -189,6 +189,10 @@ fn skip_in_line(r: &mut impl BufRead, n: u64) -> std::io::Result<u64> {
 }
 
 /// Skip `lines` newlines; returns how many were skipped (fewer at end of file).
+#[expect(
+    clippy::expect_used,
+    reason = "the value was checked or pushed just above in this function"
+)]
 fn skip_lines(r: &mut impl BufRead, lines: u64) -> std::io::Result<u64> {
     let mut skipped = 0u64;
     while skipped < lines {
@@ -215,6 +219,10 @@ fn skip_lines(r: &mut impl BufRead, lines: u64) -> std::io::Result<u64> {
 
 /// Count the lines left from the reader's position: newlines, plus one if the file ends
 /// with bytes after the last newline. Returns `(lines, bytes)`.
+#[expect(
+    clippy::expect_used,
+    reason = "the value was checked or pushed just above in this function"
+)]
 fn count_rest(r: &mut impl BufRead) -> std::io::Result<(u64, u64)> {
     let mut lines = 0u64;
     let mut bytes = 0u64;

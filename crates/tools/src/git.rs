@@ -582,6 +582,10 @@ pub(crate) struct GitEnv {
 }
 
 /// [`run_git_exit`] with `env` added to git's environment and sandbox.
+#[expect(
+    clippy::expect_used,
+    reason = "the child was spawned with both streams piped"
+)]
 pub(crate) fn run_git_in(
     ctx: &ToolCtx,
     env: &GitEnv,

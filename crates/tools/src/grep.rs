@@ -170,7 +170,7 @@ fn count_matches(
         if sink.0 > 0 {
             found
                 .lock()
-                .expect("not poisoned")
+                .unwrap_or_else(|e| e.into_inner())
                 .push((base.to_path_buf(), sink.0));
         }
     } else {
@@ -249,6 +249,10 @@ fn render_line(path: &str, number: u64, is_match: bool, text: &[u8]) -> String {
 ///
 /// Errors: [`Error::InvalidArgument`] for a bad regex or glob, `context` over 20, or an
 /// `offset` past the last match; path errors as [`codex_free_core::jail::Jail::resolve`].
+#[expect(
+    clippy::expect_used,
+    reason = "the value was checked or pushed just above in this function"
+)]
 pub fn grep(ctx: &ToolCtx, a: &GrepArgs) -> Result<String> {
     let jail = ctx.jail();
     let base = jail.resolve(a.path.as_deref().unwrap_or("."))?;

@@ -99,6 +99,13 @@ fn perr(line: usize, msg: impl std::fmt::Display) -> Error {
 
 /// Parse the patch text into operations. Lenient like upstream: markers may carry
 /// surrounding whitespace, and a heredoc wrapper (`<<'EOF'` ... `EOF`) is removed.
+///
+/// Long on purpose: one line-by-line state machine over the patch grammar; its states share the
+/// cursor and the current operation.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one line-by-line state machine over the patch grammar; its states share the cursor and the current operation"
+)]
 fn parse(input: &str) -> Result<Vec<Op>> {
     let mut lines: Vec<&str> = input.trim().lines().collect();
     // Line numbers reported are 1-based in the (trimmed) patch; with a heredoc wrapper the

@@ -357,6 +357,10 @@ impl Watcher {
     /// Errors: [`Error::InvalidArgument`] when the OS watcher cannot be created (e.g. the
     /// inotify instance limit is reached); a directory that cannot be watched is logged
     /// and skipped.
+    #[expect(
+        clippy::expect_used,
+        reason = "the value was checked or pushed just above in this function"
+    )]
     pub fn start_with(
         roots: &SourceRoots,
         enabled: &[Source],

@@ -108,7 +108,7 @@ pub struct NoPipeline {
 
 impl PipelineControl for NoPipeline {
     fn status(&self) -> PipelineStatus {
-        let paused = *self.paused.lock().expect("poisoned");
+        let paused = *self.paused.lock().unwrap_or_else(|e| e.into_inner());
         PipelineStatus {
             state: if paused {
                 PipelineState::Paused
@@ -132,7 +132,7 @@ impl PipelineControl for NoPipeline {
         })
     }
     fn set_paused(&self, paused: bool) -> Result<ActionResult> {
-        *self.paused.lock().expect("poisoned") = paused;
+        *self.paused.lock().unwrap_or_else(|e| e.into_inner()) = paused;
         Ok(ActionResult {
             ok: true,
             message: if paused { "paused" } else { "resumed" }.into(),

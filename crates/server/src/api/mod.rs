@@ -119,7 +119,7 @@ impl ApiService {
     /// Remember an error for the dashboard (newest first, at most 10). The message must not
     /// contain a secret.
     pub fn record_error(&self, source: &str, message: impl Into<String>) {
-        let mut q = self.errors.lock().expect("poisoned");
+        let mut q = self.errors.lock().unwrap_or_else(|e| e.into_inner());
         q.push_front(RecentError {
             time_ms: now_ms(),
             source: source.into(),
@@ -153,8 +153,7 @@ impl ApiService {
         let month_start = codex_free_store::usage::month_start(now.timestamp()) * 1000;
         let day_start = now
             .date_naive()
-            .and_hms_opt(0, 0, 0)
-            .expect("midnight")
+            .and_time(chrono::NaiveTime::MIN)
             .and_utc()
             .timestamp_millis();
         let month = self.usage.spend_since(month_start)?;
@@ -175,7 +174,7 @@ impl ApiService {
         let mut recent: Vec<RecentError> = self
             .errors
             .lock()
-            .expect("poisoned")
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .cloned()
             .collect();
@@ -282,6 +281,10 @@ impl ApiService {
     // ---- settings --------------------------------------------------------------------
 
     /// The Settings page: schema, effective values, the file's overrides, warnings.
+    #[expect(
+        clippy::expect_used,
+        reason = "serialising a plain data struct with string keys to JSON cannot fail"
+    )]
     pub fn get_config(&self) -> Result<ConfigView> {
         let (cfg, warnings) = self.current_config();
         Ok(ConfigView {
@@ -293,6 +296,10 @@ impl ApiService {
         })
     }
 
+    #[expect(
+        clippy::expect_used,
+        reason = "serialising a plain data struct with string keys to JSON cannot fail"
+    )]
     fn merged(&self, patch: &Value) -> std::result::Result<Config, Vec<FieldError>> {
         let mut patch = patch.clone();
         schema::normalise(&mut patch);
@@ -330,6 +337,10 @@ impl ApiService {
     /// `codex.config.json.corrupt-<time>` and replaced.
     ///
     /// Errors: [`Error::Io`] when the file cannot be written.
+    #[expect(
+        clippy::expect_used,
+        reason = "serialising a plain data struct with string keys to JSON cannot fail"
+    )]
     pub fn save_config(&self, patch: &Value) -> Result<ConfigSaveResult> {
         let path = self.config_path();
         codex_free_core::home::with_lock(&path, || {

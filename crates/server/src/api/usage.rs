@@ -72,7 +72,10 @@ impl MemoryUsage {
     }
     /// Append rows.
     pub fn push(&self, rows: impl IntoIterator<Item = RequestRow>) {
-        self.0.lock().expect("poisoned").extend(rows);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(rows);
     }
 }
 
@@ -81,7 +84,7 @@ impl UsageSource for MemoryUsage {
         Ok(self
             .0
             .lock()
-            .expect("poisoned")
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .filter(|r| {
                 since_ms.is_none_or(|s| r.time_ms >= s) && until_ms.is_none_or(|u| r.time_ms < u)
@@ -121,8 +124,7 @@ fn utc(ms: i64) -> DateTime<Utc> {
 }
 
 fn day_start(d: NaiveDate) -> i64 {
-    d.and_hms_opt(0, 0, 0)
-        .expect("midnight")
+    d.and_time(chrono::NaiveTime::MIN)
         .and_utc()
         .timestamp_millis()
 }

@@ -251,6 +251,10 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     }
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed ASCII header value always parses"
+)]
 fn no_store(resp: &mut Response) {
     let h = resp.headers_mut();
     h.entry(header::CACHE_CONTROL)
@@ -337,6 +341,10 @@ fn html(status: StatusCode, body: &str) -> Response {
         .into_response()
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "a fixed ASCII header value always parses"
+)]
 fn refuse(r: Refusal, path: &str) -> Response {
     let (status, code, msg) = match r {
         Refusal::Host => (

@@ -163,12 +163,12 @@ impl LiveConfig {
     pub fn get(&self) -> Config {
         let mtime = stamp(&self.path);
         {
-            let s = self.state.read().expect("config lock");
+            let s = self.state.read().unwrap_or_else(|e| e.into_inner());
             if s.0 == mtime {
                 return s.1.clone();
             }
         }
-        let mut s = self.state.write().expect("config lock");
+        let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
         match Config::load(&self.path) {
             Ok(l) => {
                 let pending = l.config.restart_changes(&self.startup);

@@ -190,6 +190,8 @@ struct Group {
     /// `pid` is the command's supervisor (Linux, [`mod@supervisor`]): it kills the whole
     /// tree when asked, and must never be SIGKILLed itself (the tree would be orphaned).
     supervised: bool,
+    /// Locks in this module recover a poisoned mutex (`into_inner`): the state is plain
+    /// bookkeeping, so it stays usable and one panicking call does not end every session.
     st: Mutex<ProcState>,
 }
 
@@ -198,7 +200,7 @@ impl Group {
     /// supervisor ignores what is sent to its group; the command's processes get it.)
     #[cfg(unix)]
     fn signal(&self, sig: i32) -> bool {
-        let st = self.st.lock().expect("group lock");
+        let st = self.st.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: killpg has no memory-safety preconditions.
         !st.done && unsafe { libc::killpg(self.pid, sig) } == 0
     }
@@ -212,7 +214,7 @@ impl Group {
     /// Kill everything the command started, if its leader has not exited: the supervisor is
     /// asked to kill its tree; an unsupervised group gets SIGKILL.
     fn kill_tree(&self) {
-        let st = self.st.lock().expect("group lock");
+        let st = self.st.lock().unwrap_or_else(|e| e.into_inner());
         if !st.done {
             self.kill_tree_locked();
         }
@@ -223,7 +225,7 @@ impl Group {
     }
 
     fn kill_for_timeout(&self) {
-        let mut st = self.st.lock().expect("group lock");
+        let mut st = self.st.lock().unwrap_or_else(|e| e.into_inner());
         if !st.done {
             st.timed_out = true;
             self.kill_tree_locked();
@@ -414,7 +416,7 @@ impl ExecSessions {
         };
 
         let session = {
-            let mut store = self.store.lock().expect("exec store lock");
+            let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
             self.make_room(&mut store, ctx.config.exec.max_sessions)?;
             let mut id = new_session_id();
             while store.sessions.contains_key(&id) {
@@ -452,7 +454,7 @@ impl ExecSessions {
     pub async fn write_stdin(&self, ctx: &ToolCtx, a: WriteStdinArgs) -> Result<String> {
         let started = Instant::now();
         let session = {
-            let store = self.store.lock().expect("exec store lock");
+            let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
             store
                 .sessions
                 .get(&a.session_id)
@@ -465,7 +467,7 @@ impl ExecSessions {
                 a.session_id
             )));
         };
-        *session.last_used.lock().expect("session lock") = Instant::now();
+        *session.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
         let yield_ms = if a.chars.is_empty() {
             a.yield_time_ms
                 .unwrap_or(MIN_POLL_YIELD_MS)
@@ -514,7 +516,7 @@ impl ExecSessions {
             )));
         }
         let known = {
-            let store = self.store.lock().expect("exec store lock");
+            let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
             store
                 .sessions
                 .values()
@@ -625,7 +627,7 @@ impl ExecSessions {
         let mut head = std::mem::take(&mut notes);
         {
             let now = codex_free_core::runs_later::stamps(&s.root);
-            let mut seen = s.runs_later.lock().expect("session lock");
+            let mut seen = s.runs_later.lock().unwrap_or_else(|e| e.into_inner());
             let changed = codex_free_core::runs_later::changed(&seen, &now);
             *seen = now;
             head.extend(codex_free_core::runs_later::note(&changed));
@@ -668,7 +670,7 @@ impl ExecSessions {
             let removed = self
                 .store
                 .lock()
-                .expect("exec store lock")
+                .unwrap_or_else(|e| e.into_inner())
                 .sessions
                 .remove(&s.id);
             if removed.is_some() {
@@ -690,7 +692,7 @@ impl ExecSessions {
             o.remove_file();
             return;
         }
-        let mut store = self.store.lock().expect("exec store lock");
+        let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
         store.retained.push_back(Arc::clone(o));
         while store.retained.len() > RETAINED_OUTPUTS {
             if let Some(old) = store.retained.pop_front() {
@@ -706,7 +708,7 @@ impl ExecSessions {
                 .sessions
                 .values()
                 .filter(|s| s.exited())
-                .min_by_key(|s| *s.last_used.lock().expect("session lock"))
+                .min_by_key(|s| *s.last_used.lock().unwrap_or_else(|e| e.into_inner()))
                 .map(|s| s.id);
             let Some(id) = oldest_ended else {
                 let mut running: Vec<_> = store
@@ -743,7 +745,7 @@ impl ExecSessions {
     /// Delete spool files older than [`SPOOL_TTL`] (at most once per [`SWEEP_EVERY`]).
     fn sweep(&self, dir: &Path) {
         let live: Vec<PathBuf> = {
-            let mut store = self.store.lock().expect("exec store lock");
+            let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
             if store.last_sweep.is_some_and(|t| t.elapsed() < SWEEP_EVERY) {
                 return;
             }
@@ -968,7 +970,7 @@ fn spawn(
         .spawn(move || {
             wait_no_reap(pid);
             let timed_out = {
-                let mut st = g.st.lock().expect("group lock");
+                let mut st = g.st.lock().unwrap_or_else(|e| e.into_inner());
                 st.done = true;
                 // The leader is a zombie now, so its group id cannot be recycled: kill
                 // whatever the shell left running in its group.

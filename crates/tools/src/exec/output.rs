@@ -117,6 +117,7 @@ pub(crate) struct Output {
     pub path: PathBuf,
     /// `exec.maxSpoolBytes` at spawn time.
     pub cap: u64,
+    /// A poisoned lock is recovered (`into_inner`): the buffer stays readable after a panic.
     state: Mutex<State>,
     closed_tx: watch::Sender<bool>,
 }
@@ -188,7 +189,7 @@ impl Output {
                     };
                     out.append(&mut file, &buf[..n]);
                 }
-                out.state.lock().expect("output lock").closed = true;
+                out.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
                 out.closed_tx.send_replace(true);
             })
             .ctx(|| "starting the output reader thread".into())?;
@@ -197,7 +198,7 @@ impl Output {
 
     fn append(&self, file: &mut File, chunk: &[u8]) {
         let (spooled, stopped) = {
-            let st = self.state.lock().expect("output lock");
+            let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
             (st.spooled, st.spool_stop.is_some())
         };
         let mut written = 0usize;
@@ -214,7 +215,7 @@ impl Output {
                 stop = Some(format!("they went past exec.maxSpoolBytes = {}", self.cap));
             }
         }
-        let mut st = self.state.lock().expect("output lock");
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         st.total += chunk.len() as u64;
         st.spooled += written as u64;
         if st.spool_stop.is_none() {
@@ -225,7 +226,7 @@ impl Output {
 
     /// Take the bytes not yet returned and start a new, empty window at the current total.
     pub(crate) fn take_window(&self) -> Window {
-        let mut st = self.state.lock().expect("output lock");
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let (head, tail) = st.window.take();
         let w = Window {
             from: st.cursor,
@@ -238,7 +239,7 @@ impl Output {
     }
 
     pub(crate) fn progress(&self) -> Progress {
-        let st = self.state.lock().expect("output lock");
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         Progress {
             total: st.total,
             spooled: st.spooled,
@@ -248,11 +249,15 @@ impl Output {
 
     /// Why bytes past `spooled` are missing from the spool, if any are.
     pub(crate) fn spool_stop(&self) -> Option<String> {
-        self.state.lock().expect("output lock").spool_stop.clone()
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .spool_stop
+            .clone()
     }
 
     pub(crate) fn was_cut(&self) -> bool {
-        self.state.lock().expect("output lock").cut
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).cut
     }
 
     /// Wait until EOF on the pipe or `timeout`, whichever comes first.
@@ -267,7 +272,7 @@ impl Output {
         let (text, gap) =
             render_window(w, budget, &self.id, p.spooled, self.spool_stop().as_deref());
         if gap.is_some() {
-            self.state.lock().expect("output lock").cut = true;
+            self.state.lock().unwrap_or_else(|e| e.into_inner()).cut = true;
         }
         text
     }
