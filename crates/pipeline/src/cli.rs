@@ -460,7 +460,12 @@ fn on(b: bool) -> &'static str {
 }
 
 impl Status {
-    /// Human-readable text.
+    /// Human-readable text. Long on purpose: one section after the other, in the order
+    /// `memories status` prints them.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one section after the other, in the order `memories status` prints them"
+    )]
     pub fn render(&self) -> String {
         let mut s = String::new();
         s.push_str(&format!(
