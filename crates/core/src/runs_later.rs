@@ -108,6 +108,8 @@ pub fn stamps(root: &Path) -> BTreeMap<PathBuf, (u64, i128, u64)> {
     };
     scan(root);
     for d in [
+        ".git",
+        ".git/hooks",
         ".github/workflows",
         ".github/actions",
         ".vscode",
@@ -195,6 +197,14 @@ pub fn runs_later(rel: &Path) -> Option<&'static str> {
     let in_dir = |d: &str| dirs.iter().any(|x| x == d);
     let parent = dirs.last().map(String::as_str);
     let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    // The repository's own settings and hooks, which git runs at the user's next command.
+    // Commands cannot change an existing `.git` (read-only to them) and the file tools
+    // refuse it, so this flags a `.git` a command made where there was none (`git init`).
+    if dirs.first().map(String::as_str) == Some(".git") {
+        let hook = dirs.len() == 2 && dirs[1] == "hooks" && ext != "sample";
+        return (hook || (dirs.len() == 1 && name == "config"))
+            .then_some("git (a new repository's config and hooks run at your next git command)");
+    }
     // Folders whose every file is configuration a tool executes or obeys.
     if in_dir(".github") {
         // Workflows are YAML (a `README` or `CODEOWNERS` beside them is not run); an
@@ -474,6 +484,22 @@ mod tests {
         assert_eq!(flagged_by("exec_command", &exec), vec!["Makefile"]);
         let diff = format!("diff --git a/x b/x\n+{fake}\n");
         assert!(flagged_by("show_changes", &format!("\n{diff}")).is_empty());
+    }
+
+    #[test]
+    fn a_repository_a_command_creates_is_flagged() {
+        let d = tempfile::tempdir().unwrap();
+        let before = stamps(d.path());
+        std::fs::create_dir_all(d.path().join(".git/hooks")).unwrap();
+        std::fs::write(d.path().join(".git/config"), "[core]\n\tfsmonitor = ./x\n").unwrap();
+        std::fs::write(d.path().join(".git/hooks/post-checkout"), "#!/bin/sh\n").unwrap();
+        std::fs::write(d.path().join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+        std::fs::write(d.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let got: Vec<String> = changed(&before, &stamps(d.path()))
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(got, vec![".git/config", ".git/hooks/post-checkout"]);
     }
 
     #[test]
