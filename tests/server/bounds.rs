@@ -107,6 +107,34 @@ fn open_fds(pid: u32) -> usize {
         .count()
 }
 
+/// What the open files of `pid` are, by kind (`socket`, `anon_inode:[eventpoll]`, a
+/// directory of files, ...), most first: said when a bound fails.
+fn fd_kinds(pid: u32) -> String {
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        let target = std::fs::read_link(e.path())
+            .map(|t| t.display().to_string())
+            .unwrap_or_default();
+        let kind = match target.split_once(':') {
+            Some((k, _)) if !target.starts_with('/') => k.to_string(),
+            _ => std::path::Path::new(&target)
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or(target),
+        };
+        *kinds.entry(kind).or_default() += 1;
+    }
+    let mut v: Vec<_> = kinds.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v.iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// This test process's soft open-file limit raised to its hard one (it holds thousands of
 /// client sockets); returns the new soft limit.
 fn raise_own_fd_limit() -> u64 {
@@ -261,7 +289,8 @@ async fn soak_abandoned_sessions_and_connections_leave_the_server_answering() {
     // Bounded: the connection cap (64) plus the process's own files, whatever the flood.
     assert!(
         during <= base + 64 + 40,
-        "{during} open files with {flood} client sockets held (base {base}, after sessions {after_sessions})"
+        "{during} open files with {flood} client sockets held (base {base}, after sessions {after_sessions}): {}",
+        fd_kinds(pid)
     );
     assert!(
         after_sessions <= base + 64 + 40,

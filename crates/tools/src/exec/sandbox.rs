@@ -812,8 +812,13 @@ mod platform {
                 ruleset = ruleset.scope(scopes).map_err(|e| refused("scopes", e))?;
             }
             let mut created = ruleset.create().map_err(|e| refused("ruleset", e))?;
-            for ((fd, dir), path) in reads.fds.iter().zip(&reads.paths) {
+            for (path, dir) in reads.paths.iter().zip(&reads.dirs) {
                 let access = if *dir { read } else { read & file_only };
+                let fd = match PathFd::new(path) {
+                    Ok(fd) => fd,
+                    // Vanished since the carve: nothing granted (fail closed).
+                    Err(_) => continue,
+                };
                 created = created
                     .add_rule(PathBeneath::new(fd, access))
                     .map_err(|e| refused(&format!("rule for {}", path.display()), e))?;
@@ -886,23 +891,24 @@ mod platform {
         }
     }
 
-    /// The read grants of the carve of `/` around the protected paths, with their paths
-    /// opened (`O_PATH`), shared by every command whose protected set is the same. Reason:
-    /// carving lists `/`, the home directory and every directory on the way to a protected
-    /// path and opens each sibling, which was most of a command's sandbox cost; reusing it
-    /// is sound while no listed directory changed (an entry added, removed or renamed
-    /// changes its mtime, a replaced directory its inode), which [`ReadGrants::get`]
-    /// checks with one `lstat` per listed directory.
+    /// The read grants of the carve of `/` around the protected paths, shared by every
+    /// command whose protected set is the same. Reason: carving lists `/`, the home
+    /// directory and every directory on the way to a protected path, which was most of a
+    /// command's sandbox cost; reusing it is sound while no listed directory changed (an
+    /// entry added, removed or renamed changes its mtime, a replaced directory its inode),
+    /// which [`ReadGrants::get`] checks with one `lstat` per listed directory. Paths, not
+    /// open descriptors, are kept: a carve beside a busy directory grants thousands of
+    /// entries, and holding them open would count against the server's open-file limit.
     #[derive(Debug)]
     pub(super) struct ReadGrants {
         /// The protected paths it was carved around (`/dev` included).
         key: Vec<std::path::PathBuf>,
         /// What the carve listed, with the stamps from before each listing.
         listed: super::Listed,
-        /// Each granted path, opened, and whether it is a directory.
-        fds: Vec<(PathFd, bool)>,
-        /// The granted paths, in the order of `fds`.
+        /// The granted paths.
         pub(super) paths: Vec<std::path::PathBuf>,
+        /// Whether each of `paths` is a directory (files get file rights only).
+        dirs: Vec<bool>,
     }
 
     /// One cached [`ReadGrants`] (the last protected set asked for).
@@ -911,8 +917,6 @@ mod platform {
     impl ReadGrants {
         /// The current grants for `no_read`: the cached ones when their key matches and
         /// every listed directory's stamp is unchanged, else a new carve (then cached).
-        /// Paths that vanish between the carve and their opening are left out (fail
-        /// closed).
         fn get(no_read: Vec<std::path::PathBuf>) -> std::sync::Arc<ReadGrants> {
             static CACHE: Slot = Slot::new(None);
             Self::get_in(&CACHE, no_read)
@@ -934,19 +938,15 @@ mod platform {
                 return Arc::clone(c);
             }
             let mut listed = Vec::new();
-            let mut fds = Vec::new();
-            let mut paths = Vec::new();
-            for g in super::carve_listing(Path::new("/"), &no_read, &mut listed) {
-                if let Ok(fd) = PathFd::new(&g.path) {
-                    fds.push((fd, g.dir));
-                    paths.push(g.path);
-                }
-            }
+            let (paths, dirs) = super::carve_listing(Path::new("/"), &no_read, &mut listed)
+                .into_iter()
+                .map(|g| (g.path, g.dir))
+                .unzip();
             let fresh = Arc::new(ReadGrants {
                 key: no_read,
                 listed,
-                fds,
                 paths,
+                dirs,
             });
             *cache = Some(Arc::clone(&fresh));
             fresh
