@@ -127,12 +127,18 @@ mod tests {
             assert_eq!(mode(&p), 0o600);
             assert_eq!(mode(&d.path().join(SENT_DIR)), 0o700);
         }
-        std::fs::File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(SystemTime::now() - Duration::from_secs(3 * 86_400))
-            .unwrap();
+        // Both ages set from this process's clock, not the file system's: under a faked
+        // clock (the clock tests) a file written just now may look weeks old.
+        let age = |p: &Path, secs: u64| {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(SystemTime::now() - Duration::from_secs(secs))
+                .unwrap();
+        };
+        age(&p, 3 * 86_400);
+        age(&path_of(d.path(), "cc"), 0);
         assert_eq!(prune(d.path(), 2).unwrap(), 1);
         assert!(!p.exists() && path_of(d.path(), "cc").exists());
         assert_eq!(prune(d.path(), 0).unwrap(), 1, "0 removes what was kept");
