@@ -9,6 +9,11 @@ use crate::VERIFY_HEADING;
 use crate::text::{self, Shape};
 use crate::units::{self, Unit, UnitKind};
 
+/// Reason of a unit that stays because the rules are not sure: some lines stale, some not.
+pub(super) const PARTLY_STALE: &str = "partly stale: not sure, stays";
+/// Reason of a unit with a rule's form that is stale only by the section it sits in.
+pub(super) const UNSURE_RULE: &str = "a rule, stale only by its section: not sure, stays";
+
 /// A unit with its destination and the headings above it.
 #[derive(Debug, Clone)]
 pub(super) struct Decided {
@@ -163,6 +168,12 @@ pub(super) fn decide(body: &str, in_summary: bool) -> Decision {
         } else {
             let vs = verdicts_of(&u, &verdicts);
             let all_stale = !vs.is_empty() && vs.iter().all(Option::is_some);
+            // A unit with a rule's form whose every verdict comes from its section or lead-in, none
+            // from a line's own shape, is not sure: a rule can outlive the list it sits in.
+            let unsure_rule = all_stale
+                && vs.iter().flatten().all(|s| s.inherited)
+                && u.content_lines().any(text::is_rule_form);
+            let all_stale = all_stale && !unsure_rule;
             let transcript = u.kind == UnitKind::Code && is_transcript(&u);
             if all_stale || transcript {
                 let first = vs.iter().flatten().next().copied();
@@ -214,8 +225,10 @@ pub(super) fn decide(body: &str, in_summary: bool) -> Decision {
                         kept_norm.insert(norm, first_line);
                         (
                             Dest::Stay,
-                            if vs.iter().any(Option::is_some) {
-                                "partly stale: not sure, stays".into()
+                            if unsure_rule {
+                                UNSURE_RULE.into()
+                            } else if vs.iter().any(Option::is_some) {
+                                PARTLY_STALE.into()
                             } else {
                                 "not stale by the rules: stays".into()
                             },

@@ -117,6 +117,9 @@ pub struct Move {
     pub dest: Dest,
     /// Why, in a few words.
     pub reason: String,
+    /// True when the rules could not decide the unit (some lines stale and some not, or a
+    /// rule's form stale only by its section): it stays unless a model is asked.
+    pub undecided: bool,
 }
 
 /// A rule made of several that differ in one value.

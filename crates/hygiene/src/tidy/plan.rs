@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::apply::own_repo;
-use super::classify::{Decided, decide};
+use super::classify::{self, Decided, decide};
 use super::render::render_out;
 use super::render::render_stay;
 use super::structure::{insert_after_title, join_blocks, layout_sections, slug, trim_blank_tail};
@@ -360,6 +360,8 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
                 line: d.unit.first + 1,
                 lines: d.unit.lines.len(),
                 text: d.unit.content_lines().next().unwrap_or("").to_string(),
+                undecided: dest == Dest::Stay
+                    && (reason == classify::PARTLY_STALE || reason == classify::UNSURE_RULE),
                 dest,
                 reason,
             });

@@ -393,6 +393,41 @@ fn a_lead_in_keeps_its_list_and_an_undated_todo_is_not_filed_under_today() {
     );
 }
 
+/// Finding: rules without a modal word (`Adopted Bun over npm`, `trash > rm`, `No secrets
+/// committed`) were archived with the section they sat in; stale only by context, they are
+/// not sure and stay, while the section's reports move out.
+#[test]
+fn a_rule_in_a_transient_section_stays_while_its_reports_leave() {
+    let text = "# Memory\n\n## Recent changes\n\n- Adopted Bun over npm\n- trash > rm\n- No secrets committed; env vars in .env.* only\n- Refactored the parser into three passes\n- Fixed the login redirect\n";
+    let (tmp, dir) = git_folder(text);
+    let p = plan(&opts(&dir, &tmp.path().join("home"))).unwrap();
+    let unsure: Vec<&str> = p
+        .moves
+        .iter()
+        .filter(|m| m.undecided)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(
+        unsure,
+        vec![
+            "- Adopted Bun over npm",
+            "- trash > rm",
+            "- No secrets committed; env vars in .env.* only"
+        ]
+    );
+    apply(&opts(&dir, &tmp.path().join("home"))).unwrap();
+    let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+    for r in [
+        "- Adopted Bun over npm",
+        "- trash > rm",
+        "- No secrets committed; env vars in .env.* only",
+    ] {
+        assert!(mem.contains(r), "{r} left: {mem}");
+    }
+    assert!(!mem.contains("Refactored the parser"), "{mem}");
+    assert!(!mem.contains("login redirect"), "{mem}");
+}
+
 /// Finding: a real bloated memory (its durable part alone over budget) was refused
 /// ("move or merge rules by hand"); it is laid out into indexed topic files instead.
 #[test]
