@@ -351,6 +351,63 @@ async fn a_new_session_is_served_the_active_versions_summary() {
 
     both_pipelines(&h, &mock, n).await;
 
+    // `memories status` shows both versions, which one is served, and V2's readiness.
+    let text = h.cli(&["memories", "status"]).await;
+    assert!(
+        text.contains("memory versions: serving v2 (dual-write: both pipelines run)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "  v1: written, not served; {n} sessions with output; jobs 0 pending, {n} done"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "  v2: served; {n} sessions with output; jobs 0 pending, {n} done"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "summary valid; readiness: not ready — {n} of 20 consolidated threads"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("phase 1 (extraction) jobs (v1): "), "{text}");
+    let json: Value =
+        serde_json::from_str(&h.cli(&["memories", "status", "--json"]).await).unwrap();
+    let v = &json["versions"];
+    assert_eq!(v["served"], "v2");
+    assert_eq!(v["dual_write"], true);
+    assert!(v["pending_restart"].is_null());
+    let (v1, v2) = (&v["versions"][0], &v["versions"][1]);
+    assert_eq!(
+        (v1["version"].as_str(), v2["version"].as_str()),
+        (Some("v1"), Some("v2"))
+    );
+    assert_eq!(
+        (v1["served"].as_bool(), v2["served"].as_bool()),
+        (Some(false), Some(true))
+    );
+    assert_eq!(
+        (v1["written"].as_bool(), v2["written"].as_bool()),
+        (Some(true), Some(true))
+    );
+    for x in [v1, v2] {
+        assert_eq!(x["with_output"], json!(n), "{x}");
+        assert_eq!(x["last_phase1"]["outcome"], "ok", "{x}");
+        assert_eq!(x["last_phase2"]["outcome"], "ok", "{x}");
+        assert_eq!(x["summary_exists"], true, "{x}");
+        assert_eq!(x["summary_problems"], json!([]), "{x}");
+    }
+    assert!(v1["readiness"].is_null());
+    assert_eq!(
+        v2["readiness"],
+        json!({"consolidated_threads": n, "minimum": 20, "ready": false})
+    );
+
     // V2 active: stdio and HTTP sessions get V2's.
     let c = h.stdio().await;
     assert_v2(&served(&c).await);
