@@ -2,19 +2,25 @@
 //! the sandbox or not), waiting for it and writing to its stdin.
 
 use std::path::Path;
+#[cfg(unix)]
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
+#[cfg(unix)]
 use tokio::sync::watch;
 
-use super::sessions::{SandboxedRun, Session};
+#[cfg(unix)]
+use super::sessions::SandboxedRun;
+use super::sessions::Session;
 use super::*;
 use crate::ToolCtx;
 use codex_free_core::Error;
 use codex_free_core::Result;
+#[cfg(unix)]
 use codex_free_core::error::IoContext;
+#[cfg(unix)]
 use output::Output;
 
 /// How a process ended.
