@@ -95,6 +95,35 @@ pub enum MemoriesCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The requests waiting for approval (memories.approval) and the approved ones not
+    /// yet sent: id, session, project, tokens, cost, redactions.
+    Outgoing {
+        /// Also print each request's sealed text (exactly what would leave).
+        #[arg(long)]
+        text: bool,
+        /// Print JSON instead of text (with the sealed text).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a waiting request (or every one): the next run sends exactly its sealed
+    /// bytes, re-checked against the spend cap and the context window then.
+    Approve {
+        /// The request id (`memories outgoing` lists them).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<String>,
+        /// Approve every waiting request.
+        #[arg(long)]
+        all: bool,
+        /// Also always allow the request's project: none of its requests waits again.
+        #[arg(long)]
+        always: bool,
+    },
+    /// Deny a waiting request: it is never sent and its session is turned off (as
+    /// `memories thread off` does).
+    Deny {
+        /// The request id.
+        id: String,
+    },
     /// Turn the pipeline on.
     On,
     /// Turn the pipeline off (background runs stop at their next check).
@@ -177,6 +206,18 @@ impl ControlEnv {
     /// The database of the pipeline `version` (V1 `state.sqlite`, V2 `state_v2.sqlite`).
     fn store_for(&self, version: MemoryVersion) -> Result<Store> {
         Store::open(&crate::v2::db_path(&self.home, version), self.clock.clone())
+    }
+
+    /// The databases a run writes (V1's, and V2's with `memories.dual_write` or when it is
+    /// the active version), each with its version: where queued requests are.
+    ///
+    /// Errors: a database that cannot be opened.
+    pub fn queue_stores(&self, cfg: &Config) -> Result<Vec<(MemoryVersion, Store)>> {
+        cfg.memories
+            .written_versions()
+            .into_iter()
+            .map(|v| Ok((v, self.store_for(v)?)))
+            .collect()
     }
 
     fn config(&self) -> Result<Config> {
@@ -1099,6 +1140,71 @@ async fn preview_command(
     Ok(out)
 }
 
+/// `memories outgoing | approve | deny`: the approval queue ([`crate::approval`]).
+#[expect(
+    clippy::expect_used,
+    reason = "serialising a plain data struct with string keys to JSON cannot fail"
+)]
+fn queue_command(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
+    match cmd {
+        MemoriesCmd::Outgoing { text, json } => {
+            let cfg = env.config()?;
+            let q = crate::approval::list(
+                &env.queue_stores(&cfg)?,
+                cfg.memories.approval_mode(),
+                text || json,
+            )?;
+            Ok(if json {
+                serde_json::to_string_pretty(&q).expect("queue serialises") + "\n"
+            } else {
+                crate::approval::render(&q)
+            })
+        }
+        MemoriesCmd::Approve { id, all, always } => {
+            let cfg = env.config()?;
+            let id = if all { None } else { id };
+            let done = crate::approval::approve(&env.queue_stores(&cfg)?, id.as_deref(), always)?;
+            let mut out = String::new();
+            for q in &done {
+                out.push_str(&format!(
+                    "approved {} (session {}, {} bytes, sha256 {}): the next run sends it{}\n",
+                    q.id,
+                    q.thread_id,
+                    q.bytes,
+                    q.sha256,
+                    if always {
+                        format!(
+                            "; {} is always allowed",
+                            if q.project.is_empty() {
+                                "(no project)"
+                            } else {
+                                &q.project
+                            }
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            if done.is_empty() {
+                out.push_str("no request was waiting\n");
+            }
+            Ok(out)
+        }
+        MemoriesCmd::Deny { id } => {
+            let cfg = env.config()?;
+            let q = crate::approval::deny(&env.queue_stores(&cfg)?, &id)?;
+            Ok(format!(
+                "denied {}: never sent; memory for session {} off (memories thread on {} brings it back)\n",
+                q.id, q.thread_id, q.thread_id
+            ))
+        }
+        _ => Err(Error::InvalidArgument(
+            "not an approval queue command".into(),
+        )),
+    }
+}
+
 #[expect(
     clippy::expect_used,
     reason = "serialising a plain data struct with string keys to JSON cannot fail"
@@ -1135,6 +1241,9 @@ async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
             } else {
                 f.render()
             })
+        }
+        MemoriesCmd::Outgoing { .. } | MemoriesCmd::Approve { .. } | MemoriesCmd::Deny { .. } => {
+            queue_command(cmd, env)
         }
         MemoriesCmd::On | MemoriesCmd::Off => {
             let v = cmd == MemoriesCmd::On;

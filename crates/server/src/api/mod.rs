@@ -20,6 +20,7 @@ pub mod hooks;
 pub mod http;
 pub mod memops;
 pub mod memview;
+pub mod outgoing;
 pub mod schema;
 pub mod store_usage;
 pub mod usage;
@@ -1245,6 +1246,9 @@ pub(crate) mod tests {
         ReviewView::export_all(&cfg).unwrap();
         MemoryActionRequest::export_all(&cfg).unwrap();
         codex_free_pipeline::v2::state::VersionsState::export_all(&cfg).unwrap();
+        outgoing::OutgoingView::export_all(&cfg).unwrap();
+        outgoing::ApproveRequest::export_all(&cfg).unwrap();
+        outgoing::AllowProjectRequest::export_all(&cfg).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
