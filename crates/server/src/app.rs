@@ -212,8 +212,9 @@ impl App {
         ));
         let mut http = None;
         let service = Arc::new_cyclic(|weak: &Weak<ApiService>| {
-            let mut svc =
-                ApiService::new(&home, keys.store, status).with_pipeline(pipeline.clone());
+            let mut svc = ApiService::new(&home, keys.store, status)
+                .with_pipeline(pipeline.clone())
+                .with_startup_config(config.clone());
             if let Some((host, port)) = &opts.http {
                 let h = Arc::new(HttpHost {
                     opts: opts.server.clone(),

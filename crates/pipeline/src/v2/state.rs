@@ -6,14 +6,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use codex_free_core::Result;
 use codex_free_core::config::{Config, MemoryVersion};
 use codex_free_store::{Clock, Store};
 
 /// The state of every memory version in a state home.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct VersionsState {
     /// The version new sessions are served (`"v1"` or `"v2"`): the running process's
@@ -29,7 +29,7 @@ pub struct VersionsState {
 }
 
 /// One memory version.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct VersionState {
     /// `"v1"` or `"v2"`.
@@ -71,7 +71,7 @@ pub struct VersionState {
 }
 
 /// A run, briefly.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RunBrief {
     /// `ok`, `partial`, `failed`, `cancelled`, `spend_cap`, `skipped`, `interrupted`, `running`.
@@ -83,7 +83,7 @@ pub struct RunBrief {
 }
 
 /// V2's readiness, briefly (`memories readiness` has the whole report).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ReadinessBrief {
     /// The most distinct threads one successful V2 consolidation took in.
