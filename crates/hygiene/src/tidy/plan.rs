@@ -128,8 +128,11 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         check_inside(Some(&dir), &dir.join(d))?;
     }
 
-    let (mem, mem_merges) = decide(&memory, false);
-    let (sum, sum_merges) = match summary.as_deref().map(|s| decide(s, true)) {
+    let (mem, mem_merges) = decide(&memory, false, &opts.model_verdicts);
+    let (sum, sum_merges) = match summary
+        .as_deref()
+        .map(|s| decide(s, true, &opts.model_verdicts))
+    {
         Some((d, m)) => (Some(d), m),
         None => (None, Vec::new()),
     };
@@ -362,6 +365,7 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
                 text: d.unit.content_lines().next().unwrap_or("").to_string(),
                 undecided: dest == Dest::Stay
                     && (reason == classify::PARTLY_STALE || reason == classify::UNSURE_RULE),
+                body: d.unit.content_lines().collect::<Vec<_>>().join("\n"),
                 dest,
                 reason,
             });
@@ -528,6 +532,7 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         after,
         over_budget,
         blockers,
+        model: None,
         originals,
     })
 }
