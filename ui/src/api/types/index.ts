@@ -66,6 +66,7 @@ export type { SetKeyRequest } from "./SetKeyRequest";
 export type { Spend } from "./Spend";
 export type { Status } from "./Status";
 export type { TidyPlanView } from "./TidyPlanView";
+export type { TidyUnitView } from "./TidyUnitView";
 export type { TranscriptsView } from "./TranscriptsView";
 export type { UnknownPriceRow } from "./UnknownPriceRow";
 export type { UsageBlock } from "./UsageBlock";
