@@ -12,6 +12,9 @@ const GROUPS: { id: string; title: string }[] = [
   { id: "dropped", title: "Dropped (exact duplicates)" },
 ];
 
+/** Groups with more units than this start folded (a real bloated memory has hundreds). */
+const OPEN_MAX = 20;
+
 /** Units that would leave the loaded file: what the user accepts or not. */
 function moves(u: TidyUnitView): boolean {
   return u.group !== "kept";
@@ -41,7 +44,7 @@ export function TidyPlan({ plan, onApply }: { plan: TidyPlanView; onApply: (acce
         const units = plan.units.filter((u) => u.group === g.id);
         if (units.length === 0) return null;
         return (
-          <details key={g.id} open={g.id !== "kept"} data-testid={`tidy-group-${g.id}`}>
+          <details key={g.id} open={g.id !== "kept" && units.length <= OPEN_MAX} data-testid={`tidy-group-${g.id}`}>
             <summary>
               {g.title} ({units.length})
             </summary>
