@@ -11,6 +11,7 @@
 pub mod alerts;
 pub mod cli;
 pub mod forecast;
+mod json_answer;
 pub mod phase1;
 pub mod phase2;
 pub mod run_log;
