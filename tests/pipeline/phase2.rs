@@ -848,7 +848,8 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
 /// older state as a new commit with a backup ref.
 #[test]
 fn rollback_refuses_during_a_run_and_restores_as_new_commit() {
-    use codex_free_memory::folder::{MemoryFolder, MemoryHistoryCmd};
+    use codex_free_memory::cli::MemoryHistoryCmd;
+    use codex_free_memory::folder::MemoryFolder;
     use codex_free_pipeline::phase2::model::history_command_in_home;
     use codex_free_store::Store;
 

@@ -225,7 +225,7 @@ pub async fn run_version_with_store(
 /// [`Error::InvalidArgument`] for an unknown revision; database and git errors.
 pub fn history_command_in_home(
     home: &Path,
-    cmd: &codex_free_memory::folder::MemoryHistoryCmd,
+    cmd: &codex_free_memory::cli::MemoryHistoryCmd,
     budget: &codex_free_memory::budget::ArtifactBudget,
 ) -> Result<String> {
     let store = Store::open_in_home(home)?;
