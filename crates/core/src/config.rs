@@ -509,6 +509,10 @@ pub struct MemoriesConfig {
     /// Days the sealed bytes of each model request are kept in `<home>/sent/` for
     /// inspection (0 = not kept). Default 0.
     pub keep_sent_days: u32,
+    /// Which model requests wait for the user's approval before they are sent:
+    /// `"off"` (none, the default), `"new_sources"` (the first request from each
+    /// project/agent) or `"every_request"` ([`ApprovalMode`]).
+    pub approval: String,
     /// Monthly spend cap in USD; when reached the pipeline stops calling models. null = no cap.
     pub monthly_spend_cap_usd: Option<f64>,
     /// Per-provider endpoint settings keyed by provider name (`openai`, `ollama`, or a
@@ -602,7 +606,31 @@ impl std::fmt::Display for MemoryVersion {
     }
 }
 
+/// `memories.approval`: which model requests wait in the approval queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Nothing waits.
+    Off,
+    /// The first request from each project/agent waits; once one is approved (or the
+    /// project was extracted before), the rest of that project/agent goes through.
+    NewSources,
+    /// Every request waits, except those of projects the user always allows.
+    EveryRequest,
+}
+
 impl MemoriesConfig {
+    /// The approval mode (`memories.approval`); an unknown spelling counts as
+    /// `every_request` (validation refuses it before a config is used; holding requests is
+    /// the safe reading of a typo).
+    pub fn approval_mode(&self) -> ApprovalMode {
+        match self.approval.as_str() {
+            "off" => ApprovalMode::Off,
+            "new_sources" => ApprovalMode::NewSources,
+            _ => ApprovalMode::EveryRequest,
+        }
+    }
+
     /// The active version (`memories.version`); anything but `"v2"` is V1 (validation
     /// refuses other spellings before a config is used).
     pub fn active_version(&self) -> MemoryVersion {
@@ -647,6 +675,7 @@ impl Default for MemoriesConfig {
             sources: vec!["codex".into(), "claude".into(), "pi".into(), "mcp".into()],
             exclude_paths: Vec::new(),
             keep_sent_days: 0,
+            approval: "off".into(),
             monthly_spend_cap_usd: None,
             providers: Default::default(),
             prices: Default::default(),

@@ -148,6 +148,33 @@ impl Outgoing {
         })
     }
 
+    /// Seal again a request stored as its [`Outgoing::sealed_bytes`] (an approved request
+    /// of the approval queue), checked against `context_window` now: the result's sealed
+    /// bytes are exactly `bytes`, or it is refused.
+    ///
+    /// Errors: a [`ProviderError`] of kind [`FailureKind::BadRequest`] (0 attempts) when
+    /// `bytes` is not a sealed request, no longer seals to the same bytes (a redaction
+    /// rule changed since it was stored), or is over the window.
+    pub fn reseal(
+        bytes: &[u8],
+        context_window: Option<u64>,
+    ) -> std::result::Result<Self, ProviderError> {
+        let refused = |why: String| ProviderError {
+            kind: FailureKind::BadRequest,
+            status: None,
+            message: format!("not sent: the stored request {why}"),
+            attempts: 0,
+        };
+        let req = from_sealed_bytes(bytes).map_err(|e| refused(format!("is unreadable: {e}")))?;
+        let out = Self::seal(req, context_window)?;
+        if out.sealed_bytes() != bytes {
+            return Err(refused(
+                "no longer seals to the same bytes (the redaction rules changed since it was queued); it is queued again at the next run".into(),
+            ));
+        }
+        Ok(out)
+    }
+
     /// The request as it will be sent.
     pub fn request(&self) -> &CompletionRequest {
         &self.req
@@ -226,6 +253,84 @@ impl Outgoing {
             redactions,
         }
     }
+}
+
+/// The request [`Outgoing::sealed_bytes`] printed (its inverse).
+///
+/// Errors: a phrase naming what is missing or malformed.
+fn from_sealed_bytes(bytes: &[u8]) -> std::result::Result<CompletionRequest, String> {
+    use super::{JsonSchemaSpec, ToolCall, ToolSpec};
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    let text = |v: &Value, k: &str| -> std::result::Result<String, String> {
+        v[k].as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("\"{k}\" is not a string"))
+    };
+    let mut messages = Vec::new();
+    for m in v["messages"].as_array().ok_or("no \"messages\" list")? {
+        messages.push(match m["role"].as_str() {
+            Some("user") => Message::User(text(m, "content")?),
+            Some("assistant") => Message::Assistant {
+                content: text(m, "content")?,
+                tool_calls: m["tool_calls"]
+                    .as_array()
+                    .ok_or("an assistant message has no \"tool_calls\" list")?
+                    .iter()
+                    .map(|c| {
+                        Ok(ToolCall {
+                            id: text(c, "id")?,
+                            name: text(c, "name")?,
+                            arguments: c["arguments"].clone(),
+                        })
+                    })
+                    .collect::<std::result::Result<_, String>>()?,
+            },
+            Some("tool") => Message::Tool {
+                call_id: text(m, "call_id")?,
+                content: text(m, "content")?,
+            },
+            other => return Err(format!("unknown message role {other:?}")),
+        });
+    }
+    let tools = v["tools"]
+        .as_array()
+        .ok_or("no \"tools\" list")?
+        .iter()
+        .map(|t| {
+            Ok(ToolSpec {
+                name: text(t, "name")?,
+                description: text(t, "description")?,
+                parameters: t["parameters"].clone(),
+            })
+        })
+        .collect::<std::result::Result<_, String>>()?;
+    let response_schema = match &v["response_schema"] {
+        Value::Null => None,
+        s => Some(JsonSchemaSpec {
+            name: text(s, "name")?,
+            schema: s["schema"].clone(),
+        }),
+    };
+    let reasoning_effort = match &v["reasoning_effort"] {
+        Value::Null => None,
+        _ => Some(text(&v, "reasoning_effort")?),
+    };
+    let max_output_tokens = match &v["max_output_tokens"] {
+        Value::Null => None,
+        n => Some(
+            n.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or("\"max_output_tokens\" is not a count")?,
+        ),
+    };
+    Ok(CompletionRequest {
+        system: text(&v, "system")?,
+        messages,
+        response_schema,
+        tools,
+        reasoning_effort,
+        max_output_tokens,
+    })
 }
 
 /// Private spans out first (so a secret inside one is not even counted), then secrets;
@@ -365,6 +470,42 @@ mod tests {
         let other = Outgoing::seal(request("nothing secret"), None).unwrap();
         assert_ne!(other.receipt(&Tally::new()).sha256, r.sha256);
         assert!(other.receipt(&Tally::new()).redactions.is_empty());
+    }
+
+    /// A stored request seals again to exactly its bytes (tool calls, schema and all), is
+    /// re-checked against the window, and bytes that are not a sealed request are refused.
+    #[test]
+    fn reseal_gives_back_exactly_the_stored_bytes() {
+        let mut req = request(KEY);
+        req.tools = vec![crate::ToolSpec {
+            name: "read".into(),
+            description: "reads".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }];
+        req.response_schema = Some(crate::JsonSchemaSpec {
+            name: "s".into(),
+            schema: serde_json::json!({"type": "object"}),
+        });
+        req.reasoning_effort = Some("low".into());
+        req.max_output_tokens = Some(100);
+        let bytes = Outgoing::seal(req, None).unwrap().sealed_bytes();
+        let again = Outgoing::reseal(&bytes, None).unwrap();
+        assert_eq!(again.sealed_bytes(), bytes);
+        assert_eq!(
+            again.redacted(),
+            0,
+            "already sealed: nothing left to redact"
+        );
+        let e = Outgoing::reseal(&bytes, Some(50)).unwrap_err();
+        assert!(e.message.contains("context window of 50"), "{}", e.message);
+        let e = Outgoing::reseal(b"{\"system\": 1}", None).unwrap_err();
+        assert!(e.message.contains("unreadable"), "{}", e.message);
+        // A stored text holding a secret (not sealed by this gate) no longer seals the same.
+        let forged = String::from_utf8(bytes)
+            .unwrap()
+            .replace("[REDACTED_SECRET]", KEY);
+        let e = Outgoing::reseal(forged.as_bytes(), None).unwrap_err();
+        assert!(e.message.contains("same bytes"), "{}", e.message);
     }
 
     #[test]

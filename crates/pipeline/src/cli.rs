@@ -95,6 +95,35 @@ pub enum MemoriesCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The requests waiting for approval (memories.approval) and the approved ones not
+    /// yet sent: id, session, project, tokens, cost, redactions.
+    Outgoing {
+        /// Also print each request's sealed text (exactly what would leave).
+        #[arg(long)]
+        text: bool,
+        /// Print JSON instead of text (with the sealed text).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a waiting request (or every one): the next run sends exactly its sealed
+    /// bytes, re-checked against the spend cap and the context window then.
+    Approve {
+        /// The request id (`memories outgoing` lists them).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<String>,
+        /// Approve every waiting request.
+        #[arg(long)]
+        all: bool,
+        /// Also always allow the request's project: none of its requests waits again.
+        #[arg(long)]
+        always: bool,
+    },
+    /// Deny a waiting request: it is never sent and its session is turned off (as
+    /// `memories thread off` does).
+    Deny {
+        /// The request id.
+        id: String,
+    },
     /// Turn the pipeline on.
     On,
     /// Turn the pipeline off (background runs stop at their next check).
@@ -177,6 +206,18 @@ impl ControlEnv {
     /// The database of the pipeline `version` (V1 `state.sqlite`, V2 `state_v2.sqlite`).
     fn store_for(&self, version: MemoryVersion) -> Result<Store> {
         Store::open(&crate::v2::db_path(&self.home, version), self.clock.clone())
+    }
+
+    /// The databases a run writes (V1's, and V2's with `memories.dual_write` or when it is
+    /// the active version), each with its version: where queued requests are.
+    ///
+    /// Errors: a database that cannot be opened.
+    pub fn queue_stores(&self, cfg: &Config) -> Result<Vec<(MemoryVersion, Store)>> {
+        cfg.memories
+            .written_versions()
+            .into_iter()
+            .map(|v| Ok((v, self.store_for(v)?)))
+            .collect()
     }
 
     fn config(&self) -> Result<Config> {
@@ -297,6 +338,9 @@ pub struct Status {
     pub mcp_transcripts: codex_free_transcripts::sources::mcp::TranscriptUsage,
     /// `memories.mcp_transcript_retention_days`.
     pub mcp_transcript_retention_days: u32,
+    /// Both memory versions: which is served, whether each pipeline runs, each one's jobs,
+    /// runs, summary and (V2) readiness. The fields above describe V1's `state.sqlite`.
+    pub versions: crate::v2::state::VersionsState,
 }
 
 fn describe_model(
@@ -418,6 +462,7 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
             .unwrap_or(false),
         mcp_transcripts: codex_free_transcripts::sources::mcp::usage(&env.home),
         mcp_transcript_retention_days: m.mcp_transcript_retention_days,
+        versions: crate::v2::state::versions_state(&env.home, &cfg, &cfg, env.clock.clone())?,
     })
 }
 
@@ -526,9 +571,15 @@ impl Status {
             ));
         }
         let j = &self.jobs;
+        // With V2 in use, these lines are V1's; the versions block below has both.
+        let v1_label = if self.versions.dual_write || self.versions.served != "v1" {
+            " (v1)"
+        } else {
+            ""
+        };
         s.push_str(&format!(
-            "phase 1 (extraction) jobs: {} running, {} stale lease, {} pending, {} done, {} retrying, {} out of retries; {} eligible now\n",
-            j.running, j.stale, j.pending, j.done, j.retrying, j.exhausted, self.eligible_now
+            "phase 1 (extraction) jobs{}: {} running, {} stale lease, {} pending, {} done, {} retrying, {} out of retries; {} eligible now\n",
+            v1_label, j.running, j.stale, j.pending, j.done, j.retrying, j.exhausted, self.eligible_now
         ));
         if !self.excluded.is_empty() {
             s.push_str(&format!(
@@ -543,9 +594,10 @@ impl Status {
             }
         }
         s.push_str(&format!(
-            "phase 2 (consolidation): {}\n",
+            "phase 2 (consolidation){v1_label}: {}\n",
             self.consolidation_line()
         ));
+        s.push_str(&self.versions.render());
         s.push_str("last runs:\n");
         if self.recent_runs.is_empty() {
             s.push_str("  (none)\n");
@@ -1088,6 +1140,71 @@ async fn preview_command(
     Ok(out)
 }
 
+/// `memories outgoing | approve | deny`: the approval queue ([`crate::approval`]).
+#[expect(
+    clippy::expect_used,
+    reason = "serialising a plain data struct with string keys to JSON cannot fail"
+)]
+fn queue_command(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
+    match cmd {
+        MemoriesCmd::Outgoing { text, json } => {
+            let cfg = env.config()?;
+            let q = crate::approval::list(
+                &env.queue_stores(&cfg)?,
+                cfg.memories.approval_mode(),
+                text || json,
+            )?;
+            Ok(if json {
+                serde_json::to_string_pretty(&q).expect("queue serialises") + "\n"
+            } else {
+                crate::approval::render(&q)
+            })
+        }
+        MemoriesCmd::Approve { id, all, always } => {
+            let cfg = env.config()?;
+            let id = if all { None } else { id };
+            let done = crate::approval::approve(&env.queue_stores(&cfg)?, id.as_deref(), always)?;
+            let mut out = String::new();
+            for q in &done {
+                out.push_str(&format!(
+                    "approved {} (session {}, {} bytes, sha256 {}): the next run sends it{}\n",
+                    q.id,
+                    q.thread_id,
+                    q.bytes,
+                    q.sha256,
+                    if always {
+                        format!(
+                            "; {} is always allowed",
+                            if q.project.is_empty() {
+                                "(no project)"
+                            } else {
+                                &q.project
+                            }
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            if done.is_empty() {
+                out.push_str("no request was waiting\n");
+            }
+            Ok(out)
+        }
+        MemoriesCmd::Deny { id } => {
+            let cfg = env.config()?;
+            let q = crate::approval::deny(&env.queue_stores(&cfg)?, &id)?;
+            Ok(format!(
+                "denied {}: never sent; memory for session {} off (memories thread on {} brings it back)\n",
+                q.id, q.thread_id, q.thread_id
+            ))
+        }
+        _ => Err(Error::InvalidArgument(
+            "not an approval queue command".into(),
+        )),
+    }
+}
+
 #[expect(
     clippy::expect_used,
     reason = "serialising a plain data struct with string keys to JSON cannot fail"
@@ -1124,6 +1241,9 @@ async fn execute_other(cmd: MemoriesCmd, env: &ControlEnv) -> Result<String> {
             } else {
                 f.render()
             })
+        }
+        MemoriesCmd::Outgoing { .. } | MemoriesCmd::Approve { .. } | MemoriesCmd::Deny { .. } => {
+            queue_command(cmd, env)
         }
         MemoriesCmd::On | MemoriesCmd::Off => {
             let v = cmd == MemoriesCmd::On;

@@ -18,6 +18,7 @@
 pub mod agent_usage;
 pub mod fts;
 pub mod migrations;
+pub mod outgoing;
 pub mod phase2;
 pub mod stage1;
 pub mod usage;
@@ -33,6 +34,7 @@ use codex_free_core::Error;
 use codex_free_core::Result;
 
 pub use agent_usage::{AgentUsageRow, Reread, UsageCursor, UsageWrite};
+pub use outgoing::{AllowedProject, NewQueued, QueuedRequest};
 pub use stage1::{
     ClaimOutcome, ClaimParams, ExcludedThread, JobCounts, SourceCounts, Stage1Claim, Stage1Output,
     Stage1OutputInput, ThreadRow, ThreadUpsert,

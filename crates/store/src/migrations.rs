@@ -206,8 +206,45 @@ ALTER TABLE agent_usage ADD COLUMN cache_write_1h_tokens INTEGER NOT NULL DEFAUL
 ALTER TABLE agent_usage ADD COLUMN replayed INTEGER NOT NULL DEFAULT 0;
 "#;
 
+/// v9: the approval queue (`memories.approval`): each request held for the user's decision,
+/// stored sealed (the exact bytes that would leave, never the unredacted text) with its
+/// estimate and the session watermark it was built from; and the projects/agents the user
+/// let through (`source` `*` = every agent of a project, "always allow").
+const V9: &str = r#"
+CREATE TABLE outgoing_queue (
+    id                  TEXT PRIMARY KEY,
+    phase               TEXT NOT NULL,
+    thread_id           TEXT NOT NULL,
+    source              TEXT NOT NULL,
+    project             TEXT NOT NULL,
+    model               TEXT NOT NULL,
+    source_updated_at   INTEGER NOT NULL,
+    sealed              BLOB NOT NULL,
+    sha256              TEXT NOT NULL,
+    bytes               INTEGER NOT NULL,
+    redactions          TEXT NOT NULL,
+    input_tokens        INTEGER NOT NULL,
+    max_output_tokens   INTEGER,
+    input_cost_usd      REAL,
+    max_cost_usd        REAL,
+    status              TEXT NOT NULL,
+    reason              TEXT NOT NULL,
+    created_at          INTEGER NOT NULL,
+    decided_at          INTEGER,
+    error               TEXT
+);
+CREATE INDEX outgoing_queue_thread ON outgoing_queue(thread_id, status);
+CREATE TABLE outgoing_allowed (
+    source      TEXT NOT NULL,
+    project     TEXT NOT NULL,
+    always      INTEGER NOT NULL DEFAULT 0,
+    allowed_at  INTEGER NOT NULL,
+    PRIMARY KEY (source, project)
+);
+"#;
+
 /// Every migration, in order. Append only.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
@@ -320,6 +357,8 @@ mod tests {
                 "citations",
                 "consolidation_progress",
                 "jobs",
+                "outgoing_allowed",
+                "outgoing_queue",
                 "runs",
                 "stage1_outputs",
                 "threads",

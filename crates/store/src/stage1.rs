@@ -263,6 +263,43 @@ pub(crate) fn enqueue_phase2(tx: &Transaction<'_>, watermark: i64) -> rusqlite::
     Ok(())
 }
 
+/// [`Store::set_thread_memory`] inside the caller's transaction (a denied request turns
+/// its session off in the same transaction that records the denial).
+///
+/// Errors: [`Error::InvalidArgument`] when no thread has `id`.
+pub(crate) fn set_thread_memory_in(
+    tx: &Transaction<'_>,
+    id: &str,
+    enabled: bool,
+    now: i64,
+) -> Result<()> {
+    let n = tx
+        .execute(
+            "UPDATE threads SET memory_mode = ?2 WHERE id = ?1",
+            params![id, if enabled { "enabled" } else { "disabled" }],
+        )
+        .map_err(db_err)?;
+    if n == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "no thread with id \"{id}\"; `codex-free memories status` lists sources, thread ids are the sessions' ids"
+        )));
+    }
+    if !enabled {
+        let deleted = tx
+            .execute("DELETE FROM stage1_outputs WHERE thread_id = ?1", [id])
+            .map_err(db_err)?;
+        tx.execute(
+            "DELETE FROM jobs WHERE kind = ?1 AND job_key = ?2",
+            params![JOB_KIND_STAGE1, id],
+        )
+        .map_err(db_err)?;
+        if deleted > 0 {
+            enqueue_phase2(tx, now).map_err(db_err)?;
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     /// Record what discovery saw, in one transaction. New threads get memory enabled when
     /// `enable_new` (i.e. `memories.generate_memories`), else disabled; existing threads
@@ -329,30 +366,7 @@ impl Store {
         let tx = c
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db_err)?;
-        let n = tx
-            .execute(
-                "UPDATE threads SET memory_mode = ?2 WHERE id = ?1",
-                params![id, if enabled { "enabled" } else { "disabled" }],
-            )
-            .map_err(db_err)?;
-        if n == 0 {
-            return Err(Error::InvalidArgument(format!(
-                "no thread with id \"{id}\"; `codex-free memories status` lists sources, thread ids are the sessions' ids"
-            )));
-        }
-        if !enabled {
-            let deleted = tx
-                .execute("DELETE FROM stage1_outputs WHERE thread_id = ?1", [id])
-                .map_err(db_err)?;
-            tx.execute(
-                "DELETE FROM jobs WHERE kind = ?1 AND job_key = ?2",
-                params![JOB_KIND_STAGE1, id],
-            )
-            .map_err(db_err)?;
-            if deleted > 0 {
-                enqueue_phase2(&tx, now).map_err(db_err)?;
-            }
-        }
+        set_thread_memory_in(&tx, id, enabled, now)?;
         tx.commit().map_err(db_err)
     }
 

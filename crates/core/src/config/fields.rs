@@ -1100,6 +1100,12 @@ pub const FIELDS: &[Field] = &[
         "days",
         "Days the exact bytes of each model request are kept in `<home>/sent/` (0600) for inspection (0 = not kept).",
     ),
+    Field::choice(
+        "memories.approval",
+        "off",
+        &["off", "new_sources", "every_request"],
+        "Model requests that wait for `memories approve` (or the Outgoing page) before they are sent: none, the first of each project/agent, or every one; waiting ones never count against the cap.",
+    ),
     Field::optional_number(
         "memories.monthly_spend_cap_usd",
         0.0,

@@ -248,6 +248,33 @@ fn table() -> Table {
     .get("/api/forecast", |State(s): State<Svc>| {
         json(move || s.forecast())
     })
+    .get("/api/outgoing", |State(s): State<Svc>| {
+        json(move || s.outgoing())
+    })
+    .post(
+        "/api/outgoing/approve-all",
+        |State(s): State<Svc>, Json(r): Json<super::outgoing::ApproveRequest>| {
+            json(move || s.outgoing_approve(None, r.always))
+        },
+    )
+    .post(
+        "/api/outgoing/allow",
+        |State(s): State<Svc>, Json(r): Json<super::outgoing::AllowProjectRequest>| {
+            json(move || s.outgoing_allow(&r))
+        },
+    )
+    .post(
+        "/api/outgoing/{id}/approve",
+        |State(s): State<Svc>,
+         Path(id): Path<String>,
+         Json(r): Json<super::outgoing::ApproveRequest>| {
+            json(move || s.outgoing_approve(Some(&id), r.always))
+        },
+    )
+    .post(
+        "/api/outgoing/{id}/deny",
+        |State(s): State<Svc>, Path(id): Path<String>| json(move || s.outgoing_deny(&id)),
+    )
     .get(
         "/api/sent/{sha256}",
         |State(s): State<Svc>, Path(h): Path<String>| json(move || s.sent_request(&h)),
