@@ -405,8 +405,38 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 home.clone(),
                 codex_free_memory::budget::ArtifactBudget::from_config(&config.memories),
             );
+            let mut opts = opts;
+            let mut planned = None;
+            if args.model {
+                let keys = secrets();
+                let model = codex_free_models::resolve_extract_model(
+                    &config.memories,
+                    keys.store.as_ref(),
+                    codex_free_models::prices::PriceTable::bundled(),
+                    codex_free_models::RetryPolicy::default(),
+                )?;
+                // The estimate is printed (and flushed) before any request leaves.
+                let mut show = |r: &tidy::ModelReport| {
+                    use std::io::Write;
+                    println!("{}", r.estimate_line());
+                    std::io::stdout().flush().ok();
+                };
+                let (p, verdicts) = rt.block_on(tidy::model::plan_with_model(
+                    &opts,
+                    &model,
+                    config.memories.monthly_spend_cap_usd,
+                    true,
+                    &mut show,
+                ))?;
+                opts.model_verdicts = verdicts;
+                planned = Some(p);
+            }
             if args.plan {
-                print!("{}", tidy::plan(&opts)?.render());
+                let p = match planned {
+                    Some(p) => p,
+                    None => tidy::plan(&opts)?,
+                };
+                print!("{}", p.render());
             } else {
                 let report = tidy::apply(&opts)?;
                 print!("{}", report.render());

@@ -33,6 +33,11 @@ pub struct TidyArgs {
     /// Back up, move the units, commit and verify with a read-back.
     #[arg(long)]
     pub apply: bool,
+    /// Ask the pipeline's cheap model (`memories.extract_model`) about the units the rules
+    /// cannot decide: the estimated tokens and cost are printed before anything is sent;
+    /// answers are cached, so a second run sends nothing. Without it, such units stay.
+    #[arg(long)]
+    pub model: bool,
 }
 
 /// Command-line arguments of `memories bench-hygiene`.

@@ -187,6 +187,9 @@ pub struct Stale {
     pub shape: Shape,
     /// The words that made it stale, for the message.
     pub evidence: String,
+    /// True when the line has no stale shape of its own and takes the verdict from its
+    /// section or lead-in (context, not evidence: a rule under "Next steps" may still last).
+    pub inherited: bool,
 }
 
 // ---- Shapes -------------------------------------------------------------------------
@@ -253,10 +256,19 @@ static STATE: LazyLock<Regex> = LazyLock::new(|| {
 static STATUS_KEY: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?ix)^(?:
           (?:project|current|overall|implementation|build|deploy(?:ment)?|ci|test(?:ing)?|system|task|server)?\s*(?:status|state)
-        | current\s+\w+(?:\s+\w+)?|active\s+(?:work|task|branch|phase|sprint)|phase|current\s+phase|progress|focus
+        | active\s+(?:work|task|branch|phase|sprint)|phase|current\s+phase|progress|focus
         | last\s+action|next\s+(?:step|action|task)s?|blockers?|session|branch|running\s+version
-        | (?:当前|目前|项目|部署|实现|任务|运行|开发)?状态|进度|当前\S{0,8}|目前\S{0,8}|下一步|最新进展|进展)$")
+        | (?:当前|目前|项目|部署|实现|任务|运行|开发)?状态|进度|下一步|最新进展|进展)$")
 });
+
+/// A key that says "now" (`Current focus`, `当前任务`, `Latest release`) names a value that
+/// changes only beside a state, progress or event noun; `Current architecture` and `当前架构`
+/// describe the design as it stands (the same rule as for section titles).
+fn now_key(key: &str) -> bool {
+    static NOW_KEY: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?i)^(?:current|active|latest|recent|当前|目前|最新|最近)"));
+    NOW_KEY.is_match(key) && (PROGRESS_NOUN.is_match(key) || EVENT_NOUN.is_match(key))
+}
 
 /// A key-value line: an optional marker, a (bold) key of a few words, a colon, a value.
 static KEY_VALUE: LazyLock<Regex> = LazyLock::new(|| {
@@ -282,6 +294,13 @@ static SNAPSHOT: LazyLock<Regex> = LazyLock::new(|| {
 static REQUIREMENT: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(?ix)[≥≤<>]|\d\s*\+|\b(?:at\s+least|at\s+most|or\s+(?:higher|later|newer|above)|up\s+to|max(?:imum)?|min(?:imum)?|target|threshold|limit|budget|no\s+more\s+than|under|below|above|within)\b|不超过|不低于|以上|以内|以下|至少|最多|目标|阈值|上限|下限",
+    )
+});
+
+/// A first-person account of what was done (`I tried`, `we switched`).
+static NARRATIVE_FIRST_PERSON: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:I|we)\s+(?:\w+ly\s+)?(?:\w+ed|tried|made|wrote|did|ran|built|found|had|was|were|got|saw|took|began|went|chose|learnt)\b",
     )
 });
 
@@ -427,8 +446,38 @@ pub fn is_rule_line(line: &str) -> bool {
     MODAL_STRONG.is_match(&p) || MODAL_WEAK.is_match(&p)
 }
 
+/// True when the line has a rule's form without a modal word (a choice `A > B` / `A over B`,
+/// a prohibition `No X`, an "X-first" convention, a limit with a number) and nothing on it
+/// reports a state (a status mark, pending work, a first-person account, a question).
+pub fn is_rule_form(line: &str) -> bool {
+    let p = prose(strip_bullet(line));
+    rule_form(&p)
+        && status_mark(line.trim()).is_none()
+        && !PENDING.is_match(&p)
+        && !NARRATIVE_FIRST_PERSON.is_match(&p)
+        && !p.trim_end().ends_with(['?', '？'])
+}
+
 fn strong_rule(s: &str) -> bool {
     MODAL_STRONG.is_match(s)
+}
+
+/// Rule shapes that carry no modal word: a choice of one thing over another (`trash > rm`,
+/// `Adopted Bun over npm`, `用 A 而不是 B`), a line or clause that opens with a prohibition
+/// (`No secrets committed`, `未经确认，不执行 …`), an "X-first" convention (`Docker-first
+/// testing`), a limit with a number (`File Size Limit <500 LOC`, `不超过 3 次`).
+fn rule_form(s: &str) -> bool {
+    static FORM: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"(?x)
+            (?i:[\w.+\#/-]*[A-Za-z\p{Han}][\w.+\#/-]*\s+(?:>|≫|over)\s+[A-Za-z\p{Han}][\w.+\#-]*)
+          | 而不是|而非|优于|取代|代替
+          | (?i:^[^\p{L}\p{N}]*(?:no|never|without|zero)\s+\p{L})
+          | (?:^|[，,；;])\s*不\p{Han}{2}
+          | (?i:\b[A-Za-z]+-first\b)
+          | (?i:\b(?:limit|max(?:imum)?|min(?:imum)?|at\s+most|at\s+least|no\s+more\s+than|cap)\b[^.\n]{0,30}\d)
+          | [<≤]\s*\d|不超过\s*\d|不少于|上限|最多\s*\d|至少\s*\d")
+    });
+    FORM.is_match(s)
 }
 
 /// True when the line tells the reader to check something live (and carries no value).
@@ -449,6 +498,7 @@ fn verdict(shape: Shape, s: &str, evidence: impl Into<String>) -> Option<Stale> 
         topic,
         shape,
         evidence: evidence.into(),
+        inherited: false,
     })
 }
 
@@ -520,7 +570,15 @@ pub fn stale(line: &str) -> Option<Stale> {
     }
     let p = prose(&body);
     let strong = strong_rule(&p);
-    let weak = strong || MODAL_WEAK.is_match(&p);
+    // A rule's form without a modal counts only where nothing reports a state: a status mark
+    // a first-person account or pending work outweighs it (`✅ … <200 files`, `NO to X: I tried …`).
+    let first_person = NARRATIVE_FIRST_PERSON.is_match(&p);
+    let weak = strong
+        || MODAL_WEAK.is_match(&p)
+        || (rule_form(&p)
+            && status_mark(line.trim()).is_none()
+            && !first_person
+            && !PENDING.is_match(&p));
     let date = date_in(&p);
     // A stamp is stale when it is the line ("Last updated: …"), or rides on a line that is
     // not a rule ("Preference: … (saved: …)" is a rule that cites its day).
@@ -579,7 +637,7 @@ pub fn stale(line: &str) -> Option<Stale> {
         let value = prose(raw_value);
         // A key mapped to a file, a command or a link names where something is, not a state.
         let names_a_place = raw_value.starts_with(['`', '[', '/', '~', '.']);
-        let key_is_status = STATUS_KEY.is_match(key) && !names_a_place;
+        let key_is_status = (STATUS_KEY.is_match(key) || now_key(key)) && !names_a_place;
         let value_is_state =
             STATE.is_match(value.trim_start_matches(['*', ' '])) || status_mark(&value).is_some();
         if !value.trim().is_empty()
@@ -889,6 +947,7 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             })
             .map(|s| Stale {
                 evidence: format!("in {}", s.evidence.trim_start_matches("in ")),
+                inherited: true,
                 ..s.clone()
             });
         if RULE_LEAD_IN.is_match(strip_bullet(line)) || modal_lead_in(line) {
@@ -1141,6 +1200,51 @@ mod tests {
     fn a_modal_lead_in_makes_its_list_rules() {
         let text = "# Notes\n\n**Must follow:**\n- ✅ Extend the shared base entity\n- ✅ 使用 `@Value` 注解\n\n## Done\n- ✅ shipped the importer\n";
         assert_eq!(flagged(text), vec![7, 8]);
+    }
+
+    /// A "now" key names a changing value only beside a state, progress or event noun (the
+    /// rule titles follow): the architecture as it stands lasts, the focus does not.
+    #[test]
+    fn a_now_key_needs_a_state_noun() {
+        for l in [
+            "- Current architecture: Axum server over a SQLite store",
+            "- **当前架构**: 网关 / 调度 / 存储 三层",
+            "- Current layout: one crate per outside system",
+        ] {
+            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
+        }
+        for l in [
+            "- Current focus: wiring the retry button",
+            "- **当前任务**: 接入重试分支",
+            "- Latest release: the importer",
+        ] {
+            assert!(stale(l).is_some(), "not stale: {l}");
+        }
+    }
+
+    /// A rule's form without a modal word (a choice, a prohibition, an "X-first"
+    /// convention, a limit) outweighs the day it cites; a status mark, pending work or a
+    /// first-person account outweighs the form.
+    #[test]
+    fn a_rule_form_outweighs_its_date_but_not_a_state() {
+        for l in [
+            "- No local fallback for the ROS2 tests (decided 2025-03-01)",
+            "- Bun over npm since 2025-04-02",
+            "- 2025-06-01 起用 pnpm 而不是 npm",
+            "- Docker-first testing, agreed 2025-05-10",
+            "- Bundle size limit 300 KiB (2025-07-01)",
+        ] {
+            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
+            assert!(is_rule_form(l), "no rule form: {l}");
+        }
+        for l in [
+            "- ✅ No known memory leaks as of 2025-07-01",
+            "- 2025-07-01 we switched to Bun over npm",
+            "- No test suite yet: pending",
+        ] {
+            assert!(stale(l).is_some(), "not stale: {l}");
+            assert!(!is_rule_form(l), "rule form: {l}");
+        }
     }
 
     /// A key mapped to a command, a path or a link is a reference in any section.

@@ -399,6 +399,7 @@ pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Resu
             today: chrono::NaiveDate::from_ymd_opt(2026, 12, 1).unwrap_or_default(),
             budget: ArtifactBudget::default(),
             fail_after_writes: None,
+            model_verdicts: Default::default(),
         };
         s.files += 1;
         s.bytes_before += f.text.len();

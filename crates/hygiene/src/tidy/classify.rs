@@ -9,6 +9,16 @@ use crate::VERIFY_HEADING;
 use crate::text::{self, Shape};
 use crate::units::{self, Unit, UnitKind};
 
+/// Reason of a unit that stays because the rules are not sure: some lines stale, some not.
+pub(super) const PARTLY_STALE: &str = "partly stale: not sure, stays";
+/// Reason of a unit with a rule's form that is stale only by the section it sits in.
+pub(super) const UNSURE_RULE: &str = "a rule, stale only by its section: not sure, stays";
+
+/// Reason of an undecided unit that the model judged stale (it goes to `archive/`).
+pub(super) const MODEL_STALE: &str = "stale by the model (the rules were not sure)";
+/// Reason of an undecided unit that the model judged durable (it stays).
+pub(super) const MODEL_DURABLE: &str = "durable by the model (the rules were not sure)";
+
 /// A unit with its destination and the headings above it.
 #[derive(Debug, Clone)]
 pub(super) struct Decided {
@@ -112,7 +122,11 @@ pub(super) type Decision = (Vec<Decided>, Vec<(Vec<usize>, String)>);
     clippy::too_many_lines,
     reason = "one pass over a file's units whose heading stack and seen-content maps every branch reads and updates"
 )]
-pub(super) fn decide(body: &str, in_summary: bool) -> Decision {
+pub(super) fn decide(
+    body: &str,
+    in_summary: bool,
+    model: &BTreeMap<String, super::Verdict>,
+) -> Decision {
     let units = units::parse(body);
     let verdicts = text::stale_lines(body);
     let mut ds: Vec<Decided> = Vec::with_capacity(units.len());
@@ -163,8 +177,21 @@ pub(super) fn decide(body: &str, in_summary: bool) -> Decision {
         } else {
             let vs = verdicts_of(&u, &verdicts);
             let all_stale = !vs.is_empty() && vs.iter().all(Option::is_some);
+            // A unit with a rule's form whose every verdict comes from its section or lead-in, none
+            // from a line's own shape, is not sure: a rule can outlive the list it sits in.
+            let unsure_rule = all_stale
+                && vs.iter().flatten().all(|s| s.inherited)
+                && u.content_lines().any(text::is_rule_form);
+            let all_stale = all_stale && !unsure_rule;
             let transcript = u.kind == UnitKind::Code && is_transcript(&u);
-            if all_stale || transcript {
+            let undecided =
+                !transcript && (unsure_rule || (!all_stale && vs.iter().any(Option::is_some)));
+            let by_model = undecided
+                .then(|| model.get(&super::unit_hash(&content)).copied())
+                .flatten();
+            if by_model == Some(super::Verdict::Stale) {
+                (Dest::Archive { check: None }, MODEL_STALE.to_string())
+            } else if all_stale || transcript {
                 let first = vs.iter().flatten().next().copied();
                 let reason = match first {
                     Some(s) => format!("stale: {}", s.evidence),
@@ -214,8 +241,12 @@ pub(super) fn decide(body: &str, in_summary: bool) -> Decision {
                         kept_norm.insert(norm, first_line);
                         (
                             Dest::Stay,
-                            if vs.iter().any(Option::is_some) {
-                                "partly stale: not sure, stays".into()
+                            if by_model == Some(super::Verdict::Durable) {
+                                MODEL_DURABLE.into()
+                            } else if unsure_rule {
+                                UNSURE_RULE.into()
+                            } else if vs.iter().any(Option::is_some) {
+                                PARTLY_STALE.into()
                             } else {
                                 "not stale by the rules: stays".into()
                             },

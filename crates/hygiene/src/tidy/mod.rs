@@ -40,6 +40,7 @@
 
 mod apply;
 mod classify;
+pub mod model;
 mod plan;
 mod render;
 mod structure;
@@ -57,6 +58,7 @@ use codex_free_memory::budget::ArtifactBudget;
 
 pub use apply::{Applied, apply, missing_lines};
 pub(crate) use apply::{mode_of, set_mode};
+pub use model::{ModelReport, Verdict, unit_hash};
 pub use plan::{loaded_text, plan};
 
 /// The pointer `MEMORY.md` gains when a tidy moves lines out of it.
@@ -117,6 +119,11 @@ pub struct Move {
     pub dest: Dest,
     /// Why, in a few words.
     pub reason: String,
+    /// True when the rules could not decide the unit (some lines stale and some not, or a
+    /// rule's form stale only by its section): it stays unless a model is asked.
+    pub undecided: bool,
+    /// The unit's content lines (what a model is shown for an undecided unit).
+    pub body: String,
 }
 
 /// A rule made of several that differ in one value.
@@ -193,6 +200,8 @@ pub struct Plan {
     /// What else would make `--apply` refuse (conflict markers, a merge in progress, a
     /// folder that cannot be written), found without writing anything.
     pub blockers: Vec<String>,
+    /// What `--model` asked (or would ask) about the undecided units; `None` without it.
+    pub model: Option<ModelReport>,
     /// The original texts (relative path → text), for the read-back.
     #[serde(skip)]
     pub originals: BTreeMap<String, String>,
@@ -221,6 +230,9 @@ pub struct TidyOptions {
     /// Test hook: fail as if the write after this many writes had failed (exercises the
     /// restore path). `None` in normal use.
     pub fail_after_writes: Option<usize>,
+    /// Verdicts a model gave on undecided units, by [`unit_hash`] (from `tidy --model`);
+    /// empty: every undecided unit stays.
+    pub model_verdicts: BTreeMap<String, Verdict>,
 }
 
 impl TidyOptions {
@@ -232,6 +244,7 @@ impl TidyOptions {
             today: chrono::Utc::now().date_naive(),
             budget,
             fail_after_writes: None,
+            model_verdicts: BTreeMap::new(),
         }
     }
 }

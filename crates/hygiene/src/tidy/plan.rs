@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::apply::own_repo;
-use super::classify::{Decided, decide};
+use super::classify::{self, Decided, decide};
 use super::render::render_out;
 use super::render::render_stay;
 use super::structure::{insert_after_title, join_blocks, layout_sections, slug, trim_blank_tail};
@@ -128,8 +128,11 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         check_inside(Some(&dir), &dir.join(d))?;
     }
 
-    let (mem, mem_merges) = decide(&memory, false);
-    let (sum, sum_merges) = match summary.as_deref().map(|s| decide(s, true)) {
+    let (mem, mem_merges) = decide(&memory, false, &opts.model_verdicts);
+    let (sum, sum_merges) = match summary
+        .as_deref()
+        .map(|s| decide(s, true, &opts.model_verdicts))
+    {
         Some((d, m)) => (Some(d), m),
         None => (None, Vec::new()),
     };
@@ -360,6 +363,9 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
                 line: d.unit.first + 1,
                 lines: d.unit.lines.len(),
                 text: d.unit.content_lines().next().unwrap_or("").to_string(),
+                undecided: dest == Dest::Stay
+                    && (reason == classify::PARTLY_STALE || reason == classify::UNSURE_RULE),
+                body: d.unit.content_lines().collect::<Vec<_>>().join("\n"),
                 dest,
                 reason,
             });
@@ -526,6 +532,7 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         after,
         over_budget,
         blockers,
+        model: None,
         originals,
     })
 }

@@ -119,6 +119,30 @@ impl Plan {
         for b in &self.blockers {
             let _ = writeln!(s, "--apply would refuse: {b}");
         }
+        if let Some(r) = &self.model {
+            let _ = writeln!(s, "{}", r.estimate_line());
+            if r.sent > 0 {
+                let _ = writeln!(
+                    s,
+                    "Model: {} request(s) sent: {} input + {} output tokens, {}; {} of {} undecided unit(s) decided.",
+                    r.sent,
+                    r.used_tokens.0,
+                    r.used_tokens.1,
+                    codex_free_models::prices::format_cost(r.cost_usd),
+                    r.decided,
+                    r.undecided
+                );
+            } else if r.decided > 0 {
+                let _ = writeln!(
+                    s,
+                    "Model: {} of {} undecided unit(s) decided from the cache.",
+                    r.decided, r.undecided
+                );
+            }
+            for p in &r.problems {
+                let _ = writeln!(s, "Model: {p}");
+            }
+        }
         s.push_str("Plan only: nothing was changed.\n");
         s
     }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use chrono::NaiveDate;
 
 use super::apply::own_repo;
+use super::model::{self, ModelReport};
 use super::*;
 use crate::bench::replay_set;
 use crate::synth::RULES;
@@ -41,6 +42,7 @@ fn opts(dir: &Path, home: &Path) -> TidyOptions {
         today: NaiveDate::from_ymd_opt(2026, 12, 1).unwrap(),
         budget: ArtifactBudget::default(),
         fail_after_writes: None,
+        model_verdicts: Default::default(),
     }
 }
 
@@ -393,6 +395,41 @@ fn a_lead_in_keeps_its_list_and_an_undated_todo_is_not_filed_under_today() {
     );
 }
 
+/// Finding: rules without a modal word (`Adopted Bun over npm`, `trash > rm`, `No secrets
+/// committed`) were archived with the section they sat in; stale only by context, they are
+/// not sure and stay, while the section's reports move out.
+#[test]
+fn a_rule_in_a_transient_section_stays_while_its_reports_leave() {
+    let text = "# Memory\n\n## Recent changes\n\n- Adopted Bun over npm\n- trash > rm\n- No secrets committed; env vars in .env.* only\n- Refactored the parser into three passes\n- Fixed the login redirect\n";
+    let (tmp, dir) = git_folder(text);
+    let p = plan(&opts(&dir, &tmp.path().join("home"))).unwrap();
+    let unsure: Vec<&str> = p
+        .moves
+        .iter()
+        .filter(|m| m.undecided)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(
+        unsure,
+        vec![
+            "- Adopted Bun over npm",
+            "- trash > rm",
+            "- No secrets committed; env vars in .env.* only"
+        ]
+    );
+    apply(&opts(&dir, &tmp.path().join("home"))).unwrap();
+    let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+    for r in [
+        "- Adopted Bun over npm",
+        "- trash > rm",
+        "- No secrets committed; env vars in .env.* only",
+    ] {
+        assert!(mem.contains(r), "{r} left: {mem}");
+    }
+    assert!(!mem.contains("Refactored the parser"), "{mem}");
+    assert!(!mem.contains("login redirect"), "{mem}");
+}
+
 /// Finding: a real bloated memory (its durable part alone over budget) was refused
 /// ("move or merge rules by hand"); it is laid out into indexed topic files instead.
 #[test]
@@ -579,4 +616,159 @@ fn bad_input_is_refused_naming_the_file_and_nothing_changes() {
         check(&dir, "not writable");
     }
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The mock provider as the pipeline's cheap model (`local/judge`, OpenAI chat wire
+/// format), priced so the estimate has a cost.
+fn mock_model(base_url: &str) -> codex_free_models::ResolvedModel {
+    let text = serde_json::json!({"memories": {
+        "extract_model": "local/judge",
+        "providers": {"local": {"base_url": base_url, "api": "openai-chat"}},
+        "prices": {"local/judge": {"input_per_mtok": 1.0, "output_per_mtok": 4.0}},
+    }})
+    .to_string();
+    let (cfg, warnings) = codex_free_core::config::Config::parse(&text).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    codex_free_models::resolve_extract_model(
+        &cfg.memories,
+        &codex_free_secrets::MemoryStore::default(),
+        codex_free_models::PriceTable::bundled(),
+        codex_free_models::RetryPolicy {
+            max_attempts: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Rules in a transient section (undecided) and reports (stale by their own shape); one
+/// rule carries a private span that the outgoing gate must remove.
+const UNDECIDED: &str = "# Memory\n\n## Recent changes\n\n- Adopted Bun over npm <private>mirror at bun.corp.example</private>\n- trash > rm\n- Refactored the parser into three passes\n";
+
+/// `tidy --model` through the mock provider: the estimate (tokens and cost) comes before the
+/// request, the request passed the outgoing gate (the private span is removed on the wire), the
+/// verdicts decide the undecided units, the usage is logged as a `tidy` run, and a second
+/// plan is answered from the cache with no request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tidy_model_estimates_first_sends_through_the_gate_and_caches() {
+    let mock = codex_free_testkit::mock_provider::MockProvider::start().await;
+    mock.set_answer(|body| {
+        let s = body.to_string();
+        // u1 = the Bun rule, u2 = trash > rm (file order).
+        assert!(s.contains("trash > rm"), "{s}");
+        r#"{"units":[{"id":"u1","verdict":"stale"},{"id":"u2","verdict":"durable"}]}"#.into()
+    });
+    let model = mock_model(&mock.base_url());
+    let (tmp, dir) = git_folder(UNDECIDED);
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let o = opts(&dir, &home);
+    let before = snapshot(&dir);
+    let requests_at_estimate = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = requests_at_estimate.clone();
+    let mock_ref = &mock;
+    let mut on_estimate = |r: &ModelReport| {
+        seen.lock()
+            .unwrap()
+            .push((mock_ref.requests().len(), r.clone()));
+    };
+    let (p, verdicts) = model::plan_with_model(&o, &model, None, true, &mut on_estimate)
+        .await
+        .unwrap();
+    let at = requests_at_estimate.lock().unwrap().clone();
+    assert_eq!(at.len(), 1);
+    assert_eq!(at[0].0, 0, "the estimate came after a request was sent");
+    let est = &at[0].1;
+    assert_eq!((est.undecided, est.cached, est.requests), (2, 0, 1));
+    assert!(est.est_input_tokens > 50, "{est:?}");
+    assert!(est.est_cost_usd.is_some_and(|c| c > 0.0), "{est:?}");
+    // One request, on the real wire format, with the private span removed by the gate.
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 1);
+    assert!(
+        reqs[0].path.ends_with("/chat/completions"),
+        "{}",
+        reqs[0].path
+    );
+    let wire = reqs[0].body.to_string();
+    assert!(wire.contains("Adopted Bun over npm"), "{wire}");
+    assert!(!wire.contains("bun.corp.example"), "{wire}");
+    // The plan shows the estimate and the spend, and the verdicts decide the units.
+    let text = p.render();
+    assert!(text.contains(&est.estimate_line()), "{text}");
+    assert!(text.contains("1 request(s) sent"), "{text}");
+    assert_eq!(verdicts.len(), 2);
+    let dest_of = |p: &Plan, t: &str| {
+        p.moves
+            .iter()
+            .find(|m| m.text.contains(t))
+            .map(|m| (m.dest.clone(), m.undecided))
+            .unwrap()
+    };
+    assert_eq!(
+        dest_of(&p, "Adopted Bun"),
+        (Dest::Archive { check: None }, false)
+    );
+    assert_eq!(dest_of(&p, "trash > rm"), (Dest::Stay, false));
+    assert_eq!(snapshot(&dir), before, "--plan --model changed bytes");
+    // Logged like every other model call: a `tidy` run with priced usage.
+    let store = codex_free_store::Store::open_in_home(&home).unwrap();
+    let spend = store.spend_this_month().unwrap();
+    assert_eq!(spend.requests, 1);
+    assert!(spend.usd > 0.0, "{spend:?}");
+    // A second plan is answered from the cache: no request.
+    let mut quiet = |_: &ModelReport| {};
+    let (p2, v2) = model::plan_with_model(&o, &model, None, true, &mut quiet)
+        .await
+        .unwrap();
+    assert_eq!(mock.requests().len(), 1, "the second plan sent a request");
+    let r2 = p2.model.clone().unwrap();
+    assert_eq!((r2.cached, r2.requests, r2.sent, r2.decided), (2, 0, 0, 2));
+    assert_eq!(v2, verdicts);
+    // Apply with the verdicts: the stale-by-model rule leaves, the durable one stays.
+    let mut o2 = o.clone();
+    o2.model_verdicts = v2;
+    apply(&o2).unwrap();
+    let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+    assert!(mem.contains("- trash > rm"), "{mem}");
+    assert!(!mem.contains("Adopted Bun"), "{mem}");
+    mock.stop();
+}
+
+/// A model that answers garbage decides nothing: every undecided unit stays loaded, the
+/// plan says why, and nothing is cached (the next run asks again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_garbage_answer_leaves_every_undecided_unit_loaded() {
+    let mock = codex_free_testkit::mock_provider::MockProvider::start().await;
+    mock.set_answer(|_| "Sure! Both look durable to me.".into());
+    let model = mock_model(&mock.base_url());
+    let (tmp, dir) = git_folder(UNDECIDED);
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let o = opts(&dir, &home);
+    let mut quiet = |_: &ModelReport| {};
+    let (p, verdicts) = model::plan_with_model(&o, &model, None, true, &mut quiet)
+        .await
+        .unwrap();
+    assert_eq!(mock.requests().len(), 1);
+    assert!(verdicts.is_empty());
+    let r = p.model.clone().unwrap();
+    assert_eq!(r.decided, 0);
+    assert!(
+        p.render().contains("not the verdict schema"),
+        "{}",
+        p.render()
+    );
+    assert!(p.moves.iter().filter(|m| m.undecided).count() == 2);
+    assert!(!home.join(model::CACHE_FILE).exists());
+    let mut o2 = o.clone();
+    o2.model_verdicts = verdicts;
+    apply(&o2).unwrap();
+    let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+    assert!(
+        mem.contains("Adopted Bun over npm") && mem.contains("- trash > rm"),
+        "{mem}"
+    );
+    assert!(!mem.contains("Refactored the parser"), "{mem}");
+    mock.stop();
 }
