@@ -112,6 +112,11 @@ test("dashboard shows server, pipeline and spend", async () => {
   assert.match(month, /^\$\d/);
   assert.match(await page.getByTestId("card-server").textContent(), /running/);
   assert.match(await page.getByTestId("server-url").textContent(), /\/mcp$/);
+  // The backlog forecast: the same figures as GET /api/forecast.
+  await page.getByTestId("forecast-summary").waitFor();
+  const f = await page.evaluate(async () => (await fetch("/api/forecast")).json());
+  assert.ok((await page.getByTestId("forecast-summary").textContent()).startsWith(`${f.sessions} session(s) waiting`));
+  assert.equal(await page.getByTestId("forecast-models").locator("tr").count(), f.models.length);
   await shot("dashboard");
 });
 

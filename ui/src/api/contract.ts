@@ -18,6 +18,7 @@ import type {
   SentRequest,
   MemoryView,
   OutgoingView,
+  ForecastView,
   CommitDiff,
   HistoryView,
   MemoryFolders,
@@ -74,6 +75,8 @@ export interface Api {
   memoryReviewDecide(action: "accept" | "reject"): Promise<ReviewView>;
   /** The newest failed or refused tool calls of the audit trail. */
   refusals(limit?: number): Promise<RefusalsView>;
+  /** What the extraction backlog will cost (sessions, tokens, cost per model, month pace vs cap). */
+  forecast(): Promise<ForecastView>;
   /** The approval queue (memories.approval): waiting requests with their sealed text. */
   outgoingView(): Promise<OutgoingView>;
   /** Approve one waiting request; `always` also always allows its project. */

@@ -100,6 +100,7 @@ export class HttpApi implements Api {
   memoryReview() { return this.call<W.ReviewView>("GET", "/api/memory/review"); }
   memoryReviewDecide(action: "accept" | "reject") { return this.call<W.ReviewView>("POST", `/api/memory/review/${action}`); }
   refusals(limit = 20) { return this.call<W.RefusalsView>("GET", `/api/audit/refusals?limit=${limit}`); }
+  forecast() { return this.call<W.ForecastView>("GET", "/api/forecast"); }
   outgoingView() { return this.call<W.OutgoingView>("GET", "/api/outgoing"); }
   outgoingApprove(id: string, always: boolean) {
     return this.call<W.ActionResult>("POST", `/api/outgoing/${encodeURIComponent(id)}/approve`, { always });
