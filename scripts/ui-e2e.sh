@@ -85,6 +85,21 @@ dbus-run-session -- bash -euo pipefail -c '
   FR_UI_URL=$FR_UI_URL FR_HOME=$FR/state node --test --test-reporter=spec "$ROOT/tests/ui/first_run.mjs" \
     || { echo "--- first-run server log"; tail -30 "$FR/server.err"; kill $frpid $mock; exit 1; }
   kill $frpid $mock; wait $frpid 2>/dev/null || true; wait $mock 2>/dev/null || true
+  echo "== memory versions: a dual-write home serving v2, both folders (tests/ui/versions.mjs)"
+  V2=$CODEX_FREE_HOME/../versions; mkdir -p "$V2/state/memories" "$V2/state/memories_v2/rollout_summaries" "$V2/project"
+  printf "{\"memories\":{\"version\":\"v2\",\"dual_write\":true}}\n" >"$V2/state/codex.config.json"
+  printf "v1\n## User Profile\n- v1 user\n## User preferences\n- pnpm\n## General Tips\n- verify CI\n## What'"'"'s in Memory\n- MEMORY.md: rules\n" >"$V2/state/memories/memory_summary.md"
+  printf "# Memory\n\n- always pnpm\n" >"$V2/state/memories/MEMORY.md"
+  printf "v1\n## User Profile\n- v2 user\n## User preferences\n- pnpm\n## General Tips\n- verify CI\n## What'"'"'s in Memory\n- rollout_summaries/: sessions\n" >"$V2/state/memories_v2/memory_summary.md"
+  printf "The user asked to always use pnpm.\n" >"$V2/state/memories_v2/rollout_summaries/2026-01-01-pnpm.md"
+  CODEX_FREE_HOME=$V2/state "$TARGET/debug/codex-free" serve --http --ui --project "$V2/project" --port 0 --no-pipeline >"$V2/server.out" 2>"$V2/server.err" &
+  v2pid=$!
+  for _ in $(seq 1 100); do grep -q "Press Ctrl-C" "$V2/server.out" 2>/dev/null && break; sleep 0.1; done
+  V2_UI_URL=$(sed -n "s/^ *web UI: *//p" "$V2/server.out")
+  [ -n "$V2_UI_URL" ] || { cat "$V2/server.out" "$V2/server.err"; kill $v2pid; exit 1; }
+  V2_UI_URL=$V2_UI_URL V2_HOME=$V2/state node --test --test-reporter=spec "$ROOT/tests/ui/versions.mjs" \
+    || { echo "--- memory-versions server log"; tail -30 "$V2/server.err"; kill $v2pid; exit 1; }
+  kill $v2pid; wait $v2pid 2>/dev/null || true
   echo "== server: start (codex-free serve --http --ui, pipeline off so the seeded totals stay exact)"
   OUT=$CODEX_FREE_HOME/../server.out
   "$TARGET/debug/codex-free" serve --http --ui --project "$PROJECT_DIR" --port 0 --no-pipeline >"$OUT" 2>"$CODEX_FREE_HOME/../server.err" &

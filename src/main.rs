@@ -87,13 +87,13 @@ enum MemoriesTop {
     Review(codex_free_memory::review::ReviewArgs),
     /// Find stale facts, duplicates, conflicts, summary drift, dangling references, secrets
     /// and budget overruns in memory files (no model call); exits 1 on an error finding.
-    Lint(codex_free_hygiene::lint::LintArgs),
+    Lint(codex_free_hygiene::cli::LintArgs),
     /// Move what does not belong in the loaded memory to daily/ and archive/ (--plan shows,
     /// --apply backs up, moves, commits and verifies).
-    Tidy(codex_free_hygiene::tidy::TidyArgs),
+    Tidy(codex_free_hygiene::cli::TidyArgs),
     /// Measure a tidy on copies of the shipped replay set: tokens, stale facts, duplicates,
     /// budget headroom, before and after.
-    BenchHygiene(codex_free_hygiene::bench::BenchHygieneArgs),
+    BenchHygiene(codex_free_hygiene::cli::BenchHygieneArgs),
 }
 
 #[derive(Args)]

@@ -27,6 +27,12 @@ fn python_client(args: &[&str]) -> serde_json::Value {
         "Python MCP SDK client failed (is `mcp` installed? run scripts/install-deps.sh)\nstderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The SDK ends an HTTP session with DELETE and logs any answer but 200/204 as a failure.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("Session termination failed"),
+        "the server's answer to DELETE /mcp: {stderr}"
+    );
     serde_json::from_slice(&out.stdout).expect("client prints JSON")
 }
 

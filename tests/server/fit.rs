@@ -588,6 +588,17 @@ async fn tools_list_offers_project_selection_only_with_an_access_root() {
         .unwrap()
         .len();
     assert!(sent <= 8 * 1024, "tools/list is {sent} bytes");
+    // Multi-project mode adds list_projects and set_project_root: the same bound holds.
+    let sent_multi = serde_json::to_string(&serde_json::json!({ "tools": multi }))
+        .unwrap()
+        .len();
+    assert!(
+        sent_multi <= 8 * 1024,
+        "tools/list is {sent_multi} bytes in multi-project mode"
+    );
+    // Accepted but not advertised: tty's only accepted value is false.
+    let exec = one.iter().find(|t| t.name == "exec_command").unwrap();
+    assert!(exec.input_schema["properties"].get("tty").is_none());
     // What a model needs to call each tool stays: every tool has a description, every
     // required argument is a listed property, and the paging footers name `offset`.
     for t in &one {

@@ -5,4 +5,5 @@ mod bounds;
 mod connect;
 mod fit;
 mod lifecycle;
+mod memory_versions;
 mod transport;

@@ -47,7 +47,7 @@ use serde::{Deserialize, Serialize};
 
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::Config;
+use codex_free_core::config::{Config, MemoryVersion};
 use codex_free_core::home::{AgentHomes, sha256_hex};
 
 pub use files::{BLOCK_BEGIN, BLOCK_END};
@@ -480,15 +480,22 @@ fn summary_body(t: &Target, client: Client, cfg: &Config) -> Option<String> {
     if !cfg.memories.enabled || !cfg.memories.use_memories {
         return None;
     }
-    let folder = codex_free_memory::folder::folder_path(&t.state_home);
-    let detail = match client {
-        // Codex and Claude have our MCP tools.
-        Client::Codex | Client::Claude if cfg.memories.dedicated_tools => {
+    // Codex and Claude have our MCP tools; the others are pointed at the folder.
+    let tools = matches!(client, Client::Codex | Client::Claude) && cfg.memories.dedicated_tools;
+    let detail = match cfg.memories.active_version() {
+        MemoryVersion::V1 if tools => {
             "\nFor more detail, use the codex_free server's memories_search and memories_read tools (MEMORY.md, rollout_summaries/).\n".to_string()
         }
-        _ => format!(
+        MemoryVersion::V1 => format!(
             "\nMore detail is in MEMORY.md and rollout_summaries/ under {}.\n",
-            folder.display()
+            codex_free_memory::folder::folder_path(&t.state_home).display()
+        ),
+        MemoryVersion::V2 if tools => {
+            "\nThis is the v2 memory (no MEMORY.md). For more detail, use the codex_free server's memories_search and memories_read tools (rollout_summaries/).\n".to_string()
+        }
+        MemoryVersion::V2 => codex_free_memory::policy::v2_detail_line(
+            false,
+            Some(&t.state_home.join(codex_free_memory::layout::V2_FOLDER_DIR)),
         ),
     };
     let reserved = files::marker_tokens(client);
@@ -816,6 +823,15 @@ pub fn refresh_linked(t: &Target, cfg: &Config) -> Result<Vec<Refreshed>> {
 /// failures are logged, never raised (the memory folder's commit stands whatever happens to
 /// another agent's file). Nothing happens before the first `connect` (no records directory).
 pub fn on_memory_event(home: &Path, _event: codex_free_core::events::MemoryEvent) {
+    refresh_after_commit(home);
+}
+
+/// Bring the linked copies for `home` in line with the config as this process starts:
+/// `memories.version` (which summary is served, V1's or V2's) takes effect at a start, so a
+/// start is when the copies in other agents' files follow a switch. Cheap when nothing
+/// changed (no file is rewritten); a no-op before the first `connect`. Called by every
+/// server start (`App::open`).
+pub fn refresh_at_start(home: &Path) {
     refresh_after_commit(home);
 }
 

@@ -19,31 +19,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::cli::BenchHygieneArgs;
 use super::lint::{self, Checks, Kind};
 use super::tidy::{self, TidyOptions};
 use codex_free_core::Result;
 use codex_free_core::error::IoContext;
 use codex_free_memory::budget::ArtifactBudget;
 use codex_free_memory::folder::{MEMORY_MD, MemoryFolder, SUMMARY_MD};
-
-/// Command-line arguments of `memories bench-hygiene`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchHygieneArgs {
-    /// Measure a copy of this memory folder instead of the shipped replay set.
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Write the shipped bloated memory (MEMORY.md, memory_summary.md) into DIR and stop.
-    #[arg(long, value_name = "DIR")]
-    pub write_fixture: Option<PathBuf>,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Measure the labelled corpus of real memory files instead (each file tidied as the
-    /// `MEMORY.md` of its own folder, both halves): durable lines kept loaded, stale lines
-    /// moved out, bytes lost, modes. Without DIR, the corpus shipped in this repository.
-    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = super::world::DEFAULT_DIR)]
-    pub corpus: Option<PathBuf>,
-}
 
 /// Seed of the shipped bloated memory.
 pub const SEED: u64 = 2;

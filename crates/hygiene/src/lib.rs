@@ -18,6 +18,7 @@
 //! file that is not UTF-8 or larger than [`MAX_FILE_BYTES`], or deletes a distinct line.
 
 pub mod bench;
+pub mod cli;
 pub mod lint;
 pub mod synth;
 pub(crate) mod text;

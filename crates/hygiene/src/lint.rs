@@ -185,22 +185,6 @@ pub struct Source {
     pub text: String,
 }
 
-/// Command-line arguments of `memories lint`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LintArgs {
-    /// Print findings as JSON (`{files, findings: [{file, line, kind, severity, message, suggestion}]}`).
-    #[arg(long)]
-    pub json: bool,
-    /// Project whose AGENTS.md / CLAUDE.md the memory must not contradict (default: the
-    /// current directory).
-    #[arg(long, value_name = "DIR")]
-    pub project: Option<PathBuf>,
-    /// Memory files or folders (a folder means its MEMORY.md and memory_summary.md; default:
-    /// the state home's memory folder).
-    #[arg(value_name = "FILE")]
-    pub files: Vec<PathBuf>,
-}
-
 /// Resolve `args.files` (default: `<home>/memories`) into sources and the project files.
 ///
 /// Errors: a named file that is missing, a link out of its folder, non-UTF-8 or too big

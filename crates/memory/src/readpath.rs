@@ -68,17 +68,30 @@ fn jail(home: &Path, cfg: &Config) -> Result<Option<FolderJail>> {
 
 const NO_FOLDER: &str = "No memories yet: the memory folder has not been created (it appears after the first consolidation).\n";
 
-/// The memory block for a new session's instructions: [`POLICY`] then `memory_summary.md`,
+/// The memory block for a new session's instructions: [`POLICY`] (V2: [`crate::policy::POLICY_V2`])
+/// then the active version's `memory_summary.md`,
 /// cut at line boundaries so the whole block stays within [`SUMMARY_TOKEN_BUDGET`] tokens
 /// (counted with [`codex_free_core::tokens::count`]); a cut is announced in a last line. `None` when
 /// memories are off, or the summary is missing, empty or unreadable (e.g. a link).
 pub fn summary_for_instructions(home: &Path, cfg: &Config) -> Option<String> {
-    summary_block(home, cfg, detail_line(cfg.memories.dedicated_tools), 0)
+    let dedicated = cfg.memories.dedicated_tools;
+    match cfg.memories.active_version() {
+        codex_free_core::config::MemoryVersion::V1 => {
+            summary_block(home, cfg, detail_line(dedicated), 0)
+        }
+        codex_free_core::config::MemoryVersion::V2 => summary_block(
+            home,
+            cfg,
+            &crate::policy::v2_detail_line(dedicated, None),
+            0,
+        ),
+    }
 }
 
 /// The memory block for a copy linked into another agent's instructions file (see
 /// `crate::connect`): as [`summary_for_instructions`], with `detail` as the line on where
-/// to find more, and `reserved` tokens of the caller's own wrapper (marker lines) counted
+/// to find more (the caller words it for the active version: V2 has no `MEMORY.md`, see
+/// [`crate::policy::v2_detail_line`]), and `reserved` tokens of the caller's own wrapper (marker lines) counted
 /// against the same [`SUMMARY_TOKEN_BUDGET`], so the file's block never exceeds it.
 pub fn summary_for_linked_copy(
     home: &Path,
@@ -119,7 +132,6 @@ fn summary_block(home: &Path, cfg: &Config, detail: &str, reserved: usize) -> Op
         budget.summary_max_bytes = crate::v2::SUMMARY_MAX_BYTES;
         budget.summary_max_lines = usize::MAX;
     }
-    let detail = if v2 { super::policy::V2_DETAIL } else { detail };
     let (summary, cut) = super::gate::serve_summary(&raw, &budget);
     if cut {
         tracing::warn!(
@@ -127,7 +139,11 @@ fn summary_block(home: &Path, cfg: &Config, detail: &str, reserved: usize) -> Op
             summary.len()
         );
     }
-    let policy = policy_text(detail);
+    let policy = if v2 {
+        super::policy::policy_text_v2(detail)
+    } else {
+        policy_text(detail)
+    };
     let note = "(memory summary cut to fit the 2,500-token budget)\n";
     let fixed = codex_free_core::tokens::count(&policy) + reserved;
     let mut out = policy;

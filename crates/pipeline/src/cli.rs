@@ -338,6 +338,9 @@ pub struct Status {
     pub mcp_transcripts: codex_free_transcripts::sources::mcp::TranscriptUsage,
     /// `memories.mcp_transcript_retention_days`.
     pub mcp_transcript_retention_days: u32,
+    /// Both memory versions: which is served, whether each pipeline runs, each one's jobs,
+    /// runs, summary and (V2) readiness. The fields above describe V1's `state.sqlite`.
+    pub versions: crate::v2::state::VersionsState,
 }
 
 fn describe_model(
@@ -459,6 +462,7 @@ pub fn status(env: &ControlEnv) -> Result<Status> {
             .unwrap_or(false),
         mcp_transcripts: codex_free_transcripts::sources::mcp::usage(&env.home),
         mcp_transcript_retention_days: m.mcp_transcript_retention_days,
+        versions: crate::v2::state::versions_state(&env.home, &cfg, &cfg, env.clock.clone())?,
     })
 }
 
@@ -567,9 +571,15 @@ impl Status {
             ));
         }
         let j = &self.jobs;
+        // With V2 in use, these lines are V1's; the versions block below has both.
+        let v1_label = if self.versions.dual_write || self.versions.served != "v1" {
+            " (v1)"
+        } else {
+            ""
+        };
         s.push_str(&format!(
-            "phase 1 (extraction) jobs: {} running, {} stale lease, {} pending, {} done, {} retrying, {} out of retries; {} eligible now\n",
-            j.running, j.stale, j.pending, j.done, j.retrying, j.exhausted, self.eligible_now
+            "phase 1 (extraction) jobs{}: {} running, {} stale lease, {} pending, {} done, {} retrying, {} out of retries; {} eligible now\n",
+            v1_label, j.running, j.stale, j.pending, j.done, j.retrying, j.exhausted, self.eligible_now
         ));
         if !self.excluded.is_empty() {
             s.push_str(&format!(
@@ -584,9 +594,10 @@ impl Status {
             }
         }
         s.push_str(&format!(
-            "phase 2 (consolidation): {}\n",
+            "phase 2 (consolidation){v1_label}: {}\n",
             self.consolidation_line()
         ));
+        s.push_str(&self.versions.render());
         s.push_str("last runs:\n");
         if self.recent_runs.is_empty() {
             s.push_str("  (none)\n");

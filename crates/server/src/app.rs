@@ -190,6 +190,9 @@ impl App {
         // What runs after a memory commit or a saved-state change: the linked copies in
         // other agents' instruction files follow (registered once per process).
         codex_free_core::events::on_memory_event(codex_free_connect::on_memory_event);
+        // A start is when a switch of `memories.version` takes effect: the linked copies
+        // follow the summary this start serves.
+        codex_free_connect::refresh_at_start(&home);
         let config = Config::load(&opts.server.config_path)
             .map(|l| l.config)
             .unwrap_or_default();
@@ -209,8 +212,9 @@ impl App {
         ));
         let mut http = None;
         let service = Arc::new_cyclic(|weak: &Weak<ApiService>| {
-            let mut svc =
-                ApiService::new(&home, keys.store, status).with_pipeline(pipeline.clone());
+            let mut svc = ApiService::new(&home, keys.store, status)
+                .with_pipeline(pipeline.clone())
+                .with_startup_config(config.clone());
             if let Some((host, port)) = &opts.http {
                 let h = Arc::new(HttpHost {
                     opts: opts.server.clone(),

@@ -3,6 +3,7 @@ import { api, toFailure } from "../api";
 import type { ApiFailure, MemoryFile, ProjectMemory } from "../api";
 import { useLoad } from "../hooks";
 import { Badge, Card, ErrorBox, Gauge } from "../components/ui";
+import { MemoryVersions } from "../components/MemoryVersions";
 import { formatBytes, formatInt, formatTime } from "../format";
 
 function FileView({ f }: { f: MemoryFile }) {
@@ -288,6 +289,7 @@ export function MemoryFilesAndProjects() {
   if (!data) return <ErrorBox error={error} />;
   return (
     <div class="grid">
+      <MemoryVersions state={data.versions} />
       <div class="two">
         {data.files.map((f, i) => (
           <FileView key={i} f={f} />

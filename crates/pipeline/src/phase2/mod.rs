@@ -24,6 +24,7 @@
 pub mod agent;
 mod citations;
 pub mod db;
+mod driver;
 mod history;
 pub mod model;
 pub mod prompt;
@@ -41,11 +42,11 @@ use tokio_util::sync::CancellationToken;
 
 use codex_free_core::Error;
 use codex_free_core::Result;
-use codex_free_core::config::MemoriesConfig;
+use codex_free_core::config::{MemoriesConfig, MemoryVersion};
 
-use agent::{AgentOptions, AgentReport, ConsolidationModel, TurnLog, TurnRecord};
+use agent::{AgentReport, ConsolidationModel, TurnRecord};
 use folder::{FileChange, MemoryFolder};
-use jail::{FolderJail, WritePolicy};
+use jail::WritePolicy;
 use select::RawMemory;
 
 /// Job kind of the global consolidation (Codex: `memory_consolidate_global`).
@@ -234,91 +235,195 @@ pub struct Phase2Deps<'a> {
     pub cancel: CancellationToken,
 }
 
-struct RunLog<'a> {
-    store: &'a dyn Phase2Store,
-    run_id: String,
-}
-
-impl TurnLog for RunLog<'_> {
-    fn record(&self, rec: &TurnRecord) {
-        if let Err(e) = self.store.log_request(&self.run_id, rec) {
-            tracing::warn!("could not record phase-2 usage: {e}");
-        }
-    }
-
-    fn blocked(&self) -> Option<String> {
-        match self.store.spend_blocked() {
-            Ok(b) => b,
-            // Cannot tell what was spent: stop rather than spend blind.
-            Err(e) => Some(format!("could not check the spend cap: {e}")),
-        }
-    }
-}
-
 /// Run phase 2 once. `force` ignores the cooldown and the retry backoff (never a live
 /// lease). Never leaves the folder half-written; see the module doc for the sequence.
 ///
 /// Errors: only database errors while claiming; every later failure is an
 /// [`Outcome::Failed`] (the job row carries the reason).
 pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
-    if !deps.config.enabled {
-        return Ok(Outcome::Skipped {
-            reason: "disabled".into(),
-            until: None,
-        });
+    driver::run(deps, force, V1::default()).await
+}
+
+/// V1's consolidation ([`driver::Policy`]): `MEMORY.md`, `memory_summary.md` and `skills/`
+/// from raw memories, with the sync remote, the inbox notes and review.
+#[derive(Default)]
+struct V1 {
+    /// The commit message's line when uncommitted edits were rescued.
+    rescued: Option<String>,
+    /// The machine id when a sync remote is set (it scopes the synced inputs).
+    machine: Option<String>,
+    /// What syncing the inputs changed.
+    sync: select::SyncReport,
+}
+
+impl driver::Policy for V1 {
+    fn version(&self) -> MemoryVersion {
+        MemoryVersion::V1
     }
-    let (token, watermark) = match claim_or_skip(deps, force)? {
-        Ok(c) => c,
-        Err(skipped) => return Ok(skipped),
-    };
-    let mut run_id: Option<String> = None;
-    let mut agent_report: Option<AgentReport> = None;
-    let result = claimed(deps, &token, watermark, &mut run_id, &mut agent_report).await;
-    let outcome = match result {
-        Ok(o) => {
-            clear_inflight(deps.home);
-            // Publish what this run committed (or a merge, or an earlier push that failed);
-            // a failure is recorded in the sync state and the commits stay for the next sync.
-            if let Some(url) = &deps.config.sync.remote
-                && let Ok(Some(f)) = MemoryFolder::open(deps.home)
-                && let Err(e) = sync::push_if_ahead(&f, deps.home, url).await
-            {
-                tracing::warn!("memory sync: push failed, kept locally: {e}");
-            }
-            o
+
+    fn names(&self) -> driver::Names {
+        driver::Names {
+            run: "phase 2",
+            job: "phase-2",
+            folder: "the memory folder",
         }
-        Err(e) => {
-            let reason = e.to_string();
-            tracing::warn!(%reason, "phase 2 failed; restoring the memory folder");
-            match MemoryFolder::open(deps.home) {
-                Ok(Some(f)) => match f.restore_head() {
-                    Ok(()) => clear_inflight(deps.home),
-                    Err(re) => tracing::error!(
-                        "could not restore the memory folder after a failed run: {re}"
-                    ),
-                },
-                _ => clear_inflight(deps.home),
-            }
-            if let Err(fe) = deps.store.fail_global(&token, &reason) {
-                tracing::error!("could not mark the phase-2 job failed: {fe}");
-            }
-            Outcome::Failed {
-                reason,
-                report: agent_report,
-            }
-        }
-    };
-    if let Some(id) = &run_id {
-        let (status, err) = match &outcome {
-            Outcome::Failed { reason, .. } => ("failed", Some(reason.as_str())),
-            Outcome::NoChanges { .. } => ("no_changes", None),
-            _ => ("succeeded", None),
+    }
+
+    fn inflight_file(&self) -> &'static str {
+        gate::INFLIGHT_FILE
+    }
+
+    fn served_file(&self) -> &'static str {
+        folder::MEMORY_MD
+    }
+
+    fn scope(&self) -> gate::Scope {
+        gate::Scope::Served
+    }
+
+    fn write_policy(&self) -> WritePolicy {
+        WritePolicy::ConsolidationOutputs
+    }
+
+    fn settle_edits(
+        &mut self,
+        home: &Path,
+        folder: &MemoryFolder,
+        budget: &budget::ArtifactBudget,
+    ) -> Result<()> {
+        self.rescued = adopt_or_rescue(home, folder, budget)?;
+        Ok(())
+    }
+
+    /// Shared between machines: take the remote's commits first (a failed pull is recorded
+    /// and the run consolidates locally; the next sync retries).
+    async fn pull(
+        &mut self,
+        deps: &Phase2Deps<'_>,
+        folder: &MemoryFolder,
+        budget: &budget::ArtifactBudget,
+    ) -> Result<Option<folder::Oid>> {
+        let Some(url) = &deps.config.sync.remote else {
+            return Ok(None);
         };
-        if let Err(e) = deps.store.finish_run(id, status, err) {
-            tracing::warn!("could not close the phase-2 usage run: {e}");
+        if let Err(e) = sync::pull(folder, deps.home, url, budget).await {
+            tracing::warn!("memory sync: pull failed, consolidating locally: {e}");
+        }
+        self.machine = Some(sync::machine_id(deps.home)?);
+        Ok(sync::load_state(deps.home)
+            .reconcile_base
+            .and_then(|b| folder::Oid::from_str(&b).ok()))
+    }
+
+    fn sync_inputs(
+        &mut self,
+        deps: &Phase2Deps<'_>,
+        folder: &MemoryFolder,
+        sel: &[RawMemory],
+        now: i64,
+    ) -> Result<()> {
+        self.sync = select::sync_scoped(
+            folder.root(),
+            deps.home,
+            sel,
+            now,
+            deps.config.max_unused_days,
+            self.machine.as_deref(),
+        )?;
+        Ok(())
+    }
+
+    /// Nothing to consolidate and no memory to update: record the sync only (unless
+    /// ad-hoc notes wait for the agent).
+    fn without_agent(
+        &mut self,
+        folder: &MemoryFolder,
+        budget: &budget::ArtifactBudget,
+        diff: &folder::WorkspaceDiff,
+    ) -> Result<Option<Option<String>>> {
+        if folder.root().join(folder::AD_HOC_DIR).is_dir() {
+            return Ok(None);
+        }
+        let approved =
+            gate::approve(folder, budget, gate::Scope::Present).map_err(refused_by_gate)?;
+        let commit = folder.commit_all(
+            &approved,
+            &format!(
+                "Sync memory inputs: no raw memories selected\n\n{}",
+                folder::change_lines(&diff.changes)
+            ),
+        )?;
+        folder.verify_committed()?;
+        Ok(Some(commit.map(|c| c.to_string())))
+    }
+
+    fn system(&self, budget: &budget::ArtifactBudget) -> String {
+        prompt::system(budget)
+    }
+
+    fn task(
+        &self,
+        mode: prompt::Mode,
+        inputs: usize,
+        diff: &folder::WorkspaceDiff,
+        reconcile: bool,
+    ) -> String {
+        let task = prompt::task(mode, inputs, diff);
+        if reconcile {
+            format!("{}\n\n{task}", prompt::RECONCILE_NOTE)
+        } else {
+            task
         }
     }
-    Ok(outcome)
+
+    fn advise(&self, root: &Path, budget: &budget::ArtifactBudget) -> Vec<String> {
+        codex_free_hygiene::lint::consolidation_findings(root, budget)
+    }
+
+    fn repair(&self, problems: &[String], budget: &budget::ArtifactBudget) -> String {
+        budget::repair_request_text(problems, budget)
+    }
+
+    fn commit_message(
+        &self,
+        mode: prompt::Mode,
+        sel: &[RawMemory],
+        changes: &[FileChange],
+        report: &AgentReport,
+        model: &str,
+    ) -> String {
+        let mut msg = commit_message(mode, sel, &self.sync, changes, report, model);
+        if let Some(r) = &self.rescued {
+            msg.push_str(&format!("\n{r}\n"));
+        }
+        msg
+    }
+
+    fn settled(&self, deps: &Phase2Deps<'_>, how: driver::Settled<'_>) -> Result<()> {
+        match how {
+            driver::Settled::NoChanges => sync::clear_reconcile(deps.home)?,
+            driver::Settled::WithoutAgent => remove_inbox_notes(&self.sync.notes_moved_in),
+            driver::Settled::Consolidated { folder, before } => {
+                remove_inbox_notes(&self.sync.notes_moved_in);
+                sync::clear_reconcile(deps.home)?;
+                if deps.config.review {
+                    review::hold(folder, before)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Publish what this run committed (or a merge, or an earlier push that failed); a
+    /// failure is recorded in the sync state and the commits stay for the next sync.
+    async fn published(&self, deps: &Phase2Deps<'_>) {
+        if let Some(url) = &deps.config.sync.remote
+            && let Ok(Some(f)) = MemoryFolder::open(deps.home)
+            && let Err(e) = sync::push_if_ahead(&f, deps.home, url).await
+        {
+            tracing::warn!("memory sync: push failed, kept locally: {e}");
+        }
+    }
 }
 
 /// Claim the global job of `deps.store` (each version's database has its own): the token
@@ -359,209 +464,6 @@ pub(crate) fn claim_or_skip(
             }),
         },
     )
-}
-
-/// Long on purpose: one consolidation under a held lease (snapshot, pull, budget the inputs, run
-/// the agent, commit); every exit must settle the lease.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one consolidation under a held lease (snapshot, pull, budget the inputs, run the agent, commit); every exit must settle the lease"
-)]
-async fn claimed(
-    deps: &Phase2Deps<'_>,
-    token: &str,
-    watermark: i64,
-    run_id: &mut Option<String>,
-    agent_report: &mut Option<AgentReport>,
-) -> Result<Outcome> {
-    let cfg = deps.config;
-    let (folder, _created) = MemoryFolder::open_or_init(deps.home)?;
-    // Uncommitted edits (by hand, or left by a crash) are kept as a snapshot commit first.
-    let budget = budget::ArtifactBudget::from_config(cfg);
-    let rescued = adopt_or_rescue(deps.home, &folder, &budget)?;
-    mark_inflight(deps.home)?;
-    // Shared between machines: take the remote's commits first (a failed pull is recorded
-    // and the run consolidates locally; the next sync retries).
-    let machine = match &cfg.sync.remote {
-        Some(url) => {
-            if let Err(e) = sync::pull(&folder, deps.home, url, &budget).await {
-                tracing::warn!("memory sync: pull failed, consolidating locally: {e}");
-            }
-            Some(sync::machine_id(deps.home)?)
-        }
-        None => None,
-    };
-    let reconcile_base = match &machine {
-        Some(_) => sync::load_state(deps.home)
-            .reconcile_base
-            .and_then(|b| folder::Oid::from_str(&b).ok()),
-        None => None,
-    };
-    let mode = if folder.head()?.is_some() && folder.root().join(folder::MEMORY_MD).is_file() {
-        prompt::Mode::Incremental
-    } else {
-        prompt::Mode::Init
-    };
-    let now = deps.store.now();
-    let all = deps.store.raw_memories()?;
-    let sel = select::select(
-        &all,
-        now,
-        cfg.max_unused_days,
-        cfg.max_raw_memories_for_consolidation,
-    );
-    // The model's window bounds what one run can take in: inputs beyond it wait for a later
-    // run (lowest rank first), and the diff shown in the task is cut to fit.
-    let window = deps.model.and_then(|m| m.context_window());
-    let sel = match window {
-        Some(w) => {
-            let (kept, dropped) =
-                select::fit_tokens(sel, (w as f64 * INPUTS_SHARE_OF_WINDOW) as usize);
-            if dropped > 0 {
-                tracing::info!(
-                    kept = kept.len(),
-                    dropped,
-                    window = w,
-                    "phase 2: inputs trimmed by rank to fit the model's context window"
-                );
-            }
-            kept
-        }
-        None => sel,
-    };
-    let ids: Vec<String> = sel.iter().map(|m| m.thread_id.clone()).collect();
-    let sync = select::sync_scoped(
-        folder.root(),
-        deps.home,
-        &sel,
-        now,
-        cfg.max_unused_days,
-        machine.as_deref(),
-    )?;
-    let diff_cap = window.map_or(prompt::MAX_DIFF_BYTES, |w| {
-        // ~3 bytes per token is the conservative end for prose and markdown.
-        ((w as f64 * DIFF_SHARE_OF_WINDOW) as usize * 3).min(prompt::MAX_DIFF_BYTES)
-    });
-    let diff = folder.workspace_diff_from(reconcile_base, diff_cap)?;
-    let violations = gate::check_folder(&folder, &budget);
-    if !diff.has_changes() && violations.is_empty() {
-        deps.store.succeed_global(token, watermark, &ids)?;
-        sync::clear_reconcile(deps.home)?;
-        tracing::info!(
-            inputs = sel.len(),
-            "phase 2: no changes, artifacts valid; no model call"
-        );
-        return Ok(Outcome::NoChanges { inputs: sel.len() });
-    }
-    let has_notes = folder.root().join(folder::AD_HOC_DIR).is_dir();
-    if sel.is_empty() && !has_notes && mode == prompt::Mode::Init {
-        // Nothing to consolidate and no memory to update: record the sync only.
-        let approved =
-            gate::approve(&folder, &budget, gate::Scope::Present).map_err(refused_by_gate)?;
-        let commit = folder.commit_all(
-            &approved,
-            &format!(
-                "Sync memory inputs: no raw memories selected\n\n{}",
-                folder::change_lines(&diff.changes)
-            ),
-        )?;
-        folder.verify_committed()?;
-        deps.store.succeed_global(token, watermark, &ids)?;
-        remove_inbox_notes(&sync.notes_moved_in);
-        return Ok(Outcome::Synced {
-            commit: commit.map(|c| c.to_string()),
-        });
-    }
-    let model = deps.model.ok_or_else(|| {
-        Error::Provider(format!(
-            "phase 2 needs the consolidation model: {}",
-            deps.model_unavailable
-                .as_deref()
-                .unwrap_or("none configured (memories.consolidation_model)")
-        ))
-    })?;
-    if let Some(why) = deps.store.spend_blocked()? {
-        return Err(Error::Budget(why));
-    }
-    *run_id = Some(deps.store.start_run(&deps.trigger, &model.model_id())?);
-    let log = RunLog {
-        store: deps.store,
-        run_id: run_id.clone().unwrap_or_default(),
-    };
-    let jail = FolderJail::new(folder.root(), WritePolicy::ConsolidationOutputs)?;
-    let system = prompt::system(&budget);
-    let mut task = prompt::task(mode, sel.len(), &diff);
-    if reconcile_base.is_some() {
-        task = format!("{}\n\n{task}", prompt::RECONCILE_NOTE);
-    }
-    let opts = AgentOptions {
-        reasoning_effort: cfg.consolidation_thinking.clone(),
-        cancel: deps.cancel.child_token(),
-        ..Default::default()
-    };
-    let vfolder = folder.clone();
-    let validate = move || gate::check_folder(&vfolder, &budget);
-    let lint_root = folder.root().to_path_buf();
-    let advise = move || codex_free_hygiene::lint::consolidation_findings(&lint_root, &budget);
-    let repair = move |p: &[String]| budget::repair_request_text(p, &budget);
-    let agent_fut = agent::run(
-        model, &jail, &system, &task, &opts, &log, &validate, &advise, &repair,
-    );
-    let heartbeat = heartbeat_loop(deps.store, token, opts.cancel.clone());
-    tokio::pin!(agent_fut);
-    tokio::pin!(heartbeat);
-    let result = tokio::select! {
-        r = &mut agent_fut => r,
-        e = &mut heartbeat => {
-            opts.cancel.cancel();
-            let r = agent_fut.await;
-            *agent_report = Some(match r { Ok(rep) => rep, Err(f) => f.report });
-            return Err(e);
-        }
-    };
-    let report = match result {
-        Ok(r) => r,
-        Err(f) => {
-            *agent_report = Some(f.report);
-            return Err(f.error);
-        }
-    };
-    *agent_report = Some(report.clone());
-    if !deps.store.heartbeat_global(token, LEASE_SECS)? {
-        return Err(Error::Busy(
-            "lost the phase-2 job lease before committing".into(),
-        ));
-    }
-    let changes = folder.workspace_diff(0)?.changes;
-    let mut msg = commit_message(mode, &sel, &sync, &changes, &report, &model.model_id());
-    if let Some(r) = &rescued {
-        msg.push_str(&format!("\n{r}\n"));
-    }
-    let before = folder.head()?;
-    let approved = gate::approve(&folder, &budget, gate::Scope::Served).map_err(refused_by_gate)?;
-    let commit = folder.commit_all(&approved, &msg)?;
-    if let Err(e) = folder.verify_committed() {
-        folder.undo_commit(before)?;
-        return Err(e);
-    }
-    deps.store.succeed_global(token, watermark, &ids)?;
-    remove_inbox_notes(&sync.notes_moved_in);
-    sync::clear_reconcile(deps.home)?;
-    if cfg.review {
-        review::hold(&folder, before)?;
-    }
-    let commit = match commit {
-        Some(c) => c.to_string(),
-        None => before.map(|c| c.to_string()).unwrap_or_default(),
-    };
-    tracing::info!(%commit, inputs = sel.len(), requests = report.requests, "phase 2 consolidated the memory folder");
-    Ok(Outcome::Consolidated {
-        commit,
-        inputs: sel.len(),
-        mode,
-        changes,
-        report,
-    })
 }
 
 /// Decide what happens to uncommitted changes found in the folder before a run: a dead
@@ -612,23 +514,6 @@ fn adopt_or_rescue(
             tracing::warn!(%reason, rescued = ?kept, "phase 2: discarded uncommitted changes in the memory folder");
             Ok(kept.map(|r| format!("Discarded uncommitted changes ({reason}); kept at {r}.")))
         }
-    }
-}
-
-fn mark_inflight(home: &Path) -> Result<()> {
-    let p = home.join(gate::INFLIGHT_FILE);
-    std::fs::write(&p, format!("pid {}\n", std::process::id())).map_err(|e| Error::Io {
-        context: format!("writing {}", p.display()),
-        source: e,
-    })
-}
-
-fn clear_inflight(home: &Path) {
-    let p = home.join(gate::INFLIGHT_FILE);
-    if let Err(e) = std::fs::remove_file(&p)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        tracing::warn!("could not remove {}: {e}", p.display());
     }
 }
 

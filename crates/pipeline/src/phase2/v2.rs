@@ -22,14 +22,14 @@ use codex_free_core::error::IoContext;
 use codex_free_core::{Error, Result};
 use codex_free_memory::folder::{self, MemoryFolder};
 use codex_free_memory::gate::{self, Scope};
-use codex_free_memory::jail::{FolderJail, WritePolicy};
+use codex_free_memory::jail::WritePolicy;
 use codex_free_memory::layout::{ROLLOUT_SUMMARIES_DIR, SUMMARY_MD};
 use codex_free_memory::select::{self, RawMemory};
 
-use crate::phase2::agent::{self, AgentOptions, AgentReport, TurnLog, TurnRecord};
-use crate::phase2::{
-    DIFF_SHARE_OF_WINDOW, INPUTS_SHARE_OF_WINDOW, LEASE_SECS, Outcome, Phase2Deps, prompt,
-};
+use codex_free_memory::budget::ArtifactBudget;
+
+use crate::phase2::agent::AgentReport;
+use crate::phase2::{Outcome, Phase2Deps, driver, prompt};
 
 /// Marker in the state home while a V2 consolidation may have uncommitted files in
 /// `memories_v2/` (V1's marker is its own, so the two pipelines never rescue each other's
@@ -140,41 +140,6 @@ fn sync_summaries(root: &Path, sel: &[RawMemory]) -> Result<(usize, usize)> {
     Ok((written, removed))
 }
 
-struct RunLog<'a> {
-    deps: &'a Phase2Deps<'a>,
-    run_id: String,
-}
-
-impl TurnLog for RunLog<'_> {
-    fn record(&self, rec: &TurnRecord) {
-        if let Err(e) = self.deps.store.log_request(&self.run_id, rec) {
-            tracing::warn!("could not record v2 phase-2 usage: {e}");
-        }
-    }
-
-    fn blocked(&self) -> Option<String> {
-        match self.deps.store.spend_blocked() {
-            Ok(b) => b,
-            Err(e) => Some(format!("could not check the spend cap: {e}")),
-        }
-    }
-}
-
-fn mark_inflight(home: &Path) -> Result<()> {
-    let p = home.join(INFLIGHT_FILE);
-    std::fs::write(&p, format!("pid {}\n", std::process::id()))
-        .ctx(|| format!("writing {}", p.display()))
-}
-
-fn clear_inflight(home: &Path) {
-    let p = home.join(INFLIGHT_FILE);
-    if let Err(e) = std::fs::remove_file(&p)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        tracing::warn!("could not remove {}: {e}", p.display());
-    }
-}
-
 /// Uncommitted changes found before a run: a dead run's leftovers (the marker is there)
 /// and edits holding a secret are kept under a rescue ref and discarded; other hand edits
 /// are committed as a snapshot (their validity is the next consolidation's to fix).
@@ -211,201 +176,111 @@ fn snapshot_or_rescue(home: &Path, folder: &MemoryFolder) -> Result<()> {
 /// Errors: only database errors while claiming; every later failure is an
 /// [`Outcome::Failed`] (the job row carries the reason).
 pub async fn run(deps: &Phase2Deps<'_>, force: bool) -> Result<Outcome> {
-    if !deps.config.enabled {
-        return Ok(Outcome::Skipped {
-            reason: "disabled".into(),
-            until: None,
-        });
-    }
-    let (token, watermark) = match crate::phase2::claim_or_skip(deps, force)? {
-        Ok(c) => c,
-        Err(skipped) => return Ok(skipped),
-    };
-    let root = crate::v2::folder(deps.home, MemoryVersion::V2);
-    let mut run_id: Option<String> = None;
-    let mut report: Option<AgentReport> = None;
-    let result = claimed(deps, &root, &token, watermark, &mut run_id, &mut report).await;
-    let outcome = match result {
-        Ok(o) => {
-            clear_inflight(deps.home);
-            o
-        }
-        Err(e) => {
-            let reason = e.to_string();
-            tracing::warn!(%reason, "v2 phase 2 failed; restoring memories_v2/");
-            if root.join(".git").is_dir() {
-                if let Err(re) = MemoryFolder::at(&root).restore_head() {
-                    tracing::error!("could not restore memories_v2/ after a failed run: {re}");
-                } else {
-                    clear_inflight(deps.home);
-                }
-            } else {
-                clear_inflight(deps.home);
-            }
-            if let Err(fe) = deps.store.fail_global(&token, &reason) {
-                tracing::error!("could not mark the v2 phase-2 job failed: {fe}");
-            }
-            Outcome::Failed { reason, report }
-        }
-    };
-    if let Some(id) = &run_id {
-        let (status, err) = match &outcome {
-            Outcome::Failed { reason, .. } => ("failed", Some(reason.as_str())),
-            Outcome::NoChanges { .. } => ("no_changes", None),
-            _ => ("succeeded", None),
-        };
-        if let Err(e) = deps.store.finish_run(id, status, err) {
-            tracing::warn!("could not close the v2 phase-2 usage run: {e}");
-        }
-    }
-    Ok(outcome)
+    driver::run(deps, force, V2).await
 }
 
-async fn claimed(
-    deps: &Phase2Deps<'_>,
-    root: &Path,
-    token: &str,
-    watermark: i64,
-    run_id: &mut Option<String>,
-    agent_report: &mut Option<AgentReport>,
-) -> Result<Outcome> {
-    let cfg = deps.config;
-    let (folder, _) = MemoryFolder::open_or_init_root(root)?;
-    snapshot_or_rescue(deps.home, &folder)?;
-    mark_inflight(deps.home)?;
-    let had_summary = folder.head()?.is_some() && root.join(SUMMARY_MD).is_file();
-    let mode = if had_summary {
-        prompt::Mode::Incremental
-    } else {
-        prompt::Mode::Init
-    };
-    let now = deps.store.now();
-    let all = deps.store.raw_memories()?;
-    let sel = select::select(
-        &all,
-        now,
-        cfg.max_unused_days,
-        cfg.max_raw_memories_for_consolidation,
-    );
-    let window = deps.model.and_then(|m| m.context_window());
-    let sel = match window {
-        Some(w) => select::fit_tokens(sel, (w as f64 * INPUTS_SHARE_OF_WINDOW) as usize).0,
-        None => sel,
-    };
-    let ids: Vec<String> = sel.iter().map(|m| m.thread_id.clone()).collect();
-    sync_summaries(root, &sel)?;
-    let diff_cap = window.map_or(prompt::MAX_DIFF_BYTES, |w| {
-        ((w as f64 * DIFF_SHARE_OF_WINDOW) as usize * 3).min(prompt::MAX_DIFF_BYTES)
-    });
-    let diff = folder.workspace_diff(diff_cap)?;
-    let budget = codex_free_memory::budget::ArtifactBudget::from_config(cfg);
-    let problems = gate::problems(&folder, &budget, Scope::V2Served);
-    if !diff.has_changes() && problems.is_empty() {
-        deps.store.succeed_global(token, watermark, &ids)?;
-        return Ok(Outcome::NoChanges { inputs: sel.len() });
+/// V2's consolidation ([`driver::Policy`]): `memory_summary.md` and `skills/` from the
+/// rollout summaries; no sync remote, no review, no lint advice.
+struct V2;
+
+impl driver::Policy for V2 {
+    fn version(&self) -> MemoryVersion {
+        MemoryVersion::V2
     }
-    if sel.is_empty() && !had_summary {
-        // Nothing to consolidate and no summary to update: nothing is served yet.
+
+    fn names(&self) -> driver::Names {
+        driver::Names {
+            run: "v2 phase 2",
+            job: "v2 phase-2",
+            folder: "memories_v2/",
+        }
+    }
+
+    fn inflight_file(&self) -> &'static str {
+        INFLIGHT_FILE
+    }
+
+    fn served_file(&self) -> &'static str {
+        SUMMARY_MD
+    }
+
+    fn scope(&self) -> Scope {
+        Scope::V2Served
+    }
+
+    fn write_policy(&self) -> WritePolicy {
+        WritePolicy::V2Outputs
+    }
+
+    fn settle_edits(
+        &mut self,
+        home: &Path,
+        folder: &MemoryFolder,
+        _budget: &ArtifactBudget,
+    ) -> Result<()> {
+        snapshot_or_rescue(home, folder)
+    }
+
+    fn sync_inputs(
+        &mut self,
+        _deps: &Phase2Deps<'_>,
+        folder: &MemoryFolder,
+        sel: &[RawMemory],
+        _now: i64,
+    ) -> Result<()> {
+        sync_summaries(folder.root(), sel).map(|_| ())
+    }
+
+    /// Nothing to consolidate and no summary to update: nothing is served yet, so the
+    /// synced inputs are dropped again.
+    fn without_agent(
+        &mut self,
+        folder: &MemoryFolder,
+        _budget: &ArtifactBudget,
+        _diff: &folder::WorkspaceDiff,
+    ) -> Result<Option<Option<String>>> {
         folder.restore_head()?;
-        deps.store.succeed_global(token, watermark, &ids)?;
-        return Ok(Outcome::Synced { commit: None });
+        Ok(Some(None))
     }
-    let model = deps.model.ok_or_else(|| {
-        Error::Provider(format!(
-            "v2 phase 2 needs the consolidation model: {}",
-            deps.model_unavailable
-                .as_deref()
-                .unwrap_or("none configured (memories.consolidation_model)")
-        ))
-    })?;
-    if let Some(why) = deps.store.spend_blocked()? {
-        return Err(Error::Budget(why));
+
+    fn system(&self, _budget: &ArtifactBudget) -> String {
+        SYSTEM_PROMPT.into()
     }
-    *run_id = Some(deps.store.start_run(&deps.trigger, &model.model_id())?);
-    let log = RunLog {
-        deps,
-        run_id: run_id.clone().unwrap_or_default(),
-    };
-    let jail = FolderJail::new(root, WritePolicy::V2Outputs)?;
-    let task = task(mode, sel.len(), &diff);
-    let opts = AgentOptions {
-        reasoning_effort: cfg.consolidation_thinking.clone(),
-        cancel: deps.cancel.child_token(),
-        ..Default::default()
-    };
-    let vfolder = folder.clone();
-    let vbudget = budget;
-    let validate = move || gate::problems(&vfolder, &vbudget, Scope::V2Served);
-    let advise = Vec::<String>::new;
-    let agent_fut = agent::run(
-        model,
-        &jail,
-        SYSTEM_PROMPT,
-        &task,
-        &opts,
-        &log,
-        &validate,
-        &advise,
-        &repair_text,
-    );
-    let heartbeat = crate::phase2::heartbeat_loop(deps.store, token, opts.cancel.clone());
-    tokio::pin!(agent_fut);
-    tokio::pin!(heartbeat);
-    let result = tokio::select! {
-        r = &mut agent_fut => r,
-        e = &mut heartbeat => {
-            opts.cancel.cancel();
-            let r = agent_fut.await;
-            *agent_report = Some(match r { Ok(rep) => rep, Err(f) => f.report });
-            return Err(e);
-        }
-    };
-    let report = match result {
-        Ok(r) => r,
-        Err(f) => {
-            *agent_report = Some(f.report);
-            return Err(f.error);
-        }
-    };
-    *agent_report = Some(report.clone());
-    if !deps.store.heartbeat_global(token, LEASE_SECS)? {
-        return Err(Error::Busy(
-            "lost the v2 phase-2 job lease before committing".into(),
-        ));
+
+    fn task(
+        &self,
+        mode: prompt::Mode,
+        inputs: usize,
+        diff: &folder::WorkspaceDiff,
+        _reconcile: bool,
+    ) -> String {
+        task(mode, inputs, diff)
     }
-    let changes = folder.workspace_diff(0)?.changes;
-    let before = folder.head()?;
-    let approved =
-        gate::approve(&folder, &budget, Scope::V2Served).map_err(crate::phase2::refused_by_gate)?;
-    let msg = format!(
-        "{} v2 memory from {} rollout summaries\n\n{}\nmodel: {}, {} requests",
-        match mode {
-            prompt::Mode::Init => "Initialize",
-            prompt::Mode::Incremental => "Consolidate",
-        },
-        sel.len(),
-        folder::change_lines(&changes),
-        model.model_id(),
-        report.requests
-    );
-    let commit = folder.commit_all(&approved, &msg)?;
-    if let Err(e) = folder.verify_committed() {
-        folder.undo_commit(before)?;
-        return Err(e);
+
+    fn repair(&self, problems: &[String], _budget: &ArtifactBudget) -> String {
+        repair_text(problems)
     }
-    deps.store.succeed_global(token, watermark, &ids)?;
-    let commit = match commit {
-        Some(c) => c.to_string(),
-        None => before.map(|c| c.to_string()).unwrap_or_default(),
-    };
-    tracing::info!(%commit, inputs = sel.len(), requests = report.requests, "v2 phase 2 consolidated memories_v2/");
-    Ok(Outcome::Consolidated {
-        commit,
-        inputs: sel.len(),
-        mode,
-        changes,
-        report,
-    })
+
+    fn commit_message(
+        &self,
+        mode: prompt::Mode,
+        sel: &[RawMemory],
+        changes: &[folder::FileChange],
+        report: &AgentReport,
+        model: &str,
+    ) -> String {
+        format!(
+            "{} v2 memory from {} rollout summaries\n\n{}\nmodel: {}, {} requests",
+            match mode {
+                prompt::Mode::Init => "Initialize",
+                prompt::Mode::Incremental => "Consolidate",
+            },
+            sel.len(),
+            folder::change_lines(changes),
+            model,
+            report.requests
+        )
+    }
 }
 
 #[cfg(test)]

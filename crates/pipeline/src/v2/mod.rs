@@ -11,6 +11,7 @@
 
 pub mod evidence;
 pub mod output;
+pub mod state;
 pub mod summary;
 
 use std::path::{Path, PathBuf};

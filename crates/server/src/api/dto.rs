@@ -745,6 +745,9 @@ pub struct MemoryView {
     pub files: Vec<MemoryFile>,
     /// Task memory per project, most recently updated first.
     pub projects: Vec<ProjectMemory>,
+    /// Both memory versions: which one is served, each one's pipeline state, summary and
+    /// (V2) readiness.
+    pub versions: codex_free_pipeline::v2::state::VersionsState,
 }
 
 /// Result of a pipeline or server control action.

@@ -166,6 +166,8 @@ pub fn view(home: &Path, config: &Config) -> MemoryView {
         memories_dir: mem_dir.display().to_string(),
         files,
         projects,
+        // Filled by `ApiService::memory`, which knows the running config.
+        versions: codex_free_pipeline::v2::state::VersionsState::default(),
     }
 }
 

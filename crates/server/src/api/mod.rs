@@ -57,6 +57,8 @@ pub struct ApiService {
     server: Arc<dyn ServerControl>,
     pipeline: Arc<dyn PipelineControl>,
     errors: Mutex<VecDeque<RecentError>>,
+    /// The config the host process started with (its served memory version), when known.
+    startup: Option<Config>,
 }
 
 fn now_ms() -> i64 {
@@ -84,7 +86,16 @@ impl ApiService {
             server: Arc::new(NoServer),
             pipeline: Arc::new(NoPipeline::default()),
             errors: Mutex::new(VecDeque::new()),
+            startup: None,
         }
+    }
+
+    /// The host process started with `config`: settings read once at start (which memory
+    /// version is served, dual-write) are shown as running, the file's differing values as
+    /// pending a restart. Without it the file is taken as running.
+    pub fn with_startup_config(mut self, config: Config) -> Self {
+        self.startup = Some(config);
+        self
     }
 
     /// Use `usage` for runs, totals and spend.
@@ -744,9 +755,18 @@ impl ApiService {
     // ---- memory ----------------------------------------------------------------------
 
     /// The Memory page (read-only).
+    ///
+    /// Errors: a memory version's database exists but cannot be read.
     pub fn memory(&self) -> Result<MemoryView> {
         let (cfg, _) = self.current_config();
-        Ok(memview::view(&self.home, &cfg))
+        let mut view = memview::view(&self.home, &cfg);
+        view.versions = codex_free_pipeline::v2::state::versions_state(
+            &self.home,
+            self.startup.as_ref().unwrap_or(&cfg),
+            &cfg,
+            Arc::new(codex_free_store::SystemClock),
+        )?;
+        Ok(view)
     }
 
     // ---- audit -----------------------------------------------------------------------
@@ -1227,6 +1247,7 @@ pub(crate) mod tests {
         TidyPlanView::export_all(&cfg).unwrap();
         ReviewView::export_all(&cfg).unwrap();
         MemoryActionRequest::export_all(&cfg).unwrap();
+        codex_free_pipeline::v2::state::VersionsState::export_all(&cfg).unwrap();
         outgoing::OutgoingView::export_all(&cfg).unwrap();
         forecast_view::ForecastView::export_all(&cfg).unwrap();
         outgoing::ApproveRequest::export_all(&cfg).unwrap();

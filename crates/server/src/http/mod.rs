@@ -130,7 +130,8 @@ pub async fn start(
     }));
     let mut app = Router::new()
         .route_service("/mcp", service.clone())
-        .route_service("/mcp/{secret}", service);
+        .route_service("/mcp/{secret}", service)
+        .layer(middleware::from_fn(ended_session_no_content));
     let with_ui = opts.extra.is_some();
     if let Some(extra) = opts.extra {
         app = app.merge(extra);
@@ -155,6 +156,21 @@ pub async fn start(
         cancel,
         task,
     })
+}
+
+/// A session ended by `DELETE /mcp` answers `204 No Content`. rmcp answers `202 Accepted`,
+/// which the Python MCP SDK reads as a failed termination (it accepts 200 or 204 and logs
+/// "Session termination failed: 202").
+async fn ended_session_no_content(req: Request, next: Next) -> Response {
+    let delete = req.method() == Method::DELETE;
+    let mut res = next.run(req).await;
+    if delete && res.status() == StatusCode::ACCEPTED {
+        *res.status_mut() = StatusCode::NO_CONTENT;
+        *res.body_mut() = axum::body::Body::empty();
+        res.headers_mut().remove(header::CONTENT_LENGTH);
+        res.headers_mut().remove(header::CONTENT_TYPE);
+    }
+    res
 }
 
 async fn health() -> impl IntoResponse {

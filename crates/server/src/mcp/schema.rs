@@ -7,7 +7,8 @@
 //! Dropped, recursively: the top-level `$schema` URL; `"null"` from a type list (an optional
 //! argument is one left out of `required`; serde still accepts an explicit null); Rust
 //! integer and float `format`s (`uint64`, `double`, …: not JSON Schema formats, and
-//! OpenAI's strict function schemas refuse unknown ones); `"default": null`; `"minimum": 0`
+//! OpenAI's strict function schemas refuse unknown ones); a `default` of `null`, `0`, `""`
+//! or `false` (what an absent argument means anyway); `"minimum": 0`
 //! (schemars' mark of an unsigned Rust integer: counts and offsets, which no model sends
 //! negative, and serde refuses one with a clear error). `$ref`s into `$defs` are inlined
 //! and a `oneOf` of bare string constants becomes an `enum` (the same values, a third of
@@ -37,9 +38,7 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
     (
         "apply_patch",
         None,
-        Some(
-            "Apply a patch in Codex's apply_patch format (add, delete, update, move files); all or nothing.",
-        ),
+        Some("Apply a patch in Codex's apply_patch format; all or nothing."),
     ),
     (
         "apply_patch",
@@ -52,7 +51,7 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
         "exec_command",
         None,
         Some(
-            "Run a shell command in the project. Returns exit code and output if it ends within yield_time_ms, else output so far and a session_id for write_stdin.",
+            "Run a shell command in the project: exit code and output if it ends within yield_time_ms, else output so far and a session_id for write_stdin.",
         ),
     ),
     (
@@ -63,7 +62,7 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
     (
         "exec_command",
         Some("workdir"),
-        Some("Directory inside the project (default: root)."),
+        Some("Default: the project root."),
     ),
     (
         "exec_command",
@@ -75,23 +74,12 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
         Some("max_output_tokens"),
         Some("In tokens (4 bytes each)."),
     ),
-    (
-        "exec_command",
-        Some("timeout_ms"),
-        Some("Kill the command after this many ms."),
-    ),
-    (
-        "exec_command",
-        Some("tty"),
-        Some("Must be false or absent."),
-    ),
+    ("exec_command", Some("timeout_ms"), None),
     ("exec_command", Some("login"), None),
     (
         "get_agent_brief",
         None,
-        Some(
-            "Usage guide, environment, saved state, skills and AGENTS.md of the project. Call first in multi-project mode.",
-        ),
+        Some("Usage guide, environment, saved state, skills and AGENTS.md. Call first."),
     ),
     ("get_agent_brief", Some("offset"), None),
     (
@@ -100,6 +88,12 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
         Some("Project root, OS, shell, git branch, date, output caps."),
     ),
     ("get_project_doc", None, Some("The project's AGENTS.md.")),
+    (
+        "list_projects",
+        None,
+        Some("Projects (.git or AGENTS.md folders) under the access root."),
+    ),
+    ("list_projects", Some("offset"), None),
     ("get_project_doc", Some("offset"), None),
     (
         "git_commit",
@@ -110,18 +104,14 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
     (
         "git_commit",
         Some("paths"),
-        Some("Only these files (new, deleted too); other staged changes stay staged."),
+        Some("Only these files; other staged changes stay staged."),
     ),
     (
         "git_commit",
         Some("all"),
         Some("Stage every change first (`git add -A`)."),
     ),
-    (
-        "git_diff",
-        None,
-        Some("`git diff` of the working tree (or the index)."),
-    ),
+    ("git_diff", None, Some("`git diff` of the working tree.")),
     ("git_diff", Some("path"), None),
     ("git_diff", Some("staged"), Some("Index vs HEAD instead.")),
     ("git_diff", Some("offset"), None),
@@ -180,15 +170,11 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
         Some("From a cut exec_command or write_stdin reply."),
     ),
     ("read_command_output", Some("offset"), None),
-    (
-        "read_command_output",
-        Some("max_output_tokens"),
-        Some("In tokens (4 bytes each)."),
-    ),
+    ("read_command_output", Some("max_output_tokens"), None),
     (
         "read_command_output",
         Some("end"),
-        Some("Stop before this byte offset (as a cut reply names it)."),
+        Some("Byte offset to stop before."),
     ),
     ("read_file", None, Some("Read a text file of the project.")),
     ("read_file", Some("path"), None),
@@ -197,7 +183,7 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
     (
         "read_file",
         Some("byte_offset"),
-        Some("Byte in line offset to resume a cut line at."),
+        Some("Resume a cut line at this byte."),
     ),
     ("recall", None, Some("This project's saved plan and notes.")),
     ("recall", Some("offset"), None),
@@ -205,7 +191,7 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
         "remember",
         None,
         Some(
-            "Save a note on the task, kept across conversations; the same key replaces it, an empty value deletes it. Never store a secret: say where it lives.",
+            "A note on the task, kept across conversations; the same key replaces it, an empty value deletes it. Never store a secret: say where it lives.",
         ),
     ),
     (
@@ -214,6 +200,16 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
         Some("E.g. \"build-command\" (one line)."),
     ),
     ("remember", Some("value"), None),
+    (
+        "set_project_root",
+        None,
+        Some("Choose this conversation's project; returns its brief."),
+    ),
+    (
+        "set_project_root",
+        Some("path"),
+        Some("Absolute, or relative to the access root."),
+    ),
     (
         "show_changes",
         None,
@@ -228,26 +224,18 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
     (
         "skills_list",
         None,
-        Some("List the project's and user's skills (SKILL.md folders)."),
+        Some("The project's and user's skills (SKILL.md folders)."),
     ),
     ("skills_list", Some("offset"), None),
-    (
-        "skills_read",
-        None,
-        Some("Read a skill's SKILL.md (or another file of its folder)."),
-    ),
+    ("skills_read", None, Some("Read a skill's SKILL.md.")),
     ("skills_read", Some("name"), None),
     ("skills_read", Some("offset"), None),
     (
         "skills_read",
         Some("file"),
-        Some("A file of the folder instead, e.g. \"references/api.md\"."),
+        Some("Another file of its folder, e.g. references/api.md."),
     ),
-    (
-        "tree",
-        None,
-        Some("The project's file tree (respects .gitignore)."),
-    ),
+    ("tree", None, Some("File tree (respects .gitignore).")),
     ("tree", Some("path"), None),
     ("tree", Some("depth"), Some("Levels (default 3).")),
     ("tree", Some("offset"), None),
@@ -255,7 +243,7 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
         "update_plan",
         None,
         Some(
-            "Save the task plan (replaces the saved one; kept across conversations). Empty clears it.",
+            "Save the task plan, kept across conversations (replaces the saved one; empty clears it).",
         ),
     ),
     ("update_plan", Some("explanation"), None),
@@ -267,7 +255,7 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
     (
         "view_image",
         None,
-        Some("Show a PNG, JPEG, GIF or WebP image of the project."),
+        Some("Show a PNG, JPEG, GIF or WebP image."),
     ),
     ("view_image", Some("path"), None),
     (
@@ -295,20 +283,33 @@ pub const WIRE: &[(&str, Option<&str>, Option<&str>)] = &[
         Some("yield_time_ms"),
         Some("Wait for output, ms (250-30000)."),
     ),
-    (
-        "write_stdin",
-        Some("max_output_tokens"),
-        Some("In tokens (4 bytes each)."),
-    ),
+    ("write_stdin", Some("max_output_tokens"), None),
     ("update_plan", Some("plan[]"), None),
     ("update_plan", Some("plan[].step"), Some("One line.")),
     ("update_plan", Some("plan[].status"), None),
 ];
 
-/// Put the [`WIRE`] texts of `tool` into its description and (trimmed) input schema.
-/// Returns how many entries applied (a test checks every entry applies to the real list).
+/// Arguments accepted but not advertised: (tool, property). `exec_command`'s `tty` exists
+/// so Codex-shaped calls parse, yet its only accepted value is false (commands run on pipes),
+/// so listing it would only invite a refused call.
+pub const HIDDEN: &[(&str, &str)] = &[("exec_command", "tty")];
+
+/// Put the [`WIRE`] texts of `tool` into its description and (trimmed) input schema, and
+/// drop its [`HIDDEN`] properties. Returns how many entries of both tables applied (a test
+/// checks every entry applies to the real list).
 pub fn describe(tool: &mut rmcp::model::Tool) -> usize {
     let mut applied = 0;
+    for (_, prop) in HIDDEN.iter().filter(|(t, _)| *t == tool.name) {
+        let schema = std::sync::Arc::make_mut(&mut tool.input_schema);
+        if let Some(Value::Object(props)) = schema.get_mut("properties")
+            && props.remove(*prop).is_some()
+        {
+            applied += 1;
+            if let Some(Value::Array(req)) = schema.get_mut("required") {
+                req.retain(|r| r != *prop);
+            }
+        }
+    }
     for (_, path, text) in WIRE.iter().filter(|(t, _, _)| *t == tool.name) {
         match path {
             None => {
@@ -446,7 +447,7 @@ fn trim_object(o: &mut Map<String, Value>) {
     {
         o.remove("format");
     }
-    if o.get("default").is_some_and(Value::is_null) {
+    if o.get("default").is_some_and(is_zero) {
         o.remove("default");
     }
     if o.get("minimum").and_then(Value::as_f64) == Some(0.0) {
@@ -455,6 +456,18 @@ fn trim_object(o: &mut Map<String, Value>) {
     consts_to_enum(o);
     for v in o.values_mut() {
         trim_value(v);
+    }
+}
+
+/// `null`, `0`, `""` or `false`: a default that says no more than leaving the argument out
+/// (serde fills in the same zero value).
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        _ => false,
     }
 }
 
@@ -550,6 +563,6 @@ mod tests {
             trim(std::sync::Arc::make_mut(&mut t.input_schema));
             applied += describe(t);
         }
-        assert_eq!(applied, WIRE.len());
+        assert_eq!(applied, WIRE.len() + HIDDEN.len());
     }
 }

@@ -1,0 +1,55 @@
+//! Command-line arguments of the hygiene commands (`memories lint`, `memories tidy`,
+//! `memories bench-hygiene`); the binary parses them, the library takes them as plain values.
+
+use std::path::PathBuf;
+
+/// Command-line arguments of `memories lint`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LintArgs {
+    /// Print findings as JSON (`{files, findings: [{file, line, kind, severity, message, suggestion}]}`).
+    #[arg(long)]
+    pub json: bool,
+    /// Project whose AGENTS.md / CLAUDE.md the memory must not contradict (default: the
+    /// current directory).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Memory files or folders (a folder means its MEMORY.md and memory_summary.md; default:
+    /// the state home's memory folder).
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+/// Command-line arguments of `memories tidy`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["plan", "apply"])))]
+pub struct TidyArgs {
+    /// Memory folder to tidy: this state home's (default), a Codex `~/.codex/memories`, or
+    /// a Claude Code `~/.claude/projects/<slug>/memory`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print, unit by unit, what would move where; change nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// Back up, move the units, commit and verify with a read-back.
+    #[arg(long)]
+    pub apply: bool,
+}
+
+/// Command-line arguments of `memories bench-hygiene`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchHygieneArgs {
+    /// Measure a copy of this memory folder instead of the shipped replay set.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Write the shipped bloated memory (MEMORY.md, memory_summary.md) into DIR and stop.
+    #[arg(long, value_name = "DIR")]
+    pub write_fixture: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Measure the labelled corpus of real memory files instead (each file tidied as the
+    /// `MEMORY.md` of its own folder, both halves): durable lines kept loaded, stale lines
+    /// moved out, bytes lost, modes. Without DIR, the corpus shipped in this repository.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = crate::world::DEFAULT_DIR)]
+    pub corpus: Option<PathBuf>,
+}
