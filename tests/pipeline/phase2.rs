@@ -500,6 +500,16 @@ mod e2e {
             ),
             (4, 4800, 800, 600)
         );
+        // Each phase-2 request has its receipt, as phase 1's: hash and size of the sealed
+        // bytes, distinct per request (the conversation grows).
+        let rows = Store::open_in_home(home).unwrap().run_usage(&r.id).unwrap();
+        assert_eq!(rows.len(), 4);
+        let hashes: std::collections::BTreeSet<_> = rows
+            .iter()
+            .map(|u| u.sent_sha256.clone().expect("a receipt"))
+            .collect();
+        assert_eq!(hashes.len(), 4);
+        assert!(rows.iter().all(|u| u.sent_bytes.unwrap_or(0) > 1000));
         let log = std::fs::read_to_string(home.join("memories.log")).unwrap();
         assert!(
             log.lines().any(|l| l.contains(

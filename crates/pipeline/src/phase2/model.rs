@@ -34,6 +34,10 @@ pub struct ProviderModel {
     pub context_window: Option<u64>,
     /// Cancels requests in flight.
     pub cancel: CancellationToken,
+    /// State home (where `memories.keep_sent_days` keeps the sealed bytes).
+    pub home: std::path::PathBuf,
+    /// `memories.keep_sent_days`.
+    pub keep_sent_days: u32,
 }
 
 impl ConsolidationModel for ProviderModel {
@@ -88,10 +92,21 @@ impl ConsolidationModel for ProviderModel {
             max_output_tokens: self.max_output_tokens,
         };
         Box::pin(async move {
-            let c = outgoing::send(&*self.client, self.context_window, creq, &self.cancel)
-                .await
-                .map_err(Error::from)?;
+            let (sent, res) = outgoing::send_receipted(
+                &*self.client,
+                self.context_window,
+                creq,
+                &codex_free_redact::Tally::new(),
+                &self.cancel,
+            )
+            .await;
+            let receipt = sent.map(|(r, bytes)| {
+                crate::sent::keep(&self.home, self.keep_sent_days, &r.sha256, &bytes);
+                r
+            });
+            let c = res.map_err(Error::from)?;
             Ok(ModelReply {
+                receipt,
                 content: c.content,
                 tool_calls: c
                     .tool_calls
@@ -188,6 +203,8 @@ pub async fn run_version_with_store(
                 max_output_tokens: None,
                 context_window: r.context_window,
                 cancel: cancel.clone(),
+                home: home.to_path_buf(),
+                keep_sent_days: m.keep_sent_days,
             }),
             r.price,
             None,
