@@ -394,15 +394,27 @@ test("the memory page: lint findings, a history diff, review accept, tidy apply,
   assert.equal(git("rev-parse", "refs/codex-free/review/accepted"), held);
   // The tidy plan, then apply: progress moves to daily/, MEMORY.md fits, committed.
   await page.getByTestId("tidy-plan").click();
-  await page.getByTestId("tidy-plan-text").waitFor();
+  await page.getByTestId("tidy-plan-view").waitFor();
   assert.match(await page.getByTestId("tidy-plan-text").textContent(), /Plan only: nothing was changed/);
   assert.equal(git("rev-parse", "HEAD"), held, "a plan writes nothing");
+  // The plan's units by group, the model's estimate line, and one unit not accepted: it stays.
+  assert.match(await page.getByTestId("tidy-group-kept").textContent(), /Kept loaded \(\d+\)/);
+  assert.match(await page.getByTestId("tidy-group-daily").textContent(), /finished migration step 150/);
+  assert.ok((await page.getByTestId("tidy-model-estimate").textContent()).length > 0);
+  const acceptedCount = async () => Number((await page.getByTestId("tidy-apply").textContent()).match(/Apply the (\d+) accepted/)[1]);
+  const all = await acceptedCount();
+  assert.ok(all >= 150, `${all}`);
+  await page.getByTestId("tidy-accept-MEMORY.md:31").uncheck();
+  assert.equal(await acceptedCount(), all - 1);
+  await shot("memory-tidy-plan");
   await page.getByTestId("tidy-apply").click();
   const result = page.getByTestId("memory-action-result");
   await result.waitFor();
   assert.match(await result.textContent(), /Tidy applied and verified/);
   await shot("memory-tidy");
   assert.ok(fs.readFileSync(path.join(M, "MEMORY.md"), "utf8").split("\n").length <= 151);
+  assert.match(fs.readFileSync(path.join(M, "MEMORY.md"), "utf8"), /finished migration step 1$/m, "the unit not accepted stays");
+  assert.doesNotMatch(fs.readFileSync(path.join(M, "MEMORY.md"), "utf8"), /finished migration step 2$/m);
   assert.ok(fs.readdirSync(path.join(M, "daily")).length > 0);
   assert.equal(git("status", "--short"), "");
   // Roll back to the first commit: a new commit, the old state back, history kept.

@@ -400,6 +400,7 @@ pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Resu
             budget: ArtifactBudget::default(),
             fail_after_writes: None,
             model_verdicts: Default::default(),
+            accept: None,
         };
         s.files += 1;
         s.bytes_before += f.text.len();

@@ -69,8 +69,8 @@ export interface Api {
   memoryRollback(folder: string, rev: string): Promise<ActionResult>;
   /** What a tidy would move; writes nothing. */
   memoryTidyPlan(folder: string): Promise<TidyPlanView>;
-  /** Back up, move, commit and read back. */
-  memoryTidyApply(folder: string): Promise<ActionResult>;
+  /** Back up, move the accepted units (all when absent), commit and read back. */
+  memoryTidyApply(folder: string, accepted?: string[]): Promise<ActionResult>;
   memoryReview(): Promise<ReviewView>;
   memoryReviewDecide(action: "accept" | "reject"): Promise<ReviewView>;
   /** The newest failed or refused tool calls of the audit trail. */

@@ -4,6 +4,8 @@ import type { ApiFailure, MemoryFile, ProjectMemory } from "../api";
 import { useLoad } from "../hooks";
 import { Badge, Card, ErrorBox, Gauge } from "../components/ui";
 import { MemoryVersions } from "../components/MemoryVersions";
+import { TidyPlan } from "../components/TidyPlan";
+import type { TidyPlanView } from "../api";
 import { formatBytes, formatInt, formatTime } from "../format";
 
 function FileView({ f }: { f: MemoryFile }) {
@@ -112,7 +114,7 @@ function FolderTools({ folder, onChange }: { folder: string; onChange: () => voi
   const insp = useLoad((a) => a.memoryInspect(folder), [folder]);
   const hist = useLoad((a) => a.memoryHistory(folder), [folder]);
   const [diff, setDiff] = useState<{ id: string; text: string } | null>(null);
-  const [plan, setPlan] = useState<string | null>(null);
+  const [plan, setPlan] = useState<TidyPlanView | null>(null);
   const [msg, setMsg] = useState<string | null>(null);
   const [err, setErr] = useState<ApiFailure | null>(null);
   const act = async (f: () => Promise<void>) => {
@@ -181,28 +183,26 @@ function FolderTools({ folder, onChange }: { folder: string; onChange: () => voi
           onClick={() =>
             void act(async () => {
               const p = await (await api()).memoryTidyPlan(folder);
-              setPlan(p.text);
+              setPlan(p);
             })
           }
         >
           Show tidy plan
         </button>{" "}
         {plan !== null && (
-          <button
-            data-testid="tidy-apply"
-            onClick={() =>
+          <TidyPlan
+            key={plan.text}
+            plan={plan}
+            onApply={(accepted) =>
               void act(async () => {
-                const r = await (await api()).memoryTidyApply(folder);
+                const r = await (await api()).memoryTidyApply(folder, accepted);
                 setMsg(r.message);
                 setPlan(null);
                 await refresh();
               })
             }
-          >
-            Apply tidy (backup first)
-          </button>
+          />
         )}
-        {plan !== null && <pre class="content" data-testid="tidy-plan-text">{plan}</pre>}
       </Card>
       <Card title="History" testid="memory-history">
         {hist.data?.commits.length === 0 && <p class="muted">No git history in this folder.</p>}

@@ -14,6 +14,8 @@ pub(super) const PARTLY_STALE: &str = "partly stale: not sure, stays";
 /// Reason of a unit with a rule's form that is stale only by the section it sits in.
 pub(super) const UNSURE_RULE: &str = "a rule, stale only by its section: not sure, stays";
 
+/// Reason of a unit that would leave but that the user did not accept (it stays).
+pub(super) const NOT_ACCEPTED: &str = "not accepted: stays";
 /// Reason of an undecided unit that the model judged stale (it goes to `archive/`).
 pub(super) const MODEL_STALE: &str = "stale by the model (the rules were not sure)";
 /// Reason of an undecided unit that the model judged durable (it stays).
@@ -126,6 +128,7 @@ pub(super) fn decide(
     body: &str,
     in_summary: bool,
     model: &BTreeMap<String, super::Verdict>,
+    accept: Option<&BTreeSet<usize>>,
 ) -> Decision {
     let units = units::parse(body);
     let verdicts = text::stale_lines(body);
@@ -262,13 +265,29 @@ pub(super) fn decide(
             parents,
         });
     }
-    // Value merges among the rules that stay.
-    let merges = value_merges(&ds);
+    // Value merges among the rules that stay (a group the user did not accept stays apart).
+    let mut merges = value_merges(&ds);
+    if let Some(ok) = accept {
+        merges.retain(|(g, _)| ok.contains(&(ds[g[0]].unit.first + 1)));
+    }
     for (group, _) in &merges {
         let into = ds[group[0]].unit.first + 1;
         for i in group {
             ds[*i].dest = Dest::Merged { into };
             ds[*i].reason = "differs from its group in one value".into();
+        }
+    }
+    // Only what the user accepted moves: any other unit that would leave stays, as it is.
+    if let Some(ok) = accept {
+        for d in ds.iter_mut() {
+            if !matches!(d.unit.kind, UnitKind::Heading(_) | UnitKind::Blank)
+                && d.dest != Dest::Stay
+                && !matches!(d.dest, Dest::Merged { .. })
+                && !ok.contains(&(d.unit.first + 1))
+            {
+                d.dest = Dest::Stay;
+                d.reason = NOT_ACCEPTED.into();
+            }
         }
     }
     // Headings: a heading stays when anything under it stays, or when nothing is under it

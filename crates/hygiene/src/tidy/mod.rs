@@ -207,6 +207,13 @@ pub struct Plan {
     pub originals: BTreeMap<String, String>,
 }
 
+impl Move {
+    /// The unit's key for accepting it: `<file>:<first line>`.
+    pub fn key(&self) -> String {
+        format!("{}:{}", self.file, self.line)
+    }
+}
+
 impl Plan {
     /// True when applying would change nothing.
     pub fn is_noop(&self) -> bool {
@@ -233,6 +240,9 @@ pub struct TidyOptions {
     /// Verdicts a model gave on undecided units, by [`unit_hash`] (from `tidy --model`);
     /// empty: every undecided unit stays.
     pub model_verdicts: BTreeMap<String, Verdict>,
+    /// The units the user accepted, as [`Move::key`]s (`MEMORY.md:12`); every other unit
+    /// stays. `None`: the whole plan.
+    pub accept: Option<BTreeSet<String>>,
 }
 
 impl TidyOptions {
@@ -245,6 +255,7 @@ impl TidyOptions {
             budget,
             fail_after_writes: None,
             model_verdicts: BTreeMap::new(),
+            accept: None,
         }
     }
 }

@@ -157,6 +157,7 @@ fn save_cache(home: &Path, verdicts: &BTreeMap<String, Verdict>) -> Result<()> {
 }
 
 /// One undecided unit: its hash and its text.
+#[derive(Clone)]
 struct Asked {
     hash: String,
     body: String,
@@ -229,30 +230,24 @@ fn parse_answer(content: &str, n: usize) -> Option<Vec<Verdict>> {
     out.into_iter().collect()
 }
 
-/// Build the plan of `opts` with the model deciding the undecided units.
-///
-/// `on_estimate` gets the report with the estimate before any request is sent (and also
-/// when nothing needs sending); `send = false` stops there (the plan keeps the cached
-/// verdicts only). Returns the plan (its `model` field filled) and the verdicts it used,
-/// for a following [`super::apply`] (`TidyOptions::model_verdicts`).
-///
-/// Errors: those of [`plan`]; a cache that cannot be written. A request that fails, the
-/// spend cap and a garbage answer are not errors: they are listed in the report's
-/// `problems`, and the units they concern stay.
-pub async fn plan_with_model(
-    opts: &TidyOptions,
-    model: &ResolvedModel,
-    spend_cap_usd: Option<f64>,
-    send: bool,
-    on_estimate: &mut (dyn FnMut(&ModelReport) + Send),
-) -> Result<(Plan, BTreeMap<String, Verdict>)> {
+/// The rules' plan, the cache, and the sealed batches of the uncached undecided units with
+/// their estimate.
+struct Prepared {
+    spec: String,
+    base: Plan,
+    cache: BTreeMap<String, Verdict>,
+    report: ModelReport,
+    sealed: Vec<(Vec<Asked>, Outgoing)>,
+}
+
+fn prepare(opts: &TidyOptions, model: &ResolvedModel) -> Result<Prepared> {
     let spec = format!("{}/{}", model.model.provider, model.model.model);
     let rules_only = TidyOptions {
         model_verdicts: BTreeMap::new(),
         ..opts.clone()
     };
     let base = plan(&rules_only)?;
-    let mut cache = cached_verdicts(&opts.home);
+    let cache = cached_verdicts(&opts.home);
     let mut todo: Vec<Asked> = Vec::new();
     let mut report = ModelReport {
         model: spec.clone(),
@@ -271,7 +266,7 @@ pub async fn plan_with_model(
         }
     }
     // Seal every batch first: the estimate is what the gate would send.
-    let mut sealed: Vec<(Vec<&Asked>, Outgoing)> = Vec::new();
+    let mut sealed: Vec<(Vec<Asked>, Outgoing)> = Vec::new();
     for chunk in todo.chunks(BATCH) {
         let req = request_for(chunk, model.reasoning);
         let out_max = req.max_output_tokens.unwrap_or(0) as usize;
@@ -280,7 +275,7 @@ pub async fn plan_with_model(
                 report.requests += 1;
                 report.est_input_tokens += o.input_tokens();
                 report.est_output_tokens += out_max;
-                sealed.push((chunk.iter().collect(), o));
+                sealed.push((chunk.to_vec(), o));
             }
             Err(e) => {
                 report
@@ -296,6 +291,47 @@ pub async fn plan_with_model(
             ..Default::default()
         })
     });
+    Ok(Prepared {
+        spec,
+        base,
+        cache,
+        report,
+        sealed,
+    })
+}
+
+/// What `--model` would ask about the plan of `opts` (undecided units, cached answers,
+/// requests, estimated tokens and cost), sending nothing.
+///
+/// Errors: those of [`plan`].
+pub fn estimate(opts: &TidyOptions, model: &ResolvedModel) -> Result<ModelReport> {
+    Ok(prepare(opts, model)?.report)
+}
+
+/// Build the plan of `opts` with the model deciding the undecided units.
+///
+/// `on_estimate` gets the report with the estimate before any request is sent (and also
+/// when nothing needs sending); `send = false` stops there (the plan keeps the cached
+/// verdicts only). Returns the plan (its `model` field filled) and the verdicts it used,
+/// for a following [`super::apply`] (`TidyOptions::model_verdicts`).
+///
+/// Errors: those of [`plan`]; a cache that cannot be written. A request that fails, the
+/// spend cap and a garbage answer are not errors: they are listed in the report's
+/// `problems`, and the units they concern stay.
+pub async fn plan_with_model(
+    opts: &TidyOptions,
+    model: &ResolvedModel,
+    spend_cap_usd: Option<f64>,
+    send: bool,
+    on_estimate: &mut (dyn FnMut(&ModelReport) + Send),
+) -> Result<(Plan, BTreeMap<String, Verdict>)> {
+    let Prepared {
+        spec,
+        base,
+        mut cache,
+        mut report,
+        sealed,
+    } = prepare(opts, model)?;
     on_estimate(&report);
     if send && !sealed.is_empty() {
         ask(
@@ -339,7 +375,7 @@ async fn ask(
     model: &ResolvedModel,
     spec: &str,
     spend_cap_usd: Option<f64>,
-    sealed: Vec<(Vec<&Asked>, Outgoing)>,
+    sealed: Vec<(Vec<Asked>, Outgoing)>,
     cache: &mut BTreeMap<String, Verdict>,
     report: &mut ModelReport,
 ) -> Result<()> {

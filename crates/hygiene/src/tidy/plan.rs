@@ -128,10 +128,21 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         check_inside(Some(&dir), &dir.join(d))?;
     }
 
-    let (mem, mem_merges) = decide(&memory, false, &opts.model_verdicts);
+    // The units the user accepted, by file (1-based first lines); `None`: all of them.
+    let accepted_in = |file: &str| -> Option<BTreeSet<usize>> {
+        opts.accept.as_ref().map(|a| {
+            a.iter()
+                .filter_map(|k| k.rsplit_once(':'))
+                .filter(|(f, _)| *f == file)
+                .filter_map(|(_, l)| l.parse().ok())
+                .collect()
+        })
+    };
+    let (mem_ok, sum_ok) = (accepted_in(MEMORY_MD), accepted_in(SUMMARY_MD));
+    let (mem, mem_merges) = decide(&memory, false, &opts.model_verdicts, mem_ok.as_ref());
     let (sum, sum_merges) = match summary
         .as_deref()
-        .map(|s| decide(s, true, &opts.model_verdicts))
+        .map(|s| decide(s, true, &opts.model_verdicts, sum_ok.as_ref()))
     {
         Some((d, m)) => (Some(d), m),
         None => (None, Vec::new()),

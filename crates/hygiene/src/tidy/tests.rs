@@ -43,6 +43,7 @@ fn opts(dir: &Path, home: &Path) -> TidyOptions {
         budget: ArtifactBudget::default(),
         fail_after_writes: None,
         model_verdicts: Default::default(),
+        accept: None,
     }
 }
 
@@ -771,4 +772,34 @@ async fn a_garbage_answer_leaves_every_undecided_unit_loaded() {
     );
     assert!(!mem.contains("Refactored the parser"), "{mem}");
     mock.stop();
+}
+
+/// An apply with `accept` moves only the accepted units; every other unit stays as it was.
+#[test]
+fn only_accepted_units_move() {
+    let text = "# Memory\n\n- Never push to main.\n- 2026-11-20: finished migration step 1\n- 2026-11-21: finished migration step 2\n";
+    let (tmp, dir) = git_folder(text);
+    let mut o = opts(&dir, &tmp.path().join("home"));
+    let p = plan(&o).unwrap();
+    let step1 = p
+        .moves
+        .iter()
+        .find(|m| m.text.contains("step 1"))
+        .unwrap()
+        .key();
+    assert_eq!(step1, "MEMORY.md:4");
+    o.accept = Some([step1].into_iter().collect());
+    let p = plan(&o).unwrap();
+    let step2 = p.moves.iter().find(|m| m.text.contains("step 2")).unwrap();
+    assert_eq!(
+        (step2.dest.clone(), step2.reason.as_str()),
+        (Dest::Stay, "not accepted: stays")
+    );
+    apply(&o).unwrap();
+    let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+    assert!(
+        !mem.contains("step 1") && mem.contains("- 2026-11-21: finished migration step 2\n"),
+        "{mem}"
+    );
+    assert!(mem.contains("- Never push to main."), "{mem}");
 }

@@ -1024,6 +1024,36 @@ pub struct TidyPlanView {
     pub moves: u64,
     /// The plan as `memories tidy --plan` prints it.
     pub text: String,
+    /// Every unit of the plan (blank lines aside), in file order.
+    pub units: Vec<TidyUnitView>,
+    /// What `--model` would cost for the undecided units (nothing sent), or why it cannot
+    /// be estimated (no model configured, no key); `None` when no unit is undecided.
+    pub model_estimate: Option<String>,
+}
+
+/// One unit of a tidy plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct TidyUnitView {
+    /// `<file>:<first line>`: what the apply request's `accepted` lists.
+    pub key: String,
+    /// `MEMORY.md` or `memory_summary.md`.
+    pub file: String,
+    /// 1-based first line.
+    pub line: u64,
+    /// Lines of the unit.
+    pub lines: u64,
+    /// Its first line.
+    pub text: String,
+    /// `kept` | `on_demand` (a topic file) | `daily` | `archive` | `merged` | `dropped`
+    /// (an exact duplicate).
+    pub group: String,
+    /// Where it goes, e.g. `daily/2026-02-10.md`, `topics/build.md`.
+    pub to: String,
+    /// Why, in a few words.
+    pub reason: String,
+    /// The rules could not decide it (it stays unless a model is asked).
+    pub undecided: bool,
 }
 
 /// The review queue (`memories.review`).
@@ -1054,4 +1084,8 @@ pub struct MemoryActionRequest {
     pub folder: String,
     /// A commit id for rollback.
     pub rev: Option<String>,
+    /// For a tidy: the keys of the units to move ([`TidyUnitView::key`]); every other unit
+    /// stays. Absent: the whole plan.
+    #[serde(default)]
+    pub accepted: Option<Vec<String>>,
 }

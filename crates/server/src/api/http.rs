@@ -23,7 +23,7 @@
 //! | GET | `/api/memory/commit` | `?folder=ID&rev=C` | [`CommitDiff`] |
 //! | POST | `/api/memory/rollback` | [`MemoryActionRequest`] | [`ActionResult`] (state home's folder only) |
 //! | GET | `/api/memory/tidy` | `?folder=ID` | [`TidyPlanView`] (never writes) |
-//! | POST | `/api/memory/tidy` | [`MemoryActionRequest`] | [`ActionResult`] (backup, apply, read-back) |
+//! | POST | `/api/memory/tidy` | [`MemoryActionRequest`] (`accepted`: unit keys; absent = all) | [`ActionResult`] (backup, apply only the accepted units, read-back) |
 //! | GET | `/api/memory/review` | | [`ReviewView`] |
 //! | POST | `/api/memory/review/{accept,reject}` | | [`ReviewView`] |
 //! | GET | `/api/audit/refusals` | `?limit=N` (1..=200, default 20) | [`RefusalsView`] |
@@ -346,7 +346,7 @@ fn table() -> Table {
     .post(
         "/api/memory/tidy",
         |State(s): State<Svc>, Json(r): Json<MemoryActionRequest>| {
-            json(move || s.memory_tidy_apply(&r.folder))
+            json(move || s.memory_tidy_apply(&r.folder, r.accepted.as_deref()))
         },
     )
     .get("/api/memory/review", |State(s): State<Svc>| {

@@ -22,7 +22,7 @@ use codex_free_memory::review;
 use super::ApiService;
 use super::dto::{
     ActionResult, CommitDiff, CommitView, HistoryView, LayerFile, LintFindingView, MemoryFolderRef,
-    MemoryFolders, MemoryInspect, ReviewView, TidyPlanView,
+    MemoryFolders, MemoryInspect, ReviewView, TidyPlanView, TidyUnitView,
 };
 
 /// Most files listed per folder (a Codex folder can hold thousands of rollout summaries).
@@ -282,19 +282,64 @@ impl ApiService {
             .iter()
             .filter(|m| !matches!(m.dest, tidy::Dest::Stay))
             .count() as u64;
+        let units = plan
+            .moves
+            .iter()
+            .map(|m| {
+                let (group, to) = match &m.dest {
+                    tidy::Dest::Stay => ("kept", m.file.clone()),
+                    tidy::Dest::Daily { date } => ("daily", format!("daily/{date}.md")),
+                    tidy::Dest::Archive { .. } => ("archive", "archive/".to_string()),
+                    tidy::Dest::Merged { into } => ("merged", format!("{}:{into}", m.file)),
+                    tidy::Dest::Topic { file } => ("on_demand", file.clone()),
+                    tidy::Dest::Duplicate { kept_at } => {
+                        ("dropped", format!("identical to line {kept_at}"))
+                    }
+                };
+                TidyUnitView {
+                    key: m.key(),
+                    file: m.file.clone(),
+                    line: m.line as u64,
+                    lines: m.lines as u64,
+                    text: m.text.clone(),
+                    group: group.into(),
+                    to,
+                    reason: m.reason.clone(),
+                    undecided: m.undecided,
+                }
+            })
+            .collect();
+        let model_estimate = plan.moves.iter().any(|m| m.undecided).then(|| {
+            let (cfg, _) = self.current_config();
+            match codex_free_models::resolve_extract_model(
+                &cfg.memories,
+                self.secrets.as_ref(),
+                codex_free_models::PriceTable::bundled(),
+                codex_free_models::RetryPolicy::default(),
+            ) {
+                Ok(model) => match tidy::model::estimate(&opts, &model) {
+                    Ok(r) => r.estimate_line(),
+                    Err(e) => format!("Model: cannot estimate: {e}"),
+                },
+                Err(e) => format!("Model: not configured ({e}); undecided units stay"),
+            }
+        });
         Ok(TidyPlanView {
             folder: folder.id,
             moves,
             text: plan.render(),
+            units,
+            model_estimate,
         })
     }
 
-    /// Apply the tidy of folder `id` (backup, moves, commit, read-back); the linked copies
-    /// follow when it is this state home's.
+    /// Apply the tidy of folder `id` (backup, moves, commit, read-back), only the units in
+    /// `accepted` when given; the linked copies follow when it is this state home's.
     ///
     /// Errors: the apply's errors (it restores the backup before returning one).
-    pub fn memory_tidy_apply(&self, id: &str) -> Result<ActionResult> {
-        let (_folder, opts) = self.tidy_opts(id)?;
+    pub fn memory_tidy_apply(&self, id: &str, accepted: Option<&[String]>) -> Result<ActionResult> {
+        let (_folder, mut opts) = self.tidy_opts(id)?;
+        opts.accept = accepted.map(|a| a.iter().cloned().collect());
         let applied = tidy::apply(&opts)?;
         Ok(ActionResult {
             ok: true,

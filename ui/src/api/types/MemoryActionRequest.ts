@@ -11,4 +11,9 @@ folder: string,
 /**
  * A commit id for rollback.
  */
-rev: string | null, };
+rev: string | null, 
+/**
+ * For a tidy: the keys of the units to move ([`TidyUnitView::key`]); every other unit
+ * stays. Absent: the whole plan.
+ */
+accepted: Array<string> | null, };

@@ -69,6 +69,7 @@ export type { SourceForecastView } from "./SourceForecastView";
 export type { Spend } from "./Spend";
 export type { Status } from "./Status";
 export type { TidyPlanView } from "./TidyPlanView";
+export type { TidyUnitView } from "./TidyUnitView";
 export type { TranscriptsView } from "./TranscriptsView";
 export type { UnknownPriceRow } from "./UnknownPriceRow";
 export type { UsageBlock } from "./UsageBlock";
