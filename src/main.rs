@@ -72,6 +72,11 @@ enum MemoriesTop {
         /// Print the outcome as JSON.
         #[arg(long)]
         json: bool,
+        /// Show the first request the consolidation would send (sealed by the same gate:
+        /// redacted, within the window, with tokens and cost) from a dry run on a copy;
+        /// sends nothing, writes nothing.
+        #[arg(long)]
+        preview: bool,
     },
     #[command(flatten)]
     History(codex_free_memory::cli::MemoryHistoryCmd),
@@ -504,7 +509,31 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 print!("{}", st.render());
             }
         }
-        MemoriesTop::Consolidate { force, json } => {
+        MemoriesTop::Consolidate {
+            preview: true,
+            json,
+            ..
+        } => {
+            let config = Config::load(&config_path)?.config;
+            let keys = secrets();
+            let mut all = Vec::new();
+            for version in config.memories.written_versions() {
+                all.push(rt.block_on(codex_free_pipeline::phase2::preview::preview(
+                    &home,
+                    &config,
+                    version,
+                    keys.store.as_ref(),
+                ))?);
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&all)?);
+            } else {
+                for p in &all {
+                    print!("{}", p.render());
+                }
+            }
+        }
+        MemoriesTop::Consolidate { force, json, .. } => {
             let config = Config::load(&config_path)?.config;
             let keys = secrets();
             // Each written version consolidates its own folder from its own database.

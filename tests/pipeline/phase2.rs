@@ -401,6 +401,76 @@ mod e2e {
         .unwrap()
     }
 
+    /// `memories consolidate --preview`: phase 2's first request from a dry run on a copy,
+    /// sent nowhere and written nowhere (no memory folder, no job or run change); the real
+    /// consolidation that follows sends exactly those bytes (its first receipt carries the
+    /// preview's hash). Before: no preview existed.
+    #[tokio::test]
+    async fn consolidate_preview_equals_the_first_request_and_writes_nothing() {
+        let mock = Mock::default();
+        let base = start(mock.clone()).await;
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let cfg = configure(home, &base);
+        let codex_home = home.join("codex-home");
+        let n = copy_codex_fixtures(&codex_home);
+        let mut env = ControlEnv::new(home.to_path_buf(), Arc::new(MemoryStore::default()));
+        env.input = Arc::new(TranscriptInput::new(SourceRoots {
+            codex_home: Some(codex_home),
+            ..Default::default()
+        }));
+        execute(MemoriesCmd::Run { json: false }, &env)
+            .await
+            .unwrap();
+        let s = Store::open_in_home(home).unwrap();
+        let (jobs, runs) = (s.job_counts().unwrap(), s.recent_runs(50).unwrap());
+        let p = codex_free_pipeline::phase2::preview::preview(
+            home,
+            &cfg,
+            codex_free_core::config::MemoryVersion::V1,
+            &MemoryStore::default(),
+        )
+        .await
+        .unwrap();
+        let sha = p.sha256.clone().unwrap_or_else(|| panic!("{p:?}"));
+        let sealed: serde_json::Value = serde_json::from_str(p.sealed.as_deref().unwrap()).unwrap();
+        assert!(!sealed["tools"].as_array().unwrap().is_empty(), "{sealed}");
+        assert!(p.input_tokens > 100 && p.bytes > 1000, "{p:?}");
+        assert!(p.render().contains("nothing was sent"));
+        assert!(
+            mock.phase2_bodies.lock().unwrap().is_empty(),
+            "nothing sent"
+        );
+        assert!(!home.join("memories").exists(), "no memory folder written");
+        assert_eq!(s.job_counts().unwrap(), jobs, "no job state changed");
+        assert_eq!(s.recent_runs(50).unwrap(), runs, "no run recorded");
+
+        let ids: Vec<String> = s
+            .phase2_candidates()
+            .unwrap()
+            .into_iter()
+            .map(|m| m.thread_id)
+            .collect();
+        assert_eq!(ids.len(), n);
+        mock.script.lock().unwrap().extend(good_script(&ids));
+        let out = phase2(home, &cfg, false).await;
+        assert!(matches!(out, Outcome::Consolidated { .. }), "{out:?}");
+        let run = s
+            .recent_runs(10)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.phase == "phase2")
+            .unwrap();
+        let rows = s.run_usage(&run.id).unwrap();
+        let first = rows.iter().min_by_key(|r| r.request_no).unwrap();
+        assert_eq!(
+            first.sent_sha256.as_deref(),
+            Some(sha.as_str()),
+            "the preview is the first request byte for byte"
+        );
+        assert_eq!(first.sent_bytes, Some(p.bytes as i64));
+    }
+
     #[tokio::test]
     async fn phase1_then_phase2_commits_within_budget_and_idles_without_requests() {
         let mock = Mock::default();

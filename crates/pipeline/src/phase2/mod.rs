@@ -27,6 +27,7 @@ pub mod db;
 mod driver;
 mod history;
 pub mod model;
+pub mod preview;
 pub mod prompt;
 pub mod v2;
 

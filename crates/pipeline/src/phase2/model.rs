@@ -50,47 +50,7 @@ impl ConsolidationModel for ProviderModel {
     }
 
     fn complete<'a>(&'a self, req: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        let mut system = Vec::new();
-        let mut messages = Vec::new();
-        for m in req.messages {
-            match m.role {
-                Role::System => system.push(m.content.clone()),
-                Role::User => messages.push(Message::User(m.content.clone())),
-                Role::Assistant => messages.push(Message::Assistant {
-                    content: m.content.clone(),
-                    tool_calls: m
-                        .tool_calls
-                        .iter()
-                        .map(|c| providers::ToolCall {
-                            id: c.id.clone(),
-                            name: c.name.clone(),
-                            arguments: serde_json::from_str(&c.arguments)
-                                .unwrap_or_else(|_| serde_json::Value::String(c.arguments.clone())),
-                        })
-                        .collect(),
-                }),
-                Role::Tool => messages.push(Message::Tool {
-                    call_id: m.tool_call_id.clone().unwrap_or_default(),
-                    content: m.content.clone(),
-                }),
-            }
-        }
-        let creq = CompletionRequest {
-            system: system.join("\n\n"),
-            messages,
-            response_schema: None,
-            tools: req
-                .tools
-                .iter()
-                .map(|t| providers::ToolSpec {
-                    name: t.name.clone(),
-                    description: t.description.clone(),
-                    parameters: t.parameters.clone(),
-                })
-                .collect(),
-            reasoning_effort: self.reasoning.then(|| req.reasoning_effort.to_string()),
-            max_output_tokens: self.max_output_tokens,
-        };
+        let creq = to_completion(req, self.reasoning, self.max_output_tokens);
         Box::pin(async move {
             let (sent, res) = outgoing::send_receipted(
                 &*self.client,
@@ -123,6 +83,56 @@ impl ConsolidationModel for ProviderModel {
                 usage: c.usage,
             })
         })
+    }
+}
+
+/// The provider request of one agent turn (what [`ProviderModel`] seals and sends, and what
+/// the consolidation preview seals without sending).
+pub(crate) fn to_completion(
+    req: ModelRequest<'_>,
+    reasoning: bool,
+    max_output_tokens: Option<u32>,
+) -> CompletionRequest {
+    let mut system = Vec::new();
+    let mut messages = Vec::new();
+    for m in req.messages {
+        match m.role {
+            Role::System => system.push(m.content.clone()),
+            Role::User => messages.push(Message::User(m.content.clone())),
+            Role::Assistant => messages.push(Message::Assistant {
+                content: m.content.clone(),
+                tool_calls: m
+                    .tool_calls
+                    .iter()
+                    .map(|c| providers::ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: serde_json::from_str(&c.arguments)
+                            .unwrap_or_else(|_| serde_json::Value::String(c.arguments.clone())),
+                    })
+                    .collect(),
+            }),
+            Role::Tool => messages.push(Message::Tool {
+                call_id: m.tool_call_id.clone().unwrap_or_default(),
+                content: m.content.clone(),
+            }),
+        }
+    }
+    CompletionRequest {
+        system: system.join("\n\n"),
+        messages,
+        response_schema: None,
+        tools: req
+            .tools
+            .iter()
+            .map(|t| providers::ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+            })
+            .collect(),
+        reasoning_effort: reasoning.then(|| req.reasoning_effort.to_string()),
+        max_output_tokens,
     }
 }
 
