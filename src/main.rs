@@ -62,7 +62,7 @@ enum MemoriesTop {
     #[command(flatten)]
     Control(codex_free_pipeline::cli::MemoriesCmd),
     /// Measure tool-output compaction on your own sessions, with no model call.
-    BenchCompaction(codex_free_transcripts::bench::BenchArgs),
+    BenchCompaction(codex_free_transcripts::cli::BenchArgs),
     /// Run phase 2 (consolidation) now: respects the 6 h cooldown unless --force; makes no
     /// model call when inputs are unchanged and the artifacts are valid.
     Consolidate {
@@ -72,9 +72,14 @@ enum MemoriesTop {
         /// Print the outcome as JSON.
         #[arg(long)]
         json: bool,
+        /// Show the first request the consolidation would send (sealed by the same gate:
+        /// redacted, within the window, with tokens and cost) from a dry run on a copy;
+        /// sends nothing, writes nothing.
+        #[arg(long)]
+        preview: bool,
     },
     #[command(flatten)]
-    History(codex_free_memory::folder::MemoryHistoryCmd),
+    History(codex_free_memory::cli::MemoryHistoryCmd),
     /// Pull the memory folder from memories.sync.remote (merging another machine's
     /// commits) and push this machine's; never forces. Exits 1 when a step failed.
     Sync {
@@ -84,7 +89,7 @@ enum MemoriesTop {
     },
     /// With memories.review on: show the consolidation waiting for review, or accept /
     /// reject it (reject restores the accepted state as a new commit).
-    Review(codex_free_memory::review::ReviewArgs),
+    Review(codex_free_memory::cli::ReviewArgs),
     /// Find stale facts, duplicates, conflicts, summary drift, dangling references, secrets
     /// and budget overruns in memory files (no model call); exits 1 on an error finding.
     Lint(codex_free_hygiene::cli::LintArgs),
@@ -128,11 +133,36 @@ struct ServeArgs {
     no_pipeline: bool,
 }
 
+/// The clients `connect` takes on the command line (mirrors [`connect::Client`], which
+/// stays free of clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ClientArg {
+    /// Codex CLI.
+    Codex,
+    /// Claude Code.
+    Claude,
+    /// pi coding agent (no MCP: memory only).
+    Pi,
+    /// ChatGPT (developer-mode connector over a tunnel: printed steps only).
+    Chatgpt,
+}
+
+impl From<ClientArg> for connect::Client {
+    fn from(c: ClientArg) -> Self {
+        match c {
+            ClientArg::Codex => connect::Client::Codex,
+            ClientArg::Claude => connect::Client::Claude,
+            ClientArg::Pi => connect::Client::Pi,
+            ClientArg::Chatgpt => connect::Client::Chatgpt,
+        }
+    }
+}
+
 #[derive(Args)]
 struct ConnectArgs {
     /// The client; omitted: show whether each is installed, connected and linked.
     #[arg(value_enum)]
-    client: Option<connect::Client>,
+    client: Option<ClientArg>,
     /// Register the HTTP endpoint of a running `serve --http` instead of a spawned stdio
     /// server.
     #[arg(long)]
@@ -470,7 +500,7 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                     let running = codex_free_memory::sync::consolidation_running(&home)?;
                     let budget =
                         codex_free_memory::budget::ArtifactBudget::from_config(&config.memories);
-                    review::decide(&home, config.memories.review, a, running, &budget)?
+                    review::decide(&home, config.memories.review, a.into(), running, &budget)?
                 }
             };
             if args.json {
@@ -479,7 +509,31 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 print!("{}", st.render());
             }
         }
-        MemoriesTop::Consolidate { force, json } => {
+        MemoriesTop::Consolidate {
+            preview: true,
+            json,
+            ..
+        } => {
+            let config = Config::load(&config_path)?.config;
+            let keys = secrets();
+            let mut all = Vec::new();
+            for version in config.memories.written_versions() {
+                all.push(rt.block_on(codex_free_pipeline::phase2::preview::preview(
+                    &home,
+                    &config,
+                    version,
+                    keys.store.as_ref(),
+                ))?);
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&all)?);
+            } else {
+                for p in &all {
+                    print!("{}", p.render());
+                }
+            }
+        }
+        MemoriesTop::Consolidate { force, json, .. } => {
             let config = Config::load(&config_path)?.config;
             let keys = secrets();
             // Each written version consolidates its own folder from its own database.
@@ -561,7 +615,7 @@ fn connect_cmd(
 ) -> anyhow::Result<()> {
     let target = connect::Target::from_env(home, config_path)?;
     let config = Config::load(config_path)?.config;
-    let Some(client) = args.client else {
+    let Some(client) = args.client.map(connect::Client::from) else {
         print!("{}", connect::render_status(&connect::status(&target)));
         return Ok(());
     };

@@ -2,6 +2,7 @@
 //! (consolidation), hygiene (lint, tidy, review), sync across machines, and agent usage.
 
 mod agent_usage;
+mod approval;
 mod hygiene;
 mod phase1;
 mod phase1_fixtures;

@@ -401,6 +401,76 @@ mod e2e {
         .unwrap()
     }
 
+    /// `memories consolidate --preview`: phase 2's first request from a dry run on a copy,
+    /// sent nowhere and written nowhere (no memory folder, no job or run change); the real
+    /// consolidation that follows sends exactly those bytes (its first receipt carries the
+    /// preview's hash). Before: no preview existed.
+    #[tokio::test]
+    async fn consolidate_preview_equals_the_first_request_and_writes_nothing() {
+        let mock = Mock::default();
+        let base = start(mock.clone()).await;
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let cfg = configure(home, &base);
+        let codex_home = home.join("codex-home");
+        let n = copy_codex_fixtures(&codex_home);
+        let mut env = ControlEnv::new(home.to_path_buf(), Arc::new(MemoryStore::default()));
+        env.input = Arc::new(TranscriptInput::new(SourceRoots {
+            codex_home: Some(codex_home),
+            ..Default::default()
+        }));
+        execute(MemoriesCmd::Run { json: false }, &env)
+            .await
+            .unwrap();
+        let s = Store::open_in_home(home).unwrap();
+        let (jobs, runs) = (s.job_counts().unwrap(), s.recent_runs(50).unwrap());
+        let p = codex_free_pipeline::phase2::preview::preview(
+            home,
+            &cfg,
+            codex_free_core::config::MemoryVersion::V1,
+            &MemoryStore::default(),
+        )
+        .await
+        .unwrap();
+        let sha = p.sha256.clone().unwrap_or_else(|| panic!("{p:?}"));
+        let sealed: serde_json::Value = serde_json::from_str(p.sealed.as_deref().unwrap()).unwrap();
+        assert!(!sealed["tools"].as_array().unwrap().is_empty(), "{sealed}");
+        assert!(p.input_tokens > 100 && p.bytes > 1000, "{p:?}");
+        assert!(p.render().contains("nothing was sent"));
+        assert!(
+            mock.phase2_bodies.lock().unwrap().is_empty(),
+            "nothing sent"
+        );
+        assert!(!home.join("memories").exists(), "no memory folder written");
+        assert_eq!(s.job_counts().unwrap(), jobs, "no job state changed");
+        assert_eq!(s.recent_runs(50).unwrap(), runs, "no run recorded");
+
+        let ids: Vec<String> = s
+            .phase2_candidates()
+            .unwrap()
+            .into_iter()
+            .map(|m| m.thread_id)
+            .collect();
+        assert_eq!(ids.len(), n);
+        mock.script.lock().unwrap().extend(good_script(&ids));
+        let out = phase2(home, &cfg, false).await;
+        assert!(matches!(out, Outcome::Consolidated { .. }), "{out:?}");
+        let run = s
+            .recent_runs(10)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.phase == "phase2")
+            .unwrap();
+        let rows = s.run_usage(&run.id).unwrap();
+        let first = rows.iter().min_by_key(|r| r.request_no).unwrap();
+        assert_eq!(
+            first.sent_sha256.as_deref(),
+            Some(sha.as_str()),
+            "the preview is the first request byte for byte"
+        );
+        assert_eq!(first.sent_bytes, Some(p.bytes as i64));
+    }
+
     #[tokio::test]
     async fn phase1_then_phase2_commits_within_budget_and_idles_without_requests() {
         let mock = Mock::default();
@@ -500,6 +570,16 @@ mod e2e {
             ),
             (4, 4800, 800, 600)
         );
+        // Each phase-2 request has its receipt, as phase 1's: hash and size of the sealed
+        // bytes, distinct per request (the conversation grows).
+        let rows = Store::open_in_home(home).unwrap().run_usage(&r.id).unwrap();
+        assert_eq!(rows.len(), 4);
+        let hashes: std::collections::BTreeSet<_> = rows
+            .iter()
+            .map(|u| u.sent_sha256.clone().expect("a receipt"))
+            .collect();
+        assert_eq!(hashes.len(), 4);
+        assert!(rows.iter().all(|u| u.sent_bytes.unwrap_or(0) > 1000));
         let log = std::fs::read_to_string(home.join("memories.log")).unwrap();
         assert!(
             log.lines().any(|l| l.contains(
@@ -848,7 +928,8 @@ fn citations_in_a_real_transcript_and_memory_reads_raise_usage() {
 /// older state as a new commit with a backup ref.
 #[test]
 fn rollback_refuses_during_a_run_and_restores_as_new_commit() {
-    use codex_free_memory::folder::{MemoryFolder, MemoryHistoryCmd};
+    use codex_free_memory::cli::MemoryHistoryCmd;
+    use codex_free_memory::folder::MemoryFolder;
     use codex_free_pipeline::phase2::model::history_command_in_home;
     use codex_free_store::Store;
 

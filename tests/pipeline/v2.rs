@@ -379,3 +379,142 @@ async fn dual_write_runs_both_pipelines_independently() {
     );
     assert!(l2.contains("0 tokens"), "{l2}");
 }
+
+/// The background scheduler's dual-write loop (not the CLI): started on a home with
+/// `memories.dual_write`, its startup pass runs both pipelines over the same fixture
+/// transcripts, each on its own database and folder, phase 1 then phase 2. With the provider
+/// failing only V2's extractions, V1 still consolidates, V2 is left retrying with nothing
+/// consolidated, and the loop's last error stays clear (the active version, V1, decides it).
+/// A later trigger runs both again; a switch of `dual_write` in the file waits for the next
+/// start (the loop keeps running V2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schedulers_dual_write_loop_runs_both_pipelines_independently() {
+    use crate::server::memory_versions::{Mock as VMock, V1_MARK, V2_MARK, start as vstart};
+    use codex_free_pipeline::phase1::Trigger;
+    use codex_free_pipeline::scheduler::Scheduler;
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+
+    async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !f() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+
+    for fail_v2 in [false, true] {
+        let mock = VMock::default();
+        mock.fail_v2.store(fail_v2, Ordering::SeqCst);
+        let base = vstart(mock.clone()).await;
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().to_path_buf();
+        let cfg = configure_with(&home, &base, json!({"dual_write": true}));
+        let codex_home = home.join("codex-home");
+        let n = copy_codex_fixtures(&codex_home);
+        // Without the failure, one session arrives later, for the second pass.
+        let late = crate::support::jsonl_under(&codex_home.join("sessions"))
+            .into_iter()
+            .next()
+            .unwrap();
+        let held = home.join("held.jsonl");
+        if !fail_v2 {
+            std::fs::rename(&late, &held).unwrap();
+        }
+        let first = if fail_v2 { n } else { n - 1 };
+        let mut env = ControlEnv::new(home.clone(), Arc::new(MemoryStore::default()));
+        env.input = Arc::new(TranscriptInput::new(SourceRoots {
+            codex_home: Some(codex_home),
+            ..Default::default()
+        }));
+        env.retry = RetryPolicy {
+            max_attempts: 1,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(20),
+            max_retry_after: Duration::from_secs(1),
+        };
+        let mut deps = env.scheduler_deps();
+        deps.rescan_every = Duration::from_secs(3600);
+        deps.watch = None;
+        let cancel = CancellationToken::new();
+        let sched = Scheduler::start(home.clone(), cfg, deps, cancel.clone()).unwrap();
+
+        let (v1_summary, v2_summary) = (
+            home.join("memories/memory_summary.md"),
+            home.join("memories_v2/memory_summary.md"),
+        );
+        let log = home.join("memories.log");
+        wait_until("V1's consolidation", || read(&v1_summary).contains(V1_MARK)).await;
+        if fail_v2 {
+            wait_until("V2's failed pass in memories.log", || {
+                read(&log).contains(&format!("phase1 v2: {n} claimed, 0 with output"))
+            })
+            .await;
+        } else {
+            wait_until("V2's consolidation", || read(&v2_summary).contains(V2_MARK)).await;
+        }
+        // Each pipeline on its own database: V1 with raw memories, V2 summaries only.
+        let v1 = Store::open_in_home(&home).unwrap();
+        let v1_out = v1.phase2_candidates().unwrap();
+        assert_eq!(v1_out.len(), first);
+        assert!(v1_out.iter().all(|o| !o.raw_memory.is_empty()));
+        let v2 = Store::open_v2_in_home(&home).unwrap();
+        let v2_out = v2.phase2_candidates().unwrap();
+        let runs = v2.recent_runs(10).unwrap();
+        assert!(
+            runs.iter()
+                .filter(|r| r.phase == "phase1")
+                .all(|r| r.trigger == "startup"),
+            "{runs:?}"
+        );
+        if fail_v2 {
+            assert!(v2_out.is_empty());
+            assert_eq!(v2.job_counts().unwrap().retrying, n as i64);
+            assert!(!v2_summary.exists(), "V2 consolidated nothing");
+            assert_eq!(v2.max_consolidated_thread_count().unwrap(), 0);
+            // The active version (V1) succeeded: the loop reports no failure.
+            assert_eq!(sched.state().last_error(), None);
+            assert_eq!(
+                *mock.phase2_v2.lock().unwrap(),
+                0,
+                "no V2 consolidation request"
+            );
+        } else {
+            assert_eq!(v2_out.len(), first);
+            assert!(v2_out.iter().all(|o| o.raw_memory.is_empty()));
+            assert!(!home.join("memories_v2/MEMORY.md").exists());
+            assert!(read(&v1_summary).contains(V1_MARK) && !read(&v1_summary).contains(V2_MARK));
+            wait_until("V2's phase 2 log line", || {
+                read(&log).contains("phase2 v2: succeeded")
+            })
+            .await;
+            assert_eq!(v2.max_consolidated_thread_count().unwrap(), first as u32);
+            // `dual_write` switched off in the file waits for the next start: the late
+            // session, at a later trigger, still reaches both pipelines.
+            let mut c = Config::load(&home.join(CONFIG_FILE)).unwrap().config;
+            c.memories.dual_write = false;
+            c.save(&home.join(CONFIG_FILE)).unwrap();
+            std::fs::rename(&held, &late).unwrap();
+            let h = std::fs::File::options().write(true).open(&late).unwrap();
+            h.set_modified(SystemTime::now() - Duration::from_secs(7 * 3600))
+                .unwrap();
+            sched.nudge(Trigger::Watch);
+            wait_until("the late session in both databases", || {
+                v2.phase2_candidates().unwrap().len() == n
+                    && v1.phase2_candidates().unwrap().len() == n
+            })
+            .await;
+        }
+        assert_eq!(*mock.phase1_v1.lock().unwrap(), n);
+        assert_eq!(*mock.phase1_v2.lock().unwrap(), n);
+        let text = read(&log);
+        assert!(
+            text.lines().any(|l| l.contains(" phase1: ")
+                && l.contains(&format!("{first} claimed, {first} with output"))),
+            "{text}"
+        );
+        sched.shutdown().await;
+        assert!(cancel.is_cancelled());
+    }
+}

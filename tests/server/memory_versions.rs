@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 use crate::support::{self, Client};
 
 /// A line only V1's consolidation writes into its summary.
-const V1_MARK: &str = "- V1 marker: the user ships with make release.";
+pub(crate) const V1_MARK: &str = "- V1 marker: the user ships with make release.";
 /// A line only V2's consolidation writes into its summary.
-const V2_MARK: &str = "- V2 marker: the user asked to keep release notes short.";
+pub(crate) const V2_MARK: &str = "- V2 marker: the user asked to keep release notes short.";
 
 fn summary(mark: &str) -> String {
     let s = codex_free_memory::budget::SUMMARY_SECTIONS;
@@ -30,13 +30,15 @@ fn summary(mark: &str) -> String {
     )
 }
 
-/// Requests seen, by kind.
+/// Requests seen, by kind (also the scheduler's dual-write test in `pipeline::v2`).
 #[derive(Clone, Default)]
-struct Mock {
-    phase1_v1: Arc<Mutex<usize>>,
-    phase1_v2: Arc<Mutex<usize>>,
-    phase2_v1: Arc<Mutex<usize>>,
-    phase2_v2: Arc<Mutex<usize>>,
+pub(crate) struct Mock {
+    pub(crate) phase1_v1: Arc<Mutex<usize>>,
+    pub(crate) phase1_v2: Arc<Mutex<usize>>,
+    pub(crate) phase2_v1: Arc<Mutex<usize>>,
+    pub(crate) phase2_v2: Arc<Mutex<usize>>,
+    /// Answer HTTP 500 to every V2 extraction.
+    pub(crate) fail_v2: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn usage() -> Value {
@@ -46,12 +48,14 @@ fn usage() -> Value {
 /// Phase 1: a V1 or V2 answer, told apart by V2's system prompt. Phase 2 (a request with
 /// tools): a stateless agent that writes its version's files (V1: MEMORY.md and the V1
 /// summary; V2: the V2 summary only) and stops once it has seen its tool results.
-async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> Json<Value> {
+async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> axum::response::Response {
+    use axum::response::IntoResponse;
     let reply = |message: Value, finish: &str| {
         Json(
             json!({"id": "c", "object": "chat.completion", "created": 0, "model": "mock-model",
             "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage()}),
         )
+        .into_response()
     };
     let system = body["messages"][0]["content"]
         .as_str()
@@ -90,6 +94,13 @@ async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> Json<Value> {
     }
     let v2 = system == codex_free_pipeline::phase1::SYSTEM_PROMPT_V2;
     *if v2 { &m.phase1_v2 } else { &m.phase1_v1 }.lock().unwrap() += 1;
+    if v2 && m.fail_v2.load(std::sync::atomic::Ordering::SeqCst) {
+        return (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"error": {"message": "internal"}})),
+        )
+            .into_response();
+    }
     let mut answer = json!({
         "rollout_summary": "The user asked to always use pnpm.",
         "rollout_slug": "pnpm",
@@ -103,7 +114,8 @@ async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> Json<Value> {
     )
 }
 
-async fn start(m: Mock) -> String {
+/// Serve `m` on a loopback port; the provider base URL.
+pub(crate) async fn start(m: Mock) -> String {
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(chat))
         .with_state(m);

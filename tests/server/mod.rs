@@ -5,5 +5,5 @@ mod bounds;
 mod connect;
 mod fit;
 mod lifecycle;
-mod memory_versions;
+pub(crate) mod memory_versions;
 mod transport;

@@ -13,7 +13,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
@@ -112,6 +112,11 @@ test("dashboard shows server, pipeline and spend", async () => {
   assert.match(month, /^\$\d/);
   assert.match(await page.getByTestId("card-server").textContent(), /running/);
   assert.match(await page.getByTestId("server-url").textContent(), /\/mcp$/);
+  // The backlog forecast: the same figures as GET /api/forecast.
+  await page.getByTestId("forecast-summary").waitFor();
+  const f = await page.evaluate(async () => (await fetch("/api/forecast")).json());
+  assert.ok((await page.getByTestId("forecast-summary").textContent()).startsWith(`${f.sessions} session(s) waiting`));
+  assert.equal(await page.getByTestId("forecast-models").locator("tr").count(), f.models.length);
   await shot("dashboard");
 });
 
@@ -528,4 +533,108 @@ test("the Usage page shows the same totals as `codex-free usage daily --json`, w
   const spend = await page.evaluate(async () => (await fetch("/api/usage/spend")).json());
   assert.ok(spend.today_usd > 0, JSON.stringify(spend));
   assert.ok(Object.keys(spend.today_by_agent).includes("codex"));
+});
+
+// ---- Outgoing: the approval queue (memories.approval), last because its runs add pipeline usage ----
+
+/** The mock model provider (examples/mock_provider); `stop()` resolves with the requests it served. */
+async function startMock() {
+  const child = spawn(path.join(env("TARGET"), "debug", "examples", "mock_provider"), [], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stderr.on("data", (d) => (err += d));
+  const url = await new Promise((resolve, reject) => {
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes("\n")) resolve(out.split("\n")[0].trim());
+    });
+    child.on("exit", () => reject(new Error(`mock provider exited: ${err}`)));
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        child.on("exit", () => resolve(Number(/(\d+) request\(s\) served/.exec(err)?.[1] ?? NaN)));
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+test("Outgoing: a run sends nothing until approval; deny turns the session off; approve sends exactly the queued bytes", async () => {
+  // Two real Codex sessions in a Codex home of the pipeline's own; one carries a planted key
+  // and a private span.
+  const agents = fs.mkdtempSync(path.join(os.tmpdir(), "cf-outgoing-"));
+  const day = "sessions/2026/11/29";
+  fs.mkdirSync(path.join(agents, day), { recursive: true });
+  const src = path.join(env("ROOT"), "tests/data/sessions/codex", day);
+  const KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
+  for (const f of fs.readdirSync(src).filter((f) => /f2c8|e4bd/.test(f))) {
+    let text = fs.readFileSync(path.join(src, f), "utf8");
+    text = text.replace("Write a file calc.py with an add function and test it.", `Write a file calc.py with an add function and test it. Deploy key ${KEY} <private>PLANTED-PRIVATE home address</private>`);
+    fs.writeFileSync(path.join(agents, day, f), text);
+  }
+  const saved = fs.existsSync(configFile()) ? fs.readFileSync(configFile(), "utf8") : null;
+  const setConfig = (mockUrl) => {
+    const cfg = readConfig() ?? {};
+    cfg.memories = { ...(cfg.memories ?? {}), approval: "every_request", extract_model: "openai/gpt-5-mini", sources: ["codex"], providers: { openai: { base_url: mockUrl } } };
+    fs.writeFileSync(configFile(), JSON.stringify(cfg, null, 2));
+  };
+  // `memories force`: phase 1 now, idle time ignored (the copies are fresh).
+  const run = () =>
+    execFileSync(path.join(env("TARGET"), "debug", "codex-free"), ["memories", "force"], {
+      encoding: "utf8",
+      env: { ...process.env, CODEX_FREE_HOME: HOME, CODEX_HOME: agents, OPENAI_API_KEY: "sk-test-not-a-real-key" },
+    });
+  try {
+    let mock = await startMock();
+    setConfig(mock.url);
+    const out = run();
+    assert.match(out, /wait for approval/, out);
+    assert.equal(await mock.stop(), 0, "nothing is sent before approval");
+
+    await go("outgoing");
+    assert.equal(await page.getByTestId("approval-mode").textContent(), "every_request");
+    const cards = page.getByTestId("outgoing-request");
+    await cards.nth(1).waitFor();
+    assert.equal(await cards.count(), 2);
+    const calc = cards.filter({ has: page.getByTestId("outgoing-project").getByText("/home/dev/work/calc", { exact: true }) });
+    const numbers = cards.filter({ has: page.getByTestId("outgoing-project").getByText("/home/dev/work/numbers", { exact: true }) });
+    // The rendered text, redactions highlighted, figures shown; never the key or the private text.
+    await calc.getByTestId("outgoing-toggle").click();
+    await calc.getByTestId("outgoing-text").first().waitFor();
+    const marks = await calc.getByTestId("redaction").allTextContents();
+    assert.ok(marks.includes("[REDACTED_SECRET]") && marks.includes("[private: removed]"), JSON.stringify(marks));
+    assert.match(await calc.getByTestId("outgoing-text").last().textContent(), /Write a file calc\.py/);
+    assert.match(await calc.getByTestId("outgoing-figures").textContent(), /provider_key ×1/);
+    assert.match(await calc.getByTestId("outgoing-figures").textContent(), /private_span ×1/);
+    assert.match(await calc.getByTestId("outgoing-tokens").textContent(), /input tokens/);
+    assert.match(await calc.getByTestId("outgoing-cost").textContent(), /^\$\d/);
+    const html = await page.content();
+    assert.ok(!html.includes(KEY) && !html.includes("PLANTED-PRIVATE"), "only sealed text is shown");
+    const sha = await calc.getByTestId("outgoing-sha").getAttribute("title");
+    await shot("outgoing");
+
+    // Deny one, approve the other.
+    await numbers.getByTestId("deny").click();
+    await page.getByTestId("outgoing-message").filter({ hasText: "denied" }).waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="outgoing-request"]').length === 1);
+    await calc.getByTestId("approve").click();
+    await page.getByTestId("outgoing-message").filter({ hasText: "approved" }).waitFor();
+
+    // The next run sends the approved request only, as exactly its queued bytes (the
+    // receipt's hash), and the denied session is never queued again.
+    mock = await startMock();
+    setConfig(mock.url);
+    run();
+    assert.equal(await mock.stop(), 1, "only the approved request is sent");
+    const runs = await page.evaluate(async () => (await fetch("/api/runs")).json());
+    const sent = runs.runs.flatMap((r) => r.request_rows).filter((q) => q.sent_sha256 === sha);
+    assert.equal(sent.length, 1, "a receipt of the queued bytes");
+    await go("dashboard");
+    await go("outgoing");
+    await page.getByTestId("outgoing-empty").waitFor();
+  } finally {
+    if (saved === null) fs.rmSync(configFile(), { force: true });
+    else fs.writeFileSync(configFile(), saved);
+  }
 });

@@ -79,7 +79,7 @@ test("a switch in the config file waits for the restart, and the page says so", 
   assert.match(await page.getByTestId("memory-versions-served").textContent(), /Serving v2/);
   assert.match(
     await page.getByTestId("memory-versions-pending").textContent(),
-    /memories\.version = v1 with dual_write; it applies at the next start \(serving v2 until then\)/,
+    /memories\.version = v1, dual_write = true; it applies at the next start \(serving v2 until then\)/,
   );
   assert.match(await page.getByTestId("memory-version-v2").textContent(), /served/);
   await shot("memory-versions-pending");

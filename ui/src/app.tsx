@@ -8,11 +8,13 @@ import { Runs } from "./pages/Runs";
 import { Usage } from "./pages/Usage";
 import { Memory } from "./pages/Memory";
 import { Connect } from "./pages/Connect";
+import { Outgoing } from "./pages/Outgoing";
 
 const PAGES = [
   { id: "dashboard", title: "Dashboard", view: Dashboard },
   { id: "settings", title: "Settings", view: Settings },
   { id: "models", title: "Models & keys", view: Models },
+  { id: "outgoing", title: "Outgoing", view: Outgoing },
   { id: "runs", title: "Runs & costs", view: Runs },
   { id: "usage", title: "Agent usage", view: Usage },
   { id: "memory", title: "Memory", view: Memory },

@@ -100,17 +100,15 @@ fn write_rollout(path: &std::path::Path, n: usize, kib: usize) -> Result<(u64, u
     Ok((out.len() as u64, k))
 }
 
-/// Options of `usage bench-import`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchImportArgs {
+/// What `usage bench-import` generates and how it prints (the CLI's flags are
+/// `crate::cli::BenchImportArgs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BenchImportOptions {
     /// Number of rollouts.
-    #[arg(long, default_value_t = 2000)]
     pub files: usize,
-    /// Approximate size of each rollout in KiB (2,000 × 80 KiB ≈ 160 MB).
-    #[arg(long, default_value_t = 80)]
+    /// Approximate size of each rollout in KiB.
     pub kib: usize,
     /// Print JSON.
-    #[arg(long)]
     pub json: bool,
 }
 
@@ -118,7 +116,7 @@ pub struct BenchImportArgs {
 ///
 /// Errors: [`Error::Io`] when the temp files cannot be written, [`Error::Store`] from the
 /// import.
-pub fn measure(args: &BenchImportArgs) -> Result<BenchImportReport> {
+pub fn measure(args: &BenchImportOptions) -> Result<BenchImportReport> {
     if args.files == 0 || args.kib == 0 {
         return Err(Error::InvalidArgument(
             "--files and --kib must be at least 1".into(),
@@ -177,7 +175,7 @@ pub fn measure(args: &BenchImportArgs) -> Result<BenchImportReport> {
 /// [`measure`], rendered as text or JSON.
 ///
 /// Errors: as [`measure`].
-pub fn run(args: &BenchImportArgs) -> Result<String> {
+pub fn run(args: &BenchImportOptions) -> Result<String> {
     let r = measure(args)?;
     if args.json {
         return serde_json::to_string_pretty(&r)

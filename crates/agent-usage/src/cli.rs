@@ -2,7 +2,7 @@
 //! agents' transcripts, then report from the store (text tables or `--json`), in the
 //! user's time zone unless `--timezone` names another (see [`crate::zone`]).
 
-use crate::bench::BenchImportArgs;
+use crate::bench::BenchImportOptions;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -33,6 +33,30 @@ pub enum UsageCmd {
     /// Generate 2,000 synthetic Codex rollouts (~160 MB) in a temp dir, import them twice
     /// into a temp database and print both times beside their targets.
     BenchImport(BenchImportArgs),
+}
+
+/// Options of `usage bench-import` (see [`BenchImportOptions`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchImportArgs {
+    /// Number of rollouts.
+    #[arg(long, default_value_t = 2000)]
+    pub files: usize,
+    /// Approximate size of each rollout in KiB (2,000 × 80 KiB ≈ 160 MB).
+    #[arg(long, default_value_t = 80)]
+    pub kib: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl From<&BenchImportArgs> for BenchImportOptions {
+    fn from(a: &BenchImportArgs) -> Self {
+        Self {
+            files: a.files,
+            kib: a.kib,
+            json: a.json,
+        }
+    }
 }
 
 /// Options of every report.
@@ -170,7 +194,7 @@ pub fn run(
         UsageCmd::Monthly(a) => (a, "monthly"),
         UsageCmd::Sessions(a) => (a, "sessions"),
         UsageCmd::Blocks(a) => (a, "blocks"),
-        UsageCmd::BenchImport(a) => return super::bench::run(a),
+        UsageCmd::BenchImport(a) => return super::bench::run(&BenchImportOptions::from(a)),
     };
     let zone = args.zone()?;
     let f = args.filter(&zone)?;

@@ -29,7 +29,7 @@ use codex_free_store::{AgentUsageRow, TokenCounts};
 pub const BLOCK_MS: i64 = 5 * 3_600_000;
 
 /// Bucket size of a period report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Granularity {
     /// Calendar day of the report's zone, `2026-11-29`.

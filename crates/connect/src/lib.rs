@@ -84,7 +84,7 @@ pub const RECORDS_DIR: &str = "connect";
 pub const TOKEN_ENV: &str = "CODEX_FREE_TOKEN";
 
 /// A client `connect` knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Client {
     /// Codex CLI.

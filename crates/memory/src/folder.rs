@@ -2,7 +2,7 @@
 //! `MEMORY.md`, `memory_summary.md`, `raw_memories.md`, `rollout_summaries/<stem>.md`,
 //! `ad_hoc_notes/`, `skills/`. Every successful consolidation is one commit whose message
 //! says what changed; history, diffs and rollback are library calls here, mounted by the
-//! CLI as `codex-free memories history | diff [REV] | rollback REV` ([`MemoryHistoryCmd`]).
+//! CLI as `codex-free memories history | diff [REV] | rollback REV` ([`crate::cli::MemoryHistoryCmd`]).
 //!
 //! Hidden names (`.git`, editors' swap files, atomic-write temp files) are excluded through
 //! `.git/info/exclude` and symbolic links are never staged, so a commit only ever holds the
@@ -989,28 +989,6 @@ pub(crate) fn remove_untracked_leftovers(root: &Path, repo: &Repository) -> Resu
         Ok(())
     }
     walk(root, "", head_tree.as_ref())
-}
-
-/// `codex-free memories history | diff [REV] | rollback REV` (mounted by the CLI).
-#[derive(Debug, Clone, clap::Subcommand)]
-pub enum MemoryHistoryCmd {
-    /// List the memory folder's commits, newest first.
-    History {
-        /// Most commits to show.
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
-    },
-    /// Show what a commit changed (default: uncommitted changes, else the last commit).
-    Diff {
-        /// A commit id (or prefix) from `history`, or a git rev such as HEAD~1.
-        rev: Option<String>,
-    },
-    /// Restore the memory folder as it was at REV, as a new commit (previous state kept in
-    /// a backup ref). Refuses while a phase-2 job runs.
-    Rollback {
-        /// A commit id (or prefix) from `history`, or a git rev such as HEAD~1.
-        rev: String,
-    },
 }
 
 #[cfg(test)]

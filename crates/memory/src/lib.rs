@@ -12,6 +12,7 @@
 pub mod approval;
 pub mod budget;
 pub mod citations;
+pub mod cli;
 pub mod folder;
 pub mod gate;
 pub mod jail;

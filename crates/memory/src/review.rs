@@ -30,23 +30,13 @@ pub const ACCEPTED_REF: &str = "refs/codex-free/review/accepted";
 pub const MAX_REVIEW_DIFF_BYTES: usize = 1 << 20;
 
 /// `memories review [accept|reject]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReviewAction {
     /// Serve the pending consolidation from now on.
     Accept,
     /// Restore the last accepted state as a new commit.
     Reject,
-}
-
-/// Arguments of `memories review`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ReviewArgs {
-    /// accept | reject; without it, show the pending diff.
-    pub action: Option<ReviewAction>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// The review queue as the CLI and the UI show it.

@@ -100,17 +100,18 @@ pub async fn gate(
         });
     }
     let mode = ctx.config.approval_mode();
-    if mode == ApprovalMode::Off {
-        return Ok(Gate::Send(req));
-    }
     let project = project_of(claim.thread.cwd.as_deref());
     let reason = {
-        let (store, source, project) = (
-            ctx.store.clone(),
-            claim.thread.source.clone(),
-            project.clone(),
-        );
-        blocking(move || wait_reason(&store, mode, &source, &project)).await?
+        let (store, t, project) = (ctx.store.clone(), claim.thread.clone(), project.clone());
+        blocking(move || {
+            let why = wait_reason(&store, mode, &t.source, &project)?;
+            if why.is_none() {
+                // A request still waiting from before is sent fresh now.
+                store.supersede_waiting(&t.id, PHASE1)?;
+            }
+            Ok(why)
+        })
+        .await?
     };
     let Some(reason) = reason else {
         return Ok(Gate::Send(req));

@@ -12,6 +12,7 @@ pub mod alerts;
 pub mod approval;
 pub mod cli;
 pub mod forecast;
+mod json_answer;
 pub mod phase1;
 pub mod phase2;
 pub mod run_log;

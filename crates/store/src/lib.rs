@@ -182,6 +182,19 @@ impl Store {
         self.clock.now()
     }
 
+    /// A consistent copy of the whole database at `path` (`VACUUM INTO`; `path` must not
+    /// exist): what a dry run works on so the real file is not touched.
+    ///
+    /// Errors: [`Error::Store`] when the copy cannot be written.
+    pub fn copy_to(&self, path: &Path) -> Result<()> {
+        let c = self.conn();
+        c.execute("VACUUM INTO ?1", [path.to_string_lossy().as_ref()])
+            .map_err(|e| {
+                Error::Store(format!("copying the database to {}: {e}", path.display()))
+            })?;
+        Ok(())
+    }
+
     /// The schema version (`PRAGMA user_version`).
     pub fn schema_version(&self) -> Result<u32> {
         let c = self.conn();

@@ -368,6 +368,24 @@ impl Store {
         Ok(q)
     }
 
+    /// Drop the waiting request of a session and phase (it is about to be sent fresh: its
+    /// project/agent became known, was always allowed, or approval was turned off).
+    /// Returns whether one was waiting.
+    ///
+    /// Errors: [`Error::Store`] on database failure.
+    pub fn supersede_waiting(&self, thread_id: &str, phase: &str) -> Result<bool> {
+        let now = self.now();
+        let c = self.conn();
+        let n = c
+            .execute(
+                "UPDATE outgoing_queue SET status = 'superseded', decided_at = ?3
+                 WHERE thread_id = ?1 AND phase = ?2 AND status = 'waiting'",
+                params![thread_id, phase, now],
+            )
+            .map_err(db_err)?;
+        Ok(n > 0)
+    }
+
     /// Record how an approved request's send ended: `sent`, or `failed` with `error` (the
     /// gate or the cap refused it at send time, or the provider failed).
     ///

@@ -8,6 +8,7 @@
 //! transcript text leaves [`render`] unredacted. The only notify importer.
 
 pub mod bench;
+pub mod cli;
 pub mod compact;
 pub mod discover;
 pub mod render;

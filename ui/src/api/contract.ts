@@ -17,6 +17,8 @@ import type {
   KeyStatus,
   SentRequest,
   MemoryView,
+  OutgoingView,
+  ForecastView,
   CommitDiff,
   HistoryView,
   MemoryFolders,
@@ -73,6 +75,17 @@ export interface Api {
   memoryReviewDecide(action: "accept" | "reject"): Promise<ReviewView>;
   /** The newest failed or refused tool calls of the audit trail. */
   refusals(limit?: number): Promise<RefusalsView>;
+  /** What the extraction backlog will cost (sessions, tokens, cost per model, month pace vs cap). */
+  forecast(): Promise<ForecastView>;
+  /** The approval queue (memories.approval): waiting requests with their sealed text. */
+  outgoingView(): Promise<OutgoingView>;
+  /** Approve one waiting request; `always` also always allows its project. */
+  outgoingApprove(id: string, always: boolean): Promise<ActionResult>;
+  outgoingApproveAll(): Promise<ActionResult>;
+  /** Deny one: never sent, its session's memory turned off. */
+  outgoingDeny(id: string): Promise<ActionResult>;
+  /** Always allow a project (or take it back). */
+  outgoingAllow(project: string, allow: boolean): Promise<ActionResult>;
   pipelineRun(): Promise<ActionResult>;
   pipelinePause(): Promise<ActionResult>;
   pipelineResume(): Promise<ActionResult>;

@@ -100,6 +100,16 @@ export class HttpApi implements Api {
   memoryReview() { return this.call<W.ReviewView>("GET", "/api/memory/review"); }
   memoryReviewDecide(action: "accept" | "reject") { return this.call<W.ReviewView>("POST", `/api/memory/review/${action}`); }
   refusals(limit = 20) { return this.call<W.RefusalsView>("GET", `/api/audit/refusals?limit=${limit}`); }
+  forecast() { return this.call<W.ForecastView>("GET", "/api/forecast"); }
+  outgoingView() { return this.call<W.OutgoingView>("GET", "/api/outgoing"); }
+  outgoingApprove(id: string, always: boolean) {
+    return this.call<W.ActionResult>("POST", `/api/outgoing/${encodeURIComponent(id)}/approve`, { always });
+  }
+  outgoingApproveAll() { return this.call<W.ActionResult>("POST", "/api/outgoing/approve-all", { always: false }); }
+  outgoingDeny(id: string) { return this.call<W.ActionResult>("POST", `/api/outgoing/${encodeURIComponent(id)}/deny`); }
+  outgoingAllow(project: string, allow: boolean) {
+    return this.call<W.ActionResult>("POST", "/api/outgoing/allow", { project, allow });
+  }
   pipelineRun() { return this.call<W.ActionResult>("POST", "/api/pipeline/run"); }
   pipelinePause() { return this.call<W.ActionResult>("POST", "/api/pipeline/pause"); }
   pipelineResume() { return this.call<W.ActionResult>("POST", "/api/pipeline/resume"); }

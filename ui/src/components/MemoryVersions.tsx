@@ -39,6 +39,11 @@ export function MemoryVersions({ state }: { state: VersionsState }) {
           Restart pending: {state.pending_restart}
         </p>
       )}
+      {state.caveats.map((c, i) => (
+        <p class="muted small" key={i} data-testid="memory-versions-caveat">
+          {c}
+        </p>
+      ))}
       <table class="table">
         <thead>
           <tr>

@@ -3,7 +3,7 @@ import { api, toFailure } from "../api";
 import type { ActionResult, Api, ApiFailure, Fix } from "../api";
 import { useLoad } from "../hooks";
 import { Badge, Card, ErrorBox, Gauge } from "../components/ui";
-import { formatBytes, formatTime, formatUsd } from "../format";
+import { formatBytes, formatInt, formatTime, formatTokens, formatUsd } from "../format";
 
 const REFRESH_MS = 5000;
 
@@ -51,6 +51,50 @@ function Diagnostics() {
       <p class="muted small">For a bug report: versions, OS, key store, sandbox, clients and the last runs. Never keys or tokens.</p>
       {note && <p class="small" data-testid="diagnostics-note">{note}</p>}
       {text && <pre class="content" data-testid="diagnostics-text">{text}</pre>}
+    </Card>
+  );
+}
+
+/** What the extraction backlog will cost before anything is sent (`/api/forecast`, the
+ * same figures as `codex-free memories forecast`). Loaded once: it renders every waiting
+ * session. */
+function ForecastCard() {
+  const { data: f, error, reload } = useLoad((a) => a.forecast());
+  return (
+    <Card title="Backlog forecast" testid="card-forecast" actions={<button onClick={() => void reload()}>Recount</button>}>
+      <ErrorBox error={error} />
+      {!f && !error && <p class="muted">Counting the waiting sessions…</p>}
+      {f && (
+        <>
+          <p data-testid="forecast-summary">
+            {formatInt(f.sessions)} session(s) waiting, ~{formatTokens(f.input_tokens)} input tokens
+            {f.excluded > 0 && <span class="muted"> ({f.excluded} excluded by memories.exclude_paths)</span>}
+          </p>
+          {f.sources.length > 0 && (
+            <p class="small muted">
+              {f.sources.map((s) => `${s.source}: ${formatInt(s.sessions)} (~${formatTokens(s.input_tokens)})`).join(" · ")}
+            </p>
+          )}
+          <table class="small" data-testid="forecast-models">
+            <tbody>
+              {f.models.map((m) => (
+                <tr key={m.model}>
+                  <td>
+                    <code>{m.model}</code>
+                    {m.configured && <span class="muted"> (configured)</span>}
+                  </td>
+                  <td>{m.cost_usd === null ? "price unknown" : formatUsd(m.cost_usd)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <p class="small" data-testid="forecast-month">
+            This month at its pace: {formatUsd(f.month_projected_usd)} (spent {formatUsd(f.month_spent_usd)})
+            {f.cap_usd !== null && ` against a cap of ${formatUsd(f.cap_usd)}`}
+          </p>
+          {f.cap_usd !== null && <Gauge value={f.month_projected_usd} max={f.cap_usd} label={`${formatUsd(f.month_projected_usd)} of ${formatUsd(f.cap_usd)}`} />}
+        </>
+      )}
     </Card>
   );
 }
@@ -173,6 +217,7 @@ export function Dashboard() {
           <p class="muted">{sp.unpriced_requests} request(s) this month have no known price (not counted).</p>
         )}
       </Card>
+      <ForecastCard />
       <Card title="Command sandbox" testid="card-sandbox">
         <p>
           <Badge kind={s.sandbox.enforced ? "running" : "error"}>{s.sandbox.enforced ? s.sandbox.mechanism : "off"}</Badge>

@@ -31,34 +31,9 @@ impl Extraction {
 ///
 /// Errors: [`Error::Provider`] naming what is wrong (not JSON, missing/extra key, type).
 pub fn parse_extraction(text: &str) -> Result<Extraction> {
-    let t = text.trim();
-    let t = t
-        .strip_prefix("```json")
-        .or_else(|| t.strip_prefix("```"))
-        .and_then(|r| r.trim_end().strip_suffix("```"))
-        .map(str::trim)
-        .unwrap_or(t);
-    let v: Value =
-        serde_json::from_str(t).map_err(|e| Error::Provider(format!("answer is not JSON: {e}")))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| Error::Provider("answer is not a JSON object".into()))?;
-    for k in obj.keys() {
-        if !["rollout_summary", "rollout_slug", "raw_memory"].contains(&k.as_str()) {
-            return Err(Error::Provider(format!(
-                "answer has unexpected key \"{k}\""
-            )));
-        }
-    }
-    let string = |k: &str| -> Result<String> {
-        match obj.get(k) {
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(_) => Err(Error::Provider(format!(
-                "answer key \"{k}\" must be a string"
-            ))),
-            None => Err(Error::Provider(format!("answer lacks key \"{k}\""))),
-        }
-    };
+    let obj =
+        crate::json_answer::object(text, &["rollout_summary", "rollout_slug", "raw_memory"], "")?;
+    let string = |k: &str| crate::json_answer::string(&obj, k).map(str::to_string);
     let rollout_summary = string("rollout_summary")?;
     let raw_memory = string("raw_memory")?;
     let rollout_slug = match obj.get("rollout_slug") {

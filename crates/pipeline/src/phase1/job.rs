@@ -14,6 +14,7 @@ use codex_free_store::{Stage1Claim, Stage1OutputInput, UsageRow};
 
 use super::request::{build_request, prepare_input};
 use super::runner::{JobEnd, Shared};
+use crate::approval::Gate;
 
 /// Hold the worst-case cost of `req` (every input token uncached, the full output cap)
 /// against the monthly cap, beside what is spent and what other requests in flight hold.
@@ -130,6 +131,26 @@ pub(super) async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
         }
     }
     let req = build_request(ctx, &claim.thread, &rendered);
+    // The approval queue (memories.approval): an approved request goes out exactly as
+    // stored; one that must wait is queued sealed, and nothing is sent or held against the
+    // cap for it.
+    let (req, approved) = match crate::approval::gate(ctx, &claim, req, &redactions).await? {
+        Gate::Send(req) => (req, None),
+        Gate::Approved(b) => {
+            let (q, req) = *b;
+            (req, Some(q))
+        }
+        Gate::Waiting(id) => {
+            release(
+                sh,
+                claim,
+                format!("waiting for approval: codex-free memories approve {id}"),
+            )
+            .await?;
+            return Ok(JobEnd::Waiting);
+        }
+        Gate::Refused(why) => return fail(sh, claim, why).await,
+    };
     let reserved = match reserve(sh, &req).await? {
         Ok(r) => r,
         Err(why) => {
@@ -149,8 +170,19 @@ pub(super) async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
         &ctx.cancel,
     )
     .await;
-    let receipt = sent.map(|(r, bytes)| {
+    let receipt = sent.map(|(mut r, bytes)| {
         crate::sent::keep(&ctx.home, ctx.config.keep_sent_days, &r.sha256, &bytes);
+        if let Some(q) = &approved {
+            // The stored bytes were redacted when queued; their counts are the request's.
+            r.redactions = q
+                .redactions
+                .iter()
+                .map(|(k, v)| (k.clone(), (*v).max(0) as u64))
+                .collect();
+            if r.sha256 != q.sha256 {
+                tracing::warn!(id = %q.id, "approved request left with other bytes than queued");
+            }
+        }
         r
     });
     let duration_ms = started.elapsed().as_millis() as i64;
@@ -216,6 +248,25 @@ pub(super) async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
             return fail(sh, claim, e.to_string()).await;
         }
     };
+    let mut claim = claim;
+    if let Some(q) = approved {
+        let store = ctx.store.clone();
+        let rewind = q.source_updated_at < claim.source_updated_at;
+        let (c, wm) = (claim.clone(), q.source_updated_at);
+        blocking(move || {
+            store.finish_queued(&q.id, None)?;
+            // Built from an older state of the session: what came later is extracted (and
+            // approved) on its own.
+            if rewind {
+                store.rewind_stage1_claim(&c, wm)?;
+            }
+            Ok(())
+        })
+        .await?;
+        if rewind {
+            claim.source_updated_at = wm;
+        }
+    }
     let u = completion.usage;
     row.attempts = i64::from(completion.attempts);
     row.tokens = u.counts();

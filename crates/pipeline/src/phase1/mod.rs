@@ -165,7 +165,8 @@ pub struct Phase1Ctx {
 pub struct RunReport {
     /// `runs.id`; `None` when nothing was claimed (no run recorded).
     pub run_id: Option<String>,
-    /// Counts and outcome (`ok`, `failed`, `cancelled`, `spend_cap`, `disabled`, `idle`).
+    /// Counts and outcome (`ok`, `failed`, `cancelled`, `spend_cap`, `disabled`, `idle`,
+    /// `waiting`: every claim waits for approval).
     pub summary: RunSummary,
     /// Token totals.
     pub usage: TokenUsage,
@@ -180,6 +181,9 @@ pub struct RunReport {
     /// The provider rejected the key (HTTP 401/403): the run stopped, and the user must
     /// replace the key before any later run can succeed.
     pub key_rejected: bool,
+    /// Claims released unsent because their request waits in the approval queue
+    /// (`memories.approval`; counted in `summary.released` too).
+    pub waiting: usize,
 }
 
 /// Input budget for the rendered rollout: 70% of the context window (or

@@ -39,13 +39,12 @@ pub(super) async fn prepare_input(
     .await
 }
 
+/// The request for `t`: V1's one message with the rendered rollout, or V2's evidence in
+/// chunks ([`crate::v2::evidence::chunks`]).
 pub(super) fn build_request(ctx: &Phase1Ctx, t: &ThreadRow, rendered: &str) -> CompletionRequest {
-    if ctx.version == MemoryVersion::V2 {
-        return build_request_v2(ctx, t, rendered);
-    }
     let updated = crate::run_log::iso(t.updated_at);
-    let header = format!(
-        "Session {id} ({source}), last active {updated}{cwd}.\n\n<session>\n",
+    let session = format!(
+        "Session {id} ({source}), last active {updated}{cwd}",
         id = t.id,
         source = t.source,
         cwd = t
@@ -54,59 +53,42 @@ pub(super) fn build_request(ctx: &Phase1Ctx, t: &ThreadRow, rendered: &str) -> C
             .map(|c| format!(", working directory {c}"))
             .unwrap_or_default()
     );
+    let (system, messages, schema_name, schema) = match ctx.version {
+        MemoryVersion::V1 => (
+            SYSTEM_PROMPT,
+            vec![Message::User(format!(
+                "{session}.\n\n<session>\n{rendered}\n</session>\n\nReturn the JSON object now."
+            ))],
+            "stage1_memory",
+            output_schema(),
+        ),
+        MemoryVersion::V2 => {
+            let chunks = crate::v2::evidence::chunks(rendered);
+            let mut messages = vec![Message::User(format!(
+                "{session}. Its evidence follows in {} message(s).",
+                chunks.len()
+            ))];
+            messages.extend(chunks.into_iter().map(|c| Message::User(c.to_string())));
+            messages.push(Message::User("Return the JSON object now.".into()));
+            (
+                SYSTEM_PROMPT_V2,
+                messages,
+                "stage1_summary_v2",
+                crate::v2::output::output_schema(),
+            )
+        }
+    };
     let max_out = ctx
         .model
         .max_output_tokens
         .map(|m| m.min(MAX_OUTPUT_TOKENS))
         .unwrap_or(MAX_OUTPUT_TOKENS);
     CompletionRequest {
-        system: SYSTEM_PROMPT.into(),
-        messages: vec![Message::User(format!(
-            "{header}{rendered}\n</session>\n\nReturn the JSON object now."
-        ))],
-        response_schema: Some(JsonSchemaSpec {
-            name: "stage1_memory".into(),
-            schema: output_schema(),
-        }),
-        tools: Vec::new(),
-        reasoning_effort: ctx
-            .model
-            .reasoning
-            .then(|| ctx.config.extract_thinking.clone()),
-        max_output_tokens: Some(max_out as u32),
-    }
-}
-
-fn build_request_v2(ctx: &Phase1Ctx, t: &ThreadRow, evidence: &str) -> CompletionRequest {
-    let updated = crate::run_log::iso(t.updated_at);
-    let mut messages = vec![Message::User(format!(
-        "Session {id} ({source}), last active {updated}{cwd}. Its evidence follows in {n} message(s).",
-        id = t.id,
-        source = t.source,
-        cwd = t
-            .cwd
-            .as_deref()
-            .map(|c| format!(", working directory {c}"))
-            .unwrap_or_default(),
-        n = crate::v2::evidence::chunks(evidence).len()
-    ))];
-    messages.extend(
-        crate::v2::evidence::chunks(evidence)
-            .into_iter()
-            .map(|c| Message::User(c.to_string())),
-    );
-    messages.push(Message::User("Return the JSON object now.".into()));
-    let max_out = ctx
-        .model
-        .max_output_tokens
-        .map(|m| m.min(MAX_OUTPUT_TOKENS))
-        .unwrap_or(MAX_OUTPUT_TOKENS);
-    CompletionRequest {
-        system: SYSTEM_PROMPT_V2.into(),
+        system: system.into(),
         messages,
         response_schema: Some(JsonSchemaSpec {
-            name: "stage1_summary_v2".into(),
-            schema: crate::v2::output::output_schema(),
+            name: schema_name.into(),
+            schema,
         }),
         tools: Vec::new(),
         reasoning_effort: ctx

@@ -48,6 +48,8 @@ pub(super) enum JobEnd {
     NoOutput,
     Failed,
     Released,
+    /// Released unsent: the request waits in the approval queue.
+    Waiting,
 }
 
 /// Run phase 1 once. Never panics on provider or input trouble: those end as failed or
@@ -151,12 +153,17 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         ..Default::default()
     };
     let mut first_err = None;
+    let mut waiting = 0;
     while let Some(joined) = set.join_next().await {
         match joined {
             Ok(Ok(JobEnd::WithOutput)) => summary.with_output += 1,
             Ok(Ok(JobEnd::NoOutput)) => summary.no_output += 1,
             Ok(Ok(JobEnd::Failed)) => summary.failed += 1,
             Ok(Ok(JobEnd::Released)) => summary.released += 1,
+            Ok(Ok(JobEnd::Waiting)) => {
+                summary.released += 1;
+                waiting += 1;
+            }
             Ok(Err(e)) => {
                 summary.failed += 1;
                 first_err.get_or_insert(e);
@@ -194,6 +201,13 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
                 )),
             )
         }
+        // Every claim waits for approval: nothing was sent.
+        (None, None) if waiting > 0 && waiting == summary.claimed as usize => (
+            "waiting".into(),
+            Some(format!(
+                "{waiting} request(s) wait for approval (memories.approval); nothing was sent: codex-free memories outgoing"
+            )),
+        ),
         (None, None) => ("ok".into(), None),
     };
     // 5. Close the run and log it.
@@ -250,6 +264,7 @@ pub async fn run(ctx: Phase1Ctx) -> Result<RunReport> {
         scanned,
         log_line: Some(line),
         key_rejected,
+        waiting,
     })
 }
 

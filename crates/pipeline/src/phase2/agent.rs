@@ -84,6 +84,9 @@ pub struct ModelReply {
     pub tool_calls: Vec<ToolCall>,
     /// Usage of this request.
     pub usage: TokenUsage,
+    /// What the request carried (hash, size, redactions by rule), when it went through
+    /// the outgoing gate (`None` from models that send nothing, e.g. tests' scripted ones).
+    pub receipt: Option<codex_free_models::outgoing::Receipt>,
 }
 
 /// One request to the model.
@@ -216,6 +219,8 @@ pub struct TurnRecord {
     pub outcome: &'static str,
     /// The error text when it failed.
     pub error: Option<String>,
+    /// The request's receipt (what left), when it was sent.
+    pub receipt: Option<codex_free_models::outgoing::Receipt>,
 }
 
 /// Receives every request's accounting as it happens.
@@ -405,6 +410,7 @@ async fn tool_loop(
                     duration_ms,
                     outcome: "ok",
                     error: None,
+                    receipt: r.receipt.clone(),
                 });
                 r
             }
@@ -416,6 +422,7 @@ async fn tool_loop(
                     duration_ms,
                     outcome: "error",
                     error: Some(e.to_string()),
+                    receipt: None,
                 });
                 return Err(e);
             }
@@ -486,6 +493,7 @@ pub(crate) mod tests {
 
     pub(crate) fn reply(calls: Vec<ToolCall>) -> ModelReply {
         ModelReply {
+            receipt: None,
             content: String::new(),
             tool_calls: calls,
             usage: TokenUsage {

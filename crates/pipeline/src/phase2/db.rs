@@ -74,7 +74,18 @@ impl Phase2Store for Phase2Db {
                 "failed".into()
             },
             error: rec.error.clone(),
-            ..Default::default()
+            sent_sha256: rec.receipt.as_ref().map(|r| r.sha256.clone()),
+            sent_bytes: rec.receipt.as_ref().map(|r| r.bytes as i64),
+            redactions: rec
+                .receipt
+                .as_ref()
+                .map(|r| {
+                    r.redactions
+                        .iter()
+                        .map(|(k, v)| (k.clone(), *v as i64))
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
     fn spend_blocked(&self) -> Result<Option<String>> {
@@ -163,11 +174,23 @@ mod tests {
                 duration_ms: 5,
                 outcome: "ok",
                 error: None,
+                receipt: Some(codex_free_models::outgoing::Receipt {
+                    sha256: "ab".repeat(32),
+                    bytes: 1234,
+                    redactions: [("provider_key".to_string(), 2)].into_iter().collect(),
+                }),
             },
         )
         .unwrap();
         let rows = db.store.run_usage(&run).unwrap();
         assert_eq!(rows[0].tokens.cache_write_tokens, 600);
         assert_eq!(rows[0].cost_usd, Some(price.cost(&usage)));
+        // The phase-2 request's receipt is stored with its usage row, as phase 1's.
+        assert_eq!(
+            rows[0].sent_sha256.as_deref(),
+            Some("ab".repeat(32).as_str())
+        );
+        assert_eq!(rows[0].sent_bytes, Some(1234));
+        assert_eq!(rows[0].redactions.get("provider_key"), Some(&2));
     }
 }

@@ -9,11 +9,11 @@ use super::*;
 /// ([`gate::check_texts`]): an old over-budget commit is never served again.
 pub fn history_command(
     home: &Path,
-    cmd: &folder::MemoryHistoryCmd,
+    cmd: &codex_free_memory::cli::MemoryHistoryCmd,
     store: &dyn Phase2Store,
     budget: &budget::ArtifactBudget,
 ) -> Result<String> {
-    use folder::MemoryHistoryCmd as C;
+    use codex_free_memory::cli::MemoryHistoryCmd as C;
     let Some(f) = MemoryFolder::open(home)? else {
         return Ok(format!(
             "No memory folder yet at {}.\n",

@@ -27,6 +27,7 @@ pub mod db;
 mod driver;
 mod history;
 pub mod model;
+pub mod preview;
 pub mod prompt;
 pub mod v2;
 
@@ -1196,7 +1197,7 @@ mod tests {
         )
         .unwrap();
         let b = budget::ArtifactBudget::default();
-        let cmd = folder::MemoryHistoryCmd::Rollback {
+        let cmd = codex_free_memory::cli::MemoryHistoryCmd::Rollback {
             rev: bad.to_string(),
         };
         let e = history_command(home.path(), &cmd, &store, &b).unwrap_err();
@@ -1207,7 +1208,7 @@ mod tests {
         );
         // The good first commit can still be restored.
         let first = f.history(5).unwrap().last().unwrap().id.clone();
-        let cmd = folder::MemoryHistoryCmd::Rollback { rev: first };
+        let cmd = codex_free_memory::cli::MemoryHistoryCmd::Rollback { rev: first };
         history_command(home.path(), &cmd, &store, &b).unwrap();
     }
 

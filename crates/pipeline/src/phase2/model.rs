@@ -34,6 +34,10 @@ pub struct ProviderModel {
     pub context_window: Option<u64>,
     /// Cancels requests in flight.
     pub cancel: CancellationToken,
+    /// State home (where `memories.keep_sent_days` keeps the sealed bytes).
+    pub home: std::path::PathBuf,
+    /// `memories.keep_sent_days`.
+    pub keep_sent_days: u32,
 }
 
 impl ConsolidationModel for ProviderModel {
@@ -46,52 +50,23 @@ impl ConsolidationModel for ProviderModel {
     }
 
     fn complete<'a>(&'a self, req: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        let mut system = Vec::new();
-        let mut messages = Vec::new();
-        for m in req.messages {
-            match m.role {
-                Role::System => system.push(m.content.clone()),
-                Role::User => messages.push(Message::User(m.content.clone())),
-                Role::Assistant => messages.push(Message::Assistant {
-                    content: m.content.clone(),
-                    tool_calls: m
-                        .tool_calls
-                        .iter()
-                        .map(|c| providers::ToolCall {
-                            id: c.id.clone(),
-                            name: c.name.clone(),
-                            arguments: serde_json::from_str(&c.arguments)
-                                .unwrap_or_else(|_| serde_json::Value::String(c.arguments.clone())),
-                        })
-                        .collect(),
-                }),
-                Role::Tool => messages.push(Message::Tool {
-                    call_id: m.tool_call_id.clone().unwrap_or_default(),
-                    content: m.content.clone(),
-                }),
-            }
-        }
-        let creq = CompletionRequest {
-            system: system.join("\n\n"),
-            messages,
-            response_schema: None,
-            tools: req
-                .tools
-                .iter()
-                .map(|t| providers::ToolSpec {
-                    name: t.name.clone(),
-                    description: t.description.clone(),
-                    parameters: t.parameters.clone(),
-                })
-                .collect(),
-            reasoning_effort: self.reasoning.then(|| req.reasoning_effort.to_string()),
-            max_output_tokens: self.max_output_tokens,
-        };
+        let creq = to_completion(req, self.reasoning, self.max_output_tokens);
         Box::pin(async move {
-            let c = outgoing::send(&*self.client, self.context_window, creq, &self.cancel)
-                .await
-                .map_err(Error::from)?;
+            let (sent, res) = outgoing::send_receipted(
+                &*self.client,
+                self.context_window,
+                creq,
+                &codex_free_redact::Tally::new(),
+                &self.cancel,
+            )
+            .await;
+            let receipt = sent.map(|(r, bytes)| {
+                crate::sent::keep(&self.home, self.keep_sent_days, &r.sha256, &bytes);
+                r
+            });
+            let c = res.map_err(Error::from)?;
             Ok(ModelReply {
+                receipt,
                 content: c.content,
                 tool_calls: c
                     .tool_calls
@@ -108,6 +83,56 @@ impl ConsolidationModel for ProviderModel {
                 usage: c.usage,
             })
         })
+    }
+}
+
+/// The provider request of one agent turn (what [`ProviderModel`] seals and sends, and what
+/// the consolidation preview seals without sending).
+pub(crate) fn to_completion(
+    req: ModelRequest<'_>,
+    reasoning: bool,
+    max_output_tokens: Option<u32>,
+) -> CompletionRequest {
+    let mut system = Vec::new();
+    let mut messages = Vec::new();
+    for m in req.messages {
+        match m.role {
+            Role::System => system.push(m.content.clone()),
+            Role::User => messages.push(Message::User(m.content.clone())),
+            Role::Assistant => messages.push(Message::Assistant {
+                content: m.content.clone(),
+                tool_calls: m
+                    .tool_calls
+                    .iter()
+                    .map(|c| providers::ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: serde_json::from_str(&c.arguments)
+                            .unwrap_or_else(|_| serde_json::Value::String(c.arguments.clone())),
+                    })
+                    .collect(),
+            }),
+            Role::Tool => messages.push(Message::Tool {
+                call_id: m.tool_call_id.clone().unwrap_or_default(),
+                content: m.content.clone(),
+            }),
+        }
+    }
+    CompletionRequest {
+        system: system.join("\n\n"),
+        messages,
+        response_schema: None,
+        tools: req
+            .tools
+            .iter()
+            .map(|t| providers::ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+            })
+            .collect(),
+        reasoning_effort: reasoning.then(|| req.reasoning_effort.to_string()),
+        max_output_tokens,
     }
 }
 
@@ -188,6 +213,8 @@ pub async fn run_version_with_store(
                 max_output_tokens: None,
                 context_window: r.context_window,
                 cancel: cancel.clone(),
+                home: home.to_path_buf(),
+                keep_sent_days: m.keep_sent_days,
             }),
             r.price,
             None,
@@ -225,7 +252,7 @@ pub async fn run_version_with_store(
 /// [`Error::InvalidArgument`] for an unknown revision; database and git errors.
 pub fn history_command_in_home(
     home: &Path,
-    cmd: &codex_free_memory::folder::MemoryHistoryCmd,
+    cmd: &codex_free_memory::cli::MemoryHistoryCmd,
     budget: &codex_free_memory::budget::ArtifactBudget,
 ) -> Result<String> {
     let store = Store::open_in_home(home)?;

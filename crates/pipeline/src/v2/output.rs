@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use codex_free_core::{Error, Result};
+use codex_free_core::Result;
 
 use super::evidence::truncate_middle;
 
@@ -50,35 +50,12 @@ impl SummaryOutput {
 /// Errors: [`Error::Provider`] naming the problem: not JSON, not an object, a missing key,
 /// a key that is not a string, or an extra key (`raw_memory` included).
 pub fn parse(text: &str, redact: &dyn Fn(&str) -> String) -> Result<SummaryOutput> {
-    let t = text.trim();
-    let t = t
-        .strip_prefix("```json")
-        .or_else(|| t.strip_prefix("```"))
-        .and_then(|r| r.trim_end().strip_suffix("```"))
-        .map(str::trim)
-        .unwrap_or(t);
-    let v: Value =
-        serde_json::from_str(t).map_err(|e| Error::Provider(format!("answer is not JSON: {e}")))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| Error::Provider("answer is not a JSON object".into()))?;
-    if let Some(k) = obj
-        .keys()
-        .find(|k| !["rollout_summary", "rollout_slug"].contains(&k.as_str()))
-    {
-        return Err(Error::Provider(format!(
-            "answer has unexpected key \"{k}\" (the v2 answer is rollout_summary and rollout_slug only)"
-        )));
-    }
-    let string = |k: &str| -> Result<&str> {
-        match obj.get(k) {
-            Some(Value::String(s)) => Ok(s),
-            Some(_) => Err(Error::Provider(format!(
-                "answer key \"{k}\" must be a string"
-            ))),
-            None => Err(Error::Provider(format!("answer lacks key \"{k}\""))),
-        }
-    };
+    let obj = crate::json_answer::object(
+        text,
+        &["rollout_summary", "rollout_slug"],
+        " (the v2 answer is rollout_summary and rollout_slug only)",
+    )?;
+    let string = |k: &str| crate::json_answer::string(&obj, k);
     let summary = truncate_middle(&redact(string("rollout_summary")?), SUMMARY_MAX_BYTES);
     let slug = codex_free_memory::select::normalise_slug(&redact(string("rollout_slug")?));
     Ok(SummaryOutput {

@@ -26,6 +26,9 @@ pub struct VersionsState {
     pub pending_restart: Option<String>,
     /// V1 then V2.
     pub versions: Vec<VersionState>,
+    /// What does not cover V2 while its pipeline runs: review before use and git sync work
+    /// on V1's folder only, so each configured one that V2 escapes is named here.
+    pub caveats: Vec<String>,
 }
 
 /// One memory version.
@@ -119,15 +122,24 @@ pub fn versions_state(
     let (next, next_dual) = (file.memories.active_version(), file.memories.dual_write);
     let pending_restart = (next != served || next_dual != running.memories.dual_write).then(|| {
         format!(
-            "the config file sets memories.version = {next}{}; it applies at the next start (serving {served} until then)",
-            if next_dual { " with dual_write" } else { "" }
+            "the config file sets memories.version = {next}, dual_write = {next_dual}; it applies at the next start (serving {served} until then)"
         )
     });
+    let mut caveats = Vec::new();
+    if written.contains(&MemoryVersion::V2) {
+        if running.memories.review {
+            caveats.push("memories.review holds V1 consolidations only: V2's summary is used as soon as it passes its checks".to_string());
+        }
+        if running.memories.sync.remote.is_some() {
+            caveats.push("memories.sync.remote shares memories/ (V1) only: memories_v2/ stays on this machine".to_string());
+        }
+    }
     Ok(VersionsState {
         served: served.as_str().into(),
         dual_write: running.memories.dual_write,
         pending_restart,
         versions,
+        caveats,
     })
 }
 
@@ -269,6 +281,55 @@ impl VersionsState {
         if let Some(p) = &self.pending_restart {
             s.push_str(&format!("  restart pending: {p}\n"));
         }
+        for c in &self.caveats {
+            s.push_str(&format!("  note: {c}\n"));
+        }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(extra: serde_json::Value) -> Config {
+        Config::parse(&serde_json::json!({ "memories": extra }).to_string())
+            .unwrap()
+            .0
+    }
+
+    /// An empty home: both versions listed, nothing created; review and sync are named as
+    /// not covering V2 only while V2's pipeline runs; a file that differs from the running
+    /// config is a pending restart.
+    #[test]
+    fn caveats_and_pending_restart_follow_the_running_config() {
+        let d = tempfile::tempdir().unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(codex_free_store::SystemClock);
+        let v1 = cfg(serde_json::json!({"review": true, "sync": {"remote": "/tmp/x.git"}}));
+        let st = versions_state(d.path(), &v1, &v1, clock.clone()).unwrap();
+        assert_eq!(st.served, "v1");
+        assert!(
+            st.caveats.is_empty() && st.pending_restart.is_none(),
+            "{st:?}"
+        );
+        assert_eq!(st.versions.len(), 2);
+        assert!(st.versions.iter().all(|v| !v.database_exists));
+        assert!(!d.path().join(codex_free_store::DB_FILE_V2).exists());
+        let dual = cfg(
+            serde_json::json!({"dual_write": true, "review": true, "sync": {"remote": "/tmp/x.git"}}),
+        );
+        let st = versions_state(d.path(), &dual, &v1, clock).unwrap();
+        assert_eq!(st.caveats.len(), 2, "{st:?}");
+        assert!(st.caveats[0].starts_with("memories.review holds V1 consolidations only"));
+        assert!(st.caveats[1].contains("memories_v2/ stays on this machine"));
+        assert_eq!(
+            st.pending_restart.as_deref(),
+            Some(
+                "the config file sets memories.version = v1, dual_write = false; it applies at the next start (serving v1 until then)"
+            )
+        );
+        let text = st.render();
+        assert!(text.contains("  v2: written, not served;"), "{text}");
+        assert!(text.contains("  note: memories.review holds"), "{text}");
     }
 }

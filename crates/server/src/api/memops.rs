@@ -15,7 +15,8 @@ use codex_free_core::Error;
 use codex_free_core::Result;
 use codex_free_hygiene::{self as hygiene, lint, tidy};
 use codex_free_memory::budget::ArtifactBudget;
-use codex_free_memory::folder::{MemoryFolder, MemoryHistoryCmd};
+use codex_free_memory::cli::MemoryHistoryCmd;
+use codex_free_memory::folder::MemoryFolder;
 use codex_free_memory::review;
 
 use super::ApiService;

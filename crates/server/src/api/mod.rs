@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod connect;
 pub mod csv;
 pub mod dto;
+pub mod forecast_view;
 pub mod hooks;
 pub mod http;
 pub mod memops;
@@ -715,11 +716,12 @@ impl ApiService {
     /// What the backlog will cost (`memories forecast`): no model call, no key needed.
     ///
     /// Errors: config, database or transcript errors.
-    pub fn forecast(&self) -> Result<codex_free_pipeline::forecast::Forecast> {
+    pub fn forecast(&self) -> Result<forecast_view::ForecastView> {
         let cfg = Config::load(&self.config_path())?.config;
         let store = codex_free_store::Store::open_in_home(&self.home)?;
         let input = codex_free_pipeline::transcript_input::TranscriptInput::from_env(&self.home);
         codex_free_pipeline::forecast::forecast_blocking(&store, &cfg.memories, &input)
+            .map(Into::into)
     }
 
     /// The kept sealed bytes of the request with receipt hash `sha256`
@@ -1247,6 +1249,7 @@ pub(crate) mod tests {
         MemoryActionRequest::export_all(&cfg).unwrap();
         codex_free_pipeline::v2::state::VersionsState::export_all(&cfg).unwrap();
         outgoing::OutgoingView::export_all(&cfg).unwrap();
+        forecast_view::ForecastView::export_all(&cfg).unwrap();
         outgoing::ApproveRequest::export_all(&cfg).unwrap();
         outgoing::AllowProjectRequest::export_all(&cfg).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(tmp.path())

@@ -22,4 +22,9 @@ pending_restart: string | null,
 /**
  * V1 then V2.
  */
-versions: Array<VersionState>, };
+versions: Array<VersionState>, 
+/**
+ * What does not cover V2 while its pipeline runs: review before use and git sync work
+ * on V1's folder only, so each configured one that V2 escapes is named here.
+ */
+caveats: Array<string>, };
