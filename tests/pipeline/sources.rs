@@ -331,7 +331,7 @@ fn pi_reads_only_the_active_branch() {
         .items
         .iter()
         .map(|i| match i {
-            Item::User { text } | Item::Assistant { text } => text.as_str(),
+            Item::User { text } | Item::Assistant { text, .. } => text.as_str(),
             _ => "",
         })
         .collect();
@@ -740,6 +740,7 @@ fn rendered_phase1_input_contains_no_planted_secret() {
         items.push(Item::User { text: text.clone() });
         items.push(Item::Assistant {
             text: format!("noted: {text}"),
+            commentary: false,
         });
         items.push(Item::ToolCall {
             call_id: id.clone(),

@@ -148,7 +148,7 @@ fn render_with(
 
     for (i, item) in rollout.items.iter().enumerate() {
         match item {
-            Item::User { text: t } | Item::Assistant { text: t } => {
+            Item::User { text: t } | Item::Assistant { text: t, .. } => {
                 let header = if matches!(item, Item::User { .. }) {
                     "[user]"
                 } else {
@@ -297,7 +297,10 @@ mod tests {
             Item::User {
                 text: "my key is sk-proj-abcdefghij0123456789XYZ".into(),
             },
-            Item::Assistant { text: "ok".into() },
+            Item::Assistant {
+                text: "ok".into(),
+                commentary: false,
+            },
             Item::ToolCall {
                 call_id: "c1".into(),
                 name: "exec".into(),
@@ -333,6 +336,7 @@ mod tests {
             },
             Item::Assistant {
                 text: "which branch?".into(),
+                commentary: false,
             },
             Item::ToolResult {
                 call_id: "c1".into(),
@@ -364,6 +368,7 @@ mod tests {
         }];
         for i in 0..400 {
             items.push(Item::Assistant {
+                commentary: false,
                 text: format!("step {i} {}", "word ".repeat(40)),
             });
         }

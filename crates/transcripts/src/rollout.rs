@@ -97,6 +97,11 @@ pub enum Item {
     Assistant {
         /// The message text, verbatim.
         text: String,
+        /// True when the source marks it as progress commentary written while the turn was
+        /// still working (Codex's `phase: "commentary"`) rather than the turn's final answer;
+        /// V2's phase 1 ranks the two apart. Absent (false) for sources without phases.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        commentary: bool,
     },
     /// The assistant invoked a tool.
     ToolCall {

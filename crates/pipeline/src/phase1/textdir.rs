@@ -116,6 +116,7 @@ impl RolloutInput for TextDirInput {
             } else if let Some(t) = line.strip_prefix("assistant:") {
                 Some(Item::Assistant {
                     text: t.trim_start().to_string(),
+                    commentary: false,
                 })
             } else {
                 line.strip_prefix("tool:").map(|t| Item::ToolResult {
@@ -131,7 +132,7 @@ impl RolloutInput for TextDirInput {
                     None,
                     Some(
                         Item::User { text }
-                        | Item::Assistant { text }
+                        | Item::Assistant { text, .. }
                         | Item::ToolResult { text, .. },
                     ),
                 ) => {

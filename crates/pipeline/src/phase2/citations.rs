@@ -33,7 +33,7 @@ pub fn record_citations(store: &dyn Phase2Store, text: &str) -> Result<usize> {
 pub fn cited_rollout_ids_in(rollout: &codex_free_transcripts::rollout::Rollout) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
     for item in &rollout.items {
-        if let codex_free_transcripts::rollout::Item::Assistant { text } = item {
+        if let codex_free_transcripts::rollout::Item::Assistant { text, .. } = item {
             for id in codex_free_memory::citations::cited_rollout_ids(text) {
                 if id != rollout.id && !ids.contains(&id) {
                     ids.push(id);

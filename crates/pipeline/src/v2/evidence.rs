@@ -170,9 +170,11 @@ pub fn rows(items: &[Item], redact: &dyn Fn(&str) -> String) -> Vec<Row> {
                 };
                 (tier, text.clone(), false)
             }
-            Item::Assistant { text } => {
+            Item::Assistant { text, commentary } => {
                 let tier = if from_other_agent(text) {
                     Tier::OtherAgent
+                } else if *commentary {
+                    Tier::Commentary
                 } else {
                     Tier::Final
                 };
@@ -343,8 +345,14 @@ mod tests {
         let big = "a".repeat(300);
         let items = [
             user("first ask"),
-            Item::Assistant { text: big.clone() },
-            Item::Assistant { text: big.clone() },
+            Item::Assistant {
+                text: big.clone(),
+                commentary: false,
+            },
+            Item::Assistant {
+                text: big.clone(),
+                commentary: false,
+            },
             user("second ask"),
         ];
         let rows = rows(&items, &plain);
@@ -465,6 +473,43 @@ mod tests {
         assert_eq!(tiers, [Tier::Human, Tier::OtherAgent, Tier::Context]);
         assert!(rows[0].text.contains("Assistant question: {\"questions\""));
         assert!(rows[0].text.contains("Human reply: {\"answers\""));
+    }
+
+    /// A Codex rollout's assistant messages carry `phase`: `commentary` rows rank below final
+    /// answers and other agents (upstream's tier order), a message without a phase is final.
+    #[test]
+    fn codex_commentary_is_its_own_tier() {
+        use codex_free_transcripts::rollout::Source;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rollout-2026-11-29T12-00-00-x.jsonl");
+        let msg = |phase: Option<&str>, text: &str| {
+            let mut p = serde_json::json!({"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": text}]});
+            if let Some(ph) = phase {
+                p["phase"] = ph.into();
+            }
+            serde_json::json!({"timestamp": "2026-11-29T12:00:01Z", "type": "response_item",
+                "payload": p})
+            .to_string()
+        };
+        let lines = [
+            serde_json::json!({"timestamp": "2026-11-29T12:00:00Z", "type": "session_meta",
+                "payload": {"id": "01a2275c-0000-7000-8000-000000000001",
+                "timestamp": "2026-11-29T12:00:00Z", "cwd": "/tmp/p"}})
+            .to_string(),
+            msg(Some("commentary"), "checking the tests first"),
+            msg(Some("final_answer"), "done: tests pass"),
+            msg(None, "older codex, no phase"),
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let rollout = codex_free_transcripts::sources::parse_file(&path, Source::Codex).unwrap();
+        let rows = rows(&rollout.items, &plain);
+        let tiers: Vec<Tier> = rows.iter().map(|r| r.tier).collect();
+        assert_eq!(tiers, [Tier::Commentary, Tier::Final, Tier::Final]);
+        // Room for the two final answers only: the commentary is the row left out.
+        let out = select(&rows, 40);
+        assert!(out.contains("done: tests pass"), "{out}");
+        assert!(!out.contains("checking the tests"), "{out}");
     }
 
     /// The middle cut keeps half the budget at each end on character boundaries and counts

@@ -176,6 +176,7 @@ fn assistant(
                 if !t.trim().is_empty() {
                     ctx.rollout.items.push(Item::Assistant {
                         text: t.to_string(),
+                        commentary: false,
                     });
                 }
             }

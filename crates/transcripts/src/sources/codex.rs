@@ -202,7 +202,10 @@ fn message(p: &Map<String, Value>, ctx: &mut ParseCtx) {
                 .map(|c| content_text(c, &mut ctx.stats.filtered))
                 .unwrap_or_default();
             if !text.trim().is_empty() {
-                ctx.rollout.items.push(Item::Assistant { text });
+                // Newer Codex versions mark each assistant message `commentary` or
+                // `final_answer`; older ones write no phase (read as a final answer).
+                let commentary = p.get("phase").and_then(Value::as_str) == Some("commentary");
+                ctx.rollout.items.push(Item::Assistant { text, commentary });
             }
         }
         _ => ctx.stats.filtered += 1,

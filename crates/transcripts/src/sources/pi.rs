@@ -187,6 +187,7 @@ fn flush_assistant(text: &mut String, ctx: &mut ParseCtx) {
     if !text.trim().is_empty() {
         ctx.rollout.items.push(Item::Assistant {
             text: std::mem::take(text),
+            commentary: false,
         });
     }
     text.clear();
