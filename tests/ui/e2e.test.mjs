@@ -561,7 +561,7 @@ test("Outgoing: a run sends nothing until approval; deny turns the session off; 
   const saved = fs.existsSync(configFile()) ? fs.readFileSync(configFile(), "utf8") : null;
   const setConfig = (mockUrl) => {
     const cfg = readConfig() ?? {};
-    cfg.memories = { ...(cfg.memories ?? {}), approval: "every_request", extract_model: "openai/gpt-5-mini", sources: ["codex"], providers: { openai: { base_url: mockUrl } } };
+    cfg.memories = { ...(cfg.memories ?? {}), approval: "every_request", extract_model: "openai/gpt-5-mini", sources: ["codex"], max_rollouts_per_startup: 16, providers: { openai: { base_url: mockUrl } } };
     fs.writeFileSync(configFile(), JSON.stringify(cfg, null, 2));
   };
   // `memories force`: phase 1 now, idle time ignored (the copies are fresh).
