@@ -554,7 +554,8 @@ async function startMock() {
     url,
     stop: () =>
       new Promise((resolve) => {
-        child.on("exit", () => resolve(Number(/(\d+) request\(s\) served/.exec(err)?.[1] ?? NaN)));
+        // "close": after the exit and the end of its output (the count is its last line).
+        child.on("close", () => resolve(Number(/(\d+) request\(s\) served/.exec(err)?.[1] ?? NaN)));
         child.kill("SIGTERM");
       }),
   };
@@ -576,7 +577,7 @@ test("Outgoing: a run sends nothing until approval; deny turns the session off; 
   const saved = fs.existsSync(configFile()) ? fs.readFileSync(configFile(), "utf8") : null;
   const setConfig = (mockUrl) => {
     const cfg = readConfig() ?? {};
-    cfg.memories = { ...(cfg.memories ?? {}), approval: "every_request", extract_model: "openai/gpt-5-mini", sources: ["codex"], providers: { openai: { base_url: mockUrl } } };
+    cfg.memories = { ...(cfg.memories ?? {}), approval: "every_request", extract_model: "openai/gpt-5-mini", sources: ["codex"], max_rollouts_per_startup: 16, providers: { openai: { base_url: mockUrl } } };
     fs.writeFileSync(configFile(), JSON.stringify(cfg, null, 2));
   };
   // `memories force`: phase 1 now, idle time ignored (the copies are fresh).
@@ -596,9 +597,13 @@ test("Outgoing: a run sends nothing until approval; deny turns the session off; 
     assert.equal(await page.getByTestId("approval-mode").textContent(), "every_request");
     const cards = page.getByTestId("outgoing-request");
     await cards.nth(1).waitFor();
-    assert.equal(await cards.count(), 2);
+    // Both sessions wait (and any other the dashboard's forecast found in the agents' homes).
     const calc = cards.filter({ has: page.getByTestId("outgoing-project").getByText("/home/dev/work/calc", { exact: true }) });
     const numbers = cards.filter({ has: page.getByTestId("outgoing-project").getByText("/home/dev/work/numbers", { exact: true }) });
+    assert.equal(await calc.count(), 1);
+    assert.equal(await numbers.count(), 1);
+    const [calcId, numbersId] = [await calc.getAttribute("data-id"), await numbers.getAttribute("data-id")];
+    const before = await cards.count();
     // The rendered text, redactions highlighted, figures shown; never the key or the private text.
     await calc.getByTestId("outgoing-toggle").click();
     await calc.getByTestId("outgoing-text").first().waitFor();
@@ -617,7 +622,7 @@ test("Outgoing: a run sends nothing until approval; deny turns the session off; 
     // Deny one, approve the other.
     await numbers.getByTestId("deny").click();
     await page.getByTestId("outgoing-message").filter({ hasText: "denied" }).waitFor();
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid="outgoing-request"]').length === 1);
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="outgoing-request"]').length === n, before - 1);
     await calc.getByTestId("approve").click();
     await page.getByTestId("outgoing-message").filter({ hasText: "approved" }).waitFor();
 
@@ -632,7 +637,8 @@ test("Outgoing: a run sends nothing until approval; deny turns the session off; 
     assert.equal(sent.length, 1, "a receipt of the queued bytes");
     await go("dashboard");
     await go("outgoing");
-    await page.getByTestId("outgoing-empty").waitFor();
+    await page.getByTestId("card-outgoing").waitFor();
+    for (const id of [calcId, numbersId]) assert.equal(await page.locator(`[data-id="${id}"]`).count(), 0, `${id} is gone from the queue`);
   } finally {
     if (saved === null) fs.rmSync(configFile(), { force: true });
     else fs.writeFileSync(configFile(), saved);
