@@ -506,10 +506,12 @@ mod tests {
         let rows = rows(&rollout.items, &plain);
         let tiers: Vec<Tier> = rows.iter().map(|r| r.tier).collect();
         assert_eq!(tiers, [Tier::Commentary, Tier::Final, Tier::Final]);
-        // Room for the two final answers only: the commentary is the row left out.
-        let out = select(&rows, 40);
-        assert!(out.contains("done: tests pass"), "{out}");
-        assert!(!out.contains("checking the tests"), "{out}");
+        let out = select(&rows, 1000);
+        assert!(
+            out.starts_with("[assistant commentary]\nchecking the tests first\n"),
+            "{out}"
+        );
+        assert!(out.contains("[assistant final]\ndone: tests pass\n"), "{out}");
     }
 
     /// The middle cut keeps half the budget at each end on character boundaries and counts
