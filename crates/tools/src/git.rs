@@ -581,11 +581,22 @@ pub(crate) struct GitEnv {
     pub(crate) writable: Vec<PathBuf>,
 }
 
+/// Read git's stderr to its end, keeping the first [`STDERR_KEEP`] bytes (the rest is
+/// drained so git never blocks on a full pipe).
+fn keep_stderr(stderr: &mut impl Read) -> Vec<u8> {
+    let mut keep = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = stderr.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        let room = STDERR_KEEP.saturating_sub(keep.len()).min(n);
+        keep.extend_from_slice(&buf[..room]);
+    }
+    keep
+}
+
 /// [`run_git_exit`] with `env` added to git's environment and sandbox.
-#[expect(
-    clippy::expect_used,
-    reason = "the child was spawned with both streams piped"
-)]
 pub(crate) fn run_git_in(
     ctx: &ToolCtx,
     env: &GitEnv,
@@ -674,6 +685,14 @@ pub(crate) fn run_git_in(
         .ctx(|| format!("running git {sub} (is git installed?)"))?;
     let pid = child.id() as i32;
     let supervised = prepared.is_some() && crate::exec::sandbox::SUPERVISED;
+    // Both were piped at spawn; taken before the watchdog, so a miss still stops git.
+    let (Some(stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        crate::exec::kill_tree(pid, supervised);
+        let _ = child.wait();
+        return Err(Error::Refused(format!(
+            "git {sub} started without its output pipes"
+        )));
+    };
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
         if done_rx.recv_timeout(timeout) == Err(mpsc::RecvTimeoutError::Timeout) {
@@ -684,21 +703,8 @@ pub(crate) fn run_git_in(
         }
         false
     });
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let err_thread = std::thread::spawn(move || {
-        let mut keep = Vec::new();
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = stderr.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let room = STDERR_KEEP.saturating_sub(keep.len()).min(n);
-            keep.extend_from_slice(&buf[..room]);
-        }
-        keep
-    });
-    let mut reader =
-        BufReader::with_capacity(64 * 1024, child.stdout.take().expect("piped stdout"));
+    let err_thread = std::thread::spawn(move || keep_stderr(&mut stderr));
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
     let mut out_keep = Vec::new();
     loop {
