@@ -9,7 +9,7 @@
 //! by `codex_free_models::Outgoing` and held against the spend cap.
 
 pub mod alerts;
-pub mod approval;
+pub use phase1::approval;
 pub mod cli;
 pub mod forecast;
 mod json_answer;

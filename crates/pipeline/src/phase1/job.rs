@@ -12,9 +12,9 @@ use codex_free_models::{CompletionRequest, FailureKind, Message, TokenUsage, out
 use codex_free_store::stage1::RETRY_DELAY_SECONDS;
 use codex_free_store::{Stage1Claim, Stage1OutputInput, UsageRow};
 
+use super::approval::Gate;
 use super::request::{build_request, prepare_input};
 use super::runner::{JobEnd, Shared};
-use crate::approval::Gate;
 
 /// Hold the worst-case cost of `req` (every input token uncached, the full output cap)
 /// against the monthly cap, beside what is spent and what other requests in flight hold.
@@ -134,7 +134,7 @@ pub(super) async fn process(sh: &Shared, claim: Stage1Claim) -> Result<JobEnd> {
     // The approval queue (memories.approval): an approved request goes out exactly as
     // stored; one that must wait is queued sealed, and nothing is sent or held against the
     // cap for it.
-    let (req, approved) = match crate::approval::gate(ctx, &claim, req, &redactions).await? {
+    let (req, approved) = match super::approval::gate(ctx, &claim, req, &redactions).await? {
         Gate::Send(req) => (req, None),
         Gate::Approved(b) => {
             let (q, req) = *b;

@@ -18,6 +18,7 @@
 //! after a run-fatal error (unknown model, rejected key).
 
 mod answer;
+pub mod approval;
 mod job;
 mod preview;
 mod prompt;

@@ -511,7 +511,10 @@ mod tests {
             out.starts_with("[assistant commentary]\nchecking the tests first\n"),
             "{out}"
         );
-        assert!(out.contains("[assistant final]\ndone: tests pass\n"), "{out}");
+        assert!(
+            out.contains("[assistant final]\ndone: tests pass\n"),
+            "{out}"
+        );
     }
 
     /// The middle cut keeps half the budget at each end on character boundaries and counts

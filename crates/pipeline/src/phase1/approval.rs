@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::phase1::Phase1Ctx;
+use super::Phase1Ctx;
 use codex_free_core::Result;
 use codex_free_core::config::ApprovalMode;
 use codex_free_models::outgoing::Outgoing;
