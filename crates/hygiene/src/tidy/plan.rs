@@ -182,18 +182,7 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
         })
         .map(|(i, _)| i)
         .collect();
-    let mut verify_lines: Vec<String> = verify_idx
-        .iter()
-        .filter(|i| !matches!(mem[**i].unit.kind, UnitKind::Heading(_)))
-        .flat_map(|i| {
-            mem[*i]
-                .unit
-                .content_lines()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .filter(|l| !l.trim().is_empty())
-        .collect();
+    let mut verify_lines = section_lines(&mem, &verify_idx);
     let mut topics: BTreeSet<Topic> = BTreeSet::new();
     for d in mem.iter().chain(sum.iter().flatten()) {
         if let Dest::Archive { check: Some(t) } = d.dest {
@@ -230,18 +219,7 @@ pub fn plan(opts: &TidyOptions) -> Result<Plan> {
     for i in verify_idx.iter().chain(&topics_idx) {
         laid[*i].dest = Dest::Duplicate { kept_at: 0 };
     }
-    let mut index: Vec<String> = topics_idx
-        .iter()
-        .filter(|i| !matches!(mem[**i].unit.kind, UnitKind::Heading(_)))
-        .flat_map(|i| {
-            mem[*i]
-                .unit
-                .content_lines()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .filter(|l| !l.trim().is_empty())
-        .collect();
+    let mut index = section_lines(&mem, &topics_idx);
     let compose = |laid: &[Decided], index: &[String]| {
         let mut m = render_stay(laid, &mem_merges);
         if layers {
@@ -568,4 +546,14 @@ pub fn loaded_text(plan: &Plan) -> String {
         }
     }
     s
+}
+
+/// The non-blank content lines of the units at `idx` (headings left out), in order: what a
+/// section of MEMORY.md says once its heading is set aside.
+fn section_lines(mem: &[Decided], idx: &[usize]) -> Vec<String> {
+    idx.iter()
+        .filter(|i| !matches!(mem[**i].unit.kind, UnitKind::Heading(_)))
+        .flat_map(|i| mem[*i].unit.content_lines().map(str::to_string))
+        .filter(|l| !l.trim().is_empty())
+        .collect()
 }
