@@ -412,7 +412,7 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             );
             let mut opts = opts;
             let mut planned = None;
-            if args.model {
+            if args.asks_model(config.memories.tidy_ask_model) {
                 let keys = secrets();
                 let model = codex_free_models::resolve_extract_model(
                     &config.memories,
@@ -434,6 +434,12 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                     &mut show,
                 ))?;
                 opts.model_verdicts = verdicts;
+                if !args.plan {
+                    // --apply prints the applied report only: say what the model did first.
+                    for l in p.model.iter().flat_map(|r| r.lines()).skip(1) {
+                        println!("{l}");
+                    }
+                }
                 planned = Some(p);
             }
             if args.plan {

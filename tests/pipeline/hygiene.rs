@@ -237,3 +237,165 @@ fn tidy_refuses_to_write_a_secret_and_restores_the_folder() {
         before
     );
 }
+
+/// `codex.config.json` with the mock as the cheap model (`local/judge`, priced so the
+/// estimate has a cost) and `extra` merged into `memories`.
+fn judge_config(home: &Path, base_url: &str, extra: serde_json::Value) {
+    let mut memories = serde_json::json!({
+        "extract_model": "local/judge",
+        "providers": {"local": {"base_url": base_url, "api": "openai-chat"}},
+        "prices": {"local/judge": {"input_per_mtok": 1.0, "output_per_mtok": 4.0}},
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        memories[k] = v.clone();
+    }
+    let text = serde_json::json!({ "memories": memories }).to_string();
+    let (cfg, warnings) = codex_free_core::config::Config::parse(&text).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    cfg.save(&home.join(codex_free_core::config::CONFIG_FILE))
+        .unwrap();
+}
+
+/// Two rules in a transient section (undecided: the rules cannot tell) and one report that
+/// is stale by its own shape; one rule carries a private span and a key, which the outgoing
+/// gate must keep off the wire.
+const UNDECIDED: &str = "# Memory\n\n## Recent changes\n\n- Adopted Bun over npm <private>mirror at bun.corp.example</private> sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n- trash > rm\n- Refactored the parser into three passes\n";
+
+/// `memories tidy --model` through the real binary and the mock provider: the estimate
+/// (tokens, cost) is printed before the request, the request leaves through the outgoing
+/// gate, a second plan is answered from the cache (no request), `memories.tidy_ask_model`
+/// makes the model the default and `--no-model` turns it off, `--apply --model` moves what
+/// the model called stale, and a model answering garbage leaves every undecided unit loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tidy_model_through_the_binary_estimates_gates_caches_and_survives_garbage() {
+    let mock = codex_free_testkit::mock_provider::MockProvider::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("mem");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("MEMORY.md"), UNDECIDED).unwrap();
+    judge_config(home.path(), &mock.base_url(), serde_json::json!({}));
+    let d = dir.to_str().unwrap().to_string();
+    let tidy = |extra: &[&str]| {
+        let mut a = vec!["memories", "tidy", "--dir", &d];
+        a.extend_from_slice(extra);
+        let o = run(home.path(), home.path(), &a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        stdout(&o)
+    };
+
+    // Rules only: no request, the undecided units stay, no "Model:" line.
+    let rules = tidy(&["--plan"]);
+    assert_eq!(mock.requests().len(), 0);
+    assert!(!rules.contains("Model:"), "{rules}");
+
+    // With --model: the estimate line (with a cost) first, then one request through the gate.
+    let out = tidy(&["--plan", "--model"]);
+    let est = out
+        .lines()
+        .position(|l| l.starts_with("Model: 2 undecided unit(s), 0 answered from the cache; 1 request(s) to local/judge"))
+        .unwrap_or_else(|| panic!("no estimate line:\n{out}"));
+    assert!(out.lines().nth(est).unwrap().contains("est. $"), "{out}");
+    let sent = out
+        .lines()
+        .position(|l| l.starts_with("Model: 1 request(s) sent"))
+        .unwrap_or_else(|| panic!("no sent line:\n{out}"));
+    assert!(est < sent, "the estimate comes before the sending:\n{out}");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 1);
+    let wire = reqs[0].body.to_string();
+    assert!(
+        wire.contains("trash > rm") && wire.contains("Adopted Bun over npm"),
+        "{wire}"
+    );
+    assert!(
+        !wire.contains("bun.corp.example"),
+        "the private span left: {wire}"
+    );
+    assert!(
+        !wire.contains("AbCdEfGhIjKlMnOpQrStUvWxYz"),
+        "the key left: {wire}"
+    );
+    assert!(
+        !wire.contains("Refactored the parser"),
+        "a decided unit was asked about"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("MEMORY.md")).unwrap(),
+        UNDECIDED,
+        "--plan writes nothing"
+    );
+
+    // A second plan: answered from the cache, nothing sent.
+    let again = tidy(&["--plan", "--model"]);
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "the second plan sent a request:\n{again}"
+    );
+    assert!(
+        again.contains("2 answered from the cache") && again.contains("decided from the cache"),
+        "{again}"
+    );
+
+    // The setting makes the model the default; --no-model is rules only.
+    judge_config(
+        home.path(),
+        &mock.base_url(),
+        serde_json::json!({"tidy_ask_model": true}),
+    );
+    assert!(tidy(&["--plan"]).contains("decided from the cache"));
+    assert!(!tidy(&["--plan", "--no-model"]).contains("Model:"));
+    assert_eq!(mock.requests().len(), 1);
+
+    // Apply (the key removed first: a tidy refuses to write a credential into archive/): the
+    // changed Bun line is asked about, the cached one is not; the mock calls every unit
+    // stale, so both rules leave MEMORY.md and are kept in archive/.
+    let clean = UNDECIDED.replace(" sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "");
+    std::fs::write(dir.join("MEMORY.md"), &clean).unwrap();
+    tidy(&["--apply", "--model"]);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2, "one request for the one uncached unit");
+    let wire = reqs[1].body.to_string();
+    assert!(
+        wire.contains("Adopted Bun over npm") && !wire.contains("trash > rm"),
+        "{wire}"
+    );
+    let after = std::fs::read_to_string(dir.join("MEMORY.md")).unwrap();
+    assert!(!after.contains("trash > rm"), "{after}");
+    let archived: String = std::fs::read_dir(dir.join("archive"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(archived.contains("- trash > rm\n"), "{archived}");
+
+    // Garbage from the model: nothing decided, every undecided unit stays loaded.
+    let home2 = tempfile::tempdir().unwrap();
+    let dir2 = home2.path().join("mem");
+    std::fs::create_dir_all(&dir2).unwrap();
+    std::fs::write(dir2.join("MEMORY.md"), &clean).unwrap();
+    judge_config(home2.path(), &mock.base_url(), serde_json::json!({}));
+    mock.set_answer(|_| "Sure! Both look durable to me.".into());
+    let d2 = dir2.to_str().unwrap();
+    let o = run(
+        home2.path(),
+        home2.path(),
+        &["memories", "tidy", "--dir", d2, "--apply", "--model"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout(&o).contains("not the verdict schema"),
+        "{}",
+        stdout(&o)
+    );
+    let kept = std::fs::read_to_string(dir2.join("MEMORY.md")).unwrap();
+    assert!(
+        kept.contains("- trash > rm\n") && kept.contains("Adopted Bun over npm"),
+        "{kept}"
+    );
+    assert!(
+        !kept.contains("Refactored the parser"),
+        "the rules' own verdict still applies"
+    );
+    assert_eq!(mock.requests().len(), 3);
+    mock.stop();
+}

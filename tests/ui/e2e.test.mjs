@@ -644,3 +644,71 @@ test("Outgoing: a run sends nothing until approval; deny turns the session off; 
     else fs.writeFileSync(configFile(), saved);
   }
 });
+
+// ---- Tidy with a model (memories.tidy_ask_model): estimate, ask, cache, apply ----
+
+test("the tidy plan shows the model's estimate, asks only when clicked, answers from the cache after, and applies the accepted units", async () => {
+  // A Claude Code auto-memory folder with two rules the rules cannot judge (in a transient
+  // section) and one report they can.
+  const slug = "-e2e-tidy-model";
+  const dir = path.join(env("CLAUDE_CONFIG_DIR"), "projects", slug, "memory");
+  fs.mkdirSync(dir, { recursive: true });
+  const text = "# Memory\n\n## Recent changes\n\n- Adopted Bun over npm\n- trash > rm\n- Refactored the parser into three passes\n";
+  fs.writeFileSync(path.join(dir, "MEMORY.md"), text);
+  const saved = fs.existsSync(configFile()) ? fs.readFileSync(configFile(), "utf8") : null;
+  const mock = await startMock();
+  try {
+    const setConfig = (ask) => {
+      const cfg = readConfig() ?? {};
+      cfg.memories = {
+        ...(cfg.memories ?? {}),
+        tidy_ask_model: ask,
+        extract_model: "local/judge",
+        providers: { ...(cfg.memories?.providers ?? {}), local: { base_url: mock.url, api: "openai-chat" } },
+        prices: { ...(cfg.memories?.prices ?? {}), "local/judge": { input_per_mtok: 1.0, output_per_mtok: 4.0 } },
+      };
+      fs.writeFileSync(configFile(), JSON.stringify(cfg, null, 2));
+    };
+    // The setting off: the estimate is shown, no button to ask, the units stay undecided.
+    setConfig(false);
+    await go("dashboard");
+    await go("memory");
+    await page.getByTestId("memory-folder").selectOption(`claude:${slug}`);
+    const showPlan = async () => {
+      await page.getByTestId("tidy-plan").click();
+      await page.getByTestId("tidy-plan-view").waitFor();
+    };
+    await showPlan();
+    const estimate = page.getByTestId("tidy-model-estimate");
+    assert.match(await estimate.textContent(), /2 undecided unit\(s\), 0 answered from the cache; 1 request\(s\) to local\/judge .*est\. \$/);
+    assert.match(await estimate.textContent(), /memories\.tidy_ask_model/);
+    assert.equal(await page.getByTestId("tidy-ask-model").count(), 0);
+    // The setting on: the button names the requests and the cost; nothing sent before the click.
+    setConfig(true);
+    await showPlan();
+    const ask = page.getByTestId("tidy-ask-model");
+    await ask.waitFor();
+    assert.match(await ask.textContent(), /Ask the model: 1 request\(s\), est\. \$\d/);
+    await shot("memory-tidy-model");
+    await ask.click();
+    await page.getByTestId("tidy-model-line").filter({ hasText: /1 request\(s\) sent/ }).waitFor();
+    assert.match(await page.getByTestId("tidy-group-archive").textContent(), /trash > rm/);
+    assert.equal(fs.readFileSync(path.join(dir, "MEMORY.md"), "utf8"), text, "a plan writes nothing");
+    // Shown again: answered from the cache, no button (nothing left to ask).
+    await showPlan();
+    await page.getByTestId("tidy-model-line").filter({ hasText: /decided from the cache/ }).waitFor();
+    assert.equal(await page.getByTestId("tidy-ask-model").count(), 0);
+    // Leave one of the model's units out: the apply moves only the accepted ones.
+    await page.getByTestId("tidy-accept-MEMORY.md:6").uncheck();
+    await page.getByTestId("tidy-apply").click();
+    await page.getByTestId("memory-action-result").filter({ hasText: /Tidy applied and verified/ }).waitFor();
+    const after = fs.readFileSync(path.join(dir, "MEMORY.md"), "utf8");
+    assert.match(after, /^- trash > rm$/m, "the unit not accepted stays");
+    assert.doesNotMatch(after, /Adopted Bun over npm/);
+  } finally {
+    const served = await mock.stop();
+    if (saved === null) fs.rmSync(configFile(), { force: true });
+    else fs.writeFileSync(configFile(), saved);
+    assert.equal(served, 1, "one request: the click; the second plan was answered from the cache");
+  }
+});

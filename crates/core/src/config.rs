@@ -533,6 +533,10 @@ pub struct MemoriesConfig {
     /// Hold every new consolidation for the user's review: sessions and the agents' linked
     /// copies keep the last accepted summary until `memories review accept`.
     pub review: bool,
+    /// Let `memories tidy` and the Memory page ask the extraction model about the units the
+    /// rules cannot decide (estimate shown first, answers cached). Off by default: without
+    /// it such units stay loaded and nothing is sent.
+    pub tidy_ask_model: bool,
     /// Sharing the memory folder between machines through a git remote.
     pub sync: SyncConfig,
 }
@@ -685,6 +689,7 @@ impl Default for MemoriesConfig {
             memory_summary_max_lines: 60,
             memory_summary_max_bytes: 4 * 1024,
             review: false,
+            tidy_ask_model: false,
             sync: SyncConfig::default(),
         }
     }

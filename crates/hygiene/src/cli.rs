@@ -36,8 +36,20 @@ pub struct TidyArgs {
     /// Ask the pipeline's cheap model (`memories.extract_model`) about the units the rules
     /// cannot decide: the estimated tokens and cost are printed before anything is sent;
     /// answers are cached, so a second run sends nothing. Without it, such units stay.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_model")]
     pub model: bool,
+    /// Rules only for this run, even with `memories.tidy_ask_model = true` (which makes
+    /// `--model` the default).
+    #[arg(long)]
+    pub no_model: bool,
+}
+
+impl TidyArgs {
+    /// Whether this run asks the model: `--model`, or the `memories.tidy_ask_model`
+    /// setting (`ask_by_setting`) unless `--no-model`.
+    pub fn asks_model(&self, ask_by_setting: bool) -> bool {
+        self.model || (ask_by_setting && !self.no_model)
+    }
 }
 
 /// Command-line arguments of `memories bench-hygiene`.

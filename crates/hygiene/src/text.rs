@@ -252,13 +252,27 @@ static STATE: LazyLock<Regex> = LazyLock::new(|| {
         | 阻塞|已废弃|废弃|可用|不可用)\b")
 });
 
+/// True when a field's value is a state (`done`, `in progress`, `已完成`, `运行中，端口 8000`).
+/// A Chinese state word counts only as the whole value or before punctuation: in
+/// `通过 find-skills 搜索` the word is the preposition "via", not "passed".
+fn is_state_value(v: &str) -> bool {
+    let Some(m) = STATE.find(v) else {
+        return false;
+    };
+    if !m.as_str().chars().next().is_some_and(is_cjk) {
+        return true;
+    }
+    let rest = v[m.end()..].trim_start();
+    rest.is_empty() || rest.starts_with(|c: char| !c.is_alphanumeric() && !is_cjk(c))
+}
+
 /// Keys whose value is a state whatever it says.
 static STATUS_KEY: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?ix)^(?:
           (?:project|current|overall|implementation|build|deploy(?:ment)?|ci|test(?:ing)?|system|task|server)?\s*(?:status|state)
         | active\s+(?:work|task|branch|phase|sprint)|phase|current\s+phase|progress|focus
         | last\s+action|next\s+(?:step|action|task)s?|blockers?|session|branch|running\s+version
-        | (?:当前|目前|项目|部署|实现|任务|运行|开发)?状态|进度|下一步|最新进展|进展)$")
+        | \p{Han}{0,4}状态|进度|下一步|最新进展|进展)$")
 });
 
 /// A key that says "now" (`Current focus`, `当前任务`, `Latest release`) names a value that
@@ -387,7 +401,7 @@ static MODAL_STRONG: LazyLock<Regex> = LazyLock::new(|| {
 /// key (`Rule:`, `Lesson:`, `原则：`).
 static MODAL_WEAK: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than)\b|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
+        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than|please)\b|请(?:[^求假])|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
     )
 });
 
@@ -397,6 +411,38 @@ static RULE_LEAD_IN: LazyLock<Regex> = LazyLock::new(|| {
         r"(?ix)^[^\p{L}\p{N}]*(?:[\w\s]{0,20}\s)?(?:rules?|lessons?(?:\s+learned)?|principles?|preferences?|conventions?|polic(?:y|ies)|guidelines?|commitments?|constraints?|boundaries|规则|原则|规范|偏好|约定|承诺|教训|注意事项|约束|边界)\W*(?:[(（][^)）]{0,20}[)）])?\s*[:：]\W*$",
     )
 });
+
+/// Nouns that name rules (rule, principle, convention, lesson, policy, best practice; 规则,
+/// 原则, 规范, 约定, 教训, 纪律, 铁律, 准则 …): a title made with one heads rules, whatever date
+/// or mark it carries.
+static RULE_NOUN: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?ix)\b(?:rules?|principles?|conventions?|guidelines?|lessons?|polic(?:y|ies)|best\s+practices?|do'?s\s+and\s+don'?ts|standards?|disciplines?)\b|规则|原则|规范|约定|教训|纪律|铁律|准则|守则|须知|注意事项|禁忌|做法|惯例",
+    )
+});
+
+/// True when a title (a heading's text, a bold lead line) names rules: a modal or a rule
+/// noun. `## 脚本优先原则（2026-05-19）` and `## 🔴 加课铁律` head rules; the date cites the day
+/// a rule was adopted and the mark is emphasis, not a state.
+pub fn is_rule_title(title: &str) -> bool {
+    let p = prose(&without_ids(title));
+    strong_rule(&p) || RULE_NOUN.is_match(&p) || MODAL_WEAK.is_match(&p)
+}
+
+/// A date cited in parentheses next to a verb of adoption (`(2026-02-10确立)`,
+/// `（2026.8.15 定稿）`, `(adopted 2026-02-10)`): the day a rule took effect, which the rule
+/// outlives.
+fn adoption_cited(p: &str) -> bool {
+    static PAREN: LazyLock<Regex> = LazyLock::new(|| re(r"[(（]([^()（）]{1,40})[)）]"));
+    static ADOPT: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?i)\b(?:adopted|agreed|decided|established|effective|introduced|added|since)\b|确立|定稿|生效|采用|启用|制定|新增|起|确定",
+        )
+    });
+    PAREN
+        .captures_iter(p)
+        .any(|c| date_in(&c[1]).is_some() && ADOPT.is_match(&c[1]))
+}
 
 // A check to run live instead of a remembered value.
 static VERIFY_EN: LazyLock<Regex> = LazyLock::new(|| {
@@ -423,20 +469,36 @@ fn has_hash(s: &str) -> Option<String> {
 /// A version reported as what is installed or current: a version key (`Version: 0.12.11`,
 /// `版本号：v1.2`), or an inventory item `- **name** (1.0.2) …`.
 fn reported_version(s: &str) -> Option<String> {
+    // The version opens the value; what follows may name it (`v0.1.0 Alpha`, `v0.1.1 (fork
+    // of 2.1.2)`) but not make it a requirement (`18+`, `3.12 or later`, `以上`).
     static KEYED: LazyLock<Regex> = LazyLock::new(|| {
         re(
-            r"(?i)(?:\bversion(?:\s+(?:installed|deployed|released|in\s+use|running))?|\binstalled\s+version|\bcurrent\s+version|当前版本|线上版本|版本号?)\s*\**\s*(?:[:：]|是|为)\s*\**\s*`?(v?\d+(?:\.\d+){1,3}(?:-[\w.]+)?)`?\s*$",
+            r"(?i)(?:\bversion(?:\s+(?:installed|deployed|released|in\s+use|running))?|\binstalled\s+version|\bcurrent\s+version|当前版本|线上版本|版本号?)\s*\**\s*(?:[:：]|是|为)\s*\**\s*`?(v?\d+(?:\.\d+){1,3}(?:-[\w.]+)?)`?(?:\s*$|\s*[(（]|\s+[^\s(（])",
         )
     });
+    static TABLE_KEY: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"(?i)^(?:current\s+|installed\s+|latest\s+)?version$|^(?:当前|线上|最新)?版本号?$")
+    });
+    static BARE: LazyLock<Regex> = LazyLock::new(|| re(r"^`?v?\d+(?:\.\d+){1,3}(?:-[\w.]+)?`?$"));
+    if let Some(cols) = cells(s)
+        && cols.len() >= 2
+        && TABLE_KEY.is_match(cols[0].trim_matches(['*', '_', ' ']))
+        && BARE.is_match(cols[1])
+    {
+        return Some(cols[1].trim_matches('`').to_string());
+    }
+    if let Some(c) = KEYED.captures(s) {
+        let rest = &s[c.get(1).map_or(s.len(), |m| m.end())..];
+        if !REQUIREMENT.is_match(rest.split(['(', '（']).next().unwrap_or_default()) {
+            return Some(c[1].to_string());
+        }
+    }
     static INVENTORY: LazyLock<Regex> = LazyLock::new(|| {
         re(
             r"^\s*[-*+]\s+\*\*[^*]+\*\*\s*[(（][^)）\d]{0,6}?(v?\d+\.\d+(?:\.\d+)?)\s*[)）]\s*[-–—:：]",
         )
     });
-    KEYED
-        .captures(s)
-        .or_else(|| INVENTORY.captures(s))
-        .map(|c| c[1].to_string())
+    INVENTORY.captures(s).map(|c| c[1].to_string())
 }
 
 /// True when the line states a rule: a modal (must, never, prefer, 必须, 优先 …) or a rule
@@ -549,6 +611,8 @@ pub fn stale(line: &str) -> Option<Stale> {
     if is_conflict_marker(line) {
         return verdict(Shape::ConflictMarker, line, "git conflict marker");
     }
+    // A quoted line is judged by what it quotes (`> **状态**: 已完成`).
+    let line = dequote(line);
     if is_structural(line) {
         return None;
     }
@@ -639,7 +703,7 @@ pub fn stale(line: &str) -> Option<Stale> {
         let names_a_place = raw_value.starts_with(['`', '[', '/', '~', '.']);
         let key_is_status = (STATUS_KEY.is_match(key) || now_key(key)) && !names_a_place;
         let value_is_state =
-            STATE.is_match(value.trim_start_matches(['*', ' '])) || status_mark(&value).is_some();
+            is_state_value(value.trim_start_matches(['*', ' '])) || status_mark(&value).is_some();
         if !value.trim().is_empty()
             && (key_is_status || value_is_state)
             && !MODAL_WEAK.is_match(key)
@@ -659,6 +723,7 @@ pub fn stale(line: &str) -> Option<Stale> {
     }
     if let Some(d) = &date
         && !weak
+        && !adoption_cited(&p)
     {
         return verdict(Shape::Dated, &p, format!("dated ({d})"));
     }
@@ -785,7 +850,8 @@ pub fn stale_heading(line: &str) -> Option<(Stale, bool)> {
         let s = verdict(Shape::Section, &p, format!("section \"{m}\""))?;
         return Some((s, true));
     }
-    let state = status_mark(title).is_some()
+    let rule = is_rule_title(title);
+    let state = (status_mark(title).is_some() && !rule)
         || paren_state(&p).is_some()
         || KEY_VALUE.captures(&p).is_some_and(|c| {
             let v = c[2].trim();
@@ -806,8 +872,11 @@ pub fn stale_heading(line: &str) -> Option<(Stale, bool)> {
     }
     if let Some(d) = date_in(&p) {
         // A heading that opens with a date heads that day's log; one that ends with a date
-        // dates its title.
+        // dates its title, unless the title names rules or cites the day one was adopted.
         let opens = OPENS_WITH_DATE.is_match(&p);
+        if !opens && (rule || adoption_cited(&p)) {
+            return None;
+        }
         let s = verdict(Shape::Dated, &p, format!("dated heading ({d})"))?;
         return Some((s, opens));
     }
@@ -857,6 +926,46 @@ fn is_index_entry(line: &str) -> bool {
     L.is_match(line)
 }
 
+/// `line` without the status mark that opens its text (after `#`, `>`, a list marker):
+/// `- ✅ 在 … 维护` → `- 在 … 维护`.
+fn without_leading_mark(line: &str) -> String {
+    let body = line.trim_start_matches(|c: char| {
+        c == '#' || c == '>' || c == '-' || c == '*' || c == '+' || c.is_whitespace()
+    });
+    let body = body.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ')');
+    let rest = body.trim_start();
+    match rest.chars().next() {
+        Some(m) if MARKS.contains(&m) => {
+            let head = &line[..line.len() - rest.len()];
+            let tail = rest[m.len_utf8()..].trim_start_matches('\u{fe0f}');
+            format!("{head}{}", tail.trim_start())
+        }
+        _ => line.to_string(),
+    }
+}
+
+/// A line that is only a bold title naming rules (`🚨 **数据库初始化规则（2025-12-03 新增）**`,
+/// `**Conventions**`): a lead-in to the rules that follow.
+fn bold_rule_title(line: &str) -> bool {
+    let t = strip_bullet(line)
+        .trim()
+        .trim_start_matches(|c: char| !c.is_alphanumeric() && c != '*' && c != '_');
+    let inner = t
+        .strip_prefix("**")
+        .and_then(|x| x.strip_suffix("**"))
+        .or_else(|| t.strip_prefix("__").and_then(|x| x.strip_suffix("__")));
+    inner.is_some_and(|i| !i.contains("**") && i.chars().count() <= 60 && is_rule_title(i))
+}
+
+/// The text of a block-quote line without its `>` markers (`> - item` → `- item`).
+fn dequote(line: &str) -> &str {
+    let mut t = line;
+    while let Some(r) = t.trim_start().strip_prefix('>') {
+        t = r.strip_prefix(' ').unwrap_or(r);
+    }
+    t
+}
+
 fn is_list_item(line: &str) -> bool {
     static L: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*(?:[-*+]|\d+[.)])\s+"));
     L.is_match(line)
@@ -879,6 +988,9 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
     let mut seen_content = false;
     // (level, verdict) of the enclosing transient heading, if any.
     let mut section: Option<(usize, Stale)> = None;
+    // Level of the enclosing heading that names rules (`## 规范`, `### Conventions`): in
+    // its section a ✅ / ❌ mark means do / don't, not done / failed.
+    let mut rules_section: Option<usize> = None;
     let mut lead_in: Option<LeadIn> = None;
     for line in text.lines() {
         let t = line.trim();
@@ -898,11 +1010,22 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             if section.as_ref().is_some_and(|(l, _)| level <= *l) {
                 section = None;
             }
+            if rules_section.is_some_and(|l| level <= l) {
+                rules_section = None;
+            }
             if first && level == 1 {
                 out.push(None);
                 continue;
             }
-            let h = stale_heading(line);
+            let h = if section.is_none() && rules_section.is_some() {
+                // `#### ✅ 正确做法` under `### 规范`: the mark is a do, not a done.
+                stale_heading(&without_leading_mark(line))
+            } else {
+                stale_heading(line)
+            };
+            if h.is_none() && section.is_none() && rules_section.is_none() && is_rule_title(line) {
+                rules_section = Some(level);
+            }
             match (&h, &section) {
                 (Some((s, true)), None) => section = Some((level, s.clone())),
                 (None, Some((_, s))) => {
@@ -921,11 +1044,23 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             out.push(None);
             continue;
         }
-        // A paragraph line ends a lead-in's list (blank lines and list items continue it).
-        if lead_in.is_some() && !is_list_item(line) && !line.starts_with([' ', '\t']) {
+        // A paragraph line ends a lead-in's list (blank lines and list items continue it;
+        // inside a block quote, the quoted text is what counts).
+        let unquoted = dequote(line);
+        if lead_in.is_some()
+            && !unquoted.trim().is_empty()
+            && !is_list_item(unquoted)
+            && !unquoted.starts_with([' ', '\t'])
+        {
             lead_in = None;
         }
-        let own = stale(line);
+        let own = if section.is_none() && rules_section.is_some() {
+            // A leading ✅ / ❌ in a section of rules is a do / don't; the rest of the line is
+            // judged as usual (a trailing ✅ still reports a result).
+            stale(&without_leading_mark(line))
+        } else {
+            stale(line)
+        };
         if matches!(lead_in, Some(LeadIn::Rules)) {
             let hard = own.as_ref().is_some_and(|s| {
                 matches!(
@@ -950,7 +1085,10 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
                 inherited: true,
                 ..s.clone()
             });
-        if RULE_LEAD_IN.is_match(strip_bullet(line)) || modal_lead_in(line) {
+        if RULE_LEAD_IN.is_match(strip_bullet(unquoted))
+            || modal_lead_in(unquoted)
+            || bold_rule_title(unquoted)
+        {
             lead_in = Some(LeadIn::Rules);
             out.push(None);
             continue;
@@ -1244,6 +1382,40 @@ mod tests {
         ] {
             assert!(stale(l).is_some(), "not stale: {l}");
             assert!(!is_rule_form(l), "rule form: {l}");
+        }
+    }
+
+    /// A title that names rules carries no state by its date or its mark; in its section a
+    /// leading ✅ / ❌ is a do / don't (a trailing ✅ still reports), in a block quote too.
+    #[test]
+    fn rule_titles_keep_their_dates_and_marks_as_rules() {
+        let text = "# T\n\n## ⏱️ Release discipline (2026-08-04)\n- Tag after the changelog.\n\n## 🔴 Deploy rules\n\n#### ✅ Do\n- ✅ Roll out behind a flag\n\n#### ❌ Don't\n- ❌ Edit the prod database by hand\n- Step 4 verified on staging ✅\n\n## Status (2026-08-04)\n- ✅ importer shipped\n\n> 🚨 **Database reset policy (added 2025-12-03)**\n>\n> - ❌ Run init scripts on a live database\n";
+        assert_eq!(flagged(text), vec![13, 15, 16]);
+        assert!(stale("## 脚本优先原则（2026-05-19 系统改造）").is_none());
+        assert!(stale("## 飞书录入机制（2026.8.15 定稿）").is_none());
+        assert!(stale("## 项目初始化（2026-07-18）").is_some());
+    }
+
+    /// A version key reports what is installed even when the version is named or annotated;
+    /// a requirement (`18+`, `或更高`) does not. A Chinese state word is a state only as the
+    /// whole value (`通过 X 安装` is "via X").
+    #[test]
+    fn versions_and_states_as_field_values() {
+        for l in [
+            "**版本**: v0.1.0 Alpha（版本管理在 `src/version.ts`）",
+            "- Version: 2.4.1 (the fork of 2.4)",
+            "| **当前版本** | v18.0.0 | 解耦 |",
+            "> **文档状态**: ✅ 完整技术文档",
+            "- **状态**: 通过",
+        ] {
+            assert!(stale(l).is_some(), "not stale: {l}");
+        }
+        for l in [
+            "- Version: 18+ (LTS)",
+            "- **访问**: 通过 find-skills 技能搜索和安装",
+            "| Version | what it adds |",
+        ] {
+            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
         }
     }
 

@@ -234,6 +234,8 @@ pub struct Miss {
     pub label: Label,
     /// The line.
     pub text: String,
+    /// The lint's message for a flagged line (empty when it was not flagged).
+    pub why: String,
 }
 
 /// The lint's score on one half.
@@ -251,6 +253,11 @@ pub struct LintScore {
 
 /// The 1-based lines of `text` that the stale-fact lint flags, the file linted as `MEMORY.md`.
 pub fn flagged_lines(text: &str) -> Vec<usize> {
+    flagged(text).into_keys().collect()
+}
+
+/// The 1-based lines of `text` the stale-fact lint flags, with the first finding's message.
+fn flagged(text: &str) -> BTreeMap<usize, String> {
     let src = Source {
         name: MEMORY_MD.into(),
         path: PathBuf::from(MEMORY_MD),
@@ -262,13 +269,10 @@ pub fn flagged_lines(text: &str) -> Vec<usize> {
         &ArtifactBudget::default(),
         Checks { all: false },
     );
-    let mut out: Vec<usize> = rep
-        .findings
-        .iter()
-        .filter(|f| f.kind == Kind::StaleFact)
-        .map(|f| f.line)
-        .collect();
-    out.dedup();
+    let mut out = BTreeMap::new();
+    for f in rep.findings.iter().filter(|f| f.kind == Kind::StaleFact) {
+        out.entry(f.line).or_insert_with(|| f.message.clone());
+    }
     out
 }
 
@@ -276,11 +280,10 @@ pub fn flagged_lines(text: &str) -> Vec<usize> {
 pub fn score_lint(corpus: &Corpus, half: Half) -> LintScore {
     let mut s = LintScore::default();
     for f in corpus.half(half) {
-        let flagged: std::collections::HashSet<usize> =
-            flagged_lines(&f.text).into_iter().collect();
+        let flagged = flagged(&f.text);
         let mut c = Confusion::default();
         for (i, (label, line)) in f.labels.iter().zip(f.text.lines()).enumerate() {
-            let hit = flagged.contains(&(i + 1));
+            let hit = flagged.contains_key(&(i + 1));
             match (label, hit) {
                 (Label::Stale, true) => c.tp += 1,
                 (Label::Stale, false) => c.fn_ += 1,
@@ -294,6 +297,7 @@ pub fn score_lint(corpus: &Corpus, half: Half) -> LintScore {
                     line: i + 1,
                     label: *label,
                     text: line.to_string(),
+                    why: flagged.get(&(i + 1)).cloned().unwrap_or_default(),
                 });
             }
         }
@@ -447,6 +451,7 @@ pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Resu
                     line: i + 1,
                     label: *label,
                     text: l.to_string(),
+                    why: String::new(),
                 });
             }
         }
@@ -557,7 +562,10 @@ mod tests {
                 s.zh.recall()
             );
             for m in &s.misses {
-                println!("  {:?} {}:{} {}", m.label, m.file, m.line, m.text);
+                println!(
+                    "  {:?} {}:{} {}    [{}]",
+                    m.label, m.file, m.line, m.text, m.why
+                );
             }
         }
     }

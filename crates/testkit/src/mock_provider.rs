@@ -103,8 +103,19 @@ pub fn session_id(body: &Value) -> String {
         .to_string()
 }
 
-/// The default answer: a valid extraction naming the session.
+/// The default answer: a valid extraction naming the session; to a `memories tidy --model`
+/// request (its user message opens with `Units (JSON):`), `stale` for every unit `u1`..`uN`
+/// it lists.
 pub fn default_answer(body: &Value) -> String {
+    let text = body.to_string();
+    if text.contains("Units (JSON):") {
+        // The units are JSON inside a message string: `"u1"` appears escaped as `\"u1\"`.
+        let units: Vec<Value> = (1..)
+            .take_while(|n| text.contains(&format!("\\\"u{n}\\\"")))
+            .map(|n| json!({"id": format!("u{n}"), "verdict": "stale"}))
+            .collect();
+        return json!({ "units": units }).to_string();
+    }
     let id = session_id(body);
     json!({
         "rollout_summary": format!("summary of {id}"),

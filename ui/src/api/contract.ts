@@ -70,6 +70,8 @@ export interface Api {
   /** What a tidy would move; writes nothing. */
   memoryTidyPlan(folder: string): Promise<TidyPlanView>;
   /** Back up, move the accepted units (all when absent), commit and read back. */
+  /** Send the model requests the plan estimated (memories.tidy_ask_model); returns the plan with the answers. */
+  memoryTidyAsk(folder: string): Promise<TidyPlanView>;
   memoryTidyApply(folder: string, accepted?: string[]): Promise<ActionResult>;
   memoryReview(): Promise<ReviewView>;
   memoryReviewDecide(action: "accept" | "reject"): Promise<ReviewView>;

@@ -96,6 +96,7 @@ export class HttpApi implements Api {
   }
   memoryRollback(folder: string, rev: string) { return this.call<W.ActionResult>("POST", "/api/memory/rollback", { folder, rev }); }
   memoryTidyPlan(folder: string) { return this.call<W.TidyPlanView>("GET", `/api/memory/tidy?folder=${encodeURIComponent(folder)}`); }
+  memoryTidyAsk(folder: string) { return this.call<W.TidyPlanView>("POST", "/api/memory/tidy/ask", { folder }); }
   memoryTidyApply(folder: string, accepted?: string[]) { return this.call<W.ActionResult>("POST", "/api/memory/tidy", { folder, rev: null, accepted: accepted ?? null }); }
   memoryReview() { return this.call<W.ReviewView>("GET", "/api/memory/review"); }
   memoryReviewDecide(action: "accept" | "reject") { return this.call<W.ReviewView>("POST", `/api/memory/review/${action}`); }

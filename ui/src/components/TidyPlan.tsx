@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import type { TidyPlanView, TidyUnitView } from "../api";
+import { formatUsd } from "../format";
 import { Badge } from "./ui";
 
 /** The plan's groups, in the order a reader checks them. */
@@ -25,7 +26,7 @@ function moves(u: TidyUnitView): boolean {
  * model's estimated cost for the undecided units and a checkbox per unit that would move
  * (all accepted at first); `onApply` gets the accepted units' keys.
  */
-export function TidyPlan({ plan, onApply }: { plan: TidyPlanView; onApply: (accepted: string[]) => void }) {
+export function TidyPlan({ plan, onApply, onAsk }: { plan: TidyPlanView; onApply: (accepted: string[]) => void; onAsk?: () => void }) {
   const [accepted, setAccepted] = useState<Set<string>>(() => new Set(plan.units.filter(moves).map((u) => u.key)));
   const toggle = (k: string) => {
     const next = new Set(accepted);
@@ -36,10 +37,23 @@ export function TidyPlan({ plan, onApply }: { plan: TidyPlanView; onApply: (acce
   const undecided = plan.units.filter((u) => u.undecided).length;
   return (
     <div data-testid="tidy-plan-view">
-      <p class="small" data-testid="tidy-model-estimate">
-        {plan.model_estimate ?? "No unit is undecided: the rules decided every unit (no model needed)."}
-        {undecided > 0 && ` ${undecided} undecided unit(s) stay loaded unless a model decides them.`}
-      </p>
+      <div class="small" data-testid="tidy-model-estimate">
+        {plan.model_lines.length === 0 && "No unit is undecided: the rules decided every unit (no model needed)."}
+        {plan.model_lines.map((l, i) => (
+          <div key={i} data-testid="tidy-model-line">
+            {l}
+          </div>
+        ))}
+        {undecided > 0 && <div>{undecided} undecided unit(s) stay loaded unless a model decides them.</div>}
+        {plan.model_enabled && plan.model_requests > 0 && onAsk && (
+          <button data-testid="tidy-ask-model" onClick={onAsk}>
+            Ask the model: {plan.model_requests} request(s), est. {formatUsd(plan.model_est_cost_usd)}
+          </button>
+        )}
+        {!plan.model_enabled && undecided > 0 && (
+          <div class="muted">Turn on memories.tidy_ask_model (Settings) to let a model decide them.</div>
+        )}
+      </div>
       {GROUPS.map((g) => {
         const units = plan.units.filter((u) => u.group === g.id);
         if (units.length === 0) return null;

@@ -193,6 +193,11 @@ function FolderTools({ folder, onChange }: { folder: string; onChange: () => voi
           <TidyPlan
             key={plan.text}
             plan={plan}
+            onAsk={() =>
+              void act(async () => {
+                setPlan(await (await api()).memoryTidyAsk(folder));
+              })
+            }
             onApply={(accepted) =>
               void act(async () => {
                 const r = await (await api()).memoryTidyApply(folder, accepted);

@@ -1117,6 +1117,11 @@ pub const FIELDS: &[Field] = &[
         false,
         "Hold each new consolidation until `memories review accept`; sessions keep the last accepted summary.",
     ),
+    Field::boolean(
+        "memories.tidy_ask_model",
+        false,
+        "Let `memories tidy` and the Memory page ask the extraction model about units the rules cannot decide (estimate shown first, answers cached); off: they stay loaded.",
+    ),
     Field::optional_text(
         "memories.sync.remote",
         "Git remote URL the memory folder pulls from before and pushes to after each consolidation (empty = no sync).",

@@ -35,7 +35,7 @@ pub const BATCH: usize = 40;
 const OUTPUT_TOKENS_PER_UNIT: usize = 24;
 
 /// Part of every unit's hash: a change to the question invalidates the cached answers.
-const PROMPT_VERSION: &str = "tidy-judge-v1";
+const PROMPT_VERSION: &str = "tidy-judge-v2";
 
 /// The cache file, under the state home.
 pub const CACHE_FILE: &str = "cache/tidy-model.json";
@@ -46,7 +46,8 @@ a dated log entry, a status or progress report, a measured or counted value at a
 an open issue, a release or incident narrative. A unit is DURABLE when it stays true until someone decides otherwise: \
 a rule, a preference, a boundary, a convention, a command, the project's layout or architecture, a decision with its reason, \
 a lesson stated as what to do, a requirement or limit. When a rule merely cites the day it was adopted, it is durable. \
-Answer every unit by its id with \"stale\" or \"durable\"; when unsure, answer \"durable\".";
+Answer every unit by its id with \"stale\" or \"durable\"; when unsure, answer \"durable\". \
+Reply with JSON only, in this shape: {\"units\": [{\"id\": \"u1\", \"verdict\": \"durable\"}, {\"id\": \"u2\", \"verdict\": \"stale\"}]}.";
 
 /// A model's verdict on one undecided unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -298,6 +299,29 @@ fn prepare(opts: &TidyOptions, model: &ResolvedModel) -> Result<Prepared> {
         report,
         sealed,
     })
+}
+
+/// The cached verdicts that decide undecided units of the rules' plan of `opts`, by
+/// [`unit_hash`]: what an apply uses so that it moves what the last plan with the model
+/// showed, with no request and no model configured.
+///
+/// Errors: those of [`plan`].
+pub fn cached_for(opts: &TidyOptions) -> Result<BTreeMap<String, Verdict>> {
+    let rules_only = TidyOptions {
+        model_verdicts: BTreeMap::new(),
+        ..opts.clone()
+    };
+    let base = plan(&rules_only)?;
+    let cache = cached_verdicts(&opts.home);
+    Ok(base
+        .moves
+        .iter()
+        .filter(|m| m.undecided)
+        .filter_map(|m| {
+            let h = unit_hash(&m.body);
+            cache.get(&h).map(|v| (h, *v))
+        })
+        .collect())
 }
 
 /// What `--model` would ask about the plan of `opts` (undecided units, cached answers,

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::classify::Decided;
-use super::{Applied, Dest, Plan, TOPICS_DIR};
+use super::{Applied, Dest, ModelReport, Plan, TOPICS_DIR};
 use crate::units::UnitKind;
 use crate::{ARCHIVE_DIR, DAILY_DIR, VERIFY_HEADING};
 use codex_free_memory::folder::MEMORY_MD;
@@ -120,27 +120,8 @@ impl Plan {
             let _ = writeln!(s, "--apply would refuse: {b}");
         }
         if let Some(r) = &self.model {
-            let _ = writeln!(s, "{}", r.estimate_line());
-            if r.sent > 0 {
-                let _ = writeln!(
-                    s,
-                    "Model: {} request(s) sent: {} input + {} output tokens, {}; {} of {} undecided unit(s) decided.",
-                    r.sent,
-                    r.used_tokens.0,
-                    r.used_tokens.1,
-                    codex_free_models::prices::format_cost(r.cost_usd),
-                    r.decided,
-                    r.undecided
-                );
-            } else if r.decided > 0 {
-                let _ = writeln!(
-                    s,
-                    "Model: {} of {} undecided unit(s) decided from the cache.",
-                    r.decided, r.undecided
-                );
-            }
-            for p in &r.problems {
-                let _ = writeln!(s, "Model: {p}");
+            for l in r.lines() {
+                let _ = writeln!(s, "{l}");
             }
         }
         s.push_str("Plan only: nothing was changed.\n");
@@ -263,5 +244,32 @@ impl Applied {
         );
         s.push_str("Tidy applied and verified.\n");
         s
+    }
+}
+
+impl ModelReport {
+    /// The model's part of a plan, one line each: the estimate, what was sent (tokens and
+    /// cost) or decided from the cache, and every problem (shown by `--plan` and the Memory
+    /// page alike).
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![self.estimate_line()];
+        if self.sent > 0 {
+            out.push(format!(
+                "Model: {} request(s) sent: {} input + {} output tokens, {}; {} of {} undecided unit(s) decided.",
+                self.sent,
+                self.used_tokens.0,
+                self.used_tokens.1,
+                codex_free_models::prices::format_cost(self.cost_usd),
+                self.decided,
+                self.undecided
+            ));
+        } else if self.decided > 0 {
+            out.push(format!(
+                "Model: {} of {} undecided unit(s) decided from the cache.",
+                self.decided, self.undecided
+            ));
+        }
+        out.extend(self.problems.iter().map(|p| format!("Model: {p}")));
+        out
     }
 }

@@ -240,6 +240,10 @@ impl Status {
                 j.last_error.as_deref().unwrap_or("?")
             ),
             "pending" => "new input waiting for the next consolidation".into(),
+            // A job row that never finished a run (an empty home's): nothing was consolidated.
+            _ if j.finished_at.is_none() => {
+                "nothing to consolidate yet (it runs after phase 1 has stored memories)".into()
+            }
             _ => format!(
                 "done at {}; next one when new input arrives, at most every 6 h",
                 at(j.finished_at)

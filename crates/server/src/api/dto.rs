@@ -1029,6 +1029,24 @@ pub struct TidyPlanView {
     /// What `--model` would cost for the undecided units (nothing sent), or why it cannot
     /// be estimated (no model configured, no key); `None` when no unit is undecided.
     pub model_estimate: Option<String>,
+    /// The model's part of the plan, a line each: the estimate, what was sent or decided
+    /// from the cache (tokens, cost), every problem; empty when no unit is undecided.
+    pub model_lines: Vec<String>,
+    /// `memories.tidy_ask_model`: whether the page may ask the model (and applies use its
+    /// cached answers).
+    pub model_enabled: bool,
+    /// Requests asking would send now (0: nothing to ask, or all answered from the cache).
+    pub model_requests: u64,
+    /// Their estimated cost in USD (`None`: price unknown or nothing to ask).
+    pub model_est_cost_usd: Option<f64>,
+}
+
+/// The body of `POST /api/memory/tidy/ask`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(TS))]
+pub struct TidyAskRequest {
+    /// The folder id.
+    pub folder: String,
 }
 
 /// One unit of a tidy plan.

@@ -23,6 +23,7 @@
 //! | GET | `/api/memory/commit` | `?folder=ID&rev=C` | [`CommitDiff`] |
 //! | POST | `/api/memory/rollback` | [`MemoryActionRequest`] | [`ActionResult`] (state home's folder only) |
 //! | GET | `/api/memory/tidy` | `?folder=ID` | [`TidyPlanView`] (never writes) |
+//! | POST | `/api/memory/tidy/ask` | [`TidyAskRequest`] | [`TidyPlanView`] (sends the model requests the plan estimated; needs `memories.tidy_ask_model`; writes no memory file) |
 //! | POST | `/api/memory/tidy` | [`MemoryActionRequest`] (`accepted`: unit keys; absent = all) | [`ActionResult`] (backup, apply only the accepted units, read-back) |
 //! | GET | `/api/memory/review` | | [`ReviewView`] |
 //! | POST | `/api/memory/review/{accept,reject}` | | [`ReviewView`] |
@@ -340,7 +341,13 @@ fn table() -> Table {
     .get(
         "/api/memory/tidy",
         |State(s): State<Svc>, Query(q): Query<FolderQuery>| {
-            json(move || s.memory_tidy_plan(&q.folder))
+            json(move || s.memory_tidy_plan(&q.folder, false))
+        },
+    )
+    .post(
+        "/api/memory/tidy/ask",
+        |State(s): State<Svc>, Json(r): Json<TidyAskRequest>| {
+            json(move || s.memory_tidy_plan(&r.folder, true))
         },
     )
     .post(

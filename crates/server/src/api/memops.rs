@@ -271,12 +271,57 @@ impl ApiService {
         Ok((folder, opts))
     }
 
-    /// The tidy plan of folder `id` (writes nothing).
+    /// The tidy plan of folder `id`. With `memories.tidy_ask_model` on, the undecided units
+    /// the cache has answers for are decided by them and the estimate of asking about the
+    /// rest is shown; `ask = true` then sends those requests (through the outgoing gate,
+    /// after the spend cap check, logged as a `tidy` run) and returns the plan with the
+    /// answers. Nothing in the folder is written either way.
     ///
-    /// Errors: an unknown id; the plan's errors (unreadable or non-UTF-8 file, link out).
-    pub fn memory_tidy_plan(&self, id: &str) -> Result<TidyPlanView> {
-        let (folder, opts) = self.tidy_opts(id)?;
-        let plan = tidy::plan(&opts)?;
+    /// Errors: an unknown id; `ask` while the setting is off (invalid argument); the plan's
+    /// errors (unreadable or non-UTF-8 file, link out); a cache that cannot be written.
+    pub fn memory_tidy_plan(&self, id: &str, ask: bool) -> Result<TidyPlanView> {
+        let (folder, mut opts) = self.tidy_opts(id)?;
+        let (cfg, _) = self.current_config();
+        let allowed = cfg.memories.tidy_ask_model;
+        if ask && !allowed {
+            return Err(codex_free_core::Error::InvalidArgument(
+                "asking the model about a tidy needs memories.tidy_ask_model = true (Settings)"
+                    .into(),
+            ));
+        }
+        let resolved = codex_free_models::resolve_extract_model(
+            &cfg.memories,
+            self.secrets.as_ref(),
+            codex_free_models::PriceTable::bundled(),
+            codex_free_models::RetryPolicy::default(),
+        );
+        let mut report = None;
+        let plan = match (&resolved, allowed) {
+            (Ok(model), true) => {
+                let mut quiet = |_: &tidy::ModelReport| {};
+                let fut = tidy::model::plan_with_model(
+                    &opts,
+                    model,
+                    cfg.memories.monthly_spend_cap_usd,
+                    ask,
+                    &mut quiet,
+                );
+                // A blocking-pool thread of the server's runtime: waiting here is allowed.
+                let (p, _) = tokio::runtime::Handle::current().block_on(fut)?;
+                report = p.model.clone();
+                p
+            }
+            (Err(_), true) => {
+                if ask && let Err(e) = &resolved {
+                    return Err(codex_free_core::Error::InvalidArgument(format!(
+                        "no model to ask: {e}"
+                    )));
+                }
+                opts.model_verdicts = tidy::model::cached_for(&opts)?;
+                tidy::plan(&opts)?
+            }
+            (_, false) => tidy::plan(&opts)?,
+        };
         let moves = plan
             .moves
             .iter()
@@ -309,36 +354,53 @@ impl ApiService {
                 }
             })
             .collect();
-        let model_estimate = plan.moves.iter().any(|m| m.undecided).then(|| {
-            let (cfg, _) = self.current_config();
-            match codex_free_models::resolve_extract_model(
-                &cfg.memories,
-                self.secrets.as_ref(),
-                codex_free_models::PriceTable::bundled(),
-                codex_free_models::RetryPolicy::default(),
-            ) {
-                Ok(model) => match tidy::model::estimate(&opts, &model) {
-                    Ok(r) => r.estimate_line(),
-                    Err(e) => format!("Model: cannot estimate: {e}"),
-                },
-                Err(e) => format!("Model: not configured ({e}); undecided units stay"),
-            }
-        });
+        let any_undecided = plan.moves.iter().any(|m| m.undecided);
+        let (model_lines, model_requests, model_est_cost_usd) = match (report, &resolved) {
+            (Some(r), _) => (r.lines(), r.requests as u64, r.est_cost_usd),
+            (None, Err(e)) if any_undecided => (
+                vec![format!(
+                    "Model: not configured ({e}); undecided units stay loaded"
+                )],
+                0,
+                None,
+            ),
+            (None, Ok(model)) if any_undecided => match tidy::model::estimate(&opts, model) {
+                Ok(r) => (
+                    vec![
+                        r.estimate_line(),
+                        "Model: off (memories.tidy_ask_model = false): undecided units stay loaded and nothing is sent".into(),
+                    ],
+                    r.requests as u64,
+                    r.est_cost_usd,
+                ),
+                Err(e) => (vec![format!("Model: cannot estimate: {e}")], 0, None),
+            },
+            _ => (Vec::new(), 0, None),
+        };
         Ok(TidyPlanView {
             folder: folder.id,
             moves,
             text: plan.render(),
             units,
-            model_estimate,
+            model_estimate: model_lines.first().cloned(),
+            model_lines,
+            model_enabled: allowed,
+            model_requests,
+            model_est_cost_usd,
         })
     }
 
     /// Apply the tidy of folder `id` (backup, moves, commit, read-back), only the units in
-    /// `accepted` when given; the linked copies follow when it is this state home's.
+    /// `accepted` when given; with `memories.tidy_ask_model` on, the cached answers decide
+    /// the undecided units as the last plan showed (no request is sent). The linked copies
+    /// follow when it is this state home's.
     ///
     /// Errors: the apply's errors (it restores the backup before returning one).
     pub fn memory_tidy_apply(&self, id: &str, accepted: Option<&[String]>) -> Result<ActionResult> {
         let (_folder, mut opts) = self.tidy_opts(id)?;
+        if self.current_config().0.memories.tidy_ask_model {
+            opts.model_verdicts = tidy::model::cached_for(&opts)?;
+        }
         opts.accept = accepted.map(|a| a.iter().cloned().collect());
         let applied = tidy::apply(&opts)?;
         Ok(ActionResult {

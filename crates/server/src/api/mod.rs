@@ -1247,6 +1247,7 @@ pub(crate) mod tests {
         TidyPlanView::export_all(&cfg).unwrap();
         ReviewView::export_all(&cfg).unwrap();
         MemoryActionRequest::export_all(&cfg).unwrap();
+        TidyAskRequest::export_all(&cfg).unwrap();
         codex_free_pipeline::v2::state::VersionsState::export_all(&cfg).unwrap();
         outgoing::OutgoingView::export_all(&cfg).unwrap();
         forecast_view::ForecastView::export_all(&cfg).unwrap();

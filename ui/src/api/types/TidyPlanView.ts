@@ -25,4 +25,22 @@ units: Array<TidyUnitView>,
  * What `--model` would cost for the undecided units (nothing sent), or why it cannot
  * be estimated (no model configured, no key); `None` when no unit is undecided.
  */
-model_estimate: string | null, };
+model_estimate: string | null, 
+/**
+ * The model's part of the plan, a line each: the estimate, what was sent or decided
+ * from the cache (tokens, cost), every problem; empty when no unit is undecided.
+ */
+model_lines: Array<string>, 
+/**
+ * `memories.tidy_ask_model`: whether the page may ask the model (and applies use its
+ * cached answers).
+ */
+model_enabled: boolean, 
+/**
+ * Requests asking would send now (0: nothing to ask, or all answered from the cache).
+ */
+model_requests: number, 
+/**
+ * Their estimated cost in USD (`None`: price unknown or nothing to ask).
+ */
+model_est_cost_usd: number | null, };

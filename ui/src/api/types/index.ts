@@ -68,6 +68,7 @@ export type { SetKeyRequest } from "./SetKeyRequest";
 export type { SourceForecastView } from "./SourceForecastView";
 export type { Spend } from "./Spend";
 export type { Status } from "./Status";
+export type { TidyAskRequest } from "./TidyAskRequest";
 export type { TidyPlanView } from "./TidyPlanView";
 export type { TidyUnitView } from "./TidyUnitView";
 export type { TranscriptsView } from "./TranscriptsView";
