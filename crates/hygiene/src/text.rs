@@ -384,7 +384,7 @@ static NOW_WEAK: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:current|latest|recent|active|ongoing)\b|当前|最近|近期|最新"));
 static PROGRESS_NOUN: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)\b(?:focus|status|state|progress|phase|stage|work|working|development|mode|sprint|priorit(?:y|ies)|task|tasks|issues?|decisions?|version|release|build|deploy\w*)\b|进度|状态|阶段|任务|重点|关注|主题|进展|工作|版本",
+        r"(?i)\b(?:focus|status|state|progress|phase|stage|work|working|development|mode|sprint|priorit(?:y|ies)|task|tasks|issues?|decisions?|version|release|build|deploy\w*)\b|进度|状态|阶段|任务|重点|关注|主题|进展|工作(?:[^区流目空台室]|$)|版本",
     )
 });
 
@@ -401,7 +401,7 @@ static MODAL_STRONG: LazyLock<Regex> = LazyLock::new(|| {
 /// key (`Rule:`, `Lesson:`, `原则：`).
 static MODAL_WEAK: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than|please)\b|请(?:[^求假])|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
+        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than|please|every\s+time|each\s+time|whenever|(?:every|each)\s+(?:new\s+)?session)\b|请(?:[^求假])|每次|每当|每个会话|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
     )
 });
 
@@ -417,7 +417,7 @@ static RULE_LEAD_IN: LazyLock<Regex> = LazyLock::new(|| {
 /// or mark it carries.
 static RULE_NOUN: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:rules?|principles?|conventions?|guidelines?|lessons?|polic(?:y|ies)|best\s+practices?|do'?s\s+and\s+don'?ts|standards?|disciplines?)\b|规则|原则|规范|约定|教训|纪律|铁律|准则|守则|须知|注意事项|禁忌|做法|惯例",
+        r"(?ix)\b(?:rules?|principles?|conventions?|guidelines?|lessons?|polic(?:y|ies)|best\s+practices?|do'?s\s+and\s+don'?ts|standards?|disciplines?|preferences?|takeaways?|insights?)\b|规则|原则|规范|约定|教训|纪律|铁律|准则|守则|须知|注意事项|禁忌|做法|惯例|偏好|洞察|启示",
     )
 });
 
@@ -499,6 +499,23 @@ fn reported_version(s: &str) -> Option<String> {
         )
     });
     INVENTORY.captures(s).map(|c| c[1].to_string())
+}
+
+/// An exact release (`Flask 2.3.2`, `AutoGen (v0.7.5)`) named in a list item or a field's
+/// value: what is installed or released now. A requirement writes a range or a floor
+/// (`Node 22+`, `>= 20`, `^10.1.0`, `3.12 or later`) or a major version only.
+fn pinned_version(line: &str, p: &str) -> Option<String> {
+    static V: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?:^|[\s(（:：])(?P<pre>[\^~>=<≥≤]*)\s*(?P<v>v?\d+\.\d+\.\d+(?:-[\w.]+)?)(?P<post>\+?)",
+        )
+    });
+    if !(is_list_item(line) || KEY_VALUE.is_match(line)) || REQUIREMENT.is_match(p) {
+        return None;
+    }
+    V.captures_iter(p)
+        .find(|c| c["pre"].is_empty() && c["post"].is_empty())
+        .map(|c| c["v"].to_string())
 }
 
 /// True when the line states a rule: a modal (must, never, prefer, 必须, 优先 …) or a rule
@@ -662,6 +679,9 @@ pub fn stale(line: &str) -> Option<Stale> {
     if let Some(v) = reported_version(&body).or_else(|| reported_version(line)) {
         return verdict(Shape::Version, &body, format!("version {v}"));
     }
+    if !weak && let Some(v) = pinned_version(line, &p) {
+        return verdict(Shape::Version, &body, format!("pinned version {v}"));
+    }
     if let Some(cols) = cells(line) {
         // A table row: stale when a cell of its own is a state, a status mark or a date.
         let c = cols.iter().find(|c| {
@@ -804,7 +824,7 @@ static TRANSIENT_START: LazyLock<Regex> = LazyLock::new(|| {
 });
 static TRANSIENT_ANY: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|roadmap|milestones|changelog|backlog|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待办|待构建|待完成|待处理|待排查|进行中|已完成|完成情况|进度|路线图|里程碑|已知问题|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
+        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|roadmap|milestones|changelog|backlog|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待(?:办|构建|完成|处理|排查|实现|开发|完善|优化|修复|解决|确认|定)|进行中|已(?:完成|实现|上线|交付|修复)|^\W*完成|完成情况|完成内容|进度|进展|(?:性能|关键|质量)?指标$|路线图|里程碑|已知问题|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
     )
 });
 
@@ -914,7 +934,27 @@ fn names_a_place(line: &str) -> bool {
 /// "must follow" is a rule, not a finished task).
 fn modal_lead_in(line: &str) -> bool {
     let t = strip_bullet(line).trim_end().trim_end_matches(['*', '_']);
-    (t.ends_with(':') || t.ends_with('：')) && t.chars().count() <= 40 && strong_rule(&prose(t))
+    let n = t.chars().count();
+    (t.ends_with(':') || t.ends_with('：'))
+        && n <= 40
+        && (strong_rule(&prose(t)) || (n <= 24 && MODAL_WEAK.is_match(&prose(t))))
+}
+
+/// A line whose key names what kind of line it is, a rule or a lesson (`- **教训**：…`,
+/// `Decision: …`, `Rule: …`): it stays a rule in a dated or transient section, where the
+/// lines around it report.
+fn rule_keyed(line: &str) -> bool {
+    static KEY: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?ix)^(?:rules?|principles?|lessons?(?:\s+learned)?|takeaways?|insights?|decisions?|conventions?|guidelines?|preferences?|policy|教训|洞察|启示|原则|规则|决策|约定|偏好|规范|经验|准则)$",
+        )
+    });
+    KEY_VALUE.captures(strip_bullet(line)).is_some_and(|c| {
+        KEY.is_match(
+            c[1].trim()
+                .trim_matches(|x: char| x == '*' || x == '_' || x.is_whitespace()),
+        ) && !c[2].trim().is_empty()
+    })
 }
 
 /// A list item that opens with a Markdown link to a relative `.md` file: an entry of an
@@ -1078,7 +1118,7 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
         let inherited = context
             .filter(|_| {
                 let p = prose(strip_bullet(line));
-                !strong_rule(&p) && !is_verify(line) && !names_a_place(line)
+                !strong_rule(&p) && !is_verify(line) && !names_a_place(line) && !rule_keyed(line)
             })
             .map(|s| Stale {
                 evidence: format!("in {}", s.evidence.trim_start_matches("in ")),
@@ -1417,6 +1457,33 @@ mod tests {
         ] {
             assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
         }
+    }
+
+    /// A lesson keeps its key's kind in a dated section; a short weak-modal lead-in
+    /// (`**Avoid**:`) and a habitual one (`每次新会话开始时，快速确认：`) open rules.
+    #[test]
+    fn lessons_and_procedures_outlast_their_day() {
+        let text = "# T\n\n### 2026-02-28\n- **Pattern**: the router was skipped all day\n- **Lesson**: dispatch every task over 500 tokens\n- **教训**：改配置前先完全理解需求\n\n**Avoid**:\n- ❌ dumping long answers\n\n每次新会话开始时，快速确认：\n1. ✅ 上次学习内容\n";
+        assert_eq!(flagged(text), vec![3, 4]);
+    }
+
+    /// Exact releases in a list or a field are what is installed now; floors, ranges and
+    /// majors are requirements. Chinese section titles of done / pending / metrics work pass
+    /// their state on like their English counterparts.
+    #[test]
+    fn pinned_versions_and_chinese_progress_titles() {
+        assert!(stale("- Flask 2.3.2 (Python web framework)").is_some());
+        assert!(stale("- **框架**：Microsoft AutoGen (v0.7.5)").is_some());
+        for l in [
+            "- PyTorch 2.5.0+",
+            "- Node.js >= 20.1.0",
+            "- Next.js 15",
+            "- Python 3.12",
+        ] {
+            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
+        }
+        let text = "# T\n\n## 已实现功能\n- 文件上传\n\n## 待实现\n- 知识图谱集成\n\n## 性能指标\n- 首屏 1.2 秒\n\n## 架构\n- 网关 / 存储 两层\n";
+        assert_eq!(flagged(text), vec![3, 4, 6, 7, 9, 10]);
     }
 
     /// A key mapped to a command, a path or a link is a reference in any section.
