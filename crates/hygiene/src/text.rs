@@ -401,7 +401,7 @@ static MODAL_STRONG: LazyLock<Regex> = LazyLock::new(|| {
 /// key (`Rule:`, `Lesson:`, `原则：`).
 static MODAL_WEAK: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than|please|every\s+time|each\s+time|whenever|(?:every|each)\s+(?:new\s+)?session)\b|请(?:[^求假])|每次|每当|每个会话|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
+        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than|please|every\s+time|each\s+time|whenever|(?:every|each)\s+(?:new\s+)?session|first\W{0,2}\s+then)\b|请(?:[^求假])|每次|每当|每个会话|先[^，,。；;]{1,20}[，,]?\s*(?:再|然后)|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
     )
 });
 
@@ -838,7 +838,7 @@ static PRESENT_ONLY: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Nouns of an event (an update, a change): "latest update" is a log entry's title.
 static EVENT_NOUN: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(?:updates?|changes?|news|events?|results?)\b|更新|变更|改动|动态|结果")
+    re(r"(?i)\b(?:updates?|changes?|news|events?|results?|incidents?|outages?)\b|更新|变更|改动|动态|结果|事件|事故|故障")
 });
 
 fn transient_title(p: &str) -> Option<String> {
@@ -894,7 +894,7 @@ pub fn stale_heading(line: &str) -> Option<(Stale, bool)> {
         // A heading that opens with a date heads that day's log; one that ends with a date
         // dates its title, unless the title names rules or cites the day one was adopted.
         let opens = OPENS_WITH_DATE.is_match(&p);
-        if !opens && (rule || adoption_cited(&p)) {
+        if (rule && !EVENT_NOUN.is_match(&p)) || (!opens && adoption_cited(&p)) {
             return None;
         }
         let s = verdict(Shape::Dated, &p, format!("dated heading ({d})"))?;
