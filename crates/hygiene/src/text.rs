@@ -838,7 +838,9 @@ static PRESENT_ONLY: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Nouns of an event (an update, a change): "latest update" is a log entry's title.
 static EVENT_NOUN: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(?:updates?|changes?|news|events?|results?|incidents?|outages?)\b|更新|变更|改动|动态|结果|事件|事故|故障")
+    re(
+        r"(?i)\b(?:updates?|changes?|news|events?|results?|incidents?|outages?)\b|更新|变更|改动|动态|结果|事件|事故|故障",
+    )
 });
 
 fn transient_title(p: &str) -> Option<String> {
