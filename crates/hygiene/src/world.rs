@@ -96,11 +96,21 @@ impl Corpus {
     /// text differs from the file's line, or a file line without a label (the corpus and its
     /// labels must agree line for line).
     pub fn load(dir: &Path) -> Result<Corpus> {
+        Self::load_labels(dir, "labels.tsv", false)
+    }
+
+    /// [`Corpus::load`] with the labels of `labels` (a file in `dir`, same format): a second
+    /// annotator's. With `partial`, files it has no rows for are left out (a second
+    /// annotation may cover one half only); a file it has rows for must still agree line for
+    /// line.
+    ///
+    /// Errors: as [`Corpus::load`].
+    pub fn load_labels(dir: &Path, labels: &str, partial: bool) -> Result<Corpus> {
         let read = |p: PathBuf| -> Result<String> {
             std::fs::read_to_string(&p).ctx(|| format!("reading {}", p.display()))
         };
         let manifest = read(dir.join("manifest.tsv"))?;
-        let labels = read(dir.join("labels.tsv"))?;
+        let labels = read(dir.join(labels))?;
         let mut by_name: BTreeMap<String, Vec<(usize, Label, String)>> = BTreeMap::new();
         for (n, row) in labels.lines().enumerate().skip(1) {
             let cols: Vec<&str> = row.splitn(4, '\t').collect();
@@ -138,6 +148,9 @@ impl Corpus {
                 "test" => Half::Test,
                 other => return Err(bad(dir, format!("manifest.tsv:{}: half {other:?}", n + 1))),
             };
+            if partial && !by_name.contains_key(name) {
+                continue;
+            }
             let text = read(dir.join("files").join(name))?;
             let rows = by_name.remove(name).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
@@ -309,6 +322,44 @@ pub fn score_lint(corpus: &Corpus, half: Half) -> LintScore {
         }
     }
     s
+}
+
+/// How far two annotations of the same lines agree (lines both label stale or durable).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Agreement {
+    /// Lines both annotations label stale or durable.
+    pub lines: usize,
+    /// Of them, lines with the same label.
+    pub same: usize,
+    /// Cohen's kappa: agreement beyond what the two label rates give by chance (1 = all).
+    pub kappa: f64,
+}
+
+/// The agreement of annotations `a` and `b` on the files both have (matched by name).
+pub fn agreement(a: &Corpus, b: &Corpus) -> Agreement {
+    let (mut n, mut same, mut sa, mut sb) = (0usize, 0usize, 0usize, 0usize);
+    for fb in &b.files {
+        let Some(fa) = a.files.iter().find(|f| f.name == fb.name) else {
+            continue;
+        };
+        for (la, lb) in fa.labels.iter().zip(&fb.labels) {
+            if *la == Label::None || *lb == Label::None {
+                continue;
+            }
+            n += 1;
+            same += usize::from(la == lb);
+            sa += usize::from(*la == Label::Stale);
+            sb += usize::from(*lb == Label::Stale);
+        }
+    }
+    let nf = n.max(1) as f64;
+    let (po, pa, pb) = (same as f64 / nf, sa as f64 / nf, sb as f64 / nf);
+    let pe = pa * pb + (1.0 - pa) * (1.0 - pb);
+    Agreement {
+        lines: n,
+        same,
+        kappa: if pe < 1.0 { (po - pe) / (1.0 - pe) } else { 1.0 },
+    }
 }
 
 /// What a tidy did to the corpus's files, each tidied as the `MEMORY.md` of its own folder.
@@ -545,6 +596,26 @@ mod tests {
         } else {
             &[Half::Tune]
         };
+        if halves.contains(&Half::Test) {
+            // The test half's second, blind annotation: the agreement bounds what any rule
+            // can score against either one.
+            let b = Corpus::load_labels(Path::new(DEFAULT_DIR), "labels-b.tsv", true).unwrap();
+            let a = agreement(&c, &b);
+            let s = score_lint(&b, Half::Test);
+            println!(
+                "test, second annotator: {} lines, agreement {:.3}, kappa {:.3}; lint precision {:.3} recall {:.3} (en {:.3}/{:.3}; zh {:.3}/{:.3})",
+                a.lines,
+                a.same as f64 / a.lines.max(1) as f64,
+                a.kappa,
+                s.all.precision(),
+                s.all.recall(),
+                s.en.precision(),
+                s.en.recall(),
+                s.zh.precision(),
+                s.zh.recall()
+            );
+            assert!(a.lines > 0 && b.files.iter().all(|f| f.half == Half::Test));
+        }
         for &half in halves {
             let s = score_lint(&c, half);
             println!(
