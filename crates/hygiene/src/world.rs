@@ -358,7 +358,11 @@ pub fn agreement(a: &Corpus, b: &Corpus) -> Agreement {
     Agreement {
         lines: n,
         same,
-        kappa: if pe < 1.0 { (po - pe) / (1.0 - pe) } else { 1.0 },
+        kappa: if pe < 1.0 {
+            (po - pe) / (1.0 - pe)
+        } else {
+            1.0
+        },
     }
 }
 
