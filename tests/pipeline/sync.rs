@@ -708,8 +708,10 @@ async fn a_read_only_home_gets_a_clear_error_and_nothing_changes() {
             !o.status.success(),
             "{args:?} succeeded on a read-only home: {err}"
         );
+        // Without RUST_BACKTRACE the message is all there is: `Error: …` (no backtrace
+        // frame to lend the word).
         assert!(
-            err.contains("error")
+            err.to_lowercase().contains("error")
                 && (err.contains(&a.home.display().to_string())
                     || err.contains("readonly")
                     || err.contains("ermission")),

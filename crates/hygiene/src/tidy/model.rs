@@ -312,16 +312,19 @@ pub fn cached_for(opts: &TidyOptions) -> Result<BTreeMap<String, Verdict>> {
         ..opts.clone()
     };
     let base = plan(&rules_only)?;
-    let cache = cached_verdicts(&opts.home);
-    Ok(base
-        .moves
+    Ok(answered(&base, &cached_verdicts(&opts.home)))
+}
+
+/// The verdicts in `cache` for the undecided units of `base`, by [`unit_hash`].
+fn answered(base: &Plan, cache: &BTreeMap<String, Verdict>) -> BTreeMap<String, Verdict> {
+    base.moves
         .iter()
         .filter(|m| m.undecided)
         .filter_map(|m| {
             let h = unit_hash(&m.body);
             cache.get(&h).map(|v| (h, *v))
         })
-        .collect())
+        .collect()
 }
 
 /// What `--model` would ask about the plan of `opts` (undecided units, cached answers,
@@ -369,15 +372,7 @@ pub async fn plan_with_model(
         )
         .await?;
     }
-    let verdicts: BTreeMap<String, Verdict> = base
-        .moves
-        .iter()
-        .filter(|m| m.undecided)
-        .filter_map(|m| {
-            let h = unit_hash(&m.body);
-            cache.get(&h).map(|v| (h, *v))
-        })
-        .collect();
+    let verdicts = answered(&base, &cache);
     report.decided = base
         .moves
         .iter()
