@@ -412,14 +412,26 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             );
             let mut opts = opts;
             let mut planned = None;
-            if args.asks_model(config.memories.tidy_ask_model) {
+            let model = if args.asks_model(config.memories.tidy_ask_model) {
                 let keys = secrets();
-                let model = codex_free_models::resolve_extract_model(
+                match codex_free_models::resolve_extract_model(
                     &config.memories,
                     keys.store.as_ref(),
                     codex_free_models::prices::PriceTable::bundled(),
                     codex_free_models::RetryPolicy::default(),
-                )?;
+                ) {
+                    Ok(m) => Some(m),
+                    // No model to ask is not a reason to refuse the rules' tidy: say so, and
+                    // the undecided units stay loaded.
+                    Err(e) => {
+                        println!("Model: not configured ({e}); undecided units stay loaded");
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            if let Some(model) = model {
                 // The estimate is printed (and flushed) before any request leaves.
                 let mut show = |r: &tidy::ModelReport| {
                     use std::io::Write;

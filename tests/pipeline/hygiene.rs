@@ -398,4 +398,35 @@ async fn tidy_model_through_the_binary_estimates_gates_caches_and_survives_garba
     );
     assert_eq!(mock.requests().len(), 3);
     mock.stop();
+
+    // No model to ask (a provider without a key): the rules' plan still runs and says so.
+    let home3 = tempfile::tempdir().unwrap();
+    let dir3 = home3.path().join("mem");
+    std::fs::create_dir_all(&dir3).unwrap();
+    std::fs::write(dir3.join("MEMORY.md"), &clean).unwrap();
+    let o = Command::new(bin())
+        .env("CODEX_FREE_HOME", home3.path())
+        .env_remove("OPENAI_API_KEY")
+        .env("CODEX_FREE_KEYRING", "keyutils")
+        .current_dir(home3.path())
+        .args([
+            "memories",
+            "tidy",
+            "--dir",
+            dir3.to_str().unwrap(),
+            "--plan",
+            "--model",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("Model: not configured") && out.contains("undecided units stay loaded"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- trash > rm") && out.contains("Plan only: nothing was changed"),
+        "{out}"
+    );
 }
