@@ -1104,7 +1104,7 @@ pub const FIELDS: &[Field] = &[
         "memories.approval",
         "off",
         &["off", "new_sources", "every_request"],
-        "Model requests that wait for `memories approve` (or the Outgoing page) before they are sent: none, the first of each project/agent, or every one; waiting ones never count against the cap.",
+        "Model requests that wait for `memories approve` (or the Outgoing page) before they are sent: none, the first of each project/agent, or every one; waiting ones never count against the cap (tidy's model requests are not queued: they are sent only on an explicit `tidy --model` or the Memory page's Ask button, after their estimate is shown).",
     ),
     Field::optional_number(
         "memories.monthly_spend_cap_usd",
