@@ -719,6 +719,14 @@ pub fn stale(line: &str) -> Option<Stale> {
             return verdict(Shape::Snapshot, &p, format!("measurement ({key})"));
         }
         let value = prose(raw_value);
+        // A field whose whole value is a date records when its entry was written or began
+        // (`**记录时间**: 2026-02-26`, `Born: 2026-01-29`): that stays true, so the line is
+        // judged by its entry (its section or lead-in), not by its date.
+        if !STATUS_KEY.is_match(key)
+            && date_in(&value).is_some_and(|d| d.len() + 2 >= value.trim().len())
+        {
+            return None;
+        }
         // A key mapped to a file, a command or a link names where something is, not a state.
         let names_a_place = raw_value.starts_with(['`', '[', '/', '~', '.']);
         let key_is_status = (STATUS_KEY.is_match(key) || now_key(key)) && !names_a_place;
