@@ -380,6 +380,11 @@ fn push(
 fn stale_findings(f: &Source, out: &mut Vec<Finding>) {
     for (i, v) in text::stale_lines(&f.text).into_iter().enumerate() {
         let Some(s) = v else { continue };
+        if s.unsure {
+            // Stale only by its section, and shaped like something that outlives it: not
+            // reported (the tidy keeps it and asks a model when allowed).
+            continue;
+        }
         if s.shape == text::Shape::ConflictMarker {
             push(
                 out,

@@ -190,6 +190,11 @@ pub struct Stale {
     /// True when the line has no stale shape of its own and takes the verdict from its
     /// section or lead-in (context, not evidence: a rule under "Next steps" may still last).
     pub inherited: bool,
+    /// True when the verdict is one the rules cannot be sure of: it is inherited, and the
+    /// line has a rule's form, or is a `key: value` field under a dated heading (a dated
+    /// section also records set-ups that outlive the day). The lint leaves such a line alone
+    /// and the tidy keeps it loaded unless a model decides it.
+    pub unsure: bool,
 }
 
 // ---- Shapes -------------------------------------------------------------------------
@@ -290,6 +295,14 @@ static KEY_VALUE: LazyLock<Regex> = LazyLock::new(|| {
         r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\*\*|__)?([^:：*`|]{1,40}?)(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(.*)$",
     )
 });
+
+/// A `key: value` line (a list item or a paragraph) with a value after the colon:
+/// `- 环境: OpenClaw Cloud`, `**规则**：…`.
+pub fn is_field(line: &str) -> bool {
+    KEY_VALUE
+        .captures(strip_bullet(dequote(line)))
+        .is_some_and(|c| !c[2].trim().is_empty())
+}
 
 /// A measured or counted value: an approximation (`~75%`, `约6秒`), a pass count (`34/34
 /// passing`, `104 passed`), a percentage of a progress or rate key, a Chinese amount
@@ -578,6 +591,7 @@ fn verdict(shape: Shape, s: &str, evidence: impl Into<String>) -> Option<Stale> 
         shape,
         evidence: evidence.into(),
         inherited: false,
+        unsure: false,
     })
 }
 
@@ -1133,6 +1147,7 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             .map(|s| Stale {
                 evidence: format!("in {}", s.evidence.trim_start_matches("in ")),
                 inherited: true,
+                unsure: (s.shape == Shape::Dated && is_field(line)) || is_rule_form(line),
                 ..s.clone()
             });
         if RULE_LEAD_IN.is_match(strip_bullet(unquoted))
@@ -1282,6 +1297,26 @@ mod tests {
         assert!(!is_index_entry(
             "- [notes](https://example.com/notes.md) from 2025-04-22"
         ));
+    }
+
+    /// A field whose whole value is a date records when its entry was written; a status key
+    /// or a date beside an event is still a state.
+    #[test]
+    fn a_date_only_field_is_judged_by_its_entry() {
+        for l in [
+            "- **记录时间**: 2026-02-26",
+            "- Born: 2026-01-29",
+            "**开始日期**: 2026-03-13",
+        ] {
+            assert!(stale(l).is_none(), "{l}");
+        }
+        assert!(stale("- **Status**: 2026-02-26").is_some());
+        assert!(stale("- **时间**: 2026-02-11 修复了登录").is_some());
+        let v = stale_lines("## 2026-02-10 会话记录\n\n- **时间**: 2026-02-11\n");
+        assert!(
+            v[2].as_ref().is_some_and(|s| s.inherited && s.unsure),
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -11,8 +11,10 @@ use crate::units::{self, Unit, UnitKind};
 
 /// Reason of a unit that stays because the rules are not sure: some lines stale, some not.
 pub(super) const PARTLY_STALE: &str = "partly stale: not sure, stays";
-/// Reason of a unit with a rule's form that is stale only by the section it sits in.
-pub(super) const UNSURE_RULE: &str = "a rule, stale only by its section: not sure, stays";
+/// Reason of a unit stale only by the section it sits in and shaped like a rule or a record
+/// that can outlive it (a rule's form; a field under a dated heading).
+pub(super) const UNSURE_RULE: &str =
+    "stale only by its section, shaped like a rule or a record: not sure, stays";
 
 /// Reason of a unit that would leave but that the user did not accept (it stays).
 pub(super) const NOT_ACCEPTED: &str = "not accepted: stays";
@@ -66,7 +68,9 @@ pub(super) fn value_merges(ds: &[Decided]) -> Vec<(Vec<usize>, String)> {
             if !t.chars().any(char::is_alphanumeric) {
                 continue;
             }
-            let mut key = format!("{p}\u{0}");
+            // Lines of different sections are different entries (each `**记录时间**: <date>`
+            // belongs to its own rule): only lines of one section merge.
+            let mut key = format!("{:?}\u{0}{p}\u{0}", d.parents.last());
             for (q, u) in toks.iter().enumerate() {
                 key.push_str(if q == p { "\u{1}" } else { u });
             }
@@ -182,9 +186,12 @@ pub(super) fn decide(
             let all_stale = !vs.is_empty() && vs.iter().all(Option::is_some);
             // A unit with a rule's form whose every verdict comes from its section or lead-in, none
             // from a line's own shape, is not sure: a rule can outlive the list it sits in.
+            // A unit whose every verdict comes from its section or lead-in, none from a line's
+            // own shape, and that the rules mark unsure (a rule's form, a field under a dated
+            // heading) is not sure: it can outlive the section it sits in.
             let unsure_rule = all_stale
                 && vs.iter().flatten().all(|s| s.inherited)
-                && u.content_lines().any(text::is_rule_form);
+                && vs.iter().flatten().any(|s| s.unsure);
             let all_stale = all_stale && !unsure_rule;
             let transcript = u.kind == UnitKind::Code && is_transcript(&u);
             let undecided =

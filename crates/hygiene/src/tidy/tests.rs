@@ -803,3 +803,62 @@ fn only_accepted_units_move() {
     );
     assert!(mem.contains("- Never push to main."), "{mem}");
 }
+
+/// Rules that differ in one value merge only inside one section: a `**记录时间**: <date>`
+/// field under each of several rule headings belongs to its own rule and stays with it.
+#[test]
+fn value_merges_stay_inside_one_section() {
+    let mut text = String::from("# Memory\n\n");
+    for (n, rule) in [
+        "每次汇报进度",
+        "先确认后执行",
+        "代码交给 Codex",
+        "静默时不发消息",
+    ]
+    .iter()
+    .enumerate()
+    {
+        text.push_str(&format!(
+            "### 规则 {n}\n- **记录时间**: 2026-02-2{n}\n- **规则**: {rule}\n\n"
+        ));
+    }
+    text.push_str("## Repos\n\n");
+    for n in 1..=3 {
+        text.push_str(&format!("- Always use pnpm, never npm, in repo {n}\n"));
+    }
+    let (tmp, dir) = git_folder(&text);
+    let p = plan(&opts(&dir, &tmp.path().join("home"))).unwrap();
+    for m in p.moves.iter().filter(|m| m.text.contains("记录时间")) {
+        assert_eq!(m.dest, Dest::Stay, "{m:?}");
+    }
+    let merged = p
+        .moves
+        .iter()
+        .filter(|m| matches!(m.dest, Dest::Merged { .. }))
+        .count();
+    assert_eq!(merged, 3, "the three repo rules of one section merge");
+}
+
+/// A `key: value` field under a dated heading may be a set-up that outlives the day: the
+/// lint does not call it stale, the tidy keeps it loaded and marks it for the model; an
+/// event line under the same heading still leaves.
+#[test]
+fn a_field_under_a_dated_heading_is_not_sure() {
+    let text = "# Memory\n\n### 2026-02-21 初始化\n\n- 环境: OpenClaw Cloud (Zeabur), Gateway 端口 8080\n\n- 语言偏好: 简体中文\n\n### 2026-02-22\n\n- 修复了网关超时，重启后恢复\n";
+    let (tmp, dir) = git_folder(text);
+    let p = plan(&opts(&dir, &tmp.path().join("home"))).unwrap();
+    let find = |s: &str| p.moves.iter().find(|m| m.text.contains(s)).unwrap();
+    for s in ["环境", "语言偏好"] {
+        let m = find(s);
+        assert_eq!(m.dest, Dest::Stay, "{m:?}");
+        assert!(m.undecided, "{m:?}");
+    }
+    assert!(
+        matches!(find("修复了").dest, Dest::Daily { .. }),
+        "{:?}",
+        find("修复了")
+    );
+    let lines = crate::world::flagged_lines(text);
+    assert!(!lines.contains(&5) && !lines.contains(&7), "{lines:?}");
+    assert!(lines.contains(&11), "{lines:?}");
+}
