@@ -671,6 +671,23 @@ mod tests {
         } else {
             &[Half::Tune]
         };
+        if halves.contains(&Half::Test) {
+            // The same tidy against each single reading of the test half.
+            for file in ["labels-a.tsv", "labels-b.tsv"] {
+                let b = Corpus::load_labels(Path::new(DEFAULT_DIR), file, true).unwrap();
+                let tmp = tempfile::tempdir().unwrap();
+                let s = measure_tidy(&b, Half::Test, tmp.path(), false).unwrap();
+                println!(
+                    "test against {file} alone: durable kept {:.3} ({}/{}), stale moved {:.3} ({}/{})",
+                    s.durable_kept(),
+                    s.durable_loaded,
+                    s.durable,
+                    s.stale_out(),
+                    s.stale_moved,
+                    s.stale
+                );
+            }
+        }
         for &half in halves {
             for git in [false, true] {
                 let tmp = tempfile::tempdir().unwrap();
