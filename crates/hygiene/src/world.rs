@@ -514,12 +514,23 @@ pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Resu
     Ok(s)
 }
 
+/// Counts by kind of verdict: `[durable, stale]` labelled lines, then `[durable, stale]` moved.
+pub type KindCounts = BTreeMap<String, [usize; 4]>;
+
 /// Per kind of verdict (`lang shape own|inherited`, or `- none` for a line the rules do not
 /// call stale), how the tune half's labelled lines fare: `[durable, stale]` counts of the
 /// lines the lint flags, and of the lines the tidy moves out of the loaded layer. For
 /// calibrating which kinds are sure enough to act on; never computed on the test half.
-pub fn tune_kinds(corpus: &Corpus, root: &Path) -> Result<BTreeMap<String, [usize; 4]>> {
-    let mut out: BTreeMap<String, [usize; 4]> = BTreeMap::new();
+/// With `filter`, also each labelled line of the kinds whose name contains it.
+///
+/// Errors: a folder that cannot be created or read back.
+pub fn tune_kinds(
+    corpus: &Corpus,
+    root: &Path,
+    filter: Option<&str>,
+) -> Result<(KindCounts, Vec<String>)> {
+    let mut out = KindCounts::new();
+    let mut lines = Vec::new();
     for f in corpus.half(Half::Tune) {
         let vs = super::text::stale_lines(&f.text);
         let one = Corpus {
@@ -551,13 +562,13 @@ pub fn tune_kinds(corpus: &Corpus, root: &Path) -> Result<BTreeMap<String, [usiz
                 ),
                 None => format!("{} - none", f.lang),
             };
-            if std::env::var("HYGIENE_KINDS").is_ok_and(|k| k.len() > 1 && key.contains(&k)) {
-                println!(
-                    "    {key} {label:?} moved={} {}:{} {l}",
+            if filter.is_some_and(|k| key.contains(k)) {
+                lines.push(format!(
+                    "{key} {label:?} moved={} {}:{} {l}",
                     !loaded.contains(l),
                     f.name,
                     i + 1
-                );
+                ));
             }
             let e = out.entry(key).or_default();
             e[col] += 1;
@@ -566,7 +577,7 @@ pub fn tune_kinds(corpus: &Corpus, root: &Path) -> Result<BTreeMap<String, [usiz
             }
         }
     }
-    Ok(out)
+    Ok((out, lines))
 }
 
 #[cfg(test)]
@@ -753,12 +764,17 @@ mod tests {
                 assert!(a.lines > 0 && b.files.iter().all(|f| f.half == Half::Test));
             }
         }
-        if std::env::var_os("HYGIENE_KINDS").is_some() {
+        if let Ok(filter) = std::env::var("HYGIENE_KINDS") {
             let tmp = tempfile::tempdir().unwrap();
+            let filter = Some(filter.as_str()).filter(|f| !f.is_empty() && *f != "1");
+            let (kinds, lines) = tune_kinds(&c, tmp.path(), filter).unwrap();
+            for l in lines {
+                println!("    {l}");
+            }
             println!(
                 "tune by kind: [durable, stale] of all lines, then of the lines the tidy moves"
             );
-            for (k, v) in tune_kinds(&c, tmp.path()).unwrap() {
+            for (k, v) in kinds {
                 let p = |d: usize, s: usize| s as f64 / (d + s).max(1) as f64;
                 println!(
                     "  {k:<32} all d {:>4} s {:>4} (stale {:.2}) | moved d {:>3} s {:>4} (stale {:.2})",
