@@ -621,6 +621,27 @@ fn paren_state(s: &str) -> Option<String> {
     STATE.is_match(inner).then(|| inner.to_string())
 }
 
+/// `line` with the text of every table cell that is only a date removed (other lines as
+/// they are).
+fn without_date_cells(line: &str) -> String {
+    let Some(cols) = cells(line) else {
+        return line.to_string();
+    };
+    let kept: Vec<&str> = cols
+        .iter()
+        .map(|c| {
+            let cp = prose(c);
+            let bare = cp.trim().trim_matches(['*', '_']).trim();
+            if date_in(bare).is_some_and(|d| d.len() + 2 >= bare.len()) {
+                ""
+            } else {
+                c
+            }
+        })
+        .collect();
+    format!("| {} |", kept.join(" | "))
+}
+
 /// Table row cells (`| a | b |`), when the line is one.
 fn cells(t: &str) -> Option<Vec<&str>> {
     let t = t.trim();
@@ -700,11 +721,24 @@ pub fn stale(line: &str) -> Option<Stale> {
         // A table row: stale when a cell of its own is a state, a status mark or a date.
         let c = cols.iter().find(|c| {
             let cp = prose(c);
+            let bare = cp.trim().trim_matches(['*', '_']).trim();
             STATE.is_match(c)
                 || status_mark(c).is_some()
-                || date_in(&cp).is_some_and(|d| d.len() + 2 >= cp.trim().len())
+                || date_in(bare).is_some_and(|d| d.len() + 2 >= bare.len())
         });
-        return c.and_then(|c| verdict(Shape::StatusField, &p, format!("table cell {c:?}")));
+        if let Some(c) = c {
+            return verdict(Shape::StatusField, &p, format!("table cell {c:?}"));
+        }
+        // A cell that is only an amount of money or an approximation (`¥14.36`, `~28天`)
+        // is a figure read at one moment: a balance, a count, a rate.
+        static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
+            re(r"^(?:[¥$€£]\s*\d[\d,]*(?:\.\d+)?|[~≈约]\s*\d[\d,]*(?:\.\d+)?\s*\S{0,3})$")
+        });
+        let c = cols.iter().find(|c| {
+            let cp = prose(c);
+            AMOUNT.is_match(cp.trim().trim_matches(['*', '_']).trim())
+        });
+        return c.and_then(|c| verdict(Shape::Snapshot, &p, format!("table cell {c:?}")));
     }
     if strong {
         return None;
@@ -1119,9 +1153,10 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             lead_in = None;
         }
         let own = if section.is_none() && rules_section.is_some() {
-            // A leading ✅ / ❌ in a section of rules is a do / don't; the rest of the line is
-            // judged as usual (a trailing ✅ still reports a result).
-            stale(&without_leading_mark(line))
+            // A leading ✅ / ❌ in a section of rules is a do / don't, and a date cell of a
+            // table row is the day a rule was learned; the rest of the line is judged as usual
+            // (a trailing ✅ still reports a result).
+            stale(&without_date_cells(&without_leading_mark(line)))
         } else {
             stale(line)
         };
@@ -1317,6 +1352,24 @@ mod tests {
             v[2].as_ref().is_some_and(|s| s.inherited && s.unsure),
             "{v:?}"
         );
+    }
+
+    /// Table rows: a bold date cell is a date, a cell that is only an amount or an
+    /// approximation is a figure of one moment, and under a heading that names lessons a
+    /// date cell is the day the lesson was learned.
+    #[test]
+    fn table_rows_by_their_cells() {
+        assert!(stale("| **2026-02-23** | **开工日内容发布** |").is_some());
+        assert_eq!(
+            stale("| Kimi | ¥14.36 | ~28天 |").unwrap().shape,
+            Shape::Snapshot
+        );
+        assert!(stale("| port | 8080 | the API |").is_none());
+        let v = stale_lines(
+            "## Lessons Learned\n\n| 日期 | 内容 |\n|---|---|\n| 2026-02-17 | AI文章不可全信，必须先验证 |\n| 2026-02-18 | ✅ 已完成 |\n",
+        );
+        assert!(v[4].is_none(), "{v:?}");
+        assert!(v[5].is_some(), "a state cell still reports a state: {v:?}");
     }
 
     #[test]

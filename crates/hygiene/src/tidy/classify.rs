@@ -39,8 +39,11 @@ pub(super) fn verdicts_of<'a>(
     u: &Unit,
     all: &'a [Option<text::Stale>],
 ) -> Vec<Option<&'a text::Stale>> {
+    // A table's header row names its columns: it goes wherever its rows go.
+    let header = usize::from(u.kind == UnitKind::Table && u.content_lines().nth(1).is_some());
     u.content_lines()
         .enumerate()
+        .skip(header)
         .filter(|(_, l)| !text::is_structural(l) || text::is_conflict_marker(l))
         .map(|(i, _)| all.get(u.first + i).and_then(Option::as_ref))
         .collect()

@@ -862,3 +862,18 @@ fn a_field_under_a_dated_heading_is_not_sure() {
     assert!(!lines.contains(&5) && !lines.contains(&7), "{lines:?}");
     assert!(lines.contains(&11), "{lines:?}");
 }
+
+/// A table of dated events leaves as one unit with its header row (the header names the
+/// columns; it is not a line of its own to keep).
+#[test]
+fn a_table_leaves_with_its_header_row() {
+    let text = "# Memory\n\n## Rules\n\n- Keep PRs small.\n\n## 重要日期\n\n| 日期 | 事件 |\n|------|------|\n| 2026-02-13 | 三模型协同系统部署 |\n| 2026-02-16 | 网站上线 |\n";
+    let (tmp, dir) = git_folder(text);
+    apply(&opts(&dir, &tmp.path().join("home"))).unwrap();
+    let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
+    assert!(mem.contains("Keep PRs small"), "{mem}");
+    assert!(
+        !mem.contains("| 日期 | 事件 |") && !mem.contains("网站上线"),
+        "{mem}"
+    );
+}
