@@ -880,7 +880,7 @@ static TRANSIENT_START: LazyLock<Regex> = LazyLock::new(|| {
 });
 static TRANSIENT_ANY: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|roadmap|milestones|changelog|backlog|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待(?:办|构建|完成|处理|排查|实现|开发|完善|优化|修复|解决|确认|定)|进行中|已(?:完成|实现|上线|交付|修复)|^\W*完成|完成情况|完成内容|进度|进展|(?:性能|关键|质量)?指标$|路线图|里程碑|已知问题|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
+        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|roadmap|milestones|changelog|backlog|agenda|queue|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待(?:办|构建|完成|处理|排查|实现|开发|完善|优化|修复|解决|确认|定)|进行中|已(?:完成|实现|上线|交付|修复)|^\W*完成|完成情况|完成内容|进度|进展|(?:性能|关键|质量)?指标$|路线图|里程碑|已知问题|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
     )
 });
 
@@ -924,7 +924,9 @@ pub fn stale_heading(line: &str) -> Option<(Stale, bool)> {
     let level = heading_level(line)?;
     let title = line.trim_start()[level..].trim();
     let p = prose(&without_ids(title));
-    if let Some(m) = transient_title(&p) {
+    // A title with a strong modal names rules even when it also names a stage
+    // (`### 1. Milestone Commit Protocol (MANDATORY)`): the rules outlive the milestone.
+    if let Some(m) = transient_title(&p).filter(|_| !strong_rule(&p)) {
         let s = verdict(Shape::Section, &p, format!("section \"{m}\""))?;
         return Some((s, true));
     }
@@ -1090,6 +1092,9 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
     // its section a ✅ / ❌ mark means do / don't, not done / failed.
     let mut rules_section: Option<usize> = None;
     let mut lead_in: Option<LeadIn> = None;
+    // A transient section suspended under a heading that names rules: (its level, its
+    // verdict, the rules heading's level).
+    let mut suspended: Option<(usize, Stale, usize)> = None;
     for line in text.lines() {
         let t = line.trim();
         if t.starts_with("```") || t.starts_with("~~~") {
@@ -1105,6 +1110,15 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
         seen_content |= !t.is_empty();
         if let Some(level) = heading_level(line) {
             lead_in = None;
+            if let Some((l, s, rl)) = suspended.take() {
+                if level <= l {
+                    // The suspended section ends here too.
+                } else if level <= rl {
+                    section = Some((l, s));
+                } else {
+                    suspended = Some((l, s, rl));
+                }
+            }
             if section.as_ref().is_some_and(|(l, _)| level <= *l) {
                 section = None;
             }
@@ -1123,6 +1137,19 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             };
             if h.is_none() && section.is_none() && rules_section.is_none() && is_rule_title(line) {
                 rules_section = Some(level);
+            }
+            // A heading naming rules inside a transient or dated section (`### 方法论（5条铁律）`
+            // under `## 2026-03-29`) opens rules: its lines do not inherit the section's state,
+            // which resumes at the next heading of the section.
+            if h.is_none()
+                && rules_section.is_none()
+                && section.as_ref().is_some_and(|(l, _)| level > *l)
+                && is_rule_title(line)
+            {
+                suspended = section.take().map(|(l, s)| (l, s, level));
+                rules_section = Some(level);
+                out.push(None);
+                continue;
             }
             match (&h, &section) {
                 (Some((s, true)), None) => section = Some((level, s.clone())),
