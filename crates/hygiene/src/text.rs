@@ -231,7 +231,7 @@ static STAMP: LazyLock<Regex> = LazyLock::new(|| {
 /// A line (after its marker) that opens with a date or a time of day: a log entry.
 static OPENS_WITH_DATE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"^[\s>*_\[(（【]*(?:(?:19|20)\d{2}[-/.]\d{1,2}[-/.]\d{1,2}|(?:19|20)\d{2}\s*年\s*\d{1,2}\s*月|\d{1,2}\s*月\s*\d{1,2}\s*日|\d{1,2}:\d{2}(?::\d{2})?\s*[-–—:：|])",
+        r"^[\s>*_\[(（【]*(?:(?:19|20)\d{2}[-/.]\d{1,2}[-/.]\d{1,2}|(?:19|20)\d{2}\s*年\s*\d{1,2}\s*月|\d{1,2}\s*月\s*\d{1,2}\s*日|\d{1,2}:\d{2}(?::\d{2})?\s*[-–—:：|]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\s*[-–—:：|])",
     )
 });
 
@@ -309,7 +309,7 @@ pub fn is_field(line: &str) -> bool {
 /// (`274.8亿元`, `552.64万元`).
 static SNAPSHOT: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?ix)
-        [~≈]\s*\d+(?:\.\d+)?\s*(?:%|ms|s\b|秒|分钟|min|h\b|小时|x\b|倍|k\b|mb|gb)
+        [~≈]\s*\d[\d,]*(?:\.\d+)?\s*(?:%|ms|s\b|秒|分钟|min|h\b|小时|天|days?\b|x\b|倍|k\b|mb|gb|lines?\b|files?\b|modules?\b|tests?\b|行|个)
       | \b\d+\s*/\s*\d+\s*(?:tests?|checks?|passing|passed|done|complete|files|tasks)\b
       | \b\d+\s+(?:tests?\s+)?(?:passed|passing|failed|failing|skipped)\b
       | (?:coverage|progress|pass\s+rate|通过率|覆盖率|完成度|完成率|进度|成功率)\s*\**\s*[:：]?\s*\**\s*[~≈约]?\s*\d+(?:\.\d+)?\s*%
@@ -1397,6 +1397,37 @@ mod tests {
         );
         assert!(v[4].is_none(), "{v:?}");
         assert!(v[5].is_some(), "a state cell still reports a state: {v:?}");
+    }
+
+    /// A strong modal makes a title a rule title even beside a stage word; a heading naming
+    /// rules inside a dated or transient section stops its lines inheriting that state until
+    /// the section's next heading.
+    #[test]
+    fn rule_headings_inside_transient_sections() {
+        assert!(stale_heading("### 1. Milestone Commit Protocol (MANDATORY)").is_none());
+        assert!(stale_heading("### Milestones").is_some());
+        let text = "## 2026-03-29\n\n- 部署了新网关\n\n### 方法论（5条铁律）\n\n- 先验证再发布\n\n### 事故处理\n\n- 修复了超时\n";
+        let v = stale_lines(text);
+        assert!(v[2].is_some(), "{v:?}");
+        assert!(v[4].is_none() && v[6].is_none(), "the rules block: {v:?}");
+        assert!(v[10].is_some(), "the dated section resumes: {v:?}");
+    }
+
+    /// A line opening with a month and a day is a log entry even without a year; an
+    /// approximation with a thousands separator or a count unit is a snapshot.
+    #[test]
+    fn month_day_entries_and_approximate_counts() {
+        assert_eq!(
+            stale("- Feb 25: Morning check-in. Nothing to report.")
+                .unwrap()
+                .shape,
+            Shape::Dated
+        );
+        assert!(stale("- Use May 25 as the cut-off in examples").is_none());
+        assert_eq!(
+            stale("- 7 modules in `bin/` (~2,016 lines)").unwrap().shape,
+            Shape::Snapshot
+        );
     }
 
     #[test]
