@@ -50,5 +50,8 @@ missing_npm=()
 for p in "${NPM_PINS[@]}"; do npm_pinned "$p" || missing_npm+=("$p"); done
 if [ ${#missing_npm[@]} -gt 0 ]; then
   $SUDO mkdir -p "$NPM_PREFIX"
-  $SUDO npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error "${NPM_PINS[@]}"
+  # `--prefix` also moves npm's global config to <prefix>/etc/npmrc, which would drop the
+  # machine's own (its cafile, registry or proxy): keep the one npm uses without it.
+  NPM_GLOBALRC="$(npm config get globalconfig)"
+  $SUDO npm install --prefix "$NPM_PREFIX" --globalconfig "$NPM_GLOBALRC" --no-audit --no-fund --loglevel=error "${NPM_PINS[@]}"
 fi

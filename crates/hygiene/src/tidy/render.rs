@@ -89,6 +89,10 @@ impl Plan {
             let _ = writeln!(s, "Adds to {MEMORY_MD} under `{VERIFY_HEADING}`: {c}");
         }
         for (k, v) in &self.outputs {
+            if self.originals.get(k) == Some(v) {
+                let _ = writeln!(s, "Would write: nothing to {k} (every unit of it stays)");
+                continue;
+            }
             let verb = if self.existing.contains(k) {
                 "rewrites"
             } else {

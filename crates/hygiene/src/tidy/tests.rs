@@ -877,3 +877,16 @@ fn a_table_leaves_with_its_header_row() {
         "{mem}"
     );
 }
+
+/// A plan in which every unit stays says there is nothing to write, not that it rewrites
+/// the file (found on a fresh-user run).
+#[test]
+fn a_plan_with_nothing_to_move_says_so() {
+    let (tmp, dir) =
+        git_folder("# Memory\n\n## Rules\n\n- Keep PRs small.\n- Never force-push main.\n");
+    let text = plan(&opts(&dir, &tmp.path().join("home")))
+        .unwrap()
+        .render();
+    assert!(text.contains("Would write: nothing to MEMORY.md"), "{text}");
+    assert!(!text.contains("rewrites MEMORY.md"), "{text}");
+}
