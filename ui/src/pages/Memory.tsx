@@ -77,9 +77,11 @@ function ReviewQueue({ onChange }: { onChange: () => void }) {
   const decide = async (action: "accept" | "reject") => {
     try {
       const r = await (await api()).memoryReviewDecide(action);
-      setMsg(r.done ?? null);
       setErr(null);
+      // The queue is reloaded before the outcome is shown, so the card never says "accepted"
+      // beside the consolidation it has just accepted.
       await reload();
+      setMsg(r.done ?? null);
       onChange();
     } catch (e) {
       setErr(toFailure(e));
