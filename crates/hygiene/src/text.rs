@@ -621,6 +621,13 @@ fn paren_state(s: &str) -> Option<String> {
     STATE.is_match(inner).then(|| inner.to_string())
 }
 
+/// True when `s` (prose: ids and names already out) is a date and at most two characters
+/// more, bold or italic marks aside (`2026-02-23`, `**2026-02-23**`, `2026-02-23。`).
+fn only_a_date(s: &str) -> bool {
+    let bare = s.trim().trim_matches(['*', '_']).trim();
+    date_in(bare).is_some_and(|d| d.len() + 2 >= bare.len())
+}
+
 /// `line` with the text of every table cell that is only a date removed (other lines as
 /// they are).
 fn without_date_cells(line: &str) -> String {
@@ -629,15 +636,7 @@ fn without_date_cells(line: &str) -> String {
     };
     let kept: Vec<&str> = cols
         .iter()
-        .map(|c| {
-            let cp = prose(c);
-            let bare = cp.trim().trim_matches(['*', '_']).trim();
-            if date_in(bare).is_some_and(|d| d.len() + 2 >= bare.len()) {
-                ""
-            } else {
-                c
-            }
-        })
+        .map(|c| if only_a_date(&prose(c)) { "" } else { c })
         .collect();
     format!("| {} |", kept.join(" | "))
 }
@@ -719,13 +718,9 @@ pub fn stale(line: &str) -> Option<Stale> {
     }
     if let Some(cols) = cells(line) {
         // A table row: stale when a cell of its own is a state, a status mark or a date.
-        let c = cols.iter().find(|c| {
-            let cp = prose(c);
-            let bare = cp.trim().trim_matches(['*', '_']).trim();
-            STATE.is_match(c)
-                || status_mark(c).is_some()
-                || date_in(bare).is_some_and(|d| d.len() + 2 >= bare.len())
-        });
+        let c = cols
+            .iter()
+            .find(|c| STATE.is_match(c) || status_mark(c).is_some() || only_a_date(&prose(c)));
         if let Some(c) = c {
             return verdict(Shape::StatusField, &p, format!("table cell {c:?}"));
         }
@@ -770,9 +765,7 @@ pub fn stale(line: &str) -> Option<Stale> {
         // A field whose whole value is a date records when its entry was written or began
         // (`**记录时间**: 2026-02-26`, `Born: 2026-01-29`): that stays true, so the line is
         // judged by its entry (its section or lead-in), not by its date.
-        if !STATUS_KEY.is_match(key)
-            && date_in(&value).is_some_and(|d| d.len() + 2 >= value.trim().len())
-        {
+        if !STATUS_KEY.is_match(key) && only_a_date(&value) {
             return None;
         }
         // A key mapped to a file, a command or a link names where something is, not a state.

@@ -431,6 +431,18 @@ fn md_lines(dir: &Path, out: &mut std::collections::HashSet<String>) -> Result<(
     Ok(())
 }
 
+/// The lines of the loaded layer of the memory folder `dir` after a tidy: its `MEMORY.md`
+/// (`memory`, already read) and its indexed topic files.
+fn loaded_lines(dir: &Path, memory: &str) -> Result<std::collections::HashSet<String>> {
+    let mut loaded: std::collections::HashSet<String> =
+        memory.lines().map(str::to_string).collect();
+    let topics = dir.join(super::tidy::TOPICS_DIR);
+    if topics.is_dir() {
+        md_lines(&topics, &mut loaded)?;
+    }
+    Ok(loaded)
+}
+
 /// Tidy (apply, with backups under `root/home`) every file of `half` as the `MEMORY.md` of
 /// its own folder under `root` (a git repository when `git`), and measure the result
 /// against the labels. Uses the default budgets.
@@ -475,11 +487,7 @@ pub fn measure_tidy(corpus: &Corpus, half: Half, root: &Path, git: bool) -> Resu
         if mode != 0o644 {
             s.mode_changed.push(format!("{}: {mode:o}", f.name));
         }
-        let mut loaded: std::collections::HashSet<String> =
-            after.lines().map(str::to_string).collect();
-        if dir.join(super::tidy::TOPICS_DIR).is_dir() {
-            md_lines(&dir.join(super::tidy::TOPICS_DIR), &mut loaded)?;
-        }
+        let loaded = loaded_lines(&dir, &after)?;
         let mut all = std::collections::HashSet::new();
         md_lines(&dir, &mut all)?;
         for l in f.text.lines() {
@@ -539,14 +547,10 @@ pub fn tune_kinds(
         let dir = root.join(&f.id);
         std::fs::create_dir_all(&dir).ctx(|| format!("creating {}", dir.display()))?;
         let _ = measure_tidy(&one, Half::Tune, &dir, false)?;
-        let mem = dir.join(&f.id).join(MEMORY_MD);
+        let folder = dir.join(&f.id);
+        let mem = folder.join(MEMORY_MD);
         let after = std::fs::read_to_string(&mem).ctx(|| format!("reading {}", mem.display()))?;
-        let mut loaded: std::collections::HashSet<String> =
-            after.lines().map(str::to_string).collect();
-        let topics = dir.join(&f.id).join(super::tidy::TOPICS_DIR);
-        if topics.is_dir() {
-            md_lines(&topics, &mut loaded)?;
-        }
+        let loaded = loaded_lines(&folder, &after)?;
         for (i, (label, l)) in f.labels.iter().zip(f.text.lines()).enumerate() {
             let col = match label {
                 Label::Durable => 0,

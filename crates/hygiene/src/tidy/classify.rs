@@ -192,13 +192,13 @@ pub(super) fn decide(
             // A unit whose every verdict comes from its section or lead-in, none from a line's
             // own shape, and that the rules mark unsure (a rule's form, a field under a dated
             // heading) is not sure: it can outlive the section it sits in.
-            let unsure_rule = all_stale
+            let unsure = all_stale
                 && vs.iter().flatten().all(|s| s.inherited)
                 && vs.iter().flatten().any(|s| s.unsure);
-            let all_stale = all_stale && !unsure_rule;
+            let all_stale = all_stale && !unsure;
             let transcript = u.kind == UnitKind::Code && is_transcript(&u);
             let undecided =
-                !transcript && (unsure_rule || (!all_stale && vs.iter().any(Option::is_some)));
+                !transcript && (unsure || (!all_stale && vs.iter().any(Option::is_some)));
             let by_model = undecided
                 .then(|| model.get(&super::unit_hash(&content)).copied())
                 .flatten();
@@ -256,7 +256,7 @@ pub(super) fn decide(
                             Dest::Stay,
                             if by_model == Some(super::Verdict::Durable) {
                                 MODEL_DURABLE.into()
-                            } else if unsure_rule {
+                            } else if unsure {
                                 UNSURE_RULE.into()
                             } else if vs.iter().any(Option::is_some) {
                                 PARTLY_STALE.into()
