@@ -260,15 +260,26 @@ static STATE: LazyLock<Regex> = LazyLock::new(|| {
 /// True when a field's value is a state (`done`, `in progress`, `已完成`, `运行中，端口 8000`).
 /// A Chinese state word counts only as the whole value or before punctuation: in
 /// `通过 find-skills 搜索` the word is the preposition "via", not "passed".
+///
+/// An English state word counts as the whole value, before punctuation, or before a
+/// preposition, conjunction or adverb (`Deployed to staging`, `Done and verified`); before
+/// any other word it is an imperative or an attribute (`Complete current phase first`,
+/// `Production-ready Rails engine for …`), which describes rather than reports.
 fn is_state_value(v: &str) -> bool {
+    /// Function words that can follow a state: prepositions, conjunctions, adverbs.
+    static AFTER_STATE: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?i)^(?:in|on|to|for|by|with|at|since|as|and|but|or|after|before|until|from|via|of|into|locally|successfully|now|yet|already|again|today|yesterday|but|except|pending|not|—|-)",
+        )
+    });
     let Some(m) = STATE.find(v) else {
         return false;
     };
-    if !m.as_str().chars().next().is_some_and(is_cjk) {
+    let rest = v[m.end()..].trim_start();
+    if rest.is_empty() || rest.starts_with(|c: char| !c.is_alphanumeric() && !is_cjk(c)) {
         return true;
     }
-    let rest = v[m.end()..].trim_start();
-    rest.is_empty() || rest.starts_with(|c: char| !c.is_alphanumeric() && !is_cjk(c))
+    !m.as_str().chars().next().is_some_and(is_cjk) && AFTER_STATE.is_match(rest)
 }
 
 /// Keys whose value is a state whatever it says.
@@ -430,7 +441,7 @@ static RULE_LEAD_IN: LazyLock<Regex> = LazyLock::new(|| {
 /// or mark it carries.
 static RULE_NOUN: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:rules?|principles?|conventions?|guidelines?|lessons?|polic(?:y|ies)|best\s+practices?|do'?s\s+and\s+don'?ts|standards?|disciplines?|preferences?|takeaways?|insights?)\b|规则|原则|规范|约定|教训|纪律|铁律|准则|守则|须知|注意事项|禁忌|做法|惯例|偏好|洞察|启示",
+        r"(?ix)\b(?:rules?|principles?|conventions?|guidelines?|lessons?|decisions?|considerations?|polic(?:y|ies)|best\s+practices?|do'?s\s+and\s+don'?ts|standards?|disciplines?|preferences?|takeaways?|insights?)\b|规则|原则|规范|约定|教训|纪律|铁律|准则|守则|须知|注意事项|禁忌|做法|惯例|偏好|洞察|启示|决策",
     )
 });
 
@@ -628,11 +639,32 @@ fn only_a_date(s: &str) -> bool {
     date_in(bare).is_some_and(|d| d.len() + 2 >= bare.len())
 }
 
-/// `line` with the text of every table cell that is only a date removed (other lines as
-/// they are).
+/// `line` with the text of every table cell that is only a date removed; of any other line,
+/// every parenthesised date (`（2026-07-21）`, `(2026-07-28, ADR 0014)` keeps `ADR 0014`).
+/// Under a heading of rules or decisions, such a date is the day one was adopted.
 fn without_date_cells(line: &str) -> String {
+    static PAREN: LazyLock<Regex> = LazyLock::new(|| re(r"[(（]([^()（）]{1,40})[)）]"));
     let Some(cols) = cells(line) else {
-        return line.to_string();
+        return PAREN
+            .replace_all(line, |c: &regex::Captures<'_>| {
+                let inner = &c[1];
+                match date_in(inner) {
+                    Some(_) if only_a_date(inner) => String::new(),
+                    Some(d) => {
+                        let rest = inner
+                            .replacen(d.as_str(), "", 1)
+                            .trim_matches(|x: char| x.is_whitespace() || ",，;；".contains(x))
+                            .to_string();
+                        if date_in(&rest).is_some() {
+                            c[0].to_string()
+                        } else {
+                            format!("({rest})")
+                        }
+                    }
+                    None => c[0].to_string(),
+                }
+            })
+            .into_owned();
     };
     let kept: Vec<&str> = cols
         .iter()
@@ -706,6 +738,9 @@ pub fn stale(line: &str) -> Option<Stale> {
         if lead || !weak {
             return verdict(Shape::Stamp, &p, format!("stamp {d}"));
         }
+    }
+    if about_the_document(&p) {
+        return None;
     }
     if let Some(h) = has_hash(&body) {
         return verdict(Shape::Commit, &body, format!("commit-like value {h}"));
@@ -836,6 +871,9 @@ pub fn stale(line: &str) -> Option<Stale> {
             &p,
             format!("pending ({})", m.as_str().trim()),
         );
+    }
+    if points_to_a_file(line) {
+        return None;
     }
     if let Some(m) = NOW_STRONG.find(&p)
         && !weak
@@ -982,15 +1020,15 @@ fn names_a_place(line: &str) -> bool {
     PLACE.is_match(line)
 }
 
-/// A short lead-in that is itself a modal (`**必须遵循：**`, `Never:`, `You must:`): what
+/// A lead-in that is itself a modal (`**必须遵循：**`, `Never:`, `You must:`, or up to 160
+/// characters with a strong modal: `**ALWAYS REFER TO**: docs/roadmap.md for:`): what
 /// follows is what must (not) be done, whatever marks its items carry (`- ✅ 继承 …` under
 /// "must follow" is a rule, not a finished task).
 fn modal_lead_in(line: &str) -> bool {
     let t = strip_bullet(line).trim_end().trim_end_matches(['*', '_']);
     let n = t.chars().count();
     (t.ends_with(':') || t.ends_with('：'))
-        && n <= 40
-        && (strong_rule(&prose(t)) || (n <= 24 && MODAL_WEAK.is_match(&prose(t))))
+        && ((n <= 160 && strong_rule(&prose(t))) || (n <= 24 && MODAL_WEAK.is_match(&prose(t))))
 }
 
 /// A line whose key names what kind of line it is, a rule or a lesson (`- **教训**：…`,
@@ -1017,6 +1055,40 @@ fn is_index_entry(line: &str) -> bool {
         re(r"^\s*(?:[-*+]|\d+[.)])\s+\[[^\]]+\]\((?:\./)?[^):/\s][^):\s]*\.md(?:#[^)\s]*)?\)")
     });
     L.is_match(line)
+}
+
+/// A line about the memory file itself (`This file tracks the project's current status…`,
+/// `*This is a living document.*`, `此文档为项目记忆系统的一部分…`): it says what the file is
+/// for, which holds as long as the file does, whatever section it sits in. A stamp on it
+/// (`This file was last updated 2025-07-05`) is judged before this.
+fn about_the_document(p: &str) -> bool {
+    static DOC: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?i)^\W*(?:this|the\s+present)\s+(?:file|document|doc|page|memory(?:\s+(?:file|bank))?|is\s+a\s+living\s+document)\b|\bliving\s+document\b|^\W*(?:本|此|该)(?:文档|文件|页面|记忆文件|表)",
+        )
+    });
+    DOC.is_match(p)
+}
+
+/// A line that says which file holds something: it opens with a file's path and a short
+/// description (`` - `activeContext.md` - Current priorities ``), or maps a key to nothing
+/// but a file (`当前项目状态：[CURRENT_STATE.md](docs/progress/CURRENT_STATE.md)`). Where a
+/// thing is kept lasts, so "now" words in it do not make it stale; a figure in its
+/// description (`~154 MB/day`) and its section (a list of files built, under "Done") still do. A path here is a file
+/// with an extension or a folder ending in `/` (a branch name like `feat/x` is neither).
+fn points_to_a_file(line: &str) -> bool {
+    const PATH: &str = r"(?:`[^`\s]*(?:\.[A-Za-z]{1,5}|/)`|\[[^\]]{1,80}\]\((?:\.{0,2}/)?[^):\s]+(?:\.[A-Za-z]{1,5}|/)(?:#[^)\s]*)?\))";
+    static OPENS: LazyLock<Regex> = LazyLock::new(|| {
+        re(&format!(
+            r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\*\*)?{PATH}(?:\*\*)?\s*(?:[-–—:：]|\*\*[:：]?)\s+[^|]{{1,60}}$"
+        ))
+    });
+    static MAPS: LazyLock<Regex> = LazyLock::new(|| {
+        re(&format!(
+            r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\*\*|__)?[^:：*`|]{{1,40}}?(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*{PATH}\s*$"
+        ))
+    });
+    OPENS.is_match(line) || MAPS.is_match(line)
 }
 
 /// `line` without the status mark that opens its text (after `#`, `>`, a list marker):
@@ -1197,7 +1269,11 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
         let inherited = context
             .filter(|_| {
                 let p = prose(strip_bullet(line));
-                !strong_rule(&p) && !is_verify(line) && !names_a_place(line) && !rule_keyed(line)
+                !strong_rule(&p)
+                    && !is_verify(line)
+                    && !names_a_place(line)
+                    && !rule_keyed(line)
+                    && !about_the_document(&p)
             })
             .map(|s| Stale {
                 evidence: format!("in {}", s.evidence.trim_start_matches("in ")),
@@ -1440,6 +1516,60 @@ mod tests {
                 .is_none()
         );
         assert_eq!(stale("- HEAD is 1a2b3c4d").unwrap().topic, Topic::Commit);
+    }
+
+    /// An English state word before a noun or a verb's object is an attribute or an
+    /// imperative, not a report; before a preposition, or alone, it is a state.
+    #[test]
+    fn a_state_word_reports_only_alone_or_before_a_preposition() {
+        for l in [
+            "- **Retry Policy**: Complete each step before starting the next",
+            "- **importer/**: Production-ready parser for bank CSV exports",
+            "- **Cache**: Active invalidation on every write",
+        ] {
+            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
+        }
+        for l in [
+            "- **Importer**: Deployed to staging",
+            "- **Importer**: Done",
+            "- **Importer**: Completed, with two known gaps",
+        ] {
+            assert!(stale(l).is_some(), "not stale: {l}");
+        }
+    }
+
+    /// A long lead-in with a strong modal still makes its list rules; headings of decisions
+    /// and considerations head lasting content even inside a transient section; a date in
+    /// parentheses under them is the day a decision was taken.
+    #[test]
+    fn decisions_and_long_modal_lead_ins() {
+        let text = "# Notes\n\n## Roadmap\n\n**ALWAYS CHECK**: `docs/plan.md` is the one source of truth for:\n- Current sprint goals\n- Weekly deliverables\n\n## Current Work\n- wire the retry button\n\n### Key Decisions\n- SQLite over Postgres for the store\n\n### Design Considerations\n- **Latency**: keep each hit under 1 ms\n\n## 关键决策\n- **存储选型**（2026-01-05）：SQLite，不用 Postgres\n\n## Log\n- **Importer**（2026-01-05）：switched the parser\n";
+        assert_eq!(flagged(text), vec![3, 9, 10, 22]);
+    }
+
+    /// A line that names the file holding something, or that describes the memory file
+    /// itself, is not stale for a "now" word; a figure or a stamp on it still is.
+    #[test]
+    fn pointers_and_lines_about_the_file_itself() {
+        for l in [
+            "- `plan.md` - Current priorities",
+            "- 当前状态：[`STATUS.md`](docs/STATUS.md)",
+            "This file records the team's current status, recent changes and open questions.",
+            "*此文档为长期记忆，随项目持续更新。*",
+        ] {
+            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
+        }
+        assert_eq!(
+            stale("- `collector.py` - price feed (~120 MB/day)").map(|s| s.shape),
+            Some(Shape::Snapshot)
+        );
+        assert_eq!(
+            stale("This file was last updated: 2025-07-05").map(|s| s.shape),
+            Some(Shape::Stamp)
+        );
+        // A branch is not a file: `feat/x` has neither an extension nor a trailing slash.
+        assert!(!points_to_a_file("- Current branch: `feat/retry-button`"));
+        assert!(points_to_a_file("- Roadmap: [plan](docs/plan.md)"));
     }
 
     fn flagged(text: &str) -> Vec<usize> {
