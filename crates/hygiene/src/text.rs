@@ -408,7 +408,7 @@ static NOW_WEAK: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:current|latest|recent|active|ongoing)\b|当前|最近|近期|最新"));
 static PROGRESS_NOUN: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)\b(?:focus|status|state|progress|phase|stage|work|working|development|mode|sprint|priorit(?:y|ies)|task|tasks|issues?|decisions?|version|release|build|deploy\w*)\b|进度|状态|阶段|任务|重点|关注|主题|进展|工作(?:[^区流目空台室]|$)|版本",
+        r"(?i)\b(?:focus|status|state|progress|phase|stage|work|working|development|mode|sprint|priorit(?:y|ies)|task|tasks|issues?|version|release|build|deploy\w*)\b|进度|状态|阶段|任务|重点|关注|主题|进展|工作(?:[^区流目空台室]|$)|版本",
     )
 });
 
@@ -425,7 +425,7 @@ static MODAL_STRONG: LazyLock<Regex> = LazyLock::new(|| {
 /// key (`Rule:`, `Lesson:`, `原则：`).
 static MODAL_WEAK: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than|please|every\s+time|each\s+time|whenever|(?:every|each)\s+(?:new\s+)?session|first\W{0,2}\s+then)\b|请(?:[^求假])|每次|每当|每个会话|先[^，,。；;]{1,20}[，,]?\s*(?:再|然后)|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
+        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than|please|every\s+time|each\s+time|whenever|(?:every|each)\s+(?:new\s+)?session|first\W{0,2}\s+then|before\s+(?:\w+ing|any|each|every)\b)\b|请(?:[^求假])|每次|每当|每个会话|先[^，,。；;]{1,20}[，,]?\s*(?:再|然后)|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
     )
 });
 
@@ -911,7 +911,7 @@ static TRANSIENT_START: LazyLock<Regex> = LazyLock::new(|| {
 });
 static TRANSIENT_ANY: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|roadmap|milestones|changelog|backlog|agenda|queue|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待(?:办|构建|完成|处理|排查|实现|开发|完善|优化|修复|解决|确认|定)|进行中|已(?:完成|实现|上线|交付|修复)|^\W*完成|完成情况|完成内容|进度|进展|(?:性能|关键|质量)?指标$|路线图|里程碑|已知问题|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
+        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|decisions?\s+(?:needed|pending|to\s+(?:make|take))|(?:open|pending|outstanding|upcoming)\s+decisions?|roadmap|milestones|changelog|backlog|agenda|queue|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待(?:办|构建|完成|处理|排查|实现|开发|完善|优化|修复|解决|确认|定)|进行中|已(?:完成|实现|上线|交付|修复)|^\W*完成|完成情况|完成内容|进度|进展|(?:性能|关键|质量)?指标$|路线图|里程碑|已知问题|待决策|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
     )
 });
 
@@ -944,7 +944,7 @@ fn transient_title(p: &str) -> Option<String> {
             !PRESENT_ONLY.is_match(m)
                 || PROGRESS_NOUN.is_match(p)
                 || EVENT_NOUN.is_match(p)
-                || date_in(p).is_some()
+                || (date_in(p).is_some() && !adoption_cited(p))
         })
 }
 
@@ -992,6 +992,26 @@ pub fn stale_heading(line: &str) -> Option<(Stale, bool)> {
         return Some((s, opens));
     }
     None
+}
+
+/// A deontic modal verb (`should`, `ought to`, `应该`, `应当`): the line says what ought to
+/// be done, which can outlive the section it sits in, though less surely than `must` (a
+/// question, `Should we use X?`, is an open one).
+fn deontic(p: &str) -> bool {
+    static D: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?i)\b(?:should|shouldn't|ought\s+to)\b|应该|应当|不应"));
+    D.is_match(p)
+}
+
+/// A title naming the project's lasting structure: its architecture, stack, dependencies,
+/// configuration, layout, schema, commands or environment.
+fn names_structure(title: &str) -> bool {
+    static STRUCTURE: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?i)\b(?:architecture|tech(?:nology)?\s+stack|stack|dependencies|configuration|config|setup|structure|layout|schema|commands|environment|tooling)\b|架构|技术栈|依赖|配置|结构|目录|环境|命令",
+        )
+    });
+    STRUCTURE.is_match(&prose(&without_ids(title)))
 }
 
 /// A lead-in that opens a transient list: a line ending with a colon whose words name a
@@ -1206,13 +1226,18 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             // A heading naming rules inside a transient or dated section (`### 方法论（5条铁律）`
             // under `## 2026-03-29`) opens rules: its lines do not inherit the section's state,
             // which resumes at the next heading of the section.
+            // So does a heading naming the project's lasting structure (`### 技术栈配置`,
+            // `#### Dependencies` under `## 项目进展总结`): the stack as it stands outlives the
+            // progress report that lists it, as `## Current Architecture` does.
             if h.is_none()
                 && rules_section.is_none()
                 && section.as_ref().is_some_and(|(l, _)| level > *l)
-                && is_rule_title(line)
+                && (is_rule_title(line) || names_structure(line))
             {
                 suspended = section.take().map(|(l, s)| (l, s, level));
-                rules_section = Some(level);
+                if is_rule_title(line) {
+                    rules_section = Some(level);
+                }
                 out.push(None);
                 continue;
             }
@@ -1266,6 +1291,7 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             Some(LeadIn::Transient(s)) => Some(s),
             _ => None,
         });
+        let p_line = prose(strip_bullet(line));
         let inherited = context
             .filter(|_| {
                 let p = prose(strip_bullet(line));
@@ -1278,7 +1304,9 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             .map(|s| Stale {
                 evidence: format!("in {}", s.evidence.trim_start_matches("in ")),
                 inherited: true,
-                unsure: (s.shape == Shape::Dated && is_field(line)) || is_rule_form(line),
+                unsure: (s.shape == Shape::Dated && is_field(line))
+                    || is_rule_form(line)
+                    || (deontic(&p_line) && !p_line.trim_end().ends_with(['?', '？'])),
                 ..s.clone()
             });
         if RULE_LEAD_IN.is_match(strip_bullet(unquoted))
@@ -1570,6 +1598,31 @@ mod tests {
         // A branch is not a file: `feat/x` has neither an extension nor a trailing slash.
         assert!(!points_to_a_file("- Current branch: `feat/retry-button`"));
         assert!(points_to_a_file("- Roadmap: [plan](docs/plan.md)"));
+    }
+
+    /// Decisions in force head lasting content even beside a "now" word; decisions still to
+    /// make are pending work. A subheading naming the project's structure suspends a
+    /// transient section; a "now" title with the day it took effect (`起`, `since`) is a
+    /// standing choice.
+    #[test]
+    fn decisions_in_force_structure_and_standing_choices() {
+        assert!(stale_heading("## Active Decisions").is_none());
+        assert!(stale_heading("## Current Decisions and Considerations").is_none());
+        assert!(stale_heading("## Decisions Needed").is_some());
+        assert!(stale_heading("## Open decisions").is_some());
+        assert!(stale_heading("### 当前定位（2025-03-01 起）").is_none());
+        assert!(stale_heading("### 当前任务（2025-03-01）").is_some());
+        let text = "## 项目进展\n- 完成了导入\n\n### 技术栈\n- **SQLite**: 存储\n\n### 本周\n- 修复了重试\n";
+        assert_eq!(flagged(text), vec![1, 2, 7, 8]);
+        // A line ordering two actions is a procedure; a deontic line inherits only unsure.
+        assert!(
+            stale("- **Sequence**: Complete the current phase before starting the next").is_none()
+        );
+        let v = stale_lines(
+            "## Roadmap\n\nAgents should pick the highest item first.\n\n- Should we use SQLite?\n",
+        );
+        assert!(v[2].as_ref().is_some_and(|s| s.unsure), "{v:?}");
+        assert!(v[4].as_ref().is_some_and(|s| !s.unsure), "{v:?}");
     }
 
     fn flagged(text: &str) -> Vec<usize> {
