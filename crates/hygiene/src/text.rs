@@ -251,7 +251,7 @@ static STATE: LazyLock<Regex> = LazyLock::new(|| {
         | in[\s-]progress|ongoing|wip|todo|to\s+do|not\s+(?:yet\s+)?(?:started|implemented|done|enabled|connected)
         | started|pending|planned|planning|blocked|deferred|on\s+hold|paused|stopped|running|ready
         | active|inactive|enabled|disabled|passing|failing|failed|broken|green|red|healthy|down|up
-        | production[\s-]ready|stable|beta|alpha|deprecated|superseded|obsolete
+        | production[\s-]ready|stable|beta|alpha|deprecated|superseded|obsolete|preliminary|tentative|provisional
         | 已完成|已经完成|完成|已实现|已上线|已发布|已部署|已修复|已解决|已安装|已合并|进行中|开发中|规划中
         | 计划中|未开始|未实现|待定|待办|待处理|待确认|待排查|暂停|已暂停|运行中|正常|异常|失败|通过|已通过
         | 阻塞|已废弃|废弃|可用|不可用)\b")
@@ -370,10 +370,10 @@ fn describes(rest: &str) -> bool {
     P.is_match(rest)
 }
 
-/// Work that waits: pending, not yet, TBD, 待确认, 尚未 …
+/// Work that waits: pending, not yet, TBD, "can later", 待确认, 尚未, 后续可 (to do later) …
 static PENDING: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)\b(?:pending|not\s+(?:yet\s+)?(?:started|implemented|connected|done|enabled|configured)|(?:not|n't)\s+\w+\s+yet|tbd|to\s+be\s+(?:confirmed|decided|done))\b|待确认|待排查|待定|待处理|待用户|待配置|尚未|还未|暂未|未实现|未完成",
+        r"(?i)\b(?:pending|not\s+(?:yet\s+)?(?:started|implemented|connected|done|enabled|configured)|(?:not|n't)\s+\w+\s+yet|tbd|to\s+be\s+(?:confirmed|decided|done))\b|\b(?:can|could|will|may)\s+later\b|\blater\s+(?:we\s+)?(?:can|could|will|may)\b|待确认|待排查|待定|待处理|待用户|待配置|尚未|还未|暂未|未实现|未完成|后续(?:可|需|将|再|会|要)",
     )
 });
 
@@ -408,7 +408,7 @@ static NOW_WEAK: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:current|latest|recent|active|ongoing)\b|当前|最近|近期|最新"));
 static PROGRESS_NOUN: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)\b(?:focus|status|state|progress|phase|stage|work|working|development|mode|sprint|priorit(?:y|ies)|task|tasks|issues?|version|release|build|deploy\w*)\b|进度|状态|阶段|任务|重点|关注|主题|进展|工作(?:[^区流目空台室]|$)|版本",
+        r"(?i)\b(?:focus|status|state|progress|phase|stage|work|working|development|mode|sprint|priorit(?:y|ies)|task|tasks|issues?|challenges?|problems?|concerns?|blockers?|branch(?:es)?|version|release|build|deploy\w*)\b|进度|状态|阶段|任务|重点|关注|主题|进展|工作(?:[^区流目空台室]|$)|版本|问题|挑战|困难|分支",
     )
 });
 
@@ -906,12 +906,12 @@ fn stale_log(p: &str, date: Option<&str>, weak: bool) -> Option<Stale> {
 /// Chinese compounds anywhere (`## Focus Areas for Next Session`, `## GridSeed 当前状态`).
 static TRANSIENT_START: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)^[^\p{L}\p{N}]*(?:\d+[.)]?\s*)?[^\p{L}\p{N}]*(?:current(?:ly)?|active|recent(?:ly)?|latest|today'?s?|now|next|upcoming|todo|to-?do|in\s+progress|wip|pending|done|completed?|finished|fixed|what\s+works|what's\s+(?:working|left|next|done)|remaining|roadmap|milestones?|known\s+(?:issues|bugs|limitations|problems)|open\s+(?:questions|issues)|blockers?|blocked|changelog|change\s+log|changes|history|achievements?|progress|metrics|benchmarks?|coming\s+soon|backlog|sprint|timeline|status)\b",
+        r"(?ix)^[^\p{L}\p{N}]*(?:\d+[.)]?\s*)?[^\p{L}\p{N}]*(?:current(?:ly)?|active|recent(?:ly)?|latest|today'?s?|now|next|upcoming|todo|to-?do|in\s+progress|wip|pending|done|completed?|finished|fixed|what\s+works|what's\s+(?:working|left|next|done)|remaining|roadmap|milestones?|known\s+(?:issues|bugs|limitations|problems)|open\s+(?:questions|issues)|blockers?|blocked|missing|changelog|change\s+log|changes|history|achievements?|progress|metrics|benchmarks?|coming\s+soon|backlog|sprint|timeline|status)\b",
     )
 });
 static TRANSIENT_ANY: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|decisions?\s+(?:needed|pending|to\s+(?:make|take))|(?:open|pending|outstanding|upcoming)\s+decisions?|roadmap|milestones|changelog|backlog|agenda|queue|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待(?:办|构建|完成|处理|排查|实现|开发|完善|优化|修复|解决|确认|定)|进行中|已(?:完成|实现|上线|交付|修复)|^\W*完成|完成情况|完成内容|进度|进展|(?:性能|关键|质量)?指标$|路线图|里程碑|已知问题|待决策|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
+        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|decisions?\s+(?:needed|pending|to\s+(?:make|take))|(?:open|pending|outstanding|upcoming)\s+decisions?|expected\s+(?:results|outcomes)|roadmap|milestones|changelog|backlog|agenda|queue|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待(?:办|构建|完成|处理|排查|实现|开发|完善|优化|修复|解决|确认|定)|进行中|已(?:完成|实现|上线|交付|修复)|^\W*完成|完成情况|完成内容|进度|进展|(?:性能|关键|质量)?指标$|路线图|里程碑|已知问题|待决策|(?:更新|变更|改动)$|^\W*新增|预期|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
     )
 });
 
@@ -931,6 +931,13 @@ static EVENT_NOUN: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 fn transient_title(p: &str) -> Option<String> {
+    // A title ending in "status" (`### Integration Status`, `## 部署状态`) names a state,
+    // unless what it names is the project's structure (`## Architecture Status` lists the
+    // stack as it stands).
+    static STATUS_END: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b\w+\s+status\W*$"));
+    if let Some(m) = STATUS_END.find(p).filter(|_| !names_structure(p)) {
+        return Some(m.as_str().trim().to_string());
+    }
     TRANSIENT_START
         .find(p)
         .into_iter()
@@ -1623,6 +1630,34 @@ mod tests {
         );
         assert!(v[2].as_ref().is_some_and(|s| s.unsure), "{v:?}");
         assert!(v[4].as_ref().is_some_and(|s| !s.unsure), "{v:?}");
+    }
+
+    /// Problems in flight, work for later, change logs and expected outcomes are transient;
+    /// a status title is, unless it names the project's structure.
+    #[test]
+    fn problems_later_work_change_logs_and_status_titles() {
+        for h in [
+            "## Current Challenges",
+            "## 当前问题",
+            "## Current Branch Layout",
+            "### 后端依赖更新",
+            "## 新增功能说明",
+            "### Missing Setup",
+            "## 预期成果",
+            "### Integration Status",
+            "### Key Findings (Preliminary)",
+        ] {
+            assert!(stale_heading(h).is_some(), "not stale: {h}");
+        }
+        for h in [
+            "## Architecture Status",
+            "## Current Architecture",
+            "## 依赖管理",
+        ] {
+            assert!(stale_heading(h).is_none(), "stale: {h}");
+        }
+        assert!(stale("2. **大文件上传**: 已限制 16MB，后续可实现分片上传").is_some());
+        assert!(stale("- Chunked upload: we can later add resumable parts").is_some());
     }
 
     fn flagged(text: &str) -> Vec<usize> {
