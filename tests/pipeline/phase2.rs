@@ -259,13 +259,32 @@ mod e2e {
         script: Arc<Mutex<VecDeque<Step>>>,
         phase2_bodies: Arc<Mutex<Vec<Value>>>,
         phase1_requests: Arc<Mutex<usize>>,
+        /// Answer phase-2 requests with an OpenAI-format 400 error (not retried).
+        fail_phase2: Arc<Mutex<bool>>,
     }
 
     fn usage() -> Value {
         json!({"prompt_tokens": 1200, "completion_tokens": 150, "total_tokens": 1350, "prompt_tokens_details": {"cached_tokens": 200}})
     }
 
-    async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> Json<Value> {
+    async fn chat(State(m): State<Mock>, Json(body): Json<Value>) -> axum::response::Response {
+        use axum::response::IntoResponse as _;
+        if body
+            .get("tools")
+            .is_some_and(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+            && *m.fail_phase2.lock().unwrap()
+        {
+            m.phase2_bodies.lock().unwrap().push(body);
+            return (
+                axum::http::StatusCode::BAD_REQUEST,
+                Json(json!({"error": {"message": "Invalid schema for function 'write_file'", "type": "invalid_request_error", "param": "tools", "code": null}})),
+            )
+                .into_response();
+        }
+        chat_ok(m, body).into_response()
+    }
+
+    fn chat_ok(m: Mock, body: Value) -> Json<Value> {
         if body
             .get("tools")
             .is_some_and(|t| t.as_array().is_some_and(|a| !a.is_empty()))
@@ -469,6 +488,57 @@ mod e2e {
             "the preview is the first request byte for byte"
         );
         assert_eq!(first.sent_bytes, Some(p.bytes as i64));
+    }
+
+    /// A phase-2 request that passed the outgoing gate and that the provider then refused
+    /// still left the machine: its usage row says failed and carries the receipt (hash and
+    /// size of the bytes that left), and those bytes are kept for `keep_sent_days`. Before:
+    /// the failed row had no receipt.
+    #[tokio::test]
+    async fn a_provider_failure_after_sealing_keeps_the_receipt() {
+        let mock = Mock::default();
+        *mock.fail_phase2.lock().unwrap() = true;
+        let base = start(mock.clone()).await;
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let cfg = configure(home, &base);
+        std::fs::create_dir_all(home.join("memories_inbox")).unwrap();
+        std::fs::write(
+            home.join("memories_inbox").join("2099-01-01T00-00-00-n.md"),
+            "# Note\n\nKeep pnpm.\n",
+        )
+        .unwrap();
+        let out = phase2(home, &cfg, false).await;
+        assert!(!matches!(out, Outcome::Consolidated { .. }), "{out:?}");
+        assert_eq!(
+            mock.phase2_bodies.lock().unwrap().len(),
+            1,
+            "one request left"
+        );
+        let s = Store::open_in_home(home).unwrap();
+        let run = s
+            .recent_runs(10)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.phase == "phase2")
+            .unwrap_or_else(|| panic!("no phase-2 run: {out:?}"));
+        let rows = s.run_usage(&run.id).unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let row = &rows[0];
+        assert_ne!(row.outcome, "ok", "{row:?}");
+        let sha = row
+            .sent_sha256
+            .clone()
+            .unwrap_or_else(|| panic!("a failed request that left has a receipt: {row:?}"));
+        let sent = serde_json::to_vec(&mock.phase2_bodies.lock().unwrap()[0]).unwrap();
+        assert!(row.sent_bytes.unwrap_or(0) > 1000, "{row:?}");
+        assert!(
+            (row.sent_bytes.unwrap() - sent.len() as i64).abs() < sent.len() as i64 / 2,
+            "the receipt's size is the request's: {} vs {}",
+            row.sent_bytes.unwrap(),
+            sent.len()
+        );
+        assert_eq!(sha.len(), 64);
     }
 
     #[tokio::test]

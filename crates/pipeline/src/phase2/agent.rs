@@ -114,6 +114,12 @@ pub trait ConsolidationModel: Send + Sync {
     fn context_window(&self) -> Option<u64> {
         None
     }
+    /// The receipt of the last request that passed the outgoing gate and then failed at
+    /// the provider (its bytes left, so the run's record must say so), taken once; `None`
+    /// when the last failure was refused before sending, or for models that send nothing.
+    fn take_failed_receipt(&self) -> Option<codex_free_models::outgoing::Receipt> {
+        None
+    }
 }
 
 /// The tool list offered to the consolidation agent: name, description and JSON schema
@@ -422,7 +428,7 @@ async fn tool_loop(
                     duration_ms,
                     outcome: "error",
                     error: Some(e.to_string()),
-                    receipt: None,
+                    receipt: model.take_failed_receipt(),
                 });
                 return Err(e);
             }

@@ -38,6 +38,8 @@ pub struct ProviderModel {
     pub home: std::path::PathBuf,
     /// `memories.keep_sent_days`.
     pub keep_sent_days: u32,
+    /// The receipt of the last request the provider failed after it was sealed and sent.
+    pub failed: std::sync::Mutex<Option<outgoing::Receipt>>,
 }
 
 impl ConsolidationModel for ProviderModel {
@@ -47,6 +49,10 @@ impl ConsolidationModel for ProviderModel {
 
     fn context_window(&self) -> Option<u64> {
         self.context_window
+    }
+
+    fn take_failed_receipt(&self) -> Option<outgoing::Receipt> {
+        self.failed.lock().ok().and_then(|mut f| f.take())
     }
 
     fn complete<'a>(&'a self, req: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
@@ -64,7 +70,15 @@ impl ConsolidationModel for ProviderModel {
                 crate::sent::keep(&self.home, self.keep_sent_days, &r.sha256, &bytes);
                 r
             });
-            let c = res.map_err(Error::from)?;
+            let c = match res {
+                Ok(c) => c,
+                Err(e) => {
+                    if let Ok(mut f) = self.failed.lock() {
+                        *f = receipt;
+                    }
+                    return Err(Error::from(e));
+                }
+            };
             Ok(ModelReply {
                 receipt,
                 content: c.content,
@@ -215,6 +229,7 @@ pub async fn run_version_with_store(
                 cancel: cancel.clone(),
                 home: home.to_path_buf(),
                 keep_sent_days: m.keep_sent_days,
+                failed: std::sync::Mutex::new(None),
             }),
             r.price,
             None,
