@@ -259,7 +259,7 @@ fn judge_config(home: &Path, base_url: &str, extra: serde_json::Value) {
 /// Two rules in a transient section (undecided: the rules cannot tell) and one report that
 /// is stale by its own shape; one rule carries a private span and a key, which the outgoing
 /// gate must keep off the wire.
-const UNDECIDED: &str = "# Memory\n\n## Recent changes\n\n- Adopted Bun over npm <private>mirror at bun.corp.example</private> sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n- trash > rm\n- Refactored the parser into three passes\n";
+const UNDECIDED: &str = "# Memory\n\n## Recent changes\n\n- Bun over npm for installs <private>mirror at bun.corp.example</private> sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n- trash > rm\n- Refactored the parser into three passes\n";
 
 /// `memories tidy --model` through the real binary and the mock provider: the estimate
 /// (tokens, cost) is printed before the request, the request leaves through the outgoing
@@ -304,7 +304,7 @@ async fn tidy_model_through_the_binary_estimates_gates_caches_and_survives_garba
     assert_eq!(reqs.len(), 1);
     let wire = reqs[0].body.to_string();
     assert!(
-        wire.contains("trash > rm") && wire.contains("Adopted Bun over npm"),
+        wire.contains("trash > rm") && wire.contains("Bun over npm for installs"),
         "{wire}"
     );
     assert!(
@@ -357,7 +357,7 @@ async fn tidy_model_through_the_binary_estimates_gates_caches_and_survives_garba
     assert_eq!(reqs.len(), 2, "one request for the one uncached unit");
     let wire = reqs[1].body.to_string();
     assert!(
-        wire.contains("Adopted Bun over npm") && !wire.contains("trash > rm"),
+        wire.contains("Bun over npm for installs") && !wire.contains("trash > rm"),
         "{wire}"
     );
     let after = std::fs::read_to_string(dir.join("MEMORY.md")).unwrap();
@@ -389,7 +389,7 @@ async fn tidy_model_through_the_binary_estimates_gates_caches_and_survives_garba
     );
     let kept = std::fs::read_to_string(dir2.join("MEMORY.md")).unwrap();
     assert!(
-        kept.contains("- trash > rm\n") && kept.contains("Adopted Bun over npm"),
+        kept.contains("- trash > rm\n") && kept.contains("Bun over npm for installs"),
         "{kept}"
     );
     assert!(

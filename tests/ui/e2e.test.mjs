@@ -653,7 +653,7 @@ test("the tidy plan shows the model's estimate, asks only when clicked, answers 
   const slug = "-e2e-tidy-model";
   const dir = path.join(env("CLAUDE_CONFIG_DIR"), "projects", slug, "memory");
   fs.mkdirSync(dir, { recursive: true });
-  const text = "# Memory\n\n## Recent changes\n\n- Adopted Bun over npm\n- trash > rm\n- Refactored the parser into three passes\n";
+  const text = "# Memory\n\n## Recent changes\n\n- Bun over npm for installs\n- trash > rm\n- Refactored the parser into three passes\n";
   fs.writeFileSync(path.join(dir, "MEMORY.md"), text);
   const saved = fs.existsSync(configFile()) ? fs.readFileSync(configFile(), "utf8") : null;
   const mock = await startMock();
@@ -704,7 +704,7 @@ test("the tidy plan shows the model's estimate, asks only when clicked, answers 
     await page.getByTestId("memory-action-result").filter({ hasText: /Tidy applied and verified/ }).waitFor();
     const after = fs.readFileSync(path.join(dir, "MEMORY.md"), "utf8");
     assert.match(after, /^- trash > rm$/m, "the unit not accepted stays");
-    assert.doesNotMatch(after, /Adopted Bun over npm/);
+    assert.doesNotMatch(after, /Bun over npm for installs/);
   } finally {
     const served = await mock.stop();
     if (saved === null) fs.rmSync(configFile(), { force: true });

@@ -362,6 +362,16 @@ fn purpose_le(p: &str, m: &regex::Match<'_>) -> bool {
     head.ends_with(['为', '除']) || p[m.end()..].starts_with('解')
 }
 
+/// Text ending in a subordinating word and a few words (`… as milestones`, `once the build`):
+/// a state that follows is the condition of a rule (`commit as milestones are completed`),
+/// not a report.
+fn in_condition(before: &str) -> bool {
+    static C: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"(?i)\b(?:as|when|once|after|until|if|before|unless|whenever)\s+(?:[\w'-]+\s+){0,3}$")
+    });
+    C.is_match(before)
+}
+
 /// After a participle, a preposition makes it a description, not a change
 /// (`Implemented as a state machine`, `Located in supabase/functions/`).
 fn describes(rest: &str) -> bool {
@@ -384,7 +394,7 @@ static PENDING: LazyLock<Regex> = LazyLock::new(|| {
 /// `+` or a comparator is a requirement and never matches.
 static STATE_PREDICATE: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?ix)
-        \b(?:is|are|was|were|has\s+been|have\s+been|remains?|stays?|is\s+now|are\s+now)\s+(?:still\s+|now\s+|currently\s+)?(?:in\s+progress|waiting|pending|blocked|degraded|down|broken|failing|red|green|disabled|offline|unavailable|open|paused|stuck|flaky)\b
+        \b(?:is|are|was|were|has\s+been|have\s+been|remains?|stays?|is\s+now|are\s+now)\s+(?:still\s+|now\s+|currently\s+)?(?:in\s+progress|waiting|pending|blocked|degraded|down|broken|failing|red|green|disabled|offline|unavailable|open|paused|stuck|flaky|complete|completed|done|finished|implemented|resolved|fixed|up[\s-]to[\s-]date)\b
       | \bstill\s+(?:waiting|open|pending|blocked|failing|broken|red|running|in\s+review)\b
       | \b(?:waiting\s+(?:for|on)|blocked\s+on)\b
       | \b(?:is|are|at|now|to|in\s+\w+\s+is)\s+(?:version\s+|v)?\d+\.\d+(?:\.\d+)*(?:-[\w.]+)?\s*[.;,]?\s*$
@@ -425,7 +435,7 @@ static MODAL_STRONG: LazyLock<Regex> = LazyLock::new(|| {
 /// key (`Rule:`, `Lesson:`, `原则：`).
 static MODAL_WEAK: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than|please|every\s+time|each\s+time|whenever|(?:every|each)\s+(?:new\s+)?session|first\W{0,2}\s+then|before\s+(?:\w+ing|any|each|every)\b)\b|请(?:[^求假])|每次|每当|每个会话|先[^，,。；;]{1,20}[，,]?\s*(?:再|然后)|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
+        r"(?ix)\b(?:should|prefer|prefers|preferred|avoid|ensure|make\s+sure|recommended|instead\s+of|rather\s+than|please|every\s+time|each\s+time|whenever|(?:every|each)\s+(?:new\s+)?session|first\W{0,2}\s+then|before\s+(?:\w+ing|any|each|every)\b)\b|请(?:[^求假])|每次|每当|每个会话|先[^，,。；;]{1,20}[，,]?\s*(?:再|然后)|优先|默认|统一|应当|应该|遵循|遵守|推荐|建议|尽量|避免|只能|仅|^[^\p{L}\p{N}]*\*\*[^*]{0,30}(?:规则|原则|规范|约定|教训|principles?|rules?|conventions?|guidelines?|lessons?)[^*]{0,10}\*\*|^[^\p{L}\p{N}]*[^:：]{0,30}(?:规则|原则|规范|约定|教训)[^:：]{0,20}[:：]|^[^\p{L}\p{N}]*(?:when|whenever|before|after)\s[^:：]{1,60}[:：]|^[^\p{L}\p{N}]*(?:rules?|lessons?|principles?|preferences?|decisions?|rationale|conventions?|polic(?:y|ies)|guidelines?|important|note|correction|commitments?|usage|default|规则|原则|规范|偏好|决策|教训|约定|承诺|注意|重要|经验)\W*[:：]",
     )
 });
 
@@ -620,7 +630,24 @@ fn status_mark(t: &str) -> Option<char> {
         return Some(first);
     }
     let last = t.trim_end().trim_end_matches(['|', ' ']).chars().last()?;
-    (MARKS.contains(&last) && last != '⚠' && last != '🎉').then_some(last)
+    if MARKS.contains(&last) && last != '⚠' && last != '🎉' {
+        return Some(last);
+    }
+    // A mark with its state label closing the line: `… - ✅ **COMPLETED**`, `… 🔄 NEXT`.
+    static LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"(\p{So})\u{FE0F}?\s*(?:\*\*|__)?\s*([^*_|]{1,24}?)\s*(?:\*\*|__)?\s*\|?\s*$")
+    });
+    let c = LABELLED.captures(t)?;
+    let mark = c[1].chars().next()?;
+    let label = c[2].trim();
+    (MARKS.contains(&mark)
+        && mark != '⚠'
+        && mark != '🎉'
+        && (STATE.is_match(label)
+            || (label.chars().any(char::is_alphabetic)
+                && !label.chars().any(char::is_lowercase)
+                && !label.chars().any(is_cjk))))
+    .then_some(mark)
 }
 
 /// A parenthesised state at the end of the line: `(not started)`, `（规划中）`, `(done)`.
@@ -682,7 +709,24 @@ fn cells(t: &str) -> Option<Vec<&str>> {
 
 /// The stale-fact verdict for one line on its own (no section context); `None` for rules,
 /// checks, structure and content without a shape that expires. Headings are judged by
-/// [`stale_heading`].
+/// [`stale_heading`]. Traditional Chinese is read as Simplified.
+pub fn stale(line: &str) -> Option<Stale> {
+    let simplified = simplified(line);
+    stale_simplified(&simplified)
+}
+
+/// `s` in Simplified Chinese characters (Traditional ones converted one for one; other text
+/// as it is): the rules are written once, for one script, and read `當前狀態` as `当前状态`.
+/// Line and character counts are kept, so verdicts line up with the original's lines.
+fn simplified(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(is_cjk) {
+        std::borrow::Cow::Owned(fast2s::convert(s))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+/// [`stale`] of a line already in Simplified characters.
 ///
 /// Long on purpose: an ordered list of line-shape rules where the first that matches wins; the
 /// order is the rule.
@@ -690,7 +734,7 @@ fn cells(t: &str) -> Option<Vec<&str>> {
     clippy::too_many_lines,
     reason = "an ordered list of line-shape rules where the first that matches wins; the order is the rule"
 )]
-pub fn stale(line: &str) -> Option<Stale> {
+fn stale_simplified(line: &str) -> Option<Stale> {
     if is_conflict_marker(line) {
         return verdict(Shape::ConflictMarker, line, "git conflict marker");
     }
@@ -793,6 +837,7 @@ pub fn stale(line: &str) -> Option<Stale> {
             && NUMBER.is_match(raw_value)
             && !weak
             && !REQUIREMENT.is_match(raw_value)
+            && !REQUIREMENT.is_match(key)
         {
             return verdict(Shape::Snapshot, &p, format!("measurement ({key})"));
         }
@@ -808,8 +853,10 @@ pub fn stale(line: &str) -> Option<Stale> {
         let key_is_status = (STATUS_KEY.is_match(key) || now_key(key)) && !names_a_place;
         let value_is_state =
             is_state_value(value.trim_start_matches(['*', ' '])) || status_mark(&value).is_some();
+        // A state in the value of a line shaped as a rule is what the rule sets
+        // (`**When completing a phase:** mark it ✅ COMPLETED`), unless the key is a status.
         if !value.trim().is_empty()
-            && (key_is_status || value_is_state)
+            && (key_is_status || (value_is_state && !weak))
             && !MODAL_WEAK.is_match(key)
         {
             return verdict(Shape::StatusField, &p, format!("status field {key}"));
@@ -856,6 +903,8 @@ pub fn stale(line: &str) -> Option<Stale> {
     }
     if let Some(m) = STATE_PREDICATE.find(&p)
         && !weak
+        && !describes(&p[m.end()..])
+        && !in_condition(&p[..m.start()])
     {
         return verdict(
             Shape::StatusField,
@@ -906,12 +955,12 @@ fn stale_log(p: &str, date: Option<&str>, weak: bool) -> Option<Stale> {
 /// Chinese compounds anywhere (`## Focus Areas for Next Session`, `## GridSeed 当前状态`).
 static TRANSIENT_START: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)^[^\p{L}\p{N}]*(?:\d+[.)]?\s*)?[^\p{L}\p{N}]*(?:current(?:ly)?|active|recent(?:ly)?|latest|today'?s?|now|next|upcoming|todo|to-?do|in\s+progress|wip|pending|done|completed?|finished|fixed|what\s+works|what's\s+(?:working|left|next|done)|remaining|roadmap|milestones?|known\s+(?:issues|bugs|limitations|problems)|open\s+(?:questions|issues)|blockers?|blocked|missing|changelog|change\s+log|changes|history|achievements?|progress|metrics|benchmarks?|coming\s+soon|backlog|sprint|timeline|status)\b",
+        r"(?ix)^[^\p{L}\p{N}]*(?:\d+[.)]?\s*)?[^\p{L}\p{N}]*(?:current(?:ly)?|active|recent(?:ly)?|latest|today'?s?|now|next|upcoming|todo|to-?do|in\s+progress|wip|pending|done|completed?|finished|fixed|what\s+works|what's\s+(?:working|left|next|done)|remaining|roadmap|milestones?|known\s+(?:issues|bugs|limitations|problems)|open\s+(?:questions|issues)|blockers?|blocked|missing|future|changelog|change\s+log|changes|history|achievements?|progress|metrics|benchmarks?|coming\s+soon|backlog|sprint|timeline|status)\b",
     )
 });
 static TRANSIENT_ANY: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|decisions?\s+(?:needed|pending|to\s+(?:make|take))|(?:open|pending|outstanding|upcoming)\s+decisions?|expected\s+(?:results|outcomes)|roadmap|milestones|changelog|backlog|agenda|queue|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待(?:办|构建|完成|处理|排查|实现|开发|完善|优化|修复|解决|确认|定)|进行中|已(?:完成|实现|上线|交付|修复)|^\W*完成|完成情况|完成内容|进度|进展|(?:性能|关键|质量)?指标$|路线图|里程碑|已知问题|待决策|(?:更新|变更|改动)$|^\W*新增|预期|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
+        r"(?ix)\b(?:next\s+(?:steps?|session|sprint|milestones?|actions?|tasks?|priorit(?:y|ies)|phase)|in\s+progress|known\s+(?:issues|bugs|limitations)|open\s+questions|coming\s+soon|left\s+to\s+build|recent\s+(?:changes|work|commits|milestones|achievements|updates)|(?:project|implementation|development|system|overall|task|deployment|build|test(?:ing)?|ci|environment)\s+status|(?:current|active)\s+\w+|decisions?\s+(?:needed|pending|to\s+(?:make|take))|(?:open|pending|outstanding|upcoming)\s+decisions?|expected\s+(?:results|outcomes)|roadmap|milestones|changelog|backlog|agenda|queue|timeline|metrics|benchmarks)\b|当前|目前|最近|近期|最新|今日|今天|本周|下一步|后续计划|待(?:办|构建|完成|处理|排查|实现|开发|完善|优化|修复|解决|确认|定)|进行中|已(?:完成|实现|上线|交付|修复)|^\W*完成|完成情况|完成内容|进度|进展|(?:性能|关键|质量)?指标$|路线图|里程碑|已知问题|待决策|(?:更新|变更|改动)$|^\W*新增|预期|未来|交互历史|历史记录|变更记录|更新日志|工作日志|时间线|运行中|已暂停|状态$|(?:项目|任务|部署|实现|开发|系统|运行)状态",
     )
 });
 
@@ -959,6 +1008,7 @@ fn transient_title(p: &str) -> Option<String> {
 /// that names a transient section, or carries a state, passes it on; one that only carries
 /// a date does not: `### Project X (2026-02-10)` is a dated title over durable facts).
 pub fn stale_heading(line: &str) -> Option<(Stale, bool)> {
+    let line = &*simplified(line);
     let level = heading_level(line)?;
     let title = line.trim_start()[level..].trim();
     let p = prose(&without_ids(title));
@@ -1062,6 +1112,9 @@ fn modal_lead_in(line: &str) -> bool {
 /// `Decision: …`, `Rule: …`): it stays a rule in a dated or transient section, where the
 /// lines around it report.
 fn rule_keyed(line: &str) -> bool {
+    if states_a_decision(line) {
+        return true;
+    }
     static KEY: LazyLock<Regex> = LazyLock::new(|| {
         re(
             r"(?ix)^(?:rules?|principles?|lessons?(?:\s+learned)?|takeaways?|insights?|decisions?|conventions?|guidelines?|preferences?|policy|教训|洞察|启示|原则|规则|决策|约定|偏好|规范|经验|准则)$",
@@ -1084,6 +1137,18 @@ fn is_index_entry(line: &str) -> bool {
     L.is_match(line)
 }
 
+/// A line that opens by stating a decision (`Decided to focus on CloudWatch logs`,
+/// `Adopted Bun over npm`, `决定采用 SQLite`): what was chosen holds until someone decides
+/// otherwise, though the line reads like a report of the day it was made.
+fn states_a_decision(line: &str) -> bool {
+    static D: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?i)^(?:\*\*[^*]{1,40}\*\*\s*[:：-]?\s*)?(?:decided|chose|agreed|selected|adopted|opted|settled\s+on)\b|^(?:\*\*[^*]{1,20}\*\*\s*[:：]?\s*)?(?:决定|选定|选用|采用|确定采用)",
+        )
+    });
+    D.is_match(strip_bullet(line).trim())
+}
+
 /// A line about the memory file itself (`This file tracks the project's current status…`,
 /// `*This is a living document.*`, `此文档为项目记忆系统的一部分…`): it says what the file is
 /// for, which holds as long as the file does, whatever section it sits in. A stamp on it
@@ -1091,7 +1156,7 @@ fn is_index_entry(line: &str) -> bool {
 fn about_the_document(p: &str) -> bool {
     static DOC: LazyLock<Regex> = LazyLock::new(|| {
         re(
-            r"(?i)^\W*(?:this|the\s+present)\s+(?:file|document|doc|page|memory(?:\s+(?:file|bank))?|is\s+a\s+living\s+document)\b|\bliving\s+document\b|^\W*(?:本|此|该)(?:文档|文件|页面|记忆文件|表)",
+            r"(?i)^[\W_]*(?:this|the\s+present)\s+(?:file|document|doc|page|memory(?:\s+(?:file|bank))?|active\s+context|progress\s+file|is\s+a\s+living\s+document)\b|\bliving\s+document\b|^[\W_]*(?:本|此|该)(?:文档|文件|页面|记忆文件|表)",
         )
     });
     DOC.is_match(p)
@@ -1107,7 +1172,7 @@ fn points_to_a_file(line: &str) -> bool {
     const PATH: &str = r"(?:`[^`\s]*(?:\.[A-Za-z]{1,5}|/)`|\[[^\]]{1,80}\]\((?:\.{0,2}/)?[^):\s]+(?:\.[A-Za-z]{1,5}|/)(?:#[^)\s]*)?\))";
     static OPENS: LazyLock<Regex> = LazyLock::new(|| {
         re(&format!(
-            r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\*\*)?{PATH}(?:\*\*)?\s*(?:[-–—:：]|\*\*[:：]?)\s+[^|]{{1,60}}$"
+            r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\*\*)?(?i:(?:read|see|open|consult)\s+)?{PATH}(?:\*\*)?\s*(?:[-–—:：]|\*\*[:：]?)\s+[^|]{{1,60}}$"
         ))
     });
     static MAPS: LazyLock<Regex> = LazyLock::new(|| {
@@ -1170,6 +1235,7 @@ fn is_list_item(line: &str) -> bool {
 /// list after a transient lead-in (`**已完成工作**:`), inherit it unless they are rules (a
 /// strong modal) or checks; the list after a rule lead-in (`**承诺**:`, `Rules:`) is rules.
 pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
+    let text = &*simplified(text);
     #[derive(Clone)]
     enum LeadIn {
         Transient(Stale),
@@ -1658,6 +1724,31 @@ mod tests {
         }
         assert!(stale("2. **大文件上传**: 已限制 16MB，后续可实现分片上传").is_some());
         assert!(stale("- Chunked upload: we can later add resumable parts").is_some());
+    }
+
+    /// Traditional Chinese is read as Simplified; a decision stated as made outlives its
+    /// section; a state in a conditional clause or in a rule's value is what the rule sets;
+    /// a mark with its label closing a line is a status; lines about a memory-bank file
+    /// describe it.
+    #[test]
+    fn traditional_script_decisions_conditions_and_labelled_marks() {
+        assert!(stale_heading("## 當前狀態").is_some());
+        assert!(stale("- **狀態**: 已完成").is_some());
+        let text = "## Recent Discussions\n- Talked through the log formats\n- Decided to support CloudWatch logs first\n";
+        assert_eq!(flagged(text), vec![1, 2]);
+        assert!(stale("- Make small commits as milestones are completed.").is_none());
+        assert!(stale("- All core features are implemented and working").is_some());
+        assert!(stale("- Auth is implemented as a tower middleware").is_none());
+        assert!(stale("**When closing a milestone:** mark it ✅ COMPLETED in PLAN.md").is_none());
+        assert_eq!(
+            stale("- **Phase 7** (Search) - ✅ **COMPLETED**").map(|s| s.shape),
+            Some(Shape::StatusMark)
+        );
+        assert!(stale("_This document captures the current state of work._").is_none());
+        assert!(stale("- Target latency: 200ms").is_none());
+        assert!(stale("- Latency: 200ms").is_some());
+        assert!(stale_heading("### Future Considerations").is_some());
+        assert!(stale_heading("## Handoff Context & Next Tasks").is_some());
     }
 
     fn flagged(text: &str) -> Vec<usize> {

@@ -410,13 +410,18 @@ fn a_rule_in_a_transient_section_stays_while_its_reports_leave() {
         .filter(|m| m.undecided)
         .map(|m| m.text.as_str())
         .collect();
+    // A decision stated as made (`Adopted …`) is not even in doubt: it stays as a rule.
     assert_eq!(
         unsure,
         vec![
-            "- Adopted Bun over npm",
             "- trash > rm",
             "- No secrets committed; env vars in .env.* only"
         ]
+    );
+    assert!(
+        p.moves
+            .iter()
+            .any(|m| m.text == "- Adopted Bun over npm" && m.dest == Dest::Stay && !m.undecided)
     );
     apply(&opts(&dir, &tmp.path().join("home"))).unwrap();
     let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
@@ -644,7 +649,7 @@ fn mock_model(base_url: &str) -> codex_free_models::ResolvedModel {
 
 /// Rules in a transient section (undecided) and reports (stale by their own shape); one
 /// rule carries a private span that the outgoing gate must remove.
-const UNDECIDED: &str = "# Memory\n\n## Recent changes\n\n- Adopted Bun over npm <private>mirror at bun.corp.example</private>\n- trash > rm\n- Refactored the parser into three passes\n";
+const UNDECIDED: &str = "# Memory\n\n## Recent changes\n\n- Bun over npm for installs <private>mirror at bun.corp.example</private>\n- trash > rm\n- Refactored the parser into three passes\n";
 
 /// `tidy --model` through the mock provider: the estimate (tokens and cost) comes before the
 /// request, the request passed the outgoing gate (the private span is removed on the wire), the
@@ -692,7 +697,7 @@ async fn tidy_model_estimates_first_sends_through_the_gate_and_caches() {
         reqs[0].path
     );
     let wire = reqs[0].body.to_string();
-    assert!(wire.contains("Adopted Bun over npm"), "{wire}");
+    assert!(wire.contains("Bun over npm for installs"), "{wire}");
     assert!(!wire.contains("bun.corp.example"), "{wire}");
     // The plan shows the estimate and the spend, and the verdicts decide the units.
     let text = p.render();
@@ -707,7 +712,7 @@ async fn tidy_model_estimates_first_sends_through_the_gate_and_caches() {
             .unwrap()
     };
     assert_eq!(
-        dest_of(&p, "Adopted Bun"),
+        dest_of(&p, "Bun over npm"),
         (Dest::Archive { check: None }, false)
     );
     assert_eq!(dest_of(&p, "trash > rm"), (Dest::Stay, false));
@@ -732,7 +737,7 @@ async fn tidy_model_estimates_first_sends_through_the_gate_and_caches() {
     apply(&o2).unwrap();
     let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
     assert!(mem.contains("- trash > rm"), "{mem}");
-    assert!(!mem.contains("Adopted Bun"), "{mem}");
+    assert!(!mem.contains("Bun over npm"), "{mem}");
     mock.stop();
 }
 
@@ -767,7 +772,7 @@ async fn a_garbage_answer_leaves_every_undecided_unit_loaded() {
     apply(&o2).unwrap();
     let mem = std::fs::read_to_string(dir.join(MEMORY_MD)).unwrap();
     assert!(
-        mem.contains("Adopted Bun over npm") && mem.contains("- trash > rm"),
+        mem.contains("Bun over npm for installs") && mem.contains("- trash > rm"),
         "{mem}"
     );
     assert!(!mem.contains("Refactored the parser"), "{mem}");
