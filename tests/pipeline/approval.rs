@@ -302,6 +302,42 @@ async fn new_sources_waits_only_for_a_project_agent_never_sent_before() {
     write_rollout(home, "s000");
     write_rollout(home, "s001");
     let env = text_env(home);
+    // The preview says, before any run, that these requests would wait and why.
+    let preview = |env: &ControlEnv| {
+        let env = env.clone();
+        async move {
+            execute(
+                MemoriesCmd::Preview {
+                    next: 3,
+                    rollout: None,
+                    json: true,
+                },
+                &env,
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let p: Value = serde_json::from_str(&preview(&env).await).unwrap();
+    let reqs = p["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 2, "{p}");
+    assert!(
+        reqs.iter().all(|r| r["waits_for_approval"] == "new_source"),
+        "{p}"
+    );
+    execute(
+        MemoriesCmd::Preview {
+            next: 3,
+            rollout: None,
+            json: false,
+        },
+        &env,
+    )
+    .await
+    .unwrap()
+    .contains("WAITS FOR APPROVAL (new_source, memories.approval)")
+    .then_some(())
+    .expect("the text preview says the request waits");
     run(&env).await;
     assert!(mock.requests().is_empty());
     let w = waiting(&queue(&env).await);
@@ -317,6 +353,15 @@ async fn new_sources_waits_only_for_a_project_agent_never_sent_before() {
     )
     .await
     .unwrap();
+    let p: Value = serde_json::from_str(&preview(&env).await).unwrap();
+    assert!(
+        p["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["waits_for_approval"].is_null()),
+        "approved or known now: nothing waits: {p}"
+    );
     run(&env).await;
     assert_eq!(mock.requests().len(), 2, "the known source goes through");
     assert!(queue(&env).await["requests"].as_array().unwrap().is_empty());

@@ -56,7 +56,7 @@ pub(super) async fn preview_command(
             .zip(r.input_cost_usd.zip(r.max_output_cost_usd))
             .map(|(a, (b, c))| a + b + c);
         out.push_str(&format!(
-            "=== request {} of {}: session {} ({}) -> {}\n{} bytes, ~{} input tokens, input {} (at most {} with {} output tokens); {} redaction marker(s){}{}{}\n",
+            "=== request {} of {}: session {} ({}) -> {}\n{} bytes, ~{} input tokens, input {} (at most {} with {} output tokens); {} redaction marker(s){}{}{}{}\n",
             i + 1,
             reqs.len(),
             r.thread_id,
@@ -87,6 +87,12 @@ pub(super) async fn preview_command(
             r.refused
                 .as_deref()
                 .map(|w| format!("\nREFUSED by the gate (logged as failed, not sent): {w}"))
+                .unwrap_or_default(),
+            r.waits_for_approval
+                .as_deref()
+                .map(|w| format!(
+                    "\nWAITS FOR APPROVAL ({w}, memories.approval): the run queues it on the Outgoing page; nothing leaves until you approve it"
+                ))
                 .unwrap_or_default()
         ));
         out.push_str("--- system\n");

@@ -53,6 +53,11 @@ pub struct PreviewRequest {
     /// Why the gate would refuse it (over the context window): it would be logged as
     /// failed, not sent. `None` when it would be sent.
     pub refused: Option<String>,
+    /// Why the run would hold it in the approval queue instead of sending it
+    /// (`memories.approval`: `new_source` = the first request from this source and project,
+    /// `every_request`); `None` when it would go out (approval off, the project always
+    /// allowed, the source known, or the request already approved).
+    pub waits_for_approval: Option<String>,
 }
 
 /// What [`preview()`] finds: the requests, and the sessions left out by
@@ -111,8 +116,24 @@ pub async fn preview(ctx: &Phase1Ctx, next: usize, rollout: Option<&str>) -> Res
         None => threads,
     };
     let (window, tool_budget) = (ctx.model.context_window, cfg.tool_result_token_budget);
+    let mode = cfg.approval_mode();
     let mut out = Vec::new();
     for t in threads {
+        let waits_for_approval = {
+            let (store, t) = (ctx.store.clone(), t.clone());
+            blocking(move || {
+                if store
+                    .approved_request(&t.id, super::approval::PHASE1)?
+                    .is_some()
+                {
+                    return Ok(None);
+                }
+                let project = super::approval::project_of(t.cwd.as_deref());
+                super::approval::wait_reason(&store, mode, &t.source, &project)
+            })
+            .await?
+            .map(str::to_string)
+        };
         let (rendered, upstream) = prepare_input(ctx, &t, window, tool_budget)
             .await
             .map_err(|e| Error::InvalidArgument(format!("rendering session {}: {e}", t.id)))?;
@@ -178,6 +199,7 @@ pub async fn preview(ctx: &Phase1Ctx, next: usize, rollout: Option<&str>) -> Res
             sent_bytes: receipt.bytes,
             redacted_by_gate: by_gate,
             refused,
+            waits_for_approval,
         });
     }
     Ok(Preview {
