@@ -1060,6 +1060,25 @@ fn deontic(p: &str) -> bool {
     D.is_match(p)
 }
 
+/// A line that does not inherit its section's state: a rule (a strong modal), a check to
+/// run live, a reference to a place, a line keyed as a rule or stating a decision, a line
+/// about the memory file itself.
+fn outlives_its_section(line: &str) -> bool {
+    let p = prose(strip_bullet(line));
+    strong_rule(&p)
+        || is_verify(line)
+        || names_a_place(line)
+        || rule_keyed(line)
+        || about_the_document(&p)
+}
+
+/// A line that inherits its section's state only unsure (the tidy keeps it, the lint does
+/// not report it): a rule's form without a modal, or a deontic line that is not a question.
+fn inherits_unsure(line: &str) -> bool {
+    let p = prose(strip_bullet(line));
+    is_rule_form(line) || (deontic(&p) && !p.trim_end().ends_with(['?', '？']))
+}
+
 /// A title naming the project's lasting structure: its architecture, stack, dependencies,
 /// configuration, layout, schema, commands or environment.
 fn names_structure(title: &str) -> bool {
@@ -1364,22 +1383,12 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             Some(LeadIn::Transient(s)) => Some(s),
             _ => None,
         });
-        let p_line = prose(strip_bullet(line));
         let inherited = context
-            .filter(|_| {
-                let p = prose(strip_bullet(line));
-                !strong_rule(&p)
-                    && !is_verify(line)
-                    && !names_a_place(line)
-                    && !rule_keyed(line)
-                    && !about_the_document(&p)
-            })
+            .filter(|_| !outlives_its_section(line))
             .map(|s| Stale {
                 evidence: format!("in {}", s.evidence.trim_start_matches("in ")),
                 inherited: true,
-                unsure: (s.shape == Shape::Dated && is_field(line))
-                    || is_rule_form(line)
-                    || (deontic(&p_line) && !p_line.trim_end().ends_with(['?', '？'])),
+                unsure: (s.shape == Shape::Dated && is_field(line)) || inherits_unsure(line),
                 ..s.clone()
             });
         if RULE_LEAD_IN.is_match(strip_bullet(unquoted))
