@@ -502,12 +502,7 @@ mod e2e {
         let d = tempfile::tempdir().unwrap();
         let home = d.path();
         let cfg = configure(home, &base);
-        std::fs::create_dir_all(home.join("memories_inbox")).unwrap();
-        std::fs::write(
-            home.join("memories_inbox").join("2099-01-01T00-00-00-n.md"),
-            "# Note\n\nKeep pnpm.\n",
-        )
-        .unwrap();
+        inbox_note(home);
         let out = phase2(home, &cfg, false).await;
         assert!(!matches!(out, Outcome::Consolidated { .. }), "{out:?}");
         assert_eq!(
@@ -776,12 +771,7 @@ mod e2e {
         )]];
         script.extend(good_script(&[]));
         mock.script.lock().unwrap().extend(script);
-        std::fs::create_dir_all(home.join("memories_inbox")).unwrap();
-        std::fs::write(
-            home.join("memories_inbox").join("2099-01-01T00-00-00-n.md"),
-            "# Note\n\nKeep pnpm.\n",
-        )
-        .unwrap();
+        inbox_note(home);
         let out = phase2(home, &cfg, false).await;
         let bodies = mock.phase2_bodies.lock().unwrap().clone();
         assert!(
@@ -799,6 +789,16 @@ mod e2e {
             !all_blobs(f.root()).contains(key),
             "the key is in the folder's history"
         );
+    }
+
+    /// One note in the inbox: work for phase 2 without any rollout.
+    fn inbox_note(home: &Path) {
+        std::fs::create_dir_all(home.join("memories_inbox")).unwrap();
+        std::fs::write(
+            home.join("memories_inbox").join("2099-01-01T00-00-00-n.md"),
+            "# Note\n\nKeep pnpm.\n",
+        )
+        .unwrap();
     }
 
     fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {

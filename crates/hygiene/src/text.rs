@@ -1185,8 +1185,9 @@ fn about_the_document(p: &str) -> bool {
 /// description (`` - `activeContext.md` - Current priorities ``), or maps a key to nothing
 /// but a file (`当前项目状态：[CURRENT_STATE.md](docs/progress/CURRENT_STATE.md)`). Where a
 /// thing is kept lasts, so "now" words in it do not make it stale; a figure in its
-/// description (`~154 MB/day`) and its section (a list of files built, under "Done") still do. A path here is a file
-/// with an extension or a folder ending in `/` (a branch name like `feat/x` is neither).
+/// description (`~154 MB/day`) and its section (a list of files built, under "Done") still
+/// do. A path here is a file with an extension or a folder ending in `/` (a branch name like
+/// `feat/x` is neither).
 fn points_to_a_file(line: &str) -> bool {
     const PATH: &str = r"(?:`[^`\s]*(?:\.[A-Za-z]{1,5}|/)`|\[[^\]]{1,80}\]\((?:\.{0,2}/)?[^):\s]+(?:\.[A-Za-z]{1,5}|/)(?:#[^)\s]*)?\))";
     static OPENS: LazyLock<Regex> = LazyLock::new(|| {
@@ -1632,13 +1633,11 @@ mod tests {
     /// imperative, not a report; before a preposition, or alone, it is a state.
     #[test]
     fn a_state_word_reports_only_alone_or_before_a_preposition() {
-        for l in [
+        not_stale(&[
             "- **Retry Policy**: Complete each step before starting the next",
             "- **importer/**: Production-ready parser for bank CSV exports",
             "- **Cache**: Active invalidation on every write",
-        ] {
-            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
-        }
+        ]);
         for l in [
             "- **Importer**: Deployed to staging",
             "- **Importer**: Done",
@@ -1661,14 +1660,12 @@ mod tests {
     /// itself, is not stale for a "now" word; a figure or a stamp on it still is.
     #[test]
     fn pointers_and_lines_about_the_file_itself() {
-        for l in [
+        not_stale(&[
             "- `plan.md` - Current priorities",
             "- 当前状态：[`STATUS.md`](docs/STATUS.md)",
             "This file records the team's current status, recent changes and open questions.",
             "*此文档为长期记忆，随项目持续更新。*",
-        ] {
-            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
-        }
+        ]);
         assert_eq!(
             stale("- `collector.py` - price feed (~120 MB/day)").map(|s| s.shape),
             Some(Shape::Snapshot)
@@ -1760,6 +1757,13 @@ mod tests {
         assert!(stale_heading("## Handoff Context & Next Tasks").is_some());
     }
 
+    /// Asserts that no line of `lines` is stale on its own, naming the first that is.
+    fn not_stale(lines: &[&str]) {
+        for l in lines {
+            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
+        }
+    }
+
     fn flagged(text: &str) -> Vec<usize> {
         stale_lines(text)
             .iter()
@@ -1801,7 +1805,7 @@ mod tests {
     /// Durable lines the old rules archived or flagged (the issue's examples).
     #[test]
     fn rules_requirements_and_names_are_not_stale() {
-        for l in [
+        not_stale(&[
             "- 本项目是**工作流生成器**,不是MODSDK项目",
             "- Docker-first testing — No local ROS2 fallback",
             "- Adopted Bun over npm",
@@ -1819,9 +1823,7 @@ mod tests {
             "- See `memory/2026-02-13.md` for the day's notes.",
             "- Preference: merge only on approval. (saved: 2026-03-23)",
             "- **Growth Cycle Phases**: Implemented as a state machine with `current_phase` field",
-        ] {
-            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
-        }
+        ]);
     }
 
     /// A section heading passes its state to its lines; a dated title does not; a rule in
@@ -1851,13 +1853,11 @@ mod tests {
     /// rule titles follow): the architecture as it stands lasts, the focus does not.
     #[test]
     fn a_now_key_needs_a_state_noun() {
-        for l in [
+        not_stale(&[
             "- Current architecture: Axum server over a SQLite store",
             "- **当前架构**: 网关 / 调度 / 存储 三层",
             "- Current layout: one crate per outside system",
-        ] {
-            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
-        }
+        ]);
         for l in [
             "- Current focus: wiring the retry button",
             "- **当前任务**: 接入重试分支",
@@ -1917,13 +1917,11 @@ mod tests {
         ] {
             assert!(stale(l).is_some(), "not stale: {l}");
         }
-        for l in [
+        not_stale(&[
             "- Version: 18+ (LTS)",
             "- **访问**: 通过 find-skills 技能搜索和安装",
             "| Version | what it adds |",
-        ] {
-            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
-        }
+        ]);
     }
 
     /// A lesson keeps its key's kind in a dated section; a short weak-modal lead-in
@@ -1941,14 +1939,12 @@ mod tests {
     fn pinned_versions_and_chinese_progress_titles() {
         assert!(stale("- Flask 2.3.2 (Python web framework)").is_some());
         assert!(stale("- **框架**：Microsoft AutoGen (v0.7.5)").is_some());
-        for l in [
+        not_stale(&[
             "- PyTorch 2.5.0+",
             "- Node.js >= 20.1.0",
             "- Next.js 15",
             "- Python 3.12",
-        ] {
-            assert!(stale(l).is_none(), "stale: {l} ({:?})", stale(l));
-        }
+        ]);
         let text = "# T\n\n## 已实现功能\n- 文件上传\n\n## 待实现\n- 知识图谱集成\n\n## 性能指标\n- 首屏 1.2 秒\n\n## 架构\n- 网关 / 存储 两层\n";
         assert_eq!(flagged(text), vec![3, 4, 6, 7, 9, 10]);
     }
