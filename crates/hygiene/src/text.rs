@@ -269,7 +269,7 @@ fn is_state_value(v: &str) -> bool {
     /// Function words that can follow a state: prepositions, conjunctions, adverbs.
     static AFTER_STATE: LazyLock<Regex> = LazyLock::new(|| {
         re(
-            r"(?i)^(?:in|on|to|for|by|with|at|since|as|and|but|or|after|before|until|from|via|of|into|locally|successfully|now|yet|already|again|today|yesterday|but|except|pending|not|—|-)",
+            r"(?i)^(?:in|on|to|for|by|with|at|since|as|and|but|or|after|before|until|from|via|of|into|locally|successfully|now|yet|already|again|today|yesterday|except|pending|not)\b|^[—–-]",
         )
     });
     let Some(m) = STATE.find(v) else {
@@ -1633,6 +1633,17 @@ mod tests {
     /// imperative, not a report; before a preposition, or alone, it is a state.
     #[test]
     fn a_state_word_reports_only_alone_or_before_a_preposition() {
+        for v in [
+            "Deployed to staging",
+            "Done and verified",
+            "Blocked by the API key",
+            "Done",
+        ] {
+            assert!(is_state_value(v), "not a state: {v}");
+        }
+        for v in ["Complete current phase first", "Production-ready parser"] {
+            assert!(!is_state_value(v), "a state: {v}");
+        }
         not_stale(&[
             "- **Retry Policy**: Complete each step before starting the next",
             "- **importer/**: Production-ready parser for bank CSV exports",
