@@ -372,7 +372,8 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
             let config = Config::load(&config_path)?.config;
             let budget = codex_free_memory::budget::ArtifactBudget::from_config(&config.memories);
             let folder = hygiene::default_folder(&home);
-            if args.files.is_empty()
+            let paths = args.paths();
+            if paths.is_empty()
                 && !folder.join("MEMORY.md").exists()
                 && !folder.join("memory_summary.md").exists()
             {
@@ -382,7 +383,7 @@ fn memories(cmd: MemoriesTop, home: PathBuf, config_path: PathBuf) -> anyhow::Re
                 );
                 return Ok(());
             }
-            let files = lint::sources_for(&home, &args.files)?;
+            let files = lint::sources_for(&home, &paths)?;
             let project = match &args.project {
                 Some(p) => p.clone(),
                 None => std::env::current_dir()?,

@@ -52,6 +52,15 @@ fn lint_reports_findings_with_exit_status_and_json() {
         "a verify line is not a finding: {out}"
     );
 
+    // `--dir`, as `memories tidy` takes it, names the same folder.
+    let mem_dir = mem.to_str().unwrap();
+    let o = run(
+        home.path(),
+        project.path(),
+        &["memories", "lint", "--dir", mem_dir],
+    );
+    assert_eq!(stdout(&o), out, "lint --dir reads the same folder");
+
     let o = run(home.path(), project.path(), &["memories", "lint", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let f = &v["findings"][0];

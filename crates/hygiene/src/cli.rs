@@ -17,6 +17,17 @@ pub struct LintArgs {
     /// the state home's memory folder).
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// A memory folder to lint, as `memories tidy --dir` takes it (the same as giving the
+    /// folder as FILE).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+impl LintArgs {
+    /// The files and folders to lint: FILE arguments, then `--dir`.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.files.iter().cloned().chain(self.dir.clone()).collect()
+    }
 }
 
 /// Command-line arguments of `memories tidy`.
