@@ -709,7 +709,9 @@ fn cells(t: &str) -> Option<Vec<&str>> {
 
 /// The stale-fact verdict for one line on its own (no section context); `None` for rules,
 /// checks, structure and content without a shape that expires. Headings are judged by
-/// [`stale_heading`]. Traditional Chinese is read as Simplified.
+/// [`stale_heading`]. Traditional Chinese is read as Simplified. The crate judges whole files
+/// ([`stale_lines`]); this single-line entry point is what the line tests call.
+#[cfg(test)]
 pub fn stale(line: &str) -> Option<Stale> {
     let simplified = simplified(line);
     stale_simplified(&simplified)
@@ -744,7 +746,7 @@ fn stale_simplified(line: &str) -> Option<Stale> {
         return None;
     }
     if is_heading(line) {
-        return stale_heading(line).map(|(s, _)| s);
+        return stale_heading_simplified(line).map(|(s, _)| s);
     }
     if is_index_entry(line) {
         // An entry of an index (`- [title](topics/x.md) — read when …`) names another
@@ -1008,7 +1010,11 @@ fn transient_title(p: &str) -> Option<String> {
 /// that names a transient section, or carries a state, passes it on; one that only carries
 /// a date does not: `### Project X (2026-02-10)` is a dated title over durable facts).
 pub fn stale_heading(line: &str) -> Option<(Stale, bool)> {
-    let line = &*simplified(line);
+    stale_heading_simplified(&simplified(line))
+}
+
+/// [`stale_heading`] of a line already in Simplified characters.
+fn stale_heading_simplified(line: &str) -> Option<(Stale, bool)> {
     let level = heading_level(line)?;
     let title = line.trim_start()[level..].trim();
     let p = prose(&without_ids(title));
@@ -1309,9 +1315,9 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             }
             let h = if section.is_none() && rules_section.is_some() {
                 // `#### ✅ 正确做法` under `### 规范`: the mark is a do, not a done.
-                stale_heading(&without_leading_mark(line))
+                stale_heading_simplified(&without_leading_mark(line))
             } else {
-                stale_heading(line)
+                stale_heading_simplified(line)
             };
             if h.is_none() && section.is_none() && rules_section.is_none() && is_rule_title(line) {
                 rules_section = Some(level);
@@ -1366,9 +1372,9 @@ pub fn stale_lines(text: &str) -> Vec<Option<Stale>> {
             // A leading ✅ / ❌ in a section of rules is a do / don't, and a date cell of a
             // table row is the day a rule was learned; the rest of the line is judged as usual
             // (a trailing ✅ still reports a result).
-            stale(&without_date_cells(&without_leading_mark(line)))
+            stale_simplified(&without_date_cells(&without_leading_mark(line)))
         } else {
-            stale(line)
+            stale_simplified(line)
         };
         if matches!(lead_in, Some(LeadIn::Rules)) {
             let hard = own.as_ref().is_some_and(|s| {
