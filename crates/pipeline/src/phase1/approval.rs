@@ -77,6 +77,27 @@ pub fn wait_reason(
     })
 }
 
+/// What [`gate`] would decide for `thread`'s next request, without its side effects
+/// (nothing superseded, nothing queued): `None` when it would go out (an approved request
+/// waits for it, or [`wait_reason`] lets it pass), else why it would wait. For previews.
+///
+/// Errors: [`codex_free_core::Error::Store`] on database failure.
+pub fn would_wait(
+    store: &Store,
+    mode: ApprovalMode,
+    thread: &codex_free_store::ThreadRow,
+) -> Result<Option<&'static str>> {
+    if store.approved_request(&thread.id, PHASE1)?.is_some() {
+        return Ok(None);
+    }
+    wait_reason(
+        store,
+        mode,
+        &thread.source,
+        &project_of(thread.cwd.as_deref()),
+    )
+}
+
 /// Decide what happens to `req`, built for `claim` (see the module doc). `upstream` = the
 /// redactions made while rendering it (stored with a queued request, shown on the
 /// Outgoing page).

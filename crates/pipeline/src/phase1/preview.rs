@@ -121,18 +121,9 @@ pub async fn preview(ctx: &Phase1Ctx, next: usize, rollout: Option<&str>) -> Res
     for t in threads {
         let waits_for_approval = {
             let (store, t) = (ctx.store.clone(), t.clone());
-            blocking(move || {
-                if store
-                    .approved_request(&t.id, super::approval::PHASE1)?
-                    .is_some()
-                {
-                    return Ok(None);
-                }
-                let project = super::approval::project_of(t.cwd.as_deref());
-                super::approval::wait_reason(&store, mode, &t.source, &project)
-            })
-            .await?
-            .map(str::to_string)
+            blocking(move || super::approval::would_wait(&store, mode, &t))
+                .await?
+                .map(str::to_string)
         };
         let (rendered, upstream) = prepare_input(ctx, &t, window, tool_budget)
             .await
